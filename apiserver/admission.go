@@ -1,0 +1,246 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"minik/apiserver/defaults"
+	"minik/apiserver/validation"
+)
+
+// Admission runs after decoding and before storage, in Kubernetes' order:
+// mutating plugins (defaulting, priority, default tolerations), then
+// validation. Everything here is a pure check except the reads of
+// namespaces and priority classes.
+
+// admitCreate admits a new object.
+func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtime.Object) error {
+	m, _ := meta.Accessor(obj)
+	if h.res.Namespaced {
+		if err := s.namespaceAcceptsCreate(ctx, m.GetNamespace()); err != nil {
+			return err
+		}
+	}
+	defaults.Object(obj)
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		defaults.DefaultTolerationSeconds(o)
+		o.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(&o.Spec)}
+		if err := s.admitPriority(ctx, o); err != nil {
+			return err
+		}
+	case *corev1.Namespace:
+		o.Status.Phase = corev1.NamespaceActive
+		if !containsFinalizer(o.Spec.Finalizers, corev1.FinalizerKubernetes) {
+			o.Spec.Finalizers = append(o.Spec.Finalizers, corev1.FinalizerKubernetes)
+		}
+	case *schedulingv1.PriorityClass:
+		if err := s.admitPriorityClass(ctx, o); err != nil {
+			return err
+		}
+	}
+	if h.res.HasStatus && !keepsStatusOnCreate(obj) {
+		if st, err := fieldOf(obj, "Status"); err == nil {
+			st.Set(reflectZero(st))
+		}
+	}
+	if errs := validation.Create(obj, h.res.Namespaced); len(errs) > 0 {
+		return apierrors.NewInvalid(h.res.GroupVersion().WithKind(h.res.Kind).GroupKind(), m.GetName(), errs)
+	}
+	return nil
+}
+
+// keepsStatusOnCreate lists the kinds whose creator sets the first
+// status: a kubelet registering its Node, the defaults just set for pods
+// and namespaces, and events (no status).
+func keepsStatusOnCreate(obj runtime.Object) bool {
+	switch obj.(type) {
+	case *corev1.Node, *corev1.Pod, *corev1.Namespace:
+		return true
+	}
+	return false
+}
+
+// admitUpdate admits a changed object (sub is "" or "status").
+func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string, obj, old runtime.Object) error {
+	m, _ := meta.Accessor(obj)
+	gk := h.res.GroupVersion().WithKind(h.res.Kind).GroupKind()
+	if sub == "status" {
+		if errs := validation.StatusUpdate(obj, old); len(errs) > 0 {
+			return apierrors.NewInvalid(gk, m.GetName(), errs)
+		}
+		return nil
+	}
+	defaults.Object(obj)
+	if pc, ok := obj.(*schedulingv1.PriorityClass); ok && pc.GlobalDefault && !old.(*schedulingv1.PriorityClass).GlobalDefault {
+		if err := s.admitPriorityClass(ctx, pc); err != nil {
+			return err
+		}
+	}
+	if errs := validation.Update(obj, old, h.res.Namespaced); len(errs) > 0 {
+		return apierrors.NewInvalid(gk, m.GetName(), errs)
+	}
+	return nil
+}
+
+// admitDelete refuses to delete the namespaces the system needs.
+func (s *Server) admitDelete(ctx context.Context, h *resourceHandler, obj runtime.Object) error {
+	if ns, ok := obj.(*corev1.Namespace); ok {
+		switch ns.Name {
+		case "default", "kube-system", "kube-public":
+			return apierrors.NewForbidden(h.res.GroupResource(), ns.Name, fmt.Errorf("this namespace may not be deleted"))
+		}
+	}
+	return nil
+}
+
+// namespaceAcceptsCreate is the NamespaceLifecycle plugin: no creates in
+// a namespace that is missing or being terminated.
+func (s *Server) namespaceAcceptsCreate(ctx context.Context, name string) error {
+	obj, err := s.namespaces.Get(ctx, "", name)
+	if err != nil {
+		return err
+	}
+	if ns := obj.(*corev1.Namespace); ns.Status.Phase == corev1.NamespaceTerminating || ns.DeletionTimestamp != nil {
+		err := apierrors.NewForbidden(corev1.Resource("namespaces"), name,
+			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", name))
+		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metaCause("NamespaceTerminating", name))
+		return err
+	}
+	return nil
+}
+
+// admitPriority is the Priority plugin: it resolves priorityClassName (or
+// the global default class) into spec.priority and preemptionPolicy.
+func (s *Server) admitPriority(ctx context.Context, pod *corev1.Pod) error {
+	var value int32
+	policy := corev1.PreemptLowerPriority
+	if pod.Spec.PriorityClassName == "" {
+		if pc, err := s.globalDefaultPriorityClass(ctx); err != nil {
+			return err
+		} else if pc != nil {
+			pod.Spec.PriorityClassName = pc.Name
+		}
+	}
+	if name := pod.Spec.PriorityClassName; name != "" {
+		obj, err := s.priorityClasses.Get(ctx, "", name)
+		if apierrors.IsNotFound(err) {
+			return apierrors.NewForbidden(corev1.Resource("pods"), pod.Name, fmt.Errorf("no PriorityClass with name %s was found", name))
+		}
+		if err != nil {
+			return err
+		}
+		pc := obj.(*schedulingv1.PriorityClass)
+		value = pc.Value
+		if pc.PreemptionPolicy != nil {
+			policy = *pc.PreemptionPolicy
+		}
+	}
+	if pod.Spec.Priority != nil && *pod.Spec.Priority != value {
+		return apierrors.NewForbidden(corev1.Resource("pods"), pod.Name,
+			fmt.Errorf("the integer value of priority (%d) must not be provided in pod spec; priority admission controller computed %d from the given PriorityClass name", *pod.Spec.Priority, value))
+	}
+	pod.Spec.Priority = &value
+	if pod.Spec.PreemptionPolicy == nil {
+		pod.Spec.PreemptionPolicy = &policy
+	}
+	return nil
+}
+
+func (s *Server) globalDefaultPriorityClass(ctx context.Context) (*schedulingv1.PriorityClass, error) {
+	list, err := s.priorityClasses.List(ctx, storageListAll())
+	if err != nil {
+		return nil, err
+	}
+	var best *schedulingv1.PriorityClass
+	for _, o := range list.Items {
+		pc := o.(*schedulingv1.PriorityClass)
+		if pc.GlobalDefault && (best == nil || pc.Value < best.Value) {
+			best = pc
+		}
+	}
+	return best, nil
+}
+
+// admitPriorityClass allows a single globalDefault class.
+func (s *Server) admitPriorityClass(ctx context.Context, pc *schedulingv1.PriorityClass) error {
+	if !pc.GlobalDefault {
+		return nil
+	}
+	existing, err := s.globalDefaultPriorityClass(ctx)
+	if err != nil {
+		return err
+	}
+	if existing != nil && existing.Name != pc.Name {
+		return apierrors.NewForbidden(schedulingv1.Resource("priorityclasses"), pc.Name,
+			fmt.Errorf("PriorityClass %v is already marked as default. Only one default can exist", existing.Name))
+	}
+	return nil
+}
+
+// qosClass computes the pod's QoS class as Kubernetes defines it.
+func qosClass(spec *corev1.PodSpec) corev1.PodQOSClass {
+	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
+	guaranteed := true
+	containers := append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...)
+	for _, c := range containers {
+		for name, q := range c.Resources.Requests {
+			if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
+				if q.Sign() > 0 {
+					add(requests, name, q)
+				}
+			}
+		}
+		seen := 0
+		for name, q := range c.Resources.Limits {
+			if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
+				if q.Sign() > 0 {
+					add(limits, name, q)
+					seen++
+				}
+			}
+		}
+		if seen < 2 {
+			guaranteed = false
+		}
+	}
+	if len(requests) == 0 && len(limits) == 0 {
+		return corev1.PodQOSBestEffort
+	}
+	if guaranteed {
+		for name, req := range requests {
+			if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
+				guaranteed = false
+			}
+		}
+	}
+	if guaranteed && len(limits) == 2 {
+		return corev1.PodQOSGuaranteed
+	}
+	return corev1.PodQOSBurstable
+}
+
+func add(list corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
+	if cur, ok := list[name]; ok {
+		cur.Add(q)
+		list[name] = cur
+		return
+	}
+	list[name] = q.DeepCopy()
+}
+
+func containsFinalizer(list []corev1.FinalizerName, f corev1.FinalizerName) bool {
+	for _, v := range list {
+		if v == f {
+			return true
+		}
+	}
+	return false
+}

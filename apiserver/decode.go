@@ -1,0 +1,70 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	sigsjson "sigs.k8s.io/json"
+
+	"minik/apiserver/registry"
+)
+
+// Field validation modes of the fieldValidation query parameter.
+const (
+	fieldValidationStrict = "Strict"
+	fieldValidationWarn   = "Warn"
+	fieldValidationIgnore = "Ignore"
+)
+
+func fieldValidation(r *http.Request) (string, error) {
+	switch v := r.URL.Query().Get("fieldValidation"); v {
+	case "":
+		return fieldValidationWarn, nil
+	case fieldValidationStrict, fieldValidationWarn, fieldValidationIgnore:
+		return v, nil
+	default:
+		return "", apierrors.NewBadRequest(fmt.Sprintf("fieldValidation parameter unsupported: %q (must be Ignore, Warn or Strict)", v))
+	}
+}
+
+// decodeInto decodes JSON into a new object of res's kind. Unknown or
+// duplicate fields fail the request under Strict and become warnings
+// under Warn. apiVersion and kind, when present, must be res's.
+func decodeInto(res *registry.Resource, data []byte, mode string, w http.ResponseWriter) (runtime.Object, error) {
+	obj := res.New()
+	strictErrs, err := sigsjson.UnmarshalStrict(data, obj, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized or malformed: %v", err))
+	}
+	if len(strictErrs) > 0 {
+		msgs := make([]string, len(strictErrs))
+		for i, e := range strictErrs {
+			msgs[i] = e.Error()
+		}
+		switch mode {
+		case fieldValidationStrict:
+			return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+		case fieldValidationWarn:
+			for _, m := range msgs {
+				w.Header().Add("Warning", fmt.Sprintf("299 - %q", m))
+			}
+		}
+	}
+	ta, err := meta.TypeAccessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	if v := ta.GetAPIVersion(); v != "" && v != res.APIVersion() {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", v, res.APIVersion()))
+	}
+	if k := ta.GetKind(); k != "" && k != res.Kind {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", k, res.Kind))
+	}
+	ta.SetAPIVersion(res.APIVersion())
+	ta.SetKind(res.Kind)
+	return obj, nil
+}

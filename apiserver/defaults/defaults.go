@@ -1,0 +1,71 @@
+// Package defaults fills in the fields that Kubernetes defaults on the
+// server, so that objects stored by minik read back exactly as they would
+// from a real apiserver. Every function mutates its argument in place, is
+// idempotent, and never overwrites a value the client set.
+//
+// The facts follow upstream pkg/apis/{core,apps,batch,scheduling}/v1
+// defaults.go, the +default markers in k8s.io/api, and a few defaults that
+// upstream applies in registry strategies or admission plugins (named on
+// each function).
+package defaults
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Object applies the defaults for obj's type; run it on every decoded
+// create and update body. For pods it also runs DefaultTolerationSeconds,
+// which upstream's admission applies on both create and update. Types
+// without defaults (Event, Lease, ServiceAccount, PodDisruptionBudget) and
+// unknown types are left untouched. Defaults that upstream applies on create
+// only are in OnCreate.
+func Object(obj runtime.Object) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		Pod(o)
+		DefaultTolerationSeconds(o)
+	case *corev1.PodTemplate:
+		PodTemplateSpec(&o.Template)
+	case *corev1.ReplicationController:
+		ReplicationController(o)
+	case *appsv1.ReplicaSet:
+		ReplicaSet(o)
+	case *appsv1.Deployment:
+		Deployment(o)
+	case *appsv1.DaemonSet:
+		DaemonSet(o)
+	case *batchv1.Job:
+		Job(o)
+	case *corev1.Namespace:
+		Namespace(o)
+	case *corev1.Node:
+		Node(o)
+	case *corev1.Secret:
+		Secret(o)
+	case *corev1.ConfigMap:
+		ConfigMap(o)
+	case *schedulingv1.PriorityClass:
+		PriorityClass(o)
+	case *corev1.Event, *coordinationv1.Lease, *corev1.ServiceAccount, *policyv1.PodDisruptionBudget:
+		// Upstream has no server-side defaults for these types.
+	}
+}
+
+// OnCreate applies the defaults that upstream's registry strategies apply
+// only when an object is created: the generated Job selector and the
+// namespace finalizer. Run it after Object, once the name and UID are
+// assigned, before validation. Other types are left untouched.
+func OnCreate(obj runtime.Object) {
+	switch o := obj.(type) {
+	case *batchv1.Job:
+		JobSelector(o)
+	case *corev1.Namespace:
+		NamespaceFinalizer(o)
+	}
+}

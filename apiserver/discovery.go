@@ -1,0 +1,179 @@
+package apiserver
+
+import (
+	"log"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/gorilla/mux"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+
+	"minik/apiserver/registry"
+)
+
+// Version is the Kubernetes version minik reports; kubectl compares it
+// with its own for the version-skew warning.
+var Version = version.Info{Major: "1", Minor: "37", GitVersion: "v1.37.2-minik", Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	GoVersion: runtime.Version(), Compiler: runtime.Compiler}
+
+type groupVersions struct {
+	group     string
+	versions  []string
+	resources map[string][]*registry.Resource // by version
+}
+
+func (s *Server) addGroupVersion(res *registry.Resource) {
+	for i := range s.groups {
+		g := &s.groups[i]
+		if g.group == res.Group {
+			if _, ok := g.resources[res.Version]; !ok {
+				g.versions = append(g.versions, res.Version)
+			}
+			g.resources[res.Version] = append(g.resources[res.Version], res)
+			return
+		}
+	}
+	s.groups = append(s.groups, groupVersions{group: res.Group, versions: []string{res.Version},
+		resources: map[string][]*registry.Resource{res.Version: {res}}})
+}
+
+// routes wires every endpoint. Resource paths go through one dispatcher
+// that parses /api/v1/namespaces/NS/RESOURCE/NAME/SUB.
+func (s *Server) routes(openapiHandler http.Handler) *mux.Router {
+	r := mux.NewRouter()
+	r.UseEncodedPath()
+	public := func(h http.HandlerFunc) http.Handler { return h }
+	r.Handle("/healthz", public(s.health)).Methods(http.MethodGet)
+	r.Handle("/livez", public(s.health)).Methods(http.MethodGet)
+	r.Handle("/readyz", public(s.health)).Methods(http.MethodGet)
+	r.Handle("/version", public(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, Version) })).Methods(http.MethodGet)
+
+	authed := r.NewRoute().Subrouter()
+	authed.Use(s.authenticate)
+	authed.PathPrefix("/openapi/").Handler(openapiHandler).Methods(http.MethodGet)
+	authed.HandleFunc("/api", s.serveAPIVersions).Methods(http.MethodGet)
+	authed.HandleFunc("/apis", s.serveAPIGroupList).Methods(http.MethodGet)
+	authed.HandleFunc("/api/{version}", s.serveResourceList).Methods(http.MethodGet)
+	authed.HandleFunc("/apis/{group}", s.serveAPIGroup).Methods(http.MethodGet)
+	authed.HandleFunc("/apis/{group}/{version}", s.serveResourceList).Methods(http.MethodGet)
+	authed.PathPrefix("/api/").HandlerFunc(s.serveResource)
+	authed.PathPrefix("/apis/").HandlerFunc(s.serveResource)
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, req, notFoundPath(req))
+	})
+	return r
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-s.ready:
+	default:
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = w.Write([]byte("ok"))
+}
+
+func (s *Server) serveAPIVersions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, 200, &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"},
+		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: r.Host}}})
+}
+
+func (s *Server) apiGroup(g *groupVersions) metav1.APIGroup {
+	out := metav1.APIGroup{Name: g.group}
+	for _, v := range g.versions {
+		out.Versions = append(out.Versions, metav1.GroupVersionForDiscovery{GroupVersion: g.group + "/" + v, Version: v})
+	}
+	out.PreferredVersion = out.Versions[0]
+	return out
+}
+
+func (s *Server) serveAPIGroupList(w http.ResponseWriter, r *http.Request) {
+	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
+	for i := range s.groups {
+		if s.groups[i].group != "" {
+			list.Groups = append(list.Groups, s.apiGroup(&s.groups[i]))
+		}
+	}
+	writeJSON(w, 200, list)
+}
+
+func (s *Server) serveAPIGroup(w http.ResponseWriter, r *http.Request) {
+	name := mux.Vars(r)["group"]
+	for i := range s.groups {
+		if s.groups[i].group == name && name != "" {
+			g := s.apiGroup(&s.groups[i])
+			g.Kind, g.APIVersion = "APIGroup", "v1"
+			writeJSON(w, 200, &g)
+			return
+		}
+	}
+	writeError(w, r, notFoundPath(r))
+}
+
+// serveResourceList answers /api/v1 and /apis/G/V with the resources,
+// their verbs, short names and categories (what kubectl's RESTMapper and
+// `kubectl get all` use).
+func (s *Server) serveResourceList(w http.ResponseWriter, r *http.Request) {
+	vars := mux.Vars(r)
+	group, version := vars["group"], vars["version"]
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		group = ""
+	}
+	for i := range s.groups {
+		g := &s.groups[i]
+		res, ok := g.resources[version]
+		if g.group != group || !ok {
+			continue
+		}
+		gv := version
+		if group != "" {
+			gv = group + "/" + version
+		}
+		list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv}
+		for _, rs := range res {
+			list.APIResources = append(list.APIResources, metav1.APIResource{Name: rs.Resource, SingularName: rs.Singular,
+				Namespaced: rs.Namespaced, Kind: rs.Kind, Verbs: registry.Verbs(), ShortNames: rs.ShortNames,
+				Categories: rs.Categories})
+			for _, sub := range rs.Subresources {
+				list.APIResources = append(list.APIResources, subresourceDiscovery(rs, sub))
+			}
+		}
+		sort.SliceStable(list.APIResources, func(a, b int) bool { return list.APIResources[a].Name < list.APIResources[b].Name })
+		writeJSON(w, 200, list)
+		return
+	}
+	writeError(w, r, notFoundPath(r))
+}
+
+func subresourceDiscovery(rs *registry.Resource, sub string) metav1.APIResource {
+	out := metav1.APIResource{Name: rs.Resource + "/" + sub, Namespaced: rs.Namespaced, Kind: rs.Kind}
+	switch sub {
+	case "status":
+		out.Verbs = []string{"get", "patch", "update"}
+	case "scale":
+		out.Group, out.Version, out.Kind = "autoscaling", "v1", "Scale"
+		out.Verbs = []string{"get", "patch", "update"}
+	case "binding":
+		out.Kind, out.Verbs = "Binding", []string{"create"}
+	case "eviction":
+		out.Group, out.Version, out.Kind = "policy", "v1", "Eviction"
+		out.Verbs = []string{"create"}
+	case "log":
+		out.Verbs = []string{"get"}
+	case "finalize":
+		out.Verbs = []string{"update"}
+	}
+	return out
+}
+
+// slogErrorLog routes net/http's internal errors (TLS handshakes and the
+// like) to slog at debug level: they are client problems, not ours.
+func slogErrorLog() *log.Logger {
+	return slog.NewLogLogger(slog.Default().Handler(), slog.LevelDebug)
+}

@@ -1,0 +1,157 @@
+package apiserver
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// log serves pods/log by proxying to the kubelet of the pod's node:
+//
+//	kubectl logs → apiserver /api/v1/namespaces/NS/pods/P/log
+//	             → https://NODE:10250/containerLogs/NS/P/C?follow=…
+func (h *resourceHandler) log(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	ctx := r.Context()
+	obj, err := h.store.Get(ctx, ri.namespace, ri.name)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	pod := obj.(*corev1.Pod)
+	q := r.URL.Query()
+	container := q.Get("container")
+	if container == "" {
+		if len(pod.Spec.Containers) != 1 {
+			var names []string
+			for _, c := range pod.Spec.Containers {
+				names = append(names, c.Name)
+			}
+			writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: [%s]", pod.Name, strings.Join(names, " "))))
+			return
+		}
+		container = pod.Spec.Containers[0].Name
+	} else if !hasContainer(pod, container) {
+		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", container, pod.Name)))
+		return
+	}
+	if pod.Spec.NodeName == "" {
+		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name)))
+		return
+	}
+	nodeObj, err := h.srv.nodes.Get(ctx, "", pod.Spec.NodeName)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	node := nodeObj.(*corev1.Node)
+	host := nodeAddress(node)
+	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
+	if host == "" || port == 0 {
+		writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no kubelet endpoint", node.Name)))
+		return
+	}
+	params := url.Values{}
+	for _, k := range []string{"follow", "previous", "timestamps", "tailLines", "sinceSeconds", "sinceTime", "limitBytes"} {
+		if v := q.Get(k); v != "" {
+			params.Set(k, v)
+		}
+	}
+	target := fmt.Sprintf("https://%s/containerLogs/%s/%s/%s?%s", net.JoinHostPort(host, strconv.Itoa(int(port))),
+		pod.Namespace, pod.Name, container, params.Encode())
+	client, err := h.srv.kubeletClient()
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the kubelet on %s: %v", node.Name, err)))
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		writeError(w, r, statusError(int32(resp.StatusCode), "", strings.TrimSpace(string(msg))))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func hasContainer(pod *corev1.Pod, name string) bool {
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeAddress prefers the InternalIP, then the Hostname address.
+func nodeAddress(node *corev1.Node) string {
+	for _, t := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName} {
+		for _, a := range node.Status.Addresses {
+			if a.Type == t && a.Address != "" {
+				return a.Address
+			}
+		}
+	}
+	return ""
+}
+
+// kubeletClient authenticates to kubelets with the apiserver's kubelet
+// client certificate and trusts the cluster CA for their serving certs.
+func (s *Server) kubeletClient() (*http.Client, error) {
+	s.kubeletOnce.Do(func() {
+		tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if s.cfg.KubeletClientCertFile != "" {
+			cert, err := tls.LoadX509KeyPair(s.cfg.KubeletClientCertFile, s.cfg.KubeletClientKeyFile)
+			if err != nil {
+				s.kubeletErr = err
+				return
+			}
+			tlsCfg.Certificates = []tls.Certificate{cert}
+		}
+		caPEM, err := os.ReadFile(s.cfg.ClientCAFile)
+		if err != nil {
+			s.kubeletErr = err
+			return
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(caPEM)
+		tlsCfg.RootCAs = pool
+		s.kubeletHTTP = &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	})
+	return s.kubeletHTTP, s.kubeletErr
+}

@@ -1,0 +1,92 @@
+// Package registry lists every resource the apiserver serves: its names,
+// scope, Go types and the few per-resource rules (status split, field
+// selectors) that the generic REST handlers need.
+package registry
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Resource describes one served resource type.
+type Resource struct {
+	Group      string // "" for the core group
+	Version    string
+	Kind       string
+	Resource   string // plural, lower case: "pods"
+	Singular   string
+	Namespaced bool
+	ShortNames []string
+	Categories []string
+
+	// New and NewList return empty typed objects (e.g. &corev1.Pod{}).
+	New     func() runtime.Object
+	NewList func() runtime.Object
+
+	// Subresources served besides the main resource: "status", "scale",
+	// "binding", "eviction", "log".
+	Subresources []string
+
+	// HasStatus means spec and status are split: a main update keeps the
+	// stored status and a /status update keeps everything but status.
+	HasStatus bool
+
+	// Fields returns the values of the field selector keys this resource
+	// supports besides metadata.name and metadata.namespace.
+	Fields func(obj runtime.Object) map[string]string
+
+	// StorageOf names the resource whose storage this one shares (the
+	// events.k8s.io Event view of core Events); empty for the usual case.
+	StorageOf string
+}
+
+// GroupVersion returns the resource's API group and version.
+func (r *Resource) GroupVersion() schema.GroupVersion {
+	return schema.GroupVersion{Group: r.Group, Version: r.Version}
+}
+
+// GroupResource returns the group and plural name, used in error messages.
+func (r *Resource) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.Group, Resource: r.Resource}
+}
+
+// APIVersion is the apiVersion string objects of this resource carry.
+func (r *Resource) APIVersion() string {
+	return r.GroupVersion().String()
+}
+
+// KeyPrefix is the etcd prefix under which the objects live, following
+// Kubernetes' layout: /registry/<group>/<resource>/ (no group for core).
+func (r *Resource) KeyPrefix() string {
+	if r.Group == "" || r.Group == "apps" || r.Group == "batch" {
+		// Kubernetes keeps core and the old extension groups without a group segment.
+		return "/registry/" + r.Resource + "/"
+	}
+	return "/registry/" + r.Group + "/" + r.Resource + "/"
+}
+
+// HasSubresource reports whether sub is served for this resource.
+func (r *Resource) HasSubresource(sub string) bool {
+	for _, s := range r.Subresources {
+		if s == sub {
+			return true
+		}
+	}
+	return false
+}
+
+// ID is "resource.group" (or just "resource" for core), a unique key.
+func (r *Resource) ID() string {
+	if r.Group == "" {
+		return r.Resource
+	}
+	return r.Resource + "." + r.Group
+}
+
+// ParseID splits an ID back into resource and group.
+func ParseID(id string) (resource, group string) {
+	resource, group, _ = strings.Cut(id, ".")
+	return resource, group
+}

@@ -1,0 +1,143 @@
+package registry
+
+import (
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+var crud = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// Verbs are the verbs every resource supports.
+func Verbs() []string { return crud }
+
+// All returns every resource the apiserver serves, in discovery order.
+// Each call returns fresh values, so callers may keep and extend them.
+func All() []*Resource {
+	list := []*Resource{
+		{Kind: "Namespace", Resource: "namespaces", Singular: "namespace", ShortNames: []string{"ns"},
+			New: func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} },
+			Subresources: []string{"status", "finalize"}, HasStatus: true,
+			Fields: func(o runtime.Object) map[string]string {
+				return map[string]string{"status.phase": string(o.(*corev1.Namespace).Status.Phase)}
+			}},
+		{Kind: "Node", Resource: "nodes", Singular: "node", ShortNames: []string{"no"},
+			New: func() runtime.Object { return &corev1.Node{} }, NewList: func() runtime.Object { return &corev1.NodeList{} },
+			Subresources: []string{"status"}, HasStatus: true,
+			Fields: func(o runtime.Object) map[string]string {
+				return map[string]string{"spec.unschedulable": boolString(o.(*corev1.Node).Spec.Unschedulable)}
+			}},
+		{Kind: "Pod", Resource: "pods", Singular: "pod", Namespaced: true, ShortNames: []string{"po"}, Categories: []string{"all"},
+			New: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} },
+			Subresources: []string{"status", "binding", "eviction", "log"}, HasStatus: true,
+			Fields: podFields},
+		{Kind: "ReplicationController", Resource: "replicationcontrollers", Singular: "replicationcontroller", Namespaced: true,
+			ShortNames: []string{"rc"}, Categories: []string{"all"},
+			New:          func() runtime.Object { return &corev1.ReplicationController{} },
+			NewList:      func() runtime.Object { return &corev1.ReplicationControllerList{} },
+			Subresources: []string{"status", "scale"}, HasStatus: true,
+			Fields: func(o runtime.Object) map[string]string {
+				return map[string]string{"status.replicas": itoa(int64(o.(*corev1.ReplicationController).Status.Replicas))}
+			}},
+		{Kind: "Event", Resource: "events", Singular: "event", Namespaced: true, ShortNames: []string{"ev"},
+			New: func() runtime.Object { return &corev1.Event{} }, NewList: func() runtime.Object { return &corev1.EventList{} },
+			Fields: eventFields},
+		{Kind: "ConfigMap", Resource: "configmaps", Singular: "configmap", Namespaced: true, ShortNames: []string{"cm"},
+			New: func() runtime.Object { return &corev1.ConfigMap{} }, NewList: func() runtime.Object { return &corev1.ConfigMapList{} }},
+		{Kind: "Secret", Resource: "secrets", Singular: "secret", Namespaced: true,
+			New: func() runtime.Object { return &corev1.Secret{} }, NewList: func() runtime.Object { return &corev1.SecretList{} },
+			Fields: func(o runtime.Object) map[string]string {
+				return map[string]string{"type": string(o.(*corev1.Secret).Type)}
+			}},
+		{Kind: "ServiceAccount", Resource: "serviceaccounts", Singular: "serviceaccount", Namespaced: true, ShortNames: []string{"sa"},
+			New:     func() runtime.Object { return &corev1.ServiceAccount{} },
+			NewList: func() runtime.Object { return &corev1.ServiceAccountList{} }},
+
+		{Group: "apps", Kind: "Deployment", Resource: "deployments", Singular: "deployment", Namespaced: true,
+			ShortNames: []string{"deploy"}, Categories: []string{"all"},
+			New: func() runtime.Object { return &appsv1.Deployment{} }, NewList: func() runtime.Object { return &appsv1.DeploymentList{} },
+			Subresources: []string{"status", "scale"}, HasStatus: true},
+		{Group: "apps", Kind: "ReplicaSet", Resource: "replicasets", Singular: "replicaset", Namespaced: true,
+			ShortNames: []string{"rs"}, Categories: []string{"all"},
+			New: func() runtime.Object { return &appsv1.ReplicaSet{} }, NewList: func() runtime.Object { return &appsv1.ReplicaSetList{} },
+			Subresources: []string{"status", "scale"}, HasStatus: true},
+		{Group: "apps", Kind: "DaemonSet", Resource: "daemonsets", Singular: "daemonset", Namespaced: true,
+			ShortNames: []string{"ds"}, Categories: []string{"all"},
+			New: func() runtime.Object { return &appsv1.DaemonSet{} }, NewList: func() runtime.Object { return &appsv1.DaemonSetList{} },
+			Subresources: []string{"status"}, HasStatus: true},
+
+		{Group: "batch", Kind: "Job", Resource: "jobs", Singular: "job", Namespaced: true, Categories: []string{"all"},
+			New: func() runtime.Object { return &batchv1.Job{} }, NewList: func() runtime.Object { return &batchv1.JobList{} },
+			Subresources: []string{"status"}, HasStatus: true},
+
+		{Group: "coordination.k8s.io", Kind: "Lease", Resource: "leases", Singular: "lease", Namespaced: true,
+			New: func() runtime.Object { return &coordinationv1.Lease{} }, NewList: func() runtime.Object { return &coordinationv1.LeaseList{} }},
+
+		{Group: "scheduling.k8s.io", Kind: "PriorityClass", Resource: "priorityclasses", Singular: "priorityclass", ShortNames: []string{"pc"},
+			New:     func() runtime.Object { return &schedulingv1.PriorityClass{} },
+			NewList: func() runtime.Object { return &schedulingv1.PriorityClassList{} }},
+
+		{Group: "policy", Kind: "PodDisruptionBudget", Resource: "poddisruptionbudgets", Singular: "poddisruptionbudget", Namespaced: true,
+			ShortNames:   []string{"pdb"},
+			New:          func() runtime.Object { return &policyv1.PodDisruptionBudget{} },
+			NewList:      func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} },
+			Subresources: []string{"status"}, HasStatus: true},
+
+		{Group: "events.k8s.io", Kind: "Event", Resource: "events", Singular: "event", Namespaced: true, ShortNames: []string{"ev"},
+			New: func() runtime.Object { return &eventsv1.Event{} }, NewList: func() runtime.Object { return &eventsv1.EventList{} },
+			StorageOf: "events"},
+	}
+	for _, r := range list {
+		r.Version = "v1" // every resource minik serves is at v1 today
+	}
+	return list
+}
+
+func podFields(o runtime.Object) map[string]string {
+	p := o.(*corev1.Pod)
+	return map[string]string{
+		"spec.nodeName":            p.Spec.NodeName,
+		"spec.restartPolicy":       string(p.Spec.RestartPolicy),
+		"spec.schedulerName":       p.Spec.SchedulerName,
+		"spec.serviceAccountName":  p.Spec.ServiceAccountName,
+		"spec.hostNetwork":         boolString(p.Spec.HostNetwork),
+		"status.phase":             string(p.Status.Phase),
+		"status.podIP":             p.Status.PodIP,
+		"status.nominatedNodeName": p.Status.NominatedNodeName,
+	}
+}
+
+func eventFields(o runtime.Object) map[string]string {
+	e := o.(*corev1.Event)
+	return map[string]string{
+		"involvedObject.kind":            e.InvolvedObject.Kind,
+		"involvedObject.namespace":       e.InvolvedObject.Namespace,
+		"involvedObject.name":            e.InvolvedObject.Name,
+		"involvedObject.uid":             string(e.InvolvedObject.UID),
+		"involvedObject.apiVersion":      e.InvolvedObject.APIVersion,
+		"involvedObject.resourceVersion": e.InvolvedObject.ResourceVersion,
+		"involvedObject.fieldPath":       e.InvolvedObject.FieldPath,
+		"reason":                         e.Reason,
+		"reportingComponent":             e.ReportingController,
+		"source":                         e.Source.Component,
+		"type":                           e.Type,
+	}
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+func itoa(i int64) string {
+	return strconv.FormatInt(i, 10)
+}

@@ -1,0 +1,136 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+)
+
+// maxBodyBytes is the largest request body accepted (Kubernetes' limit).
+const maxBodyBytes = 3 << 20
+
+// toStatus maps any error to a Kubernetes Status. This is the one place
+// where errors become HTTP codes.
+func toStatus(err error) *metav1.Status {
+	var apiStatus apierrors.APIStatus
+	if errors.As(err, &apiStatus) {
+		st := apiStatus.Status()
+		st.Kind, st.APIVersion = "Status", "v1"
+		return &st
+	}
+	st := apierrors.NewInternalError(err).Status()
+	st.Kind, st.APIVersion = "Status", "v1"
+	return &st
+}
+
+// writeError answers with the Status for err.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	st := toStatus(err)
+	if st.Code >= 500 {
+		slog.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, int(st.Code), st)
+}
+
+// writeJSON encodes v as the response body with the given code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeRaw(w, code, data)
+}
+
+func writeRaw(w http.ResponseWriter, code int, data []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+}
+
+// writeObject answers with obj, converted to what the client accepts.
+func writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
+	if wantsYAML(r) {
+		data, err := json.Marshal(obj)
+		if err == nil {
+			data, err = yaml.JSONToYAML(data)
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/yaml")
+		w.WriteHeader(code)
+		_, _ = w.Write(data)
+		return
+	}
+	writeJSON(w, code, obj)
+}
+
+func wantsYAML(r *http.Request) bool {
+	accept := r.Header.Get("Accept")
+	return strings.HasPrefix(accept, "application/yaml") && !strings.Contains(accept, "json")
+}
+
+// readBody reads a request body, refusing more than maxBodyBytes, and
+// converts YAML to JSON. It checks the media type against allowed.
+func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
+	ct := r.Header.Get("Content-Type")
+	mediaType := "application/json"
+	if ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil {
+			return nil, "", statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, "invalid Content-Type "+ct)
+		}
+		mediaType = mt
+	}
+	ok := false
+	if mediaType == protobufMediaType && contains(allowed, "application/json") {
+		ok = true // converted to JSON below
+	}
+	for _, a := range allowed {
+		if a == mediaType {
+			ok = true
+		}
+	}
+	if !ok {
+		return nil, "", statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(allowed, ", ")))
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
+	}
+	if len(data) > maxBodyBytes {
+		return nil, "", apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", maxBodyBytes))
+	}
+	if mediaType == protobufMediaType {
+		if data, err = protobufToJSON(data); err != nil {
+			return nil, "", err
+		}
+		mediaType = "application/json"
+	}
+	if mediaType == "application/yaml" {
+		data, err = yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, "", apierrors.NewBadRequest(fmt.Sprintf("invalid YAML: %v", err))
+		}
+	}
+	return data, mediaType, nil
+}
+
+// statusError builds an API error for codes apimachinery has no helper for.
+func statusError(code int32, reason metav1.StatusReason, msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: code, Reason: reason, Message: msg}}
+}

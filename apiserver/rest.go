@@ -1,0 +1,403 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/google/uuid"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
+	"minik/apiserver/registry"
+	"minik/apiserver/storage"
+)
+
+// resourceHandler serves the REST verbs of one resource.
+type resourceHandler struct {
+	res   *registry.Resource
+	store *storage.Store
+	srv   *Server
+	// conv converts between this resource's type and its storage's type
+	// when they differ (events.k8s.io Events are stored as core Events).
+	conv *conversion
+}
+
+// conversion maps objects of a view type to and from the stored type.
+type conversion struct {
+	toStorage   func(runtime.Object) (runtime.Object, error)
+	fromStorage func(runtime.Object) (runtime.Object, error)
+}
+
+func (h *resourceHandler) out(obj runtime.Object) (runtime.Object, error) {
+	if h.conv == nil {
+		return obj, nil
+	}
+	return h.conv.fromStorage(obj)
+}
+
+func (h *resourceHandler) in(obj runtime.Object) (runtime.Object, error) {
+	if h.conv == nil {
+		return obj, nil
+	}
+	return h.conv.toStorage(obj)
+}
+
+// get answers GET on one object.
+func (h *resourceHandler) get(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	obj, err := h.store.Get(r.Context(), ri.namespace, ri.name)
+	if err == nil {
+		obj, err = h.out(obj)
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	h.srv.writeMaybeTable(w, r, h, http.StatusOK, obj)
+}
+
+// list answers GET on a collection (or hands over to watch).
+func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	q := r.URL.Query()
+	if q.Get("watch") == "1" || q.Get("watch") == "true" {
+		h.watch(w, r, ri)
+		return
+	}
+	pred, err := newPredicate(h.res, ri.namespace, q.Get("labelSelector"), q.Get("fieldSelector"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var limit int64
+	if l := q.Get("limit"); l != "" {
+		if limit, err = strconv.ParseInt(l, 10, 64); err != nil || limit < 0 {
+			writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid limit %q", l)))
+			return
+		}
+	}
+	opts := storage.ListOptions{Namespace: ri.namespace, ResourceVersion: q.Get("resourceVersion"),
+		Limit: limit, Continue: q.Get("continue")}
+	if !pred.everything() {
+		opts.Match = pred.Matches
+	}
+	result, err := h.store.List(r.Context(), opts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	items := result.Items
+	if h.conv != nil {
+		for i := range items {
+			if items[i], err = h.out(items[i]); err != nil {
+				writeError(w, r, err)
+				return
+			}
+		}
+	}
+	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(result.ResourceVersion, 10),
+		Continue: result.Continue, RemainingItemCount: result.RemainingItemCount}
+	if tableRequested(r) {
+		h.srv.writeTable(w, r, h, listMeta, items)
+		return
+	}
+	list := h.res.NewList()
+	if err := meta.SetList(list, items); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	lm, _ := meta.ListAccessor(list)
+	lm.SetResourceVersion(listMeta.ResourceVersion)
+	lm.SetContinue(listMeta.Continue)
+	lm.SetRemainingItemCount(listMeta.RemainingItemCount)
+	ta, _ := meta.TypeAccessor(list)
+	ta.SetAPIVersion(h.res.APIVersion())
+	ta.SetKind(h.res.Kind + "List")
+	writeObject(w, r, http.StatusOK, list)
+}
+
+// create answers POST on a collection.
+func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	mode, err := fieldValidation(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	data, _, err := readBody(r, "application/json", "application/yaml")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	obj, err := decodeInto(h.res, data, mode, w)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	created, err := h.createObject(r.Context(), ri, obj, isDryRun(r))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	h.srv.writeMaybeTable(w, r, h, http.StatusCreated, created)
+}
+
+// createObject fills the system fields, admits and stores a new object.
+func (h *resourceHandler) createObject(ctx context.Context, ri *requestInfo, obj runtime.Object, dryRun bool) (runtime.Object, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	if h.res.Namespaced {
+		if m.GetNamespace() == "" {
+			m.SetNamespace(ri.namespace)
+		} else if ri.namespace != "" && m.GetNamespace() != ri.namespace {
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+	} else {
+		m.SetNamespace("")
+	}
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(m.GetGenerateName() + utilrand.String(5))
+	}
+	if m.GetResourceVersion() != "" {
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	m.SetUID(uuidType(uuid.NewString()))
+	m.SetCreationTimestamp(metav1.Now())
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetManagedFields(nil)
+	m.SetSelfLink("")
+	if h.res.HasStatus {
+		m.SetGeneration(1)
+	}
+	obj, err = h.in(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.srv.admitCreate(ctx, h, obj); err != nil {
+		return nil, err
+	}
+	if dryRun {
+		return h.out(obj)
+	}
+	stored, err := h.store.Create(ctx, obj)
+	if err != nil {
+		if apierrors.IsAlreadyExists(err) && m.GetGenerateName() != "" && ri != nil {
+			return nil, apierrors.NewServerTimeoutForKind(h.res.GroupVersion().WithKind(h.res.Kind).GroupKind(), "POST", 0)
+		}
+		return nil, err
+	}
+	return h.out(stored)
+}
+
+// update answers PUT on an object or its status.
+func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	mode, err := fieldValidation(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	data, _, err := readBody(r, "application/json", "application/yaml")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	obj, err := decodeInto(h.res, data, mode, w)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if obj, err = h.in(obj); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	m, _ := meta.Accessor(obj)
+	if m.GetName() != ri.name {
+		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), ri.name)))
+		return
+	}
+	if h.res.Namespaced && m.GetNamespace() != "" && m.GetNamespace() != ri.namespace {
+		writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+		return
+	}
+	updated, err := h.updateObject(r.Context(), ri, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+		return obj.DeepCopyObject(), nil
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	h.srv.writeMaybeTable(w, r, h, http.StatusOK, updated)
+}
+
+// updateObject runs a read-modify-write on one object: next computes the
+// requested object from the current one; system fields are then carried
+// over, the status split applied, and the result admitted and stored.
+func (h *resourceHandler) updateObject(ctx context.Context, ri *requestInfo, dryRun bool, next func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+	var dryResult runtime.Object
+	stored, _, err := h.store.GuaranteedUpdate(ctx, ri.namespace, ri.name, func(current runtime.Object) (runtime.Object, error) {
+		oldCopy := current.DeepCopyObject()
+		obj, err := next(current)
+		if err != nil {
+			return nil, err
+		}
+		if err := h.carryOver(ri.subresource, obj, oldCopy); err != nil {
+			return nil, err
+		}
+		if err := h.srv.admitUpdate(ctx, h, ri.subresource, obj, oldCopy); err != nil {
+			return nil, err
+		}
+		if dryRun {
+			dryResult = obj
+			return nil, storage.ErrNoChange
+		}
+		return obj, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if dryResult != nil {
+		stored = dryResult
+	}
+	return h.out(stored)
+}
+
+// carryOver keeps what a client may not change through an update: the
+// system metadata, and the status (main resource) or everything but the
+// status (status subresource). It checks the optimistic-concurrency
+// precondition and bumps generation when the spec changed.
+func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	om, _ := meta.Accessor(old)
+	if rv := m.GetResourceVersion(); rv != "" && rv != om.GetResourceVersion() {
+		return apierrors.NewConflict(h.res.GroupResource(), om.GetName(),
+			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	if uid := m.GetUID(); uid != "" && uid != om.GetUID() {
+		return apierrors.NewConflict(h.res.GroupResource(), om.GetName(),
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, om.GetUID()))
+	}
+	m.SetName(om.GetName())
+	m.SetNamespace(om.GetNamespace())
+	m.SetUID(om.GetUID())
+	m.SetCreationTimestamp(om.GetCreationTimestamp())
+	m.SetDeletionTimestamp(om.GetDeletionTimestamp())
+	m.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
+	m.SetGeneration(om.GetGeneration())
+	m.SetManagedFields(nil)
+	m.SetSelfLink("")
+	if om.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) > len(om.GetFinalizers()) {
+		for _, f := range m.GetFinalizers() {
+			if !contains(om.GetFinalizers(), f) {
+				return apierrors.NewForbidden(h.res.GroupResource(), om.GetName(),
+					fmt.Errorf("no new finalizers can be added if the object is being deleted, found new finalizers %q", f))
+			}
+		}
+	}
+	if !h.res.HasStatus {
+		return nil
+	}
+	switch sub {
+	case "status":
+		// Only status moves; the rest of the object stays as stored.
+		status, err := fieldOf(obj, "Status")
+		if err != nil {
+			return err
+		}
+		keep := old.DeepCopyObject()
+		if err := setFieldOf(keep, "Status", status); err != nil {
+			return err
+		}
+		km, _ := meta.Accessor(keep)
+		km.SetResourceVersion(m.GetResourceVersion())
+		copyInto(obj, keep)
+	default: // the main resource, or /scale which changes the spec
+		status, err := fieldOf(old, "Status")
+		if err != nil {
+			return err
+		}
+		if err := setFieldOf(obj, "Status", status); err != nil {
+			return err
+		}
+		if specChanged(obj, old) {
+			m.SetGeneration(om.GetGeneration() + 1)
+		}
+	}
+	return nil
+}
+
+// patch answers PATCH on an object or its status.
+func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	mode, err := fieldValidation(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	data, patchType, err := readBody(r, patchTypes...)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	updated, err := h.updateObject(r.Context(), ri, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+		view, err := h.out(current)
+		if err != nil {
+			return nil, err
+		}
+		patched, err := applyPatch(patchType, view, data)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := decodeInto(h.res, patched, mode, w)
+		if err != nil {
+			return nil, err
+		}
+		return h.in(obj)
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	h.srv.writeMaybeTable(w, r, h, http.StatusOK, updated)
+}
+
+// isDryRun reports whether the request asks for dryRun=All.
+func isDryRun(r *http.Request) bool {
+	for _, v := range r.URL.Query()["dryRun"] {
+		if v == "All" {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// specChanged compares two objects without their metadata and status.
+func specChanged(a, b runtime.Object) bool {
+	return string(specJSON(a)) != string(specJSON(b))
+}
+
+func specJSON(obj runtime.Object) []byte {
+	var m map[string]json.RawMessage
+	data, _ := json.Marshal(obj)
+	_ = json.Unmarshal(data, &m)
+	delete(m, "metadata")
+	delete(m, "status")
+	out, _ := json.Marshal(m)
+	return out
+}

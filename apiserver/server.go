@@ -1,0 +1,391 @@
+// Package apiserver serves the Kubernetes REST API over etcd. It is the
+// only etcd client: requests are authenticated, authorized, decoded,
+// admitted (defaults, policy, validation) and then stored.
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/mux"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik/apiserver/openapi"
+	"minik/apiserver/registry"
+	"minik/apiserver/storage"
+)
+
+// Config configures the apiserver.
+type Config struct {
+	Etcd *clientv3.Client
+	// Listen is the HTTPS address, e.g. "127.0.0.1:6443".
+	Listen string
+	// Listener, if set, is used instead of Listen (tests pass :0 listeners).
+	Listener net.Listener
+	// TLSCertFile and TLSKeyFile are the serving certificate and key.
+	TLSCertFile, TLSKeyFile string
+	// ClientCAFile verifies client certificates (the users' identities).
+	ClientCAFile string
+	// KubeletClientCertFile and KubeletClientKeyFile authenticate the
+	// apiserver to kubelets (for pods/log).
+	KubeletClientCertFile, KubeletClientKeyFile string
+	// WatchCacheSize is how many recent events per resource a watch can
+	// resume from (default 10000); older resourceVersions answer 410 Gone.
+	WatchCacheSize int
+	// CompactionInterval is how often etcd history is compacted
+	// (default 5m, 0 keeps the default, negative disables).
+	CompactionInterval time.Duration
+	// BookmarkInterval is how often watchers that allow bookmarks get one
+	// (default 10s).
+	BookmarkInterval time.Duration
+}
+
+// Server is a running apiserver.
+type Server struct {
+	cfg      Config
+	handlers map[string]*resourceHandler // by "group/version/resource"
+	groups   []groupVersions
+	router   *mux.Router
+	ready    chan struct{}
+
+	namespaces      *storage.Store
+	priorityClasses *storage.Store
+	pods            *storage.Store
+	nodes           *storage.Store
+	pdbs            *storage.Store
+	stores          []*storage.Store
+
+	kubeletOnce sync.Once
+	kubeletHTTP *http.Client
+	kubeletErr  error
+}
+
+// New builds the server; Run starts it.
+func New(cfg Config) (*Server, error) {
+	if cfg.Etcd == nil {
+		return nil, errors.New("apiserver: no etcd client")
+	}
+	if cfg.WatchCacheSize == 0 {
+		cfg.WatchCacheSize = 10000
+	}
+	if cfg.CompactionInterval == 0 {
+		cfg.CompactionInterval = 5 * time.Minute
+	}
+	if cfg.BookmarkInterval == 0 {
+		cfg.BookmarkInterval = 10 * time.Second
+	}
+	s := &Server{cfg: cfg, handlers: map[string]*resourceHandler{}, ready: make(chan struct{})}
+	byID := map[string]*storage.Store{}
+	var openapiResources []openapi.Resource
+	for _, res := range registry.All() {
+		h := &resourceHandler{res: res, srv: s}
+		if res.StorageOf != "" {
+			h.store = byID[res.StorageOf]
+			h.conv = eventsConversion()
+		} else {
+			h.store = storage.NewStore(cfg.Etcd, res.KeyPrefix(), res.GroupResource(), res.New, cfg.WatchCacheSize)
+			byID[res.ID()] = h.store
+			s.stores = append(s.stores, h.store)
+		}
+		s.handlers[res.Group+"/"+res.Version+"/"+res.Resource] = h
+		s.addGroupVersion(res)
+		verbs := registry.Verbs()
+		openapiResources = append(openapiResources, openapi.Resource{Group: res.Group, Version: res.Version, Kind: res.Kind,
+			Resource: res.Resource, Namespaced: res.Namespaced, Object: res.New(), List: res.NewList(),
+			Verbs: verbs, Subresources: res.Subresources})
+	}
+	s.namespaces = byID["namespaces"]
+	s.priorityClasses = byID["priorityclasses.scheduling.k8s.io"]
+	s.pods = byID["pods"]
+	s.nodes = byID["nodes"]
+	s.pdbs = byID["poddisruptionbudgets.policy"]
+	s.router = s.routes(openapi.NewHandler(openapiResources))
+	return s, nil
+}
+
+// Handler returns the HTTP handler (authentication included).
+func (s *Server) Handler() http.Handler { return s.router }
+
+// Ready is closed once the server accepts requests.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Run starts the watch caches, creates the built-in objects and serves
+// HTTPS until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	for _, st := range s.stores {
+		if err := st.Start(ctx); err != nil {
+			return fmt.Errorf("starting watch cache: %w", err)
+		}
+	}
+	if err := s.bootstrap(ctx); err != nil {
+		return fmt.Errorf("creating built-in objects: %w", err)
+	}
+	go s.bookmarkLoop(ctx)
+	go s.compactLoop(ctx)
+
+	tlsCfg, err := s.tlsConfig()
+	if err != nil {
+		return err
+	}
+	ln := s.cfg.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", s.cfg.Listen); err != nil {
+			return fmt.Errorf("apiserver listen: %w", err)
+		}
+	}
+	srv := &http.Server{Handler: s.router, TLSConfig: tlsCfg, ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog: slogErrorLog()}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(tls.NewListener(ln, tlsCfg)) }()
+	slog.Info("apiserver serving", "address", "https://"+ln.Addr().String())
+	close(s.ready)
+	select {
+	case <-ctx.Done():
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+func (s *Server) tlsConfig() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading serving certificate: %w", err)
+	}
+	caPEM, err := os.ReadFile(s.cfg.ClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("no certificates in %s", s.cfg.ClientCAFile)
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientCAs:    pool,
+		// Unauthenticated clients may still reach /healthz and /version.
+		ClientAuth: tls.VerifyClientCertIfGiven,
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"h2", "http/1.1"},
+	}, nil
+}
+
+// bookmarkLoop asks etcd for progress (so caches learn the latest
+// revision when their resource is idle) and sends watch bookmarks.
+func (s *Server) bookmarkLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.BookmarkInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = s.cfg.Etcd.RequestProgress(ctx)
+			// Give the progress notifications a moment to land.
+			time.AfterFunc(100*time.Millisecond, func() {
+				for _, st := range s.stores {
+					st.Cache().Bookmark()
+				}
+			})
+		}
+	}
+}
+
+// compactLoop compacts etcd history as Kubernetes does: each interval it
+// compacts up to the revision seen one interval earlier.
+func (s *Server) compactLoop(ctx context.Context) {
+	if s.cfg.CompactionInterval < 0 {
+		return
+	}
+	t := time.NewTicker(s.cfg.CompactionInterval)
+	defer t.Stop()
+	var last int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rev, err := s.namespaces.CurrentRevision(ctx)
+		if err != nil {
+			continue
+		}
+		if last > 0 {
+			if _, err := s.cfg.Etcd.Compact(ctx, last); err != nil {
+				slog.Warn("etcd compaction failed", "revision", last, "err", err)
+			} else {
+				slog.Debug("compacted etcd", "revision", last)
+			}
+		}
+		last = rev
+	}
+}
+
+// bootstrap creates the namespaces and priority classes every cluster has.
+func (s *Server) bootstrap(ctx context.Context) error {
+	nsHandler := s.handlers["/v1/namespaces"]
+	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := nsHandler.createObject(ctx, &requestInfo{}, ns, false); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	pcHandler := s.handlers["scheduling.k8s.io/v1/priorityclasses"]
+	for name, value := range map[string]int32{"system-node-critical": 2000001000, "system-cluster-critical": 2000000000} {
+		pc := &schedulingv1.PriorityClass{TypeMeta: metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass"},
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
+			Description: "Used for system critical pods that must not be moved from their current node."}
+		if _, err := pcHandler.createObject(ctx, &requestInfo{}, pc, false); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// requestInfo is what the URL of a resource request says.
+type requestInfo struct {
+	handler     *resourceHandler
+	namespace   string
+	name        string
+	subresource string
+	verb        string // get list watch create update patch delete deletecollection
+}
+
+// parseResourcePath splits /api/v1/... and /apis/G/V/... paths.
+func (s *Server) parseResourcePath(r *http.Request) (*requestInfo, error) {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	var group, version string
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		version, parts = parts[1], parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		group, version, parts = parts[1], parts[2], parts[3:]
+	default:
+		return nil, apierrors.NewNotFound(corev1.Resource(""), "")
+	}
+	gv := group + "/" + version + "/"
+	ri := &requestInfo{}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		if h, ok := s.handlers[gv+parts[2]]; ok && h.res.Namespaced {
+			ri.namespace = parts[1]
+			parts = parts[2:]
+		}
+	}
+	h, ok := s.handlers[gv+parts[0]]
+	if !ok {
+		return nil, notFoundPath(r)
+	}
+	ri.handler = h
+	if len(parts) > 1 {
+		ri.name = parts[1]
+	}
+	if len(parts) > 2 {
+		ri.subresource = parts[2]
+		if !h.res.HasSubresource(ri.subresource) || len(parts) > 3 {
+			return nil, notFoundPath(r)
+		}
+	}
+	if h.res.Namespaced && ri.namespace == "" && ri.name != "" {
+		return nil, notFoundPath(r)
+	}
+	q := r.URL.Query()
+	switch r.Method {
+	case http.MethodGet:
+		switch {
+		case ri.name != "":
+			ri.verb = "get"
+		case q.Get("watch") == "1" || q.Get("watch") == "true":
+			ri.verb = "watch"
+		default:
+			ri.verb = "list"
+		}
+	case http.MethodPost:
+		ri.verb = "create"
+		if ri.name != "" && ri.subresource == "" {
+			return nil, methodNotAllowed(r)
+		}
+	case http.MethodPut:
+		ri.verb = "update"
+	case http.MethodPatch:
+		ri.verb = "patch"
+	case http.MethodDelete:
+		ri.verb = "delete"
+		if ri.name == "" {
+			ri.verb = "deletecollection"
+		}
+	default:
+		return nil, methodNotAllowed(r)
+	}
+	if ri.name == "" && (ri.verb == "update" || ri.verb == "patch") {
+		return nil, methodNotAllowed(r)
+	}
+	return ri, nil
+}
+
+func notFoundPath(r *http.Request) error {
+	return statusError(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")
+}
+
+func methodNotAllowed(r *http.Request) error {
+	return apierrors.NewMethodNotSupported(corev1.Resource(strings.Trim(r.URL.Path, "/")), r.Method)
+}
+
+// serveResource dispatches a resource request to its verb.
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
+	ri, err := s.parseResourcePath(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := s.authorize(r, ri); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	h := ri.handler
+	if ri.subresource != "" {
+		h.serveSubresource(w, r, ri)
+		return
+	}
+	switch ri.verb {
+	case "get":
+		h.get(w, r, ri)
+	case "list", "watch":
+		h.list(w, r, ri)
+	case "create":
+		h.create(w, r, ri)
+	case "update":
+		h.update(w, r, ri)
+	case "patch":
+		h.patch(w, r, ri)
+	case "delete":
+		h.delete(w, r, ri)
+	case "deletecollection":
+		h.deleteCollection(w, r, ri)
+	}
+}
+
+func reflectZero(v reflect.Value) reflect.Value { return reflect.Zero(v.Type()) }
+
+func metaCause(typ, field string) metav1.StatusCause {
+	return metav1.StatusCause{Type: metav1.CauseType(typ), Field: field}
+}
+
+func storageListAll() storage.ListOptions { return storage.ListOptions{} }

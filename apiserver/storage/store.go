@@ -1,0 +1,392 @@
+// Package storage keeps API objects in etcd, one key per object, and fans
+// one etcd watch per resource out to every HTTP watcher.
+package storage
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Store reads and writes one resource type in etcd. Objects are stored as
+// JSON without metadata.resourceVersion; the etcd ModRevision is the
+// resourceVersion, set on every read.
+type Store struct {
+	client *clientv3.Client
+	prefix string
+	gr     schema.GroupResource
+	newObj func() runtime.Object
+	cache  *WatchCache
+}
+
+// NewStore returns a store for objects under prefix. Call Start to begin
+// watching etcd for the watch cache.
+func NewStore(client *clientv3.Client, prefix string, gr schema.GroupResource, newObj func() runtime.Object, historySize int) *Store {
+	s := &Store{client: client, prefix: prefix, gr: gr, newObj: newObj}
+	s.cache = newWatchCache(s, historySize)
+	return s
+}
+
+// Start runs the etcd watch that feeds the watch cache until ctx ends. It
+// returns once the cache is ready to serve watchers.
+func (s *Store) Start(ctx context.Context) error {
+	return s.cache.start(ctx)
+}
+
+// Cache returns the store's watch cache.
+func (s *Store) Cache() *WatchCache { return s.cache }
+
+// Key returns the etcd key of an object.
+func (s *Store) Key(namespace, name string) string {
+	if namespace == "" {
+		return s.prefix + name
+	}
+	return s.prefix + namespace + "/" + name
+}
+
+func (s *Store) listPrefix(namespace string) string {
+	if namespace == "" {
+		return s.prefix
+	}
+	return s.prefix + namespace + "/"
+}
+
+// Decode turns stored bytes into a typed object carrying resourceVersion rev.
+func (s *Store) Decode(data []byte, rev int64) (runtime.Object, error) {
+	obj := s.newObj()
+	if err := json.Unmarshal(data, obj); err != nil {
+		return nil, fmt.Errorf("decoding %s from storage: %w", s.gr, err)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	m.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, nil
+}
+
+func encode(obj runtime.Object) ([]byte, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	rv := m.GetResourceVersion()
+	m.SetResourceVersion("")
+	data, err := json.Marshal(obj)
+	m.SetResourceVersion(rv)
+	return data, err
+}
+
+func setRV(obj runtime.Object, rev int64) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetResourceVersion(strconv.FormatInt(rev, 10))
+	}
+}
+
+// Get returns the object, or a NotFound error.
+func (s *Store) Get(ctx context.Context, namespace, name string) (runtime.Object, error) {
+	resp, err := s.client.Get(ctx, s.Key(namespace, name))
+	if err != nil {
+		return nil, storageError(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, apierrors.NewNotFound(s.gr, name)
+	}
+	kv := resp.Kvs[0]
+	return s.Decode(kv.Value, kv.ModRevision)
+}
+
+// Create stores a new object; it answers AlreadyExists if the key is taken.
+func (s *Store) Create(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	data, err := encode(obj)
+	if err != nil {
+		return nil, err
+	}
+	key := s.Key(m.GetNamespace(), m.GetName())
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(data))).
+		Commit()
+	if err != nil {
+		return nil, storageError(err)
+	}
+	if !resp.Succeeded {
+		return nil, apierrors.NewAlreadyExists(s.gr, m.GetName())
+	}
+	setRV(obj, resp.Header.Revision)
+	return obj, nil
+}
+
+// UpdateFunc computes the next version of an object from the current one
+// (a private copy). Returning ErrNoChange keeps the object as it is.
+type UpdateFunc func(current runtime.Object) (runtime.Object, error)
+
+// ErrNoChange tells GuaranteedUpdate that nothing needs to be written.
+var ErrNoChange = errors.New("no change")
+
+// GuaranteedUpdate reads the object, applies update and writes the result
+// if the object did not change in between, retrying on races. If the result
+// is marked deleted with no finalizers left, the object is removed instead.
+// It returns the stored object and whether it was deleted.
+func (s *Store) GuaranteedUpdate(ctx context.Context, namespace, name string, update UpdateFunc) (runtime.Object, bool, error) {
+	key := s.Key(namespace, name)
+	resp, err := s.client.Get(ctx, key)
+	for {
+		if err != nil {
+			return nil, false, storageError(err)
+		}
+		if len(resp.Kvs) == 0 {
+			return nil, false, apierrors.NewNotFound(s.gr, name)
+		}
+		kv := resp.Kvs[0]
+		current, err := s.Decode(kv.Value, kv.ModRevision)
+		if err != nil {
+			return nil, false, err
+		}
+		next, err := update(current.DeepCopyObject())
+		if errors.Is(err, ErrNoChange) {
+			return current, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if ShouldDelete(next) {
+			return s.deleteAt(ctx, key, name, kv.ModRevision, current)
+		}
+		data, err := encode(next)
+		if err != nil {
+			return nil, false, err
+		}
+		if string(data) == string(kv.Value) {
+			// Nothing changed: answer with the stored object, as Kubernetes does.
+			return current, false, nil
+		}
+		txn, txnErr := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
+			Then(clientv3.OpPut(key, string(data))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if txnErr != nil {
+			return nil, false, storageError(txnErr)
+		}
+		if txn.Succeeded {
+			setRV(next, txn.Header.Revision)
+			return next, false, nil
+		}
+		// Lost a race: retry on the value the failed transaction read.
+		got := txn.Responses[0].GetResponseRange()
+		resp = (*clientv3.GetResponse)(got)
+	}
+}
+
+// ShouldDelete reports whether an object marked for deletion can go now:
+// no finalizers remain and no grace period is pending.
+func ShouldDelete(obj runtime.Object) bool {
+	m, err := meta.Accessor(obj)
+	if err != nil || m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 {
+		return false
+	}
+	if ns, ok := obj.(*corev1.Namespace); ok && len(ns.Spec.Finalizers) > 0 {
+		return false // the namespace controller still has content to remove
+	}
+	g := m.GetDeletionGracePeriodSeconds()
+	return g == nil || *g == 0
+}
+
+// Delete removes the object if precondition (given the current object)
+// passes. It returns the object as it was, with the deletion's revision.
+func (s *Store) Delete(ctx context.Context, namespace, name string, precondition func(runtime.Object) error) (runtime.Object, error) {
+	key := s.Key(namespace, name)
+	for {
+		resp, err := s.client.Get(ctx, key)
+		if err != nil {
+			return nil, storageError(err)
+		}
+		if len(resp.Kvs) == 0 {
+			return nil, apierrors.NewNotFound(s.gr, name)
+		}
+		kv := resp.Kvs[0]
+		current, err := s.Decode(kv.Value, kv.ModRevision)
+		if err != nil {
+			return nil, err
+		}
+		if precondition != nil {
+			if err := precondition(current); err != nil {
+				return nil, err
+			}
+		}
+		obj, deleted, err := s.deleteAt(ctx, key, name, kv.ModRevision, current)
+		if err != nil || deleted {
+			return obj, err
+		}
+	}
+}
+
+func (s *Store) deleteAt(ctx context.Context, key, name string, modRev int64, current runtime.Object) (runtime.Object, bool, error) {
+	txn, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", modRev)).
+		Then(clientv3.OpDelete(key)).
+		Commit()
+	if err != nil {
+		return nil, false, storageError(err)
+	}
+	if !txn.Succeeded {
+		return nil, false, nil
+	}
+	setRV(current, txn.Header.Revision)
+	return current, true, nil
+}
+
+// ListOptions selects and pages a list.
+type ListOptions struct {
+	Namespace       string
+	ResourceVersion string // "" = latest; "0" = any; N = at least N (exact when paging)
+	Limit           int64
+	Continue        string
+	Match           func(runtime.Object) bool // nil matches everything
+}
+
+// ListResult is one page of a list.
+type ListResult struct {
+	Items              []runtime.Object
+	ResourceVersion    int64
+	Continue           string
+	RemainingItemCount *int64
+}
+
+type continueToken struct {
+	RV    int64  `json:"rv"`
+	Start string `json:"start"`
+}
+
+// List reads matching objects from etcd at one revision. With a limit, it
+// returns a continue token that reads the next page at the same revision.
+func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error) {
+	prefix := s.listPrefix(opts.Namespace)
+	start := prefix
+	var rev int64
+	if opts.Continue != "" {
+		tok, err := decodeContinue(opts.Continue, prefix)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		start, rev = tok.Start, tok.RV
+	} else if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		rv, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", opts.ResourceVersion))
+		}
+		// "Not older than rv": the latest state satisfies that; wait for
+		// nothing since etcd reads are linearizable.
+		_ = rv
+	}
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	out := &ListResult{}
+	batch := int64(1000)
+	if opts.Limit > 0 && opts.Limit < batch {
+		batch = opts.Limit
+	}
+	for {
+		getOpts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(batch)}
+		if rev > 0 {
+			getOpts = append(getOpts, clientv3.WithRev(rev))
+		}
+		resp, err := s.client.Get(ctx, start, getOpts...)
+		if err != nil {
+			if errors.Is(err, rpctypes.ErrCompacted) {
+				return nil, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+			}
+			return nil, storageError(err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for i, kv := range resp.Kvs {
+			obj, err := s.Decode(kv.Value, kv.ModRevision)
+			if err != nil {
+				return nil, err
+			}
+			if opts.Match != nil && !opts.Match(obj) {
+				continue
+			}
+			out.Items = append(out.Items, obj)
+			if opts.Limit > 0 && int64(len(out.Items)) >= opts.Limit {
+				more := resp.More || i < len(resp.Kvs)-1
+				if more {
+					out.Continue = encodeContinue(continueToken{RV: rev, Start: string(kv.Key) + "\x00"})
+					if opts.Match == nil {
+						remaining := resp.Count - int64(i) - 1
+						out.RemainingItemCount = &remaining
+					}
+				}
+				out.ResourceVersion = rev
+				return out, nil
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	out.ResourceVersion = rev
+	return out, nil
+}
+
+func encodeContinue(t continueToken) string {
+	data, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(data)
+}
+
+func decodeContinue(s, prefix string) (continueToken, error) {
+	var t continueToken
+	data, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return t, fmt.Errorf("invalid continue token: %w", err)
+	}
+	if err := json.Unmarshal(data, &t); err != nil || t.RV <= 0 || !strings.HasPrefix(t.Start, prefix) {
+		return t, errors.New("invalid continue token")
+	}
+	return t, nil
+}
+
+// CurrentRevision returns etcd's latest revision.
+func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithCountOnly(), clientv3.WithLimit(1))
+	if err != nil {
+		return 0, storageError(err)
+	}
+	return resp.Header.Revision, nil
+}
+
+func storageError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return apierrors.NewTimeoutError("storage request did not finish: "+err.Error(), 1)
+	}
+	return apierrors.NewInternalError(fmt.Errorf("storage: %w", err))
+}
+
+// ObjectMeta is a shorthand for reading an object's metadata.
+func ObjectMeta(obj runtime.Object) metav1.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		panic(fmt.Sprintf("object %T has no metadata", obj))
+	}
+	return m
+}

@@ -1,0 +1,335 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Event is one change to one object, shared read-only by every watcher.
+// Its encodings are computed once, on first use, and reused by all
+// watchers that want the same form.
+type Event struct {
+	Type   watch.EventType // Added, Modified or Deleted (as etcd saw it)
+	Rev    int64
+	Object runtime.Object // the new object; for Deleted, the last state
+
+	prevData []byte // stored bytes before the change (Modified only)
+	prevRev  int64
+	store    *Store
+	prevOnce sync.Once
+	prev     runtime.Object
+
+	mu     sync.Mutex
+	frames map[string][]byte
+}
+
+// Prev returns the object before a Modified event, decoded on first use
+// (only selector-filtered watchers need it).
+func (e *Event) Prev() runtime.Object {
+	e.prevOnce.Do(func() {
+		if e.prevData != nil {
+			e.prev, _ = e.store.Decode(e.prevData, e.prevRev)
+		}
+	})
+	return e.prev
+}
+
+// Frame returns the encoding of this event for key, computing it with
+// encode the first time. Watchers asking for the same key share bytes.
+func (e *Event) Frame(key string, encode func() []byte) []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if b, ok := e.frames[key]; ok {
+		return b
+	}
+	b := encode()
+	if e.frames == nil {
+		e.frames = make(map[string][]byte, 2)
+	}
+	e.frames[key] = b
+	return b
+}
+
+// Delivery is what a watcher receives: an event seen through the
+// watcher's selector (its type may differ from the etcd event's), or a
+// bookmark when Event is nil.
+type Delivery struct {
+	Type  watch.EventType
+	Event *Event
+	Rev   int64 // for bookmarks
+}
+
+// Filter decides how a watcher sees an event; it returns false to drop it.
+type Filter func(ev *Event) (watch.EventType, bool)
+
+// Watcher receives events from a WatchCache in revision order.
+type Watcher struct {
+	id        int
+	fromRev   int64
+	filter    Filter
+	bookmarks bool
+	initial   []*Event
+	ch        chan Delivery
+	done      chan struct{}
+	closeOnce sync.Once
+	cache     *WatchCache
+	// Overflowed is set when the watcher fell too far behind and was closed.
+	Overflowed bool
+}
+
+// Initial returns the backlog events the watcher must see before its
+// channel: those after its starting revision that the cache still held.
+func (w *Watcher) Initial() []*Event { return w.initial }
+
+// Filter returns the watcher's filter.
+func (w *Watcher) Filter() Filter { return w.filter }
+
+// Events is closed when the watcher is stopped, by Stop or for overflow.
+func (w *Watcher) Events() <-chan Delivery { return w.ch }
+
+// Stop unregisters the watcher.
+func (w *Watcher) Stop() {
+	w.cache.remove(w)
+}
+
+// WatchCache holds a window of recent events for one resource and fans
+// them out to watchers. It keeps a single etcd watch whatever the number
+// of watchers, and never blocks on a slow watcher: one whose buffer is full
+// is closed and will re-watch or re-list.
+type WatchCache struct {
+	store   *Store
+	size    int
+	bufSize int
+
+	mu          sync.RWMutex
+	ring        []*Event
+	head, count int
+	windowStart int64 // a watch from rev >= windowStart can be served
+	latest      int64 // the newest revision the cache has seen
+	watchers    map[int]*Watcher
+	nextID      int
+	ready       chan struct{}
+}
+
+func newWatchCache(s *Store, size int) *WatchCache {
+	if size <= 0 {
+		size = 1000
+	}
+	return &WatchCache{store: s, size: size, bufSize: 1024, ring: make([]*Event, size),
+		watchers: map[int]*Watcher{}, ready: make(chan struct{})}
+}
+
+// LatestRevision returns the newest revision the cache has seen.
+func (c *WatchCache) LatestRevision() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.latest
+}
+
+func (c *WatchCache) start(ctx context.Context) error {
+	rev, err := c.store.CurrentRevision(ctx)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.windowStart, c.latest = rev, rev
+	c.mu.Unlock()
+	close(c.ready)
+	go c.run(ctx, rev)
+	return nil
+}
+
+// run follows etcd from rev, restarting the etcd watch if it breaks.
+func (c *WatchCache) run(ctx context.Context, rev int64) {
+	for ctx.Err() == nil {
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		wch := c.store.client.Watch(wctx, c.store.prefix, clientv3.WithPrefix(), clientv3.WithPrevKV(),
+			clientv3.WithRev(rev+1), clientv3.WithProgressNotify())
+		for resp := range wch {
+			if err := resp.Err(); err != nil {
+				slog.Warn("etcd watch broke", "prefix", c.store.prefix, "err", err)
+				if resp.CompactRevision > 0 {
+					// We fell behind compaction: everything older is gone.
+					c.reset(resp.CompactRevision)
+					rev = resp.CompactRevision
+				}
+				break
+			}
+			if resp.IsProgressNotify() {
+				c.progress(resp.Header.Revision)
+				continue
+			}
+			for _, e := range resp.Events {
+				c.add(c.toEvent(e))
+				rev = e.Kv.ModRevision
+			}
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	c.closeAll()
+}
+
+func (c *WatchCache) toEvent(e *clientv3.Event) *Event {
+	ev := &Event{Rev: e.Kv.ModRevision, store: c.store}
+	var err error
+	switch {
+	case e.Type == mvccpb.DELETE:
+		ev.Type = watch.Deleted
+		if e.PrevKv != nil {
+			ev.Object, err = c.store.Decode(e.PrevKv.Value, e.Kv.ModRevision)
+		}
+	case e.IsCreate():
+		ev.Type = watch.Added
+		ev.Object, err = c.store.Decode(e.Kv.Value, e.Kv.ModRevision)
+	default:
+		ev.Type = watch.Modified
+		ev.Object, err = c.store.Decode(e.Kv.Value, e.Kv.ModRevision)
+		if e.PrevKv != nil {
+			ev.prevData, ev.prevRev = e.PrevKv.Value, e.PrevKv.ModRevision
+		}
+	}
+	if err != nil || ev.Object == nil {
+		slog.Error("undecodable object in etcd", "key", string(e.Kv.Key), "err", err)
+		return nil
+	}
+	return ev
+}
+
+// add appends an event to the window and hands it to every watcher.
+func (c *WatchCache) add(ev *Event) {
+	if ev == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	idx := (c.head + c.count) % c.size
+	if c.count == c.size {
+		// The oldest event falls out of the window.
+		c.windowStart = c.ring[c.head].Rev
+		c.head = (c.head + 1) % c.size
+	} else {
+		c.count++
+	}
+	c.ring[idx] = ev
+	c.latest = ev.Rev
+	for _, w := range c.watchers {
+		if ev.Rev <= w.fromRev {
+			continue
+		}
+		typ, ok := w.filter(ev)
+		if !ok {
+			continue
+		}
+		c.send(w, Delivery{Type: typ, Event: ev})
+	}
+}
+
+// send must be called with c.mu held.
+func (c *WatchCache) send(w *Watcher, d Delivery) {
+	select {
+	case w.ch <- d:
+	default:
+		// Too slow: close it rather than block everyone else.
+		w.Overflowed = true
+		delete(c.watchers, w.id)
+		w.closeOnce.Do(func() { close(w.ch) })
+	}
+}
+
+func (c *WatchCache) progress(rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rev > c.latest {
+		c.latest = rev
+	}
+}
+
+// Bookmark sends every bookmark-enabled watcher the latest revision. It
+// goes through the same channel as events, so it never overtakes one.
+func (c *WatchCache) Bookmark() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, w := range c.watchers {
+		if w.bookmarks && c.latest > w.fromRev {
+			c.send(w, Delivery{Type: watch.Bookmark, Rev: c.latest})
+		}
+	}
+}
+
+// reset forgets the window after etcd compacted past it; every watcher
+// is closed so that its client re-lists.
+func (c *WatchCache) reset(rev int64) {
+	c.mu.Lock()
+	c.head, c.count = 0, 0
+	c.windowStart, c.latest = rev, rev
+	c.mu.Unlock()
+	c.closeAll()
+}
+
+func (c *WatchCache) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, w := range c.watchers {
+		delete(c.watchers, id)
+		w.closeOnce.Do(func() { close(w.ch) })
+	}
+}
+
+func (c *WatchCache) remove(w *Watcher) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.watchers, w.id)
+	w.closeOnce.Do(func() { close(w.ch) })
+}
+
+// Watch registers a watcher for events after fromRev. It answers 410 Gone
+// when fromRev is older than the window the cache still holds.
+func (c *WatchCache) Watch(fromRev int64, filter Filter, bookmarks bool) (*Watcher, error) {
+	<-c.ready
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fromRev < c.windowStart {
+		return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", fromRev, c.windowStart))
+	}
+	w := &Watcher{id: c.nextID, fromRev: fromRev, filter: filter, bookmarks: bookmarks,
+		ch: make(chan Delivery, c.bufSize), cache: c}
+	c.nextID++
+	for i := 0; i < c.count; i++ {
+		ev := c.ring[(c.head+i)%c.size]
+		if ev.Rev <= fromRev {
+			continue
+		}
+		w.initial = append(w.initial, ev)
+	}
+	if len(w.initial) > 0 {
+		w.fromRev = c.latest // channel events start after the backlog
+	}
+	c.watchers[w.id] = w
+	return w, nil
+}
+
+// ParseRV parses a resourceVersion string; "" and "0" give 0.
+func ParseRV(rv string) (int64, error) {
+	if rv == "" || rv == "0" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", rv))
+	}
+	return n, nil
+}

@@ -1,0 +1,82 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"minik/apiserver/printers"
+)
+
+// tableRequested reports whether the client (kubectl get) asked for the
+// server-side Table form.
+func tableRequested(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if strings.Contains(part, "as=Table") {
+			return true
+		}
+		if strings.TrimSpace(part) == "application/json" || strings.HasPrefix(strings.TrimSpace(part), "application/json;") && !strings.Contains(part, "as=") {
+			return false // a plain JSON preference came first
+		}
+	}
+	return false
+}
+
+func includeObject(r *http.Request) string {
+	if v := r.URL.Query().Get("includeObject"); v != "" {
+		return v
+	}
+	return "Metadata"
+}
+
+// buildTable renders objects as a Table.
+func buildTable(r *http.Request, h *resourceHandler, listMeta metav1.ListMeta, objs []runtime.Object) (*metav1.Table, error) {
+	t, err := printers.ToTable(h.res.Kind, objs, includeObject(r), time.Now())
+	if errors.Is(err, printers.ErrUnknownIncludeObject) {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.ListMeta = listMeta
+	return t, nil
+}
+
+func (s *Server) writeTable(w http.ResponseWriter, r *http.Request, h *resourceHandler, listMeta metav1.ListMeta, objs []runtime.Object) {
+	t, err := buildTable(r, h, listMeta, objs)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+// writeMaybeTable answers with one object, as a one-row Table if asked.
+func (s *Server) writeMaybeTable(w http.ResponseWriter, r *http.Request, h *resourceHandler, code int, obj runtime.Object) {
+	if !tableRequested(r) {
+		writeObject(w, r, code, obj)
+		return
+	}
+	m := metaOf(obj)
+	t, err := buildTable(r, h, metav1.ListMeta{ResourceVersion: m.GetResourceVersion()}, []runtime.Object{obj})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, code, t)
+}
+
+// tableJSON renders one object as a one-row Table (for watch frames).
+func tableJSON(r *http.Request, h *resourceHandler, obj runtime.Object) ([]byte, error) {
+	t, err := buildTable(r, h, metav1.ListMeta{ResourceVersion: metaOf(obj).GetResourceVersion()}, []runtime.Object{obj})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(t)
+}

@@ -1,0 +1,267 @@
+// Package validation checks API objects the way kube-apiserver does, and
+// returns the problems as a field.ErrorList whose field paths and messages
+// match upstream, so that the apiserver can answer 422 Invalid with the
+// causes kubectl users already know.
+//
+// It expects defaulted objects (see apiserver/defaults): a field upstream
+// always defaults, such as restartPolicy, is reported as Required when it
+// is empty. Checks follow upstream pkg/apis/*/validation and the validation
+// done in registry strategies; facts carry over, code does not.
+package validation
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+var (
+	metaPath   = field.NewPath("metadata")
+	specPath   = field.NewPath("spec")
+	statusPath = field.NewPath("status")
+)
+
+// Create validates obj for creation. namespaced says whether obj's resource
+// is namespaced: metadata.namespace is then required, and otherwise
+// forbidden. The name must already be generated from generateName. Types
+// without specific rules get the generic metadata checks.
+func Create(obj runtime.Object, namespaced bool) field.ErrorList {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return validatePod(o, namespaced)
+	case *corev1.Node:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateNode(o)...)
+	case *corev1.Namespace:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSLabel), validateNamespace(o)...)
+	case *corev1.ReplicationController:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateReplicationControllerSpec(&o.Spec, specPath)...)
+	case *appsv1.ReplicaSet:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateReplicaSetSpec(&o.Spec, specPath)...)
+	case *appsv1.Deployment:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateDeploymentSpec(&o.Spec, specPath)...)
+	case *appsv1.DaemonSet:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateDaemonSetSpec(&o.Spec, specPath)...)
+	case *batchv1.Job:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateJob(o, true)...)
+	case *corev1.Event:
+		return append(objectMeta(&o.ObjectMeta, namespaced, anyName), validateEvent(o)...)
+	case *corev1.ConfigMap:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateConfigMap(o)...)
+	case *corev1.Secret:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateSecret(o)...)
+	case *corev1.ServiceAccount:
+		return objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.ValidateServiceAccountName)
+	case *coordinationv1.Lease:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateLeaseSpec(&o.Spec, specPath)...)
+	case *schedulingv1.PriorityClass:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validatePriorityClass(o)...)
+	case *policyv1.PodDisruptionBudget:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validatePodDisruptionBudgetSpec(&o.Spec, specPath)...)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath(""), err)}
+	}
+	return apimachineryvalidation.ValidateObjectMetaAccessor(m, namespaced, apimachineryvalidation.NameIsDNSSubdomain, metaPath)
+}
+
+// Update validates obj as a replacement for old through the main resource
+// (not a subresource). Besides the metadata rules (name, namespace and uid
+// immutable, resourceVersion set: copy the stored one in first for an
+// unconditional update), it checks obj as Create does and enforces each
+// type's immutable fields.
+func Update(obj, old runtime.Object, namespaced bool) field.ErrorList {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return update(o, old, func(o, old *corev1.Pod) field.ErrorList { return validatePodUpdate(o, old, namespaced) })
+	case *corev1.Node:
+		return update(o, old, func(o, old *corev1.Node) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateNodeUpdate(o, old)...)
+		})
+	case *corev1.Namespace:
+		return update(o, old, func(o, old *corev1.Namespace) field.ErrorList {
+			return objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced)
+		})
+	case *corev1.ReplicationController:
+		return update(o, old, func(o, old *corev1.ReplicationController) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateReplicationControllerSpec(&o.Spec, specPath)...)
+		})
+	case *appsv1.ReplicaSet:
+		return update(o, old, func(o, old *appsv1.ReplicaSet) field.ErrorList {
+			errs := append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateReplicaSetSpec(&o.Spec, specPath)...)
+			return append(errs, apimachineryvalidation.ValidateImmutableField(o.Spec.Selector, old.Spec.Selector, specPath.Child("selector"))...)
+		})
+	case *appsv1.Deployment:
+		return update(o, old, func(o, old *appsv1.Deployment) field.ErrorList {
+			errs := append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateDeploymentSpec(&o.Spec, specPath)...)
+			return append(errs, apimachineryvalidation.ValidateImmutableField(o.Spec.Selector, old.Spec.Selector, specPath.Child("selector"))...)
+		})
+	case *appsv1.DaemonSet:
+		return update(o, old, func(o, old *appsv1.DaemonSet) field.ErrorList {
+			errs := append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateDaemonSetSpec(&o.Spec, specPath)...)
+			return append(errs, apimachineryvalidation.ValidateImmutableField(o.Spec.Selector, old.Spec.Selector, specPath.Child("selector"))...)
+		})
+	case *batchv1.Job:
+		return update(o, old, func(o, old *batchv1.Job) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateJobUpdate(o, old)...)
+		})
+	case *corev1.Event:
+		return update(o, old, func(o, old *corev1.Event) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateEvent(o)...)
+		})
+	case *corev1.ConfigMap:
+		return update(o, old, func(o, old *corev1.ConfigMap) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateConfigMapUpdate(o, old)...)
+		})
+	case *corev1.Secret:
+		return update(o, old, func(o, old *corev1.Secret) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateSecretUpdate(o, old)...)
+		})
+	case *corev1.ServiceAccount:
+		return update(o, old, func(o, old *corev1.ServiceAccount) field.ErrorList {
+			return objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced)
+		})
+	case *coordinationv1.Lease:
+		return update(o, old, func(o, old *coordinationv1.Lease) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateLeaseSpec(&o.Spec, specPath)...)
+		})
+	case *schedulingv1.PriorityClass:
+		return update(o, old, func(o, old *schedulingv1.PriorityClass) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validatePriorityClassUpdate(o, old)...)
+		})
+	case *policyv1.PodDisruptionBudget:
+		return update(o, old, func(o, old *policyv1.PodDisruptionBudget) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validatePodDisruptionBudgetSpec(&o.Spec, specPath)...)
+		})
+	}
+	return genericMetaUpdate(obj, old)
+}
+
+// StatusUpdate validates obj as a replacement for old through the /status
+// subresource: the metadata update rules plus each type's status rules
+// (non-negative counters, legal phase and container state transitions).
+// The caller copies the stored spec into obj first, as upstream does.
+func StatusUpdate(obj, old runtime.Object) field.ErrorList {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return update(o, old, validatePodStatusUpdate)
+	case *corev1.Node:
+		return update(o, old, func(o, old *corev1.Node) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, false), validateNodeUpdate(o, old)...)
+		})
+	case *corev1.Namespace:
+		return update(o, old, func(o, old *corev1.Namespace) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, false), validateNamespaceStatus(o)...)
+		})
+	case *corev1.ReplicationController:
+		return update(o, old, func(o, old *corev1.ReplicationController) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateReplicationControllerStatus(&o.Status, statusPath)...)
+		})
+	case *appsv1.ReplicaSet:
+		return update(o, old, func(o, old *appsv1.ReplicaSet) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateReplicaSetStatus(&o.Status, statusPath)...)
+		})
+	case *appsv1.Deployment:
+		return update(o, old, func(o, old *appsv1.Deployment) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateDeploymentStatusUpdate(&o.Status, &old.Status)...)
+		})
+	case *appsv1.DaemonSet:
+		return update(o, old, func(o, old *appsv1.DaemonSet) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateDaemonSetStatusUpdate(&o.Status, &old.Status)...)
+		})
+	case *batchv1.Job:
+		return update(o, old, func(o, old *batchv1.Job) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateJobStatus(&o.Status, statusPath)...)
+		})
+	case *policyv1.PodDisruptionBudget:
+		return update(o, old, func(o, old *policyv1.PodDisruptionBudget) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validatePodDisruptionBudgetStatus(&o.Status, statusPath)...)
+		})
+	}
+	return genericMetaUpdate(obj, old)
+}
+
+// update runs fn when old has obj's type, and reports a type mismatch,
+// which is a caller bug, as an internal error otherwise.
+func update[T runtime.Object](obj T, old runtime.Object, fn func(obj, old T) field.ErrorList) field.ErrorList {
+	o, ok := old.(T)
+	if !ok {
+		return field.ErrorList{field.InternalError(field.NewPath(""), fmt.Errorf("cannot update a %T from a %T", obj, old))}
+	}
+	return fn(obj, o)
+}
+
+func genericMetaUpdate(obj, old runtime.Object) field.ErrorList {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath(""), err)}
+	}
+	oldMeta, err := meta.Accessor(old)
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath(""), err)}
+	}
+	return apimachineryvalidation.ValidateObjectMetaAccessorUpdate(m, oldMeta, metaPath)
+}
+
+// anyName accepts every name: upstream does not check the format of core/v1
+// Event names, which recorders build from the involved object's name.
+func anyName(string, bool) []string { return nil }
+
+// objectMeta validates metadata on create, adding upstream's rule that an
+// unqualified finalizer must be one of the built-in ones.
+func objectMeta(m *metav1.ObjectMeta, namespaced bool, nameFn apimachineryvalidation.ValidateNameFunc) field.ErrorList {
+	errs := apimachineryvalidation.ValidateObjectMeta(m, namespaced, nameFn, metaPath)
+	return append(errs, kubeFinalizerNames(m.Finalizers, metaPath.Child("finalizers"))...)
+}
+
+// objectMetaUpdate validates metadata on update. Name format is not checked
+// again: the name is immutable and was checked on create.
+func objectMetaUpdate(m, old *metav1.ObjectMeta, namespaced bool) field.ErrorList {
+	errs := apimachineryvalidation.ValidateObjectMetaUpdate(m, old, metaPath)
+	errs = append(errs, namespaceRule(m.Namespace, namespaced)...)
+	errs = append(errs, apimachineryvalidation.ValidateFinalizers(m.Finalizers, metaPath.Child("finalizers"))...)
+	return append(errs, kubeFinalizerNames(m.Finalizers, metaPath.Child("finalizers"))...)
+}
+
+func namespaceRule(ns string, namespaced bool) field.ErrorList {
+	switch {
+	case namespaced && ns == "":
+		return field.ErrorList{field.Required(metaPath.Child("namespace"), "")}
+	case !namespaced && ns != "":
+		return field.ErrorList{field.Forbidden(metaPath.Child("namespace"), "not allowed on this type")}
+	}
+	return nil
+}
+
+// standardFinalizers are the finalizer names that need no domain prefix.
+var standardFinalizers = map[string]bool{
+	string(corev1.FinalizerKubernetes): true,
+	metav1.FinalizerOrphanDependents:   true,
+	metav1.FinalizerDeleteDependents:   true,
+}
+
+func kubeFinalizerNames(finalizers []string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range finalizers {
+		errs = append(errs, kubeFinalizerName(f, fldPath.Index(i))...)
+	}
+	return errs
+}
+
+func kubeFinalizerName(name string, fldPath *field.Path) field.ErrorList {
+	if !strings.Contains(name, "/") && !standardFinalizers[name] {
+		return field.ErrorList{field.Invalid(fldPath, name, "name is neither a standard finalizer name nor is it fully qualified")}
+	}
+	return nil
+}

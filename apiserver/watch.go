@@ -1,0 +1,199 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"minik/apiserver/storage"
+)
+
+// initialEventsEndAnnotation marks the bookmark that ends the initial
+// events of a watch with sendInitialEvents=true.
+const initialEventsEndAnnotation = "k8s.io/initial-events-end"
+
+// watch streams events as chunked JSON, one {"type","object"} per line.
+//
+//	resourceVersion ""/"0": synthetic ADDED events for the current state,
+//	                        then changes after it;
+//	resourceVersion N:      changes after N, or 410 Gone if N is older
+//	                        than the watch cache's window.
+func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	q := r.URL.Query()
+	pred, err := newPredicate(h.res, ri.namespace, q.Get("labelSelector"), q.Get("fieldSelector"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if ri.name != "" {
+		// A watch on one object: kubectl get NAME -w uses a field selector instead.
+		pred.fields = fieldsAnd(pred.fields, "metadata.name", ri.name)
+	}
+	rv, err := storage.ParseRV(q.Get("resourceVersion"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	bookmarks := q.Get("allowWatchBookmarks") == "true"
+	sendInitial := q.Get("sendInitialEvents")
+	if sendInitial == "true" && rv != 0 && q.Get("resourceVersionMatch") != "NotOlderThan" {
+		writeError(w, r, apierrors.NewBadRequest("sendInitialEvents requires resourceVersionMatch=NotOlderThan"))
+		return
+	}
+	timeout := time.Duration(1800+rand.IntN(1800)) * time.Second
+	if t := q.Get("timeoutSeconds"); t != "" {
+		n, err := strconv.ParseInt(t, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds %q", t)))
+			return
+		}
+		if n > 0 {
+			timeout = time.Duration(n) * time.Second
+		}
+	}
+
+	// The initial state, when the client asked for it.
+	var initial []runtime.Object
+	from := rv
+	wantInitial := sendInitial == "true" || (sendInitial == "" && rv == 0)
+	if wantInitial || rv == 0 {
+		opts := storage.ListOptions{Namespace: ri.namespace}
+		if !pred.everything() {
+			opts.Match = pred.Matches
+		}
+		list, err := h.store.List(r.Context(), opts)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		from = list.ResourceVersion
+		if wantInitial {
+			initial = list.Items
+		}
+	}
+	watcher, err := h.store.Cache().Watch(from, pred.watchFilter(), bookmarks)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	defer watcher.Stop()
+
+	asTable := tableRequested(r)
+	format := h.res.Group + "/json"
+	if asTable {
+		format = h.res.Group + "/table/" + includeObject(r)
+	}
+	encodeObj := func(obj runtime.Object) ([]byte, error) {
+		obj, err := h.out(obj)
+		if err != nil {
+			return nil, err
+		}
+		if asTable {
+			return tableJSON(r, h, obj)
+		}
+		return json.Marshal(obj)
+	}
+	frame := func(typ watch.EventType, obj runtime.Object) []byte {
+		data, err := encodeObj(obj)
+		if err != nil {
+			st, _ := json.Marshal(toStatus(err))
+			return []byte(`{"type":"ERROR","object":` + string(st) + "}\n")
+		}
+		return []byte(`{"type":"` + string(typ) + `","object":` + string(data) + "}\n")
+	}
+
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	write := func(b []byte) bool {
+		_, err := w.Write(b)
+		return err == nil
+	}
+	for _, obj := range initial {
+		if !write(frame(watch.Added, obj)) {
+			return
+		}
+	}
+	if sendInitial == "true" && bookmarks {
+		if !write(h.bookmarkFrame(from, true)) {
+			return
+		}
+	}
+	filter := watcher.Filter()
+	for _, ev := range watcher.Initial() {
+		typ, ok := filter(ev)
+		if !ok {
+			continue
+		}
+		if !write(ev.Frame(format+string(typ), func() []byte { return frame(typ, ev.Object) })) {
+			return
+		}
+	}
+	if flusher != nil {
+		flusher.Flush()
+	}
+
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	events := watcher.Events()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-deadline.C:
+			return
+		case d, ok := <-events:
+			if !ok {
+				return // overflow or shutdown: the client re-watches
+			}
+			var b []byte
+			if d.Event == nil {
+				b = h.bookmarkFrame(d.Rev, false)
+			} else {
+				ev, typ := d.Event, d.Type
+				b = ev.Frame(format+string(typ), func() []byte { return frame(typ, ev.Object) })
+			}
+			if !write(b) {
+				return
+			}
+			// Flush only when nothing else is queued: batches under load.
+			if len(events) == 0 && flusher != nil {
+				flusher.Flush()
+			}
+		}
+	}
+}
+
+// bookmarkFrame is a BOOKMARK event: an empty object of the resource's
+// kind carrying only the resourceVersion.
+func (h *resourceHandler) bookmarkFrame(rev int64, initialEnd bool) []byte {
+	obj := h.res.New()
+	ta, _ := meta.TypeAccessor(obj)
+	ta.SetAPIVersion(h.res.APIVersion())
+	ta.SetKind(h.res.Kind)
+	m, _ := meta.Accessor(obj)
+	m.SetResourceVersion(strconv.FormatInt(rev, 10))
+	if initialEnd {
+		m.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true"})
+	}
+	data, _ := json.Marshal(obj)
+	return []byte(`{"type":"BOOKMARK","object":` + string(data) + "}\n")
+}
+
+func metaOf(obj runtime.Object) metav1.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return &metav1.ObjectMeta{}
+	}
+	return m
+}

@@ -1,0 +1,263 @@
+// Package client is the small REST client that minik's scheduler, controller
+// and kubelet use to talk to the apiserver. It speaks the Kubernetes API in
+// JSON over HTTP/2, works with the typed objects of k8s.io/api, and returns
+// server errors as *apierrors.StatusError so that apierrors.IsNotFound,
+// IsConflict and IsGone work as with client-go.
+//
+// The list-watch informer built on it lives in client/informer.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	sigsjson "sigs.k8s.io/json"
+
+	"golang.org/x/time/rate"
+
+	"minik/client/kubeconfig"
+)
+
+// Config says where the apiserver is and how to authenticate to it.
+type Config struct {
+	// Host is the apiserver's base URL, e.g. https://127.0.0.1:6443.
+	Host string
+	// TLS is the client TLS configuration: CA pool and client certificate.
+	// Nil uses the system roots and no client certificate.
+	TLS *tls.Config
+	// BearerToken, if set, is sent as "Authorization: Bearer TOKEN".
+	BearerToken string
+	// UserAgent identifies the component in the apiserver's logs.
+	// Default "minik".
+	UserAgent string
+	// QPS limits requests per second, with bursts of Burst requests.
+	// Default 0: unlimited, since minik's components are few and trusted.
+	QPS   float64
+	Burst int
+	// Timeout bounds each non-watch request. Default 0: only the caller's
+	// context bounds it.
+	Timeout time.Duration
+	// Transport replaces the default HTTP/2 transport; tests use it.
+	Transport http.RoundTripper
+}
+
+// ConfigFromKubeconfig returns the Config of kc's current context.
+func ConfigFromKubeconfig(kc *kubeconfig.Config) (Config, error) {
+	r, err := kc.Current()
+	if err != nil {
+		return Config{}, err
+	}
+	tlsCfg, err := r.TLSConfig()
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{Host: r.Server, TLS: tlsCfg, BearerToken: r.Token}, nil
+}
+
+// Client makes requests to one apiserver. It is safe for concurrent use, and
+// all its requests share one pool of connections.
+type Client struct {
+	base      *url.URL
+	http      *http.Client
+	token     string
+	userAgent string
+	timeout   time.Duration
+	limiter   *rate.Limiter // nil: unlimited
+}
+
+// New returns a Client for cfg.
+func New(cfg Config) (*Client, error) {
+	base, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, fmt.Errorf("client: host %q: %w", cfg.Host, err)
+	}
+	if base.Scheme != "https" && base.Scheme != "http" || base.Host == "" {
+		return nil, fmt.Errorf("client: host %q must be an http(s) URL", cfg.Host)
+	}
+	base.Path = strings.TrimSuffix(base.Path, "/")
+	tr := cfg.Transport
+	if tr == nil {
+		tr = NewTransport(cfg.TLS)
+	}
+	c := &Client{
+		base:      base,
+		http:      &http.Client{Transport: tr},
+		token:     cfg.BearerToken,
+		userAgent: cfg.UserAgent,
+		timeout:   cfg.Timeout,
+	}
+	if c.userAgent == "" {
+		c.userAgent = "minik"
+	}
+	if cfg.QPS > 0 {
+		burst := max(cfg.Burst, 1)
+		c.limiter = rate.NewLimiter(rate.Limit(cfg.QPS), burst)
+	}
+	return c, nil
+}
+
+// NewFromKubeconfig returns a Client for kc's current context.
+func NewFromKubeconfig(kc *kubeconfig.Config) (*Client, error) {
+	cfg, err := ConfigFromKubeconfig(kc)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg)
+}
+
+// NewTransport returns the HTTP transport Clients use by default. HTTP/2
+// multiplexes every request and watch of a component over one connection;
+// pings detect a dead connection, so a watch on a vanished server fails
+// within about 45s instead of hanging until TCP gives up.
+func NewTransport(tlsCfg *tls.Config) *http.Transport {
+	if tlsCfg != nil {
+		tlsCfg = tlsCfg.Clone()
+	}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       tlsCfg,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   25,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		HTTP2: &http.HTTP2Config{
+			SendPingTimeout: 30 * time.Second,
+			PingTimeout:     15 * time.Second,
+		},
+	}
+}
+
+// Host returns the apiserver's base URL.
+func (c *Client) Host() string { return c.base.String() }
+
+// Do sends a request to path (e.g. "/api/v1/namespaces/default/pods") and
+// decodes the JSON answer into out, unless out is nil. body is sent as is if
+// it is a []byte and as JSON otherwise; nil sends no body. A non-2xx answer
+// is returned as *apierrors.StatusError.
+func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	return c.do(ctx, call{method: method, path: path, query: query, body: body, contentType: "application/json"}, out)
+}
+
+// call is one request; gr and name only improve error messages.
+type call struct {
+	method      string
+	path        string
+	query       url.Values
+	body        any
+	contentType string
+	gr          schema.GroupResource
+	name        string
+}
+
+func (c *Client) do(ctx context.Context, cl call, out any) error {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	resp, err := c.send(ctx, cl)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("client: %s %s: read response: %w", cl.method, cl.path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return decodeError(resp, data, cl)
+	}
+	if out == nil || len(data) == 0 {
+		return nil
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, out); err != nil {
+		return fmt.Errorf("client: %s %s: decode response: %w", cl.method, cl.path, err)
+	}
+	return nil
+}
+
+// send performs the request and returns the response with its body unread;
+// the caller closes it.
+func (c *Client) send(ctx context.Context, cl call) (*http.Response, error) {
+	if c.limiter != nil {
+		if err := c.limiter.Wait(ctx); err != nil {
+			return nil, fmt.Errorf("client: rate limiter: %w", err)
+		}
+	}
+	var body io.Reader
+	switch b := cl.body.(type) {
+	case nil:
+	case []byte:
+		body = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			return nil, fmt.Errorf("client: encode request: %w", err)
+		}
+		body = bytes.NewReader(data)
+	}
+	u := *c.base
+	u.Path += cl.path
+	u.RawQuery = cl.query.Encode()
+	req, err := http.NewRequestWithContext(ctx, cl.method, u.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	if body != nil {
+		req.Header.Set("Content-Type", cl.contentType)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: %w", cl.method, cl.path, err)
+	}
+	return resp, nil
+}
+
+// decodeError turns a failed response into *apierrors.StatusError. The
+// apiserver answers every error with a metav1.Status; anything else (a proxy,
+// a panic page) becomes a generic error for the HTTP code, as in client-go.
+func decodeError(resp *http.Response, body []byte, cl call) error {
+	var st metav1.Status
+	if err := json.Unmarshal(body, &st); err == nil && st.Kind == "Status" {
+		if st.Code == 0 {
+			st.Code = int32(resp.StatusCode)
+		}
+		if st.Status == "" {
+			st.Status = metav1.StatusFailure
+		}
+		return &apierrors.StatusError{ErrStatus: st}
+	}
+	retryAfter, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	msg := strings.TrimSpace(string(body))
+	return apierrors.NewGenericServerResponse(resp.StatusCode, cl.method, cl.gr, cl.name, msg, retryAfter, true)
+}
+
+// IsGone reports whether err means the requested resourceVersion is too old
+// (HTTP 410), and a watcher must list again. Unlike apierrors.IsGone it also
+// matches reason Expired, which is what Kubernetes sends for a watch.
+func IsGone(err error) bool {
+	var s apierrors.APIStatus
+	return errors.As(err, &s) && s.Status().Code == http.StatusGone
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"minik/apiserver"
+	"minik/client/kubeconfig"
+	"minik/internal/etcd"
+	"minik/internal/pki"
+)
+
+// upOptions are the flags of `minik up`.
+type upOptions struct {
+	dataDir            string
+	listen             string
+	nodes              []string
+	kubelet            bool
+	watchCacheSize     int
+	compactionInterval time.Duration
+}
+
+func upCommand() *cobra.Command {
+	o := &upOptions{}
+	host, _ := os.Hostname()
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run a whole cluster in this process: embedded etcd, apiserver, scheduler, controller and kubelets",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runUp(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.dataDir, "data-dir", ".minik", "directory for etcd data, certificates and kubeconfigs")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:6443", "HTTPS address of the apiserver (host:port)")
+	f.StringSliceVar(&o.nodes, "nodes", []string{strings.ToLower(host)}, "names of the nodes to run a kubelet for")
+	f.BoolVar(&o.kubelet, "kubelet", true, "run the kubelets (false: control plane only)")
+	f.IntVar(&o.watchCacheSize, "watch-cache-size", 10000, "events per resource a watch can resume from")
+	f.DurationVar(&o.compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd history (negative: never)")
+	return cmd
+}
+
+// clusterFiles are the certificates and kubeconfigs of one data dir.
+type clusterFiles struct {
+	ca                      *pki.CA
+	pkiDir                  string
+	servingCert, servingKey string
+	kubeletCert, kubeletKey string
+	server                  string
+}
+
+// preparePKI creates (once) the CA, the serving certificate and the
+// kubeconfigs, and returns their locations.
+func preparePKI(dataDir, listen string) (*clusterFiles, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: %w", listen, err)
+	}
+	pkiDir := filepath.Join(dataDir, "pki")
+	ca, err := pki.EnsureCA(pkiDir)
+	if err != nil {
+		return nil, err
+	}
+	hostname, _ := os.Hostname()
+	hosts := []string{"localhost", "127.0.0.1", "::1", hostname}
+	if host != "" && host != "0.0.0.0" && host != "::" {
+		hosts = append(hosts, host)
+	}
+	if host == "0.0.0.0" || host == "::" || host == "" {
+		// Listening everywhere: the serving cert must name every local address.
+		if addrs, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range addrs {
+				if ipn, ok := a.(*net.IPNet); ok {
+					hosts = append(hosts, ipn.IP.String())
+				}
+			}
+		}
+		host = "127.0.0.1"
+	}
+	f := &clusterFiles{ca: ca, pkiDir: pkiDir, server: "https://" + net.JoinHostPort(host, port)}
+	if f.servingCert, f.servingKey, err = ca.EnsureServing(pkiDir, "apiserver", hosts); err != nil {
+		return nil, err
+	}
+	if f.kubeletCert, f.kubeletKey, err = ca.EnsureClient(pkiDir, "apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{pki.MastersGroup}); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// writeKubeconfig issues (once) a client certificate for user and writes
+// a self-contained kubeconfig to path.
+func (f *clusterFiles) writeKubeconfig(path, name, user string, groups []string) error {
+	certFile, keyFile, err := f.ca.EnsureClient(f.pkiDir, name, user, groups)
+	if err != nil {
+		return err
+	}
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return err
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return err
+	}
+	return kubeconfig.Write(path, f.server, f.ca.CertPEM(), certPEM, keyPEM, user)
+}
+
+func runUp(ctx context.Context, o *upOptions) error {
+	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
+		return err
+	}
+	files, err := preparePKI(o.dataDir, o.listen)
+	if err != nil {
+		return err
+	}
+	adminKubeconfig := filepath.Join(o.dataDir, "admin.kubeconfig")
+	if err := files.writeKubeconfig(adminKubeconfig, "admin", pki.AdminUser, []string{pki.MastersGroup}); err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	member, etcdClient, err := etcd.StartEmbedded(ctx, o.dataDir)
+	if err != nil {
+		return err
+	}
+	defer member.Close()
+
+	api, err := apiserver.New(apiserver.Config{
+		Etcd: etcdClient, Listen: o.listen,
+		TLSCertFile: files.servingCert, TLSKeyFile: files.servingKey, ClientCAFile: filepath.Join(files.pkiDir, "ca.crt"),
+		KubeletClientCertFile: files.kubeletCert, KubeletClientKeyFile: files.kubeletKey,
+		WatchCacheSize: o.watchCacheSize, CompactionInterval: o.compactionInterval,
+	})
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 8)
+	run := func(name string, fn func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errc <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	run("apiserver", api.Run)
+	select {
+	case <-api.Ready():
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+	slog.Info("cluster is up", "kubeconfig", adminKubeconfig, "hint", "export KUBECONFIG="+absPath(adminKubeconfig))
+
+	select {
+	case <-ctx.Done():
+		slog.Info("shutting down")
+	case err = <-errc:
+		slog.Error("component failed; shutting down", "err", err)
+	case err = <-member.Err():
+		slog.Error("etcd failed; shutting down", "err", err)
+	}
+	cancel()
+	wg.Wait()
+	return err
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}

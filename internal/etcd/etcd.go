@@ -1,0 +1,137 @@
+// Package etcd runs an etcd member in-process through etcd's embed
+// package: the single embedded member of `minik up`, or one member of a
+// cluster for `minik etcd`.
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+)
+
+// MemberConfig configures one member. Empty URL lists take etcd's defaults.
+type MemberConfig struct {
+	Name                     string
+	DataDir                  string
+	ListenClientURLs         []string
+	AdvertiseClientURLs      []string
+	ListenPeerURLs           []string
+	InitialAdvertisePeerURLs []string
+	InitialCluster           string // "name=peerURL,name=peerURL"
+	InitialClusterState      string // "new" (default) or "existing"
+	Quiet                    bool   // log only errors
+}
+
+// Member is a running etcd member.
+type Member struct {
+	etcd *embed.Etcd
+}
+
+// StartMember starts a member and waits until it serves (or ctx ends).
+func StartMember(ctx context.Context, mc MemberConfig) (*Member, error) {
+	cfg := embed.NewConfig()
+	if mc.Name != "" {
+		cfg.Name = mc.Name
+	}
+	cfg.Dir = mc.DataDir
+	var err error
+	if cfg.ListenClientUrls, err = parseURLs(mc.ListenClientURLs, cfg.ListenClientUrls); err != nil {
+		return nil, err
+	}
+	if cfg.AdvertiseClientUrls, err = parseURLs(mc.AdvertiseClientURLs, cfg.ListenClientUrls); err != nil {
+		return nil, err
+	}
+	if cfg.ListenPeerUrls, err = parseURLs(mc.ListenPeerURLs, cfg.ListenPeerUrls); err != nil {
+		return nil, err
+	}
+	if cfg.AdvertisePeerUrls, err = parseURLs(mc.InitialAdvertisePeerURLs, cfg.ListenPeerUrls); err != nil {
+		return nil, err
+	}
+	if mc.InitialCluster != "" {
+		cfg.InitialCluster = mc.InitialCluster
+	} else {
+		cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	}
+	if mc.InitialClusterState != "" {
+		cfg.ClusterState = mc.InitialClusterState
+	}
+	if mc.Quiet {
+		cfg.LogLevel = "error"
+	}
+	// A write is acknowledged only once it is fsynced (etcd's default);
+	// keep it that way so a killed process loses no acknowledged write.
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("starting etcd member %q: %w", cfg.Name, err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("etcd member %q failed: %w", cfg.Name, err)
+	case <-ctx.Done():
+		e.Close()
+		return nil, ctx.Err()
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, fmt.Errorf("etcd member %q did not become ready within 60s (is a quorum of --initial-cluster up?)", cfg.Name)
+	}
+	return &Member{etcd: e}, nil
+}
+
+// StartEmbedded runs the single member of `minik up` under dir/etcd,
+// listening only on unix sockets inside dir, and returns an in-process
+// client that skips the network entirely.
+func StartEmbedded(ctx context.Context, dir string) (*Member, *clientv3.Client, error) {
+	etcdDir := filepath.Join(dir, "etcd")
+	m, err := StartMember(ctx, MemberConfig{
+		Name:             "minik",
+		DataDir:          etcdDir,
+		ListenClientURLs: []string{"unix://" + filepath.Join(dir, "etcd-client.sock")},
+		ListenPeerURLs:   []string{"unix://" + filepath.Join(dir, "etcd-peer.sock")},
+		Quiet:            true,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, v3client.New(m.etcd.Server), nil
+}
+
+// Err reports a fatal error of the running member.
+func (m *Member) Err() <-chan error { return m.etcd.Err() }
+
+// Close stops the member.
+func (m *Member) Close() { m.etcd.Close() }
+
+// Dial connects to an external etcd cluster.
+func Dial(endpoints []string) (*clientv3.Client, error) {
+	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to etcd %s: %w", strings.Join(endpoints, ","), err)
+	}
+	return c, nil
+}
+
+func parseURLs(in []string, def []url.URL) ([]url.URL, error) {
+	if len(in) == 0 {
+		return def, nil
+	}
+	var out []url.URL
+	for _, s := range in {
+		for _, part := range strings.Split(s, ",") {
+			u, err := url.Parse(strings.TrimSpace(part))
+			if err != nil {
+				return nil, fmt.Errorf("bad URL %q: %w", part, err)
+			}
+			out = append(out, *u)
+		}
+	}
+	return out, nil
+}

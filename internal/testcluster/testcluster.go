@@ -1,0 +1,209 @@
+// Package testcluster starts the real `minik up` binary for integration
+// tests and hands out clients for it: client-go and the kubectl on PATH.
+package testcluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds bin/minik once per test process (or takes $MINIK_BIN)
+// and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if prebuilt := os.Getenv("MINIK_BIN"); prebuilt != "" {
+			binPath = prebuilt // a binary built beforehand, e.g. by make
+			return
+		}
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		dir, err := os.MkdirTemp("", "minik-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "minik")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/minik")
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Cluster is one running `minik up`.
+type Cluster struct {
+	t          testing.TB
+	DataDir    string
+	Listen     string
+	Kubeconfig string
+	Args       []string
+	cmd        *exec.Cmd
+	log        *bytes.Buffer
+	done       chan struct{}
+}
+
+// Start runs `minik up --kubelet=false` (plus extra args) on a free port
+// in a temp dir and waits until it is ready. It is stopped at test end.
+func Start(t testing.TB, extra ...string) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, DataDir: t.TempDir(), Listen: freeAddr(t)}
+	c.Kubeconfig = filepath.Join(c.DataDir, "admin.kubeconfig")
+	c.Args = append([]string{"up", "--data-dir", c.DataDir, "--listen", c.Listen, "--kubelet=false"}, extra...)
+	c.start()
+	t.Cleanup(c.Stop)
+	return c
+}
+
+func (c *Cluster) start() {
+	c.t.Helper()
+	c.log = &bytes.Buffer{}
+	c.cmd = exec.Command(Binary(c.t), c.Args...)
+	c.cmd.Stdout = c.log
+	c.cmd.Stderr = c.log
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.done = make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(c.done) }()
+	c.waitReady()
+}
+
+// waitReady polls /readyz; the process is external, so there is no
+// channel to wait on.
+func (c *Cluster) waitReady() {
+	c.t.Helper()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-c.done:
+			c.t.Fatalf("minik up exited early:\n%s", c.log.String())
+		default:
+		}
+		if _, err := os.Stat(c.Kubeconfig); err == nil {
+			resp, err := client.Get("https://" + c.Listen + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					return
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("minik up not ready after 60s:\n%s", c.log.String())
+}
+
+// Stop interrupts minik up (as Ctrl-C does) and waits for it to exit.
+func (c *Cluster) Stop() {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	_ = c.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-c.done:
+	case <-time.After(20 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		c.t.Errorf("minik up did not stop within 20s of SIGINT:\n%s", c.log.String())
+	}
+}
+
+// Restart stops and starts minik up again on the same data dir.
+func (c *Cluster) Restart() {
+	c.t.Helper()
+	c.Stop()
+	c.start()
+}
+
+// Log returns what minik up printed so far.
+func (c *Cluster) Log() string { return c.log.String() }
+
+// RESTConfig returns a client-go config from the admin kubeconfig.
+func (c *Cluster) RESTConfig() *rest.Config {
+	c.t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 1000, 2000
+	return cfg
+}
+
+// Clientset returns a real client-go clientset for the cluster.
+func (c *Cluster) Clientset() *kubernetes.Clientset {
+	c.t.Helper()
+	cs, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cs
+}
+
+// Kubectl runs the real kubectl against the cluster and returns its
+// combined output and error.
+func (c *Cluster) Kubectl(ctx context.Context, stdin string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// MustKubectl is Kubectl that fails t on error.
+func (c *Cluster) MustKubectl(t testing.TB, stdin string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := c.Kubectl(ctx, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func freeAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
