@@ -8,7 +8,6 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik/apiserver/defaults"
@@ -29,18 +28,16 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 		}
 	}
 	defaults.Object(obj)
+	defaults.OnCreate(obj) // needs the uid: the Job selector
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		defaults.DefaultTolerationSeconds(o)
-		o.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(&o.Spec)}
+		o.Status = corev1.PodStatus{}
+		defaults.PodStatus(o) // Pending, with its QoS class
 		if err := s.admitPriority(ctx, o); err != nil {
 			return err
 		}
 	case *corev1.Namespace:
 		o.Status.Phase = corev1.NamespaceActive
-		if !containsFinalizer(o.Spec.Finalizers, corev1.FinalizerKubernetes) {
-			o.Spec.Finalizers = append(o.Spec.Finalizers, corev1.FinalizerKubernetes)
-		}
 	case *schedulingv1.PriorityClass:
 		if err := s.admitPriorityClass(ctx, o); err != nil {
 			return err
@@ -183,64 +180,4 @@ func (s *Server) admitPriorityClass(ctx context.Context, pc *schedulingv1.Priori
 			fmt.Errorf("PriorityClass %v is already marked as default. Only one default can exist", existing.Name))
 	}
 	return nil
-}
-
-// qosClass computes the pod's QoS class as Kubernetes defines it.
-func qosClass(spec *corev1.PodSpec) corev1.PodQOSClass {
-	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
-	guaranteed := true
-	containers := append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...)
-	for _, c := range containers {
-		for name, q := range c.Resources.Requests {
-			if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
-				if q.Sign() > 0 {
-					add(requests, name, q)
-				}
-			}
-		}
-		seen := 0
-		for name, q := range c.Resources.Limits {
-			if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
-				if q.Sign() > 0 {
-					add(limits, name, q)
-					seen++
-				}
-			}
-		}
-		if seen < 2 {
-			guaranteed = false
-		}
-	}
-	if len(requests) == 0 && len(limits) == 0 {
-		return corev1.PodQOSBestEffort
-	}
-	if guaranteed {
-		for name, req := range requests {
-			if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
-				guaranteed = false
-			}
-		}
-	}
-	if guaranteed && len(limits) == 2 {
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
-}
-
-func add(list corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
-	if cur, ok := list[name]; ok {
-		cur.Add(q)
-		list[name] = cur
-		return
-	}
-	list[name] = q.DeepCopy()
-}
-
-func containsFinalizer(list []corev1.FinalizerName, f corev1.FinalizerName) bool {
-	for _, v := range list {
-		if v == f {
-			return true
-		}
-	}
-	return false
 }

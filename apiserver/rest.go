@@ -285,6 +285,9 @@ func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
 		return apierrors.NewConflict(h.res.GroupResource(), om.GetName(),
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, om.GetUID()))
 	}
+	if m.GetResourceVersion() == "" {
+		m.SetResourceVersion(om.GetResourceVersion()) // an unconditional update
+	}
 	m.SetName(om.GetName())
 	m.SetNamespace(om.GetNamespace())
 	m.SetUID(om.GetUID())

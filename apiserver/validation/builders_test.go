@@ -102,8 +102,7 @@ func (b *podBuilder) After(edit func(*corev1.Pod)) *podBuilder {
 
 func (b *podBuilder) Obj() *corev1.Pod {
 	p := b.pod.DeepCopy()
-	defaults.Pod(p)
-	defaults.DefaultTolerationSeconds(p)
+	defaults.Object(p)
 	for _, edit := range b.after {
 		edit(p)
 	}

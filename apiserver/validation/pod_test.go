@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+
+	"minik/apiserver/defaults"
 )
 
 func TestCreatePod(t *testing.T) {
@@ -640,6 +642,42 @@ func TestPodStatusUpdate(t *testing.T) {
 			updated := old.DeepCopy()
 			tc.edit(updated)
 			assertErrors(t, StatusUpdate(updated, old), tc.want)
+		})
+	}
+}
+
+func TestReplacingAPodWithItsManifest(t *testing.T) {
+	manifest := func(image string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Labels: web},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{ctr("app", image)}},
+		}
+	}
+	tests := []struct {
+		name  string
+		image string
+		edit  func(*corev1.Pod)
+		want  []want
+	}{
+		{name: "the manifest with a new image is a valid replacement", image: "nginx:1.27"},
+		{
+			name:  "the manifest with a new port is still forbidden",
+			image: "nginx:1.25",
+			edit:  func(p *corev1.Pod) { p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80}} },
+			want:  []want{{field.ErrorTypeForbidden, "spec", "pod updates may not change fields other than"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			old := stored(makePod().Obj())
+			replacement := manifest(tc.image)
+			if tc.edit != nil {
+				tc.edit(replacement)
+			}
+			// What the apiserver does with a PUT body before validating it.
+			defaults.Object(replacement)
+			replacement.ResourceVersion, replacement.UID, replacement.Status = old.ResourceVersion, old.UID, old.Status
+			assertErrors(t, Update(replacement, old, true), tc.want)
 		})
 	}
 }

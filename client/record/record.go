@@ -1,0 +1,163 @@
+// Package record sends Kubernetes Events for the components, the way
+// `kubectl describe` shows them: one Event per (object, type, reason,
+// message), whose count and lastTimestamp grow when it repeats.
+//
+//	Eventf ──▶ queue (bounded, never blocks the caller) ──▶ Run loop
+//	                                                   ├─ new:    POST events
+//	                                                   └─ repeat: PATCH count+1, lastTimestamp
+package record
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"minik/client"
+)
+
+// queueSize bounds the events waiting to be sent; beyond it events are
+// dropped (and logged) rather than slowing the component down.
+const queueSize = 1000
+
+// maxAggregated bounds the remembered events used for counting repeats.
+const maxAggregated = 4096
+
+// Recorder emits events for one component instance.
+type Recorder struct {
+	events    *client.Typed[corev1.Event]
+	component string
+	instance  string
+	queue     chan *corev1.Event
+	now       func() time.Time
+
+	mu   sync.Mutex
+	seen map[string]*corev1.Event // by aggregation key
+}
+
+// NewRecorder returns a recorder reporting as component (e.g.
+// "default-scheduler") from instance (e.g. the host or node name).
+func NewRecorder(c *client.Client, component, instance string) *Recorder {
+	return &Recorder{events: c.Events(), component: component, instance: instance,
+		queue: make(chan *corev1.Event, queueSize), now: time.Now, seen: map[string]*corev1.Event{}}
+}
+
+// Eventf queues an event about obj. eventType is corev1.EventTypeNormal
+// or corev1.EventTypeWarning. It never blocks.
+func (r *Recorder) Eventf(obj client.Object, eventType, reason, messageFmt string, args ...any) {
+	ref := Reference(obj)
+	ns := ref.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault // events about cluster-scoped objects live in default
+	}
+	now := metav1.NewTime(r.now())
+	ev := &corev1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", ref.Name, now.UnixNano()), Namespace: ns},
+		InvolvedObject:      ref,
+		Reason:              reason,
+		Message:             fmt.Sprintf(messageFmt, args...),
+		Type:                eventType,
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
+		Source:              corev1.EventSource{Component: r.component, Host: r.instance},
+		ReportingController: r.component,
+		ReportingInstance:   r.instance,
+	}
+	select {
+	case r.queue <- ev:
+	default:
+		slog.Warn("event dropped: queue full", "reason", reason, "object", ref.Name)
+	}
+}
+
+// Reference describes obj for an event's involvedObject.
+func Reference(obj client.Object) corev1.ObjectReference {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	kind, apiVersion := gvk.Kind, gvk.GroupVersion().String()
+	if kind == "" {
+		kind = reflect.Indirect(reflect.ValueOf(obj)).Type().Name()
+		apiVersion = apiVersionOf(kind)
+	}
+	return corev1.ObjectReference{Kind: kind, APIVersion: apiVersion, Namespace: obj.GetNamespace(),
+		Name: obj.GetName(), UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()}
+}
+
+func apiVersionOf(kind string) string {
+	switch kind {
+	case "Deployment", "ReplicaSet", "DaemonSet", "StatefulSet":
+		return "apps/v1"
+	case "Job":
+		return "batch/v1"
+	case "PodDisruptionBudget":
+		return "policy/v1"
+	}
+	return "v1"
+}
+
+func aggregationKey(ev *corev1.Event) string {
+	o := ev.InvolvedObject
+	return string(o.UID) + "\x00" + o.Kind + "\x00" + o.Namespace + "\x00" + o.Name + "\x00" + o.FieldPath +
+		"\x00" + ev.Type + "\x00" + ev.Reason + "\x00" + ev.Message
+}
+
+// Run sends queued events until ctx ends.
+func (r *Recorder) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-r.queue:
+			r.send(ctx, ev)
+		}
+	}
+}
+
+func (r *Recorder) send(ctx context.Context, ev *corev1.Event) {
+	key := aggregationKey(ev)
+	r.mu.Lock()
+	prev := r.seen[key]
+	r.mu.Unlock()
+	if prev != nil {
+		patch, _ := json.Marshal(map[string]any{
+			"count": prev.Count + 1, "lastTimestamp": ev.LastTimestamp,
+		})
+		updated, err := r.events.Patch(ctx, prev.Namespace, prev.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err == nil {
+			r.remember(key, updated)
+			return
+		}
+		if !apierrors.IsNotFound(err) {
+			slog.Debug("event patch failed", "reason", ev.Reason, "err", err)
+			return
+		}
+		// The old event is gone (deleted or expired): start a new one.
+	}
+	created, err := r.events.Create(ctx, ev, metav1.CreateOptions{})
+	if err != nil {
+		if ctx.Err() == nil {
+			slog.Debug("event create failed", "reason", ev.Reason, "err", err)
+		}
+		return
+	}
+	r.remember(key, created)
+}
+
+func (r *Recorder) remember(key string, ev *corev1.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.seen) >= maxAggregated {
+		// Forget everything rather than track ages: repeats then start a
+		// fresh event, which is what Kubernetes does after its cache expires.
+		r.seen = map[string]*corev1.Event{}
+	}
+	r.seen[key] = ev
+}
