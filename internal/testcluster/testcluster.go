@@ -145,6 +145,15 @@ func (c *Cluster) Stop() {
 	}
 }
 
+// Kill ends minik up with SIGKILL, as a crash would.
+func (c *Cluster) Kill() {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	_ = c.cmd.Process.Kill()
+	<-c.done
+}
+
 // Restart stops and starts minik up again on the same data dir.
 func (c *Cluster) Restart() {
 	c.t.Helper()

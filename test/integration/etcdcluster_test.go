@@ -1,0 +1,178 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"minik/client/kubeconfig"
+	"minik/internal/pki"
+	"minik/internal/testcluster"
+)
+
+// startProcess runs the minik binary with args until the test ends.
+func startProcess(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	var log bytes.Buffer
+	cmd := exec.Command(testcluster.Binary(t), args...)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	return cmd, &log
+}
+
+// TestThreeMemberEtcdClusterBehindTheAPIServer forms a cluster from three
+// `minik etcd` members and runs `minik apiserver --etcd-servers` on it;
+// the cluster keeps serving writes after one member is stopped.
+func TestThreeMemberEtcdClusterBehindTheAPIServer(t *testing.T) {
+	dir := t.TempDir()
+	ports := make([][2]string, 3)
+	for i := range ports {
+		ports[i] = [2]string{freePort(t), freePort(t)}
+	}
+	var initial []string
+	for i, p := range ports {
+		initial = append(initial, fmt.Sprintf("m%d=http://127.0.0.1:%s", i, p[1]))
+	}
+	var members []*exec.Cmd
+	var clientURLs []string
+	for i, p := range ports {
+		cmd, _ := startProcess(t, "etcd", "--name", fmt.Sprintf("m%d", i), "--data-dir", filepath.Join(dir, fmt.Sprintf("m%d", i)),
+			"--listen-client-urls", "http://127.0.0.1:"+p[0], "--listen-peer-urls", "http://127.0.0.1:"+p[1],
+			"--initial-advertise-peer-urls", "http://127.0.0.1:"+p[1], "--initial-cluster", strings.Join(initial, ","))
+		members = append(members, cmd)
+		clientURLs = append(clientURLs, "http://127.0.0.1:"+p[0])
+	}
+
+	pkiDir := filepath.Join(dir, "pki")
+	ca, err := pki.EnsureCA(pkiDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := ca.EnsureServing(pkiDir, "apiserver", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminCert, adminKey, err := ca.EnsureClient(pkiDir, "admin", pki.AdminUser, []string{pki.MastersGroup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := "127.0.0.1:" + freePort(t)
+	certPEM, _ := os.ReadFile(adminCert)
+	keyPEM, _ := os.ReadFile(adminKey)
+	kcPath := filepath.Join(dir, "admin.kubeconfig")
+	if err := kubeconfig.Write(kcPath, "https://"+listen, ca.CertPEM(), certPEM, keyPEM, pki.AdminUser); err != nil {
+		t.Fatal(err)
+	}
+	_, apiLog := startProcess(t, "apiserver", "--etcd-servers", strings.Join(clientURLs, ","), "--listen", listen,
+		"--tls-cert-file", cert, "--tls-private-key-file", key, "--client-ca-file", filepath.Join(pkiDir, "ca.crt"))
+	waitHealthy(t, "https://"+listen+"/readyz", apiLog)
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", kcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	create := func(name string) error {
+		_, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		return err
+	}
+	if err := create("before"); err != nil {
+		t.Fatalf("write to the 3-member cluster: %v", err)
+	}
+	// Stop one member: two of three are still a quorum.
+	_ = members[2].Process.Signal(os.Interrupt)
+	var lastErr error
+	for i := 0; i < 50; i++ {
+		if lastErr = create(fmt.Sprintf("after-%d", i)); lastErr == nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if lastErr != nil {
+		t.Fatalf("write after losing one member: %v", lastErr)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "before", metav1.GetOptions{}); err != nil {
+		t.Fatalf("read after losing one member: %v", err)
+	}
+}
+
+// TestKilledProcessLosesNoAcknowledgedWrite kills minik up with SIGKILL
+// right after a burst of acknowledged creates and checks them all after
+// a restart.
+func TestKilledProcessLosesNoAcknowledgedWrite(t *testing.T) {
+	c := testcluster.Start(t)
+	cs := c.Clientset()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const n = 100
+	for i := 0; i < n; i++ {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("acked-%d", i)}}
+		if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Kill()
+	c.Restart()
+	list, err := c.Clientset().CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != n {
+		t.Fatalf("%d of %d acknowledged objects survived SIGKILL", len(list.Items), n)
+	}
+}
+
+func waitHealthy(t *testing.T, url string, log *bytes.Buffer) {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: time.Second}
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if resp, err := client.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+	}
+	t.Fatalf("%s never became healthy:\n%s", url, log.String())
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
+}
