@@ -73,7 +73,10 @@ func TestClientGoCRUDOnPodsAndNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cases := []struct{ labels, fields string; want int }{
+		cases := []struct {
+			labels, fields string
+			want           int
+		}{
 			{"app=web", "", 2},
 			{"app!=web", "", 1},
 			{"app in (web,db)", "", 3},
