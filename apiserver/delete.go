@@ -114,7 +114,6 @@ func (h *resourceHandler) deleteObject(ctx context.Context, namespace, name stri
 		}
 		return nil
 	}
-	var immediate bool
 	obj, deleted, err := h.store.GuaranteedUpdate(ctx, namespace, name, func(cur runtime.Object) (runtime.Object, error) {
 		if preconditionErr = check(cur); preconditionErr != nil {
 			return nil, preconditionErr
@@ -147,7 +146,6 @@ func (h *resourceHandler) deleteObject(ctx context.Context, namespace, name stri
 				ns.Status.Phase = corev1.NamespaceTerminating
 			}
 		}
-		immediate = storage.ShouldDelete(cur)
 		if dryRun {
 			return nil, storage.ErrNoChange
 		}
@@ -156,7 +154,6 @@ func (h *resourceHandler) deleteObject(ctx context.Context, namespace, name stri
 	if err != nil {
 		return nil, false, err
 	}
-	_ = immediate
 	out, err := h.out(obj)
 	return out, deleted, err
 }

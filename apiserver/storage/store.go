@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -380,13 +379,4 @@ func storageError(err error) error {
 		return apierrors.NewTimeoutError("storage request did not finish: "+err.Error(), 1)
 	}
 	return apierrors.NewInternalError(fmt.Errorf("storage: %w", err))
-}
-
-// ObjectMeta is a shorthand for reading an object's metadata.
-func ObjectMeta(obj runtime.Object) metav1.Object {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		panic(fmt.Sprintf("object %T has no metadata", obj))
-	}
-	return m
 }
