@@ -19,11 +19,12 @@ import (
 // validation. Everything here is a pure check except the reads of
 // namespaces and priority classes.
 
-// admitCreate admits a new object.
-func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtime.Object) error {
+// admitCreate admits a new object, reading namespaces and priority
+// classes through reads.
+func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtime.Object, reads *admissionReads) error {
 	m, _ := meta.Accessor(obj)
 	if h.res.Namespaced {
-		if err := s.namespaceAcceptsCreate(ctx, m.GetNamespace()); err != nil {
+		if err := s.namespaceAcceptsCreate(ctx, m.GetNamespace(), reads); err != nil {
 			return err
 		}
 	}
@@ -33,7 +34,7 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	case *corev1.Pod:
 		o.Status = corev1.PodStatus{}
 		defaults.PodStatus(o) // Pending, with its QoS class
-		if err := s.admitPriority(ctx, o); err != nil {
+		if err := s.admitPriority(ctx, o, reads); err != nil {
 			return err
 		}
 	case *corev1.Namespace:
@@ -100,8 +101,8 @@ func (s *Server) admitDelete(ctx context.Context, h *resourceHandler, obj runtim
 
 // namespaceAcceptsCreate is the NamespaceLifecycle plugin: no creates in
 // a namespace that is missing or being terminated.
-func (s *Server) namespaceAcceptsCreate(ctx context.Context, name string) error {
-	obj, err := s.namespaces.Get(ctx, "", name)
+func (s *Server) namespaceAcceptsCreate(ctx context.Context, name string, reads *admissionReads) error {
+	obj, err := reads.namespace(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -116,18 +117,18 @@ func (s *Server) namespaceAcceptsCreate(ctx context.Context, name string) error 
 
 // admitPriority is the Priority plugin: it resolves priorityClassName (or
 // the global default class) into spec.priority and preemptionPolicy.
-func (s *Server) admitPriority(ctx context.Context, pod *corev1.Pod) error {
+func (s *Server) admitPriority(ctx context.Context, pod *corev1.Pod, reads *admissionReads) error {
 	var value int32
 	policy := corev1.PreemptLowerPriority
 	if pod.Spec.PriorityClassName == "" {
-		if pc, err := s.globalDefaultPriorityClass(ctx); err != nil {
+		if pc, err := reads.globalDefaultPriorityClass(ctx); err != nil {
 			return err
 		} else if pc != nil {
 			pod.Spec.PriorityClassName = pc.Name
 		}
 	}
 	if name := pod.Spec.PriorityClassName; name != "" {
-		obj, err := s.priorityClasses.Get(ctx, "", name)
+		obj, err := reads.priorityClass(ctx, name)
 		if apierrors.IsNotFound(err) {
 			return apierrors.NewForbidden(corev1.Resource("pods"), pod.Name, fmt.Errorf("no PriorityClass with name %s was found", name))
 		}
@@ -156,14 +157,20 @@ func (s *Server) globalDefaultPriorityClass(ctx context.Context) (*schedulingv1.
 	if err != nil {
 		return nil, err
 	}
+	return globalDefault(list.Items), nil
+}
+
+// globalDefault picks the default class: the lowest-valued one marked
+// globalDefault (there is normally at most one).
+func globalDefault(items []runtime.Object) *schedulingv1.PriorityClass {
 	var best *schedulingv1.PriorityClass
-	for _, o := range list.Items {
+	for _, o := range items {
 		pc := o.(*schedulingv1.PriorityClass)
-		if pc.GlobalDefault && (best == nil || pc.Value < best.Value) {
+		if pc.GlobalDefault && (best == nil || pc.Value < best.Value || pc.Value == best.Value && pc.Name < best.Name) {
 			best = pc
 		}
 	}
-	return best, nil
+	return best
 }
 
 // admitPriorityClass allows a single globalDefault class.

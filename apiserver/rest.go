@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -179,15 +180,35 @@ func (h *resourceHandler) createObject(ctx context.Context, ri *requestInfo, obj
 	if err != nil {
 		return nil, err
 	}
-	if err := h.srv.admitCreate(ctx, h, obj); err != nil {
+	if !dryRun && h.res.Namespaced {
+		// The fast path: admission reads the namespace (and priority
+		// classes) from caches, and the write commits only if what it
+		// read is still current. Anything else is decided again below on
+		// fresh reads, as if the cache did not exist.
+		fresh := obj.DeepCopyObject()
+		reads := &admissionReads{srv: h.srv, cached: true}
+		if err := h.srv.admitCreate(ctx, h, obj, reads); err == nil {
+			stored, err := h.store.Create(ctx, obj, reads.guards...)
+			if !errors.Is(err, storage.ErrGuardFailed) {
+				return h.created(stored, err, m)
+			}
+		}
+		obj = fresh
+	}
+	if err := h.srv.admitCreate(ctx, h, obj, &admissionReads{srv: h.srv}); err != nil {
 		return nil, err
 	}
 	if dryRun {
 		return h.out(obj)
 	}
 	stored, err := h.store.Create(ctx, obj)
+	return h.created(stored, err, m)
+}
+
+// created finishes createObject with the store's answer.
+func (h *resourceHandler) created(stored runtime.Object, err error, m metav1.Object) (runtime.Object, error) {
 	if err != nil {
-		if apierrors.IsAlreadyExists(err) && m.GetGenerateName() != "" && ri != nil {
+		if apierrors.IsAlreadyExists(err) && m.GetGenerateName() != "" {
 			return nil, apierrors.NewServerTimeoutForKind(h.res.GroupVersion().WithKind(h.res.Kind).GroupKind(), "POST", 0)
 		}
 		return nil, err

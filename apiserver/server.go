@@ -70,6 +70,11 @@ type Server struct {
 	pdbs            *storage.Store
 	stores          []*storage.Store
 
+	// namespaceCache and priorityClassCache serve admission's reads on
+	// the create path (see objectCache).
+	namespaceCache     *objectCache
+	priorityClassCache *objectCache
+
 	kubeletOnce sync.Once
 	kubeletHTTP *http.Client
 	kubeletErr  error
@@ -114,8 +119,30 @@ func New(cfg Config) (*Server, error) {
 	s.pods = byID["pods"]
 	s.nodes = byID["nodes"]
 	s.pdbs = byID["poddisruptionbudgets.policy"]
-	s.router = s.routes(openapi.NewHandler(openapiResources))
+	s.namespaceCache = newObjectCache("namespaces", s.namespaces)
+	s.priorityClassCache = newObjectCache("priorityclasses", s.priorityClasses)
+	s.router = s.routes(buildInBackground(func() http.Handler { return openapi.NewHandler(openapiResources) }))
 	return s, nil
+}
+
+// buildInBackground returns a handler that serves what build returns,
+// building it from now on in the background: the OpenAPI documents take
+// tens of milliseconds to generate, which start-up need not wait for. A
+// request that comes first waits for them.
+func buildInBackground(build func() http.Handler) http.Handler {
+	var h http.Handler
+	built := make(chan struct{})
+	go func() {
+		h = build()
+		close(built)
+	}()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-built:
+			h.ServeHTTP(w, r)
+		case <-r.Context().Done():
+		}
+	})
 }
 
 // Handler returns the HTTP handler (authentication included).
@@ -130,6 +157,11 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, st := range s.stores {
 		if err := st.Start(ctx); err != nil {
 			return fmt.Errorf("starting watch cache: %w", err)
+		}
+	}
+	for _, c := range []*objectCache{s.namespaceCache, s.priorityClassCache} {
+		if err := c.start(ctx); err != nil {
+			return fmt.Errorf("starting admission cache: %w", err)
 		}
 	}
 	if err := s.bootstrap(ctx); err != nil {

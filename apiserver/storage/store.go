@@ -108,8 +108,33 @@ func (s *Store) Get(ctx context.Context, namespace, name string) (runtime.Object
 	return s.Decode(kv.Value, kv.ModRevision)
 }
 
-// Create stores a new object; it answers AlreadyExists if the key is taken.
-func (s *Store) Create(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+// Guard is a condition on other keys that a write commits under. Admission
+// that read from a cache passes guards saying what it read, so the write
+// fails (with ErrGuardFailed) instead of committing on stale facts.
+type Guard struct {
+	// Key is the guarded key, or with Prefix, every key under it.
+	Key    string
+	Prefix bool
+	// ModRevision is the key's expected ModRevision (0: the key must not
+	// exist). With Prefix, no key under Key may have a newer ModRevision.
+	ModRevision int64
+}
+
+func (g Guard) cmp() clientv3.Cmp {
+	if g.Prefix {
+		return clientv3.Compare(clientv3.ModRevision(g.Key), "<", g.ModRevision+1).WithPrefix()
+	}
+	return clientv3.Compare(clientv3.ModRevision(g.Key), "=", g.ModRevision)
+}
+
+// ErrGuardFailed says a guarded write did not commit: a guard no longer
+// held (or the object already existed; the caller retries unguarded to
+// find out which, after reading fresh facts).
+var ErrGuardFailed = errors.New("storage: guarded write lost to a concurrent change")
+
+// Create stores a new object; it answers AlreadyExists if the key is
+// taken. With guards, any failed condition answers ErrGuardFailed.
+func (s *Store) Create(ctx context.Context, obj runtime.Object, guards ...Guard) (runtime.Object, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
@@ -119,14 +144,22 @@ func (s *Store) Create(ctx context.Context, obj runtime.Object) (runtime.Object,
 		return nil, err
 	}
 	key := s.Key(m.GetNamespace(), m.GetName())
+	cmps := make([]clientv3.Cmp, 0, 1+len(guards))
+	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
+	for _, g := range guards {
+		cmps = append(cmps, g.cmp())
+	}
 	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		If(cmps...).
 		Then(clientv3.OpPut(key, string(data))).
 		Commit()
 	if err != nil {
 		return nil, storageError(err)
 	}
 	if !resp.Succeeded {
+		if len(guards) > 0 {
+			return nil, ErrGuardFailed
+		}
 		return nil, apierrors.NewAlreadyExists(s.gr, m.GetName())
 	}
 	setRV(obj, resp.Header.Revision)

@@ -1,0 +1,204 @@
+package apiserver
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"minik/apiserver/storage"
+)
+
+// objectCache keeps the current objects of one cluster-scoped resource
+// (namespaces, priority classes) for admission, fed by the resource's
+// watch cache: list once, then follow its events.
+//
+// Admission reads it to save an etcd read per create, under two rules
+// that keep the answers exactly those of reading etcd:
+//   - the cache may only say yes: any rejection is decided again on
+//     fresh reads from etcd;
+//   - what a yes relied on goes into the write as storage.Guards, so
+//     the write fails instead of committing on stale facts, and the
+//     create is admitted again on fresh reads.
+type objectCache struct {
+	name  string // the resource, for logs
+	store *storage.Store
+
+	mu     sync.RWMutex
+	objs   map[string]cachedObject // by name
+	rev    int64                   // every change up to rev is in objs
+	synced bool
+}
+
+type cachedObject struct {
+	obj runtime.Object // shared: read only
+	rev int64          // its ModRevision
+}
+
+func newObjectCache(name string, store *storage.Store) *objectCache {
+	return &objectCache{name: name, store: store}
+}
+
+// start fills the cache and keeps it current until ctx ends. It returns
+// once the first list is in.
+func (c *objectCache) start(ctx context.Context) error {
+	w, err := c.relist(ctx)
+	if err != nil {
+		return err
+	}
+	go c.run(ctx, w)
+	return nil
+}
+
+// relist replaces the cache's content with a fresh list and returns a
+// watcher for the changes after it.
+func (c *objectCache) relist(ctx context.Context) (*storage.Watcher, error) {
+	list, err := c.store.List(ctx, storage.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	w, err := c.store.Cache().Watch(list.ResourceVersion, func(ev *storage.Event) (watch.EventType, bool) { return ev.Type, true }, false)
+	if err != nil {
+		return nil, err
+	}
+	objs := make(map[string]cachedObject, len(list.Items))
+	for _, obj := range list.Items {
+		m, _ := meta.Accessor(obj)
+		rev, _ := storage.ParseRV(m.GetResourceVersion())
+		objs[m.GetName()] = cachedObject{obj: obj, rev: rev}
+	}
+	c.mu.Lock()
+	c.objs, c.rev, c.synced = objs, list.ResourceVersion, true
+	c.mu.Unlock()
+	for _, ev := range w.Initial() {
+		c.apply(ev)
+	}
+	return w, nil
+}
+
+func (c *objectCache) run(ctx context.Context, w *storage.Watcher) {
+	for {
+		for d := range w.Events() {
+			if d.Event != nil {
+				c.apply(d.Event)
+			}
+		}
+		// Closed: too slow, etcd compacted past the cache, or shutdown.
+		w.Stop()
+		c.mu.Lock()
+		c.synced = false
+		c.mu.Unlock()
+		for {
+			if ctx.Err() != nil {
+				return
+			}
+			var err error
+			if w, err = c.relist(ctx); err == nil {
+				break
+			}
+			slog.Warn("admission cache relist failed", "resource", c.name, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+func (c *objectCache) apply(ev *storage.Event) {
+	m, err := meta.Accessor(ev.Object)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ev.Rev <= c.rev {
+		return
+	}
+	if ev.Type == watch.Deleted {
+		delete(c.objs, m.GetName())
+	} else {
+		c.objs[m.GetName()] = cachedObject{obj: ev.Object, rev: ev.Rev}
+	}
+	c.rev = ev.Rev
+}
+
+// get returns the cached object and its ModRevision; ok is false when
+// the cache does not have it or is not synced.
+func (c *objectCache) get(name string) (obj runtime.Object, rev int64, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.synced {
+		return nil, 0, false
+	}
+	o, ok := c.objs[name]
+	return o.obj, o.rev, ok
+}
+
+// all calls fn on every cached object and returns the revision the cache
+// is complete up to; ok is false when the cache is not synced.
+func (c *objectCache) all(fn func(runtime.Object)) (rev int64, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.synced {
+		return 0, false
+	}
+	for _, o := range c.objs {
+		fn(o.obj)
+	}
+	return c.rev, true
+}
+
+// admissionReads is where one admission of a create reads namespaces and
+// priority classes: etcd, or (cached) the objectCaches, recording the
+// guards its write must commit under.
+type admissionReads struct {
+	srv    *Server
+	cached bool
+	guards []storage.Guard
+}
+
+func (r *admissionReads) namespace(ctx context.Context, name string) (runtime.Object, error) {
+	if r.cached {
+		if obj, rev, ok := r.srv.namespaceCache.get(name); ok {
+			r.guards = append(r.guards, storage.Guard{Key: r.srv.namespaces.Key("", name), ModRevision: rev})
+			return obj, nil
+		}
+	}
+	return r.srv.namespaces.Get(ctx, "", name)
+}
+
+func (r *admissionReads) priorityClass(ctx context.Context, name string) (runtime.Object, error) {
+	if r.cached {
+		if obj, rev, ok := r.srv.priorityClassCache.get(name); ok {
+			r.guards = append(r.guards, storage.Guard{Key: r.srv.priorityClasses.Key("", name), ModRevision: rev})
+			return obj, nil
+		}
+	}
+	return r.srv.priorityClasses.Get(ctx, "", name)
+}
+
+func (r *admissionReads) globalDefaultPriorityClass(ctx context.Context) (*schedulingv1.PriorityClass, error) {
+	if r.cached {
+		var items []runtime.Object
+		if rev, ok := r.srv.priorityClassCache.all(func(o runtime.Object) { items = append(items, o) }); ok {
+			// No class may have been created or changed since: a new
+			// default would change the answer.
+			r.guards = append(r.guards, storage.Guard{Key: r.srv.priorityClasses.Key("", ""), Prefix: true, ModRevision: rev})
+			best := globalDefault(items)
+			if best != nil {
+				// Nor deleted.
+				bestRev, _ := storage.ParseRV(best.ResourceVersion)
+				r.guards = append(r.guards, storage.Guard{Key: r.srv.priorityClasses.Key("", best.Name), ModRevision: bestRev})
+			}
+			return best, nil
+		}
+	}
+	return r.srv.globalDefaultPriorityClass(ctx)
+}

@@ -1,0 +1,370 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func TestStoreVerbs(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, s *podStore)
+	}{
+		{"create stores the object with the etcd revision as resourceVersion", func(t *testing.T, s *podStore) {
+			obj, err := s.Create(ctxT(t), makePod("a").Label("app", "web").Obj())
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := s.client.Get(ctxT(t), s.Key("ns", "a"))
+			if err != nil || len(resp.Kvs) != 1 {
+				t.Fatalf("etcd has %v (err %v), want the object", resp, err)
+			}
+			if got, want := metaOf(obj).GetResourceVersion(), strconv.FormatInt(resp.Kvs[0].ModRevision, 10); got != want {
+				t.Fatalf("resourceVersion %s, want the ModRevision %s", got, want)
+			}
+		}},
+		{"the stored bytes carry no resourceVersion", func(t *testing.T, s *podStore) {
+			s.create(t, makePod("a").Obj())
+			resp, _ := s.client.Get(ctxT(t), s.Key("ns", "a"))
+			if b := string(resp.Kvs[0].Value); strings.Contains(b, "resourceVersion") {
+				t.Fatalf("stored %s", b)
+			}
+		}},
+		{"create of a taken name answers AlreadyExists and keeps the first object", func(t *testing.T, s *podStore) {
+			s.create(t, makePod("a").Label("v", "1").Obj())
+			_, err := s.Create(ctxT(t), makePod("a").Label("v", "2").Obj())
+			if !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("err %v, want AlreadyExists", err)
+			}
+			got, _ := s.Get(ctxT(t), "ns", "a")
+			if v := got.(*corev1.Pod).Labels["v"]; v != "1" {
+				t.Fatalf("label v=%s, want the first object's 1", v)
+			}
+		}},
+		{"get returns the object as stored, with its resourceVersion", func(t *testing.T, s *podStore) {
+			rev := s.create(t, makePod("a").Label("app", "web").Obj())
+			obj, err := s.Get(ctxT(t), "ns", "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := obj.(*corev1.Pod); p.Labels["app"] != "web" || rvOf(t, p) != rev {
+				t.Fatalf("got %+v, want app=web at %d", p.ObjectMeta, rev)
+			}
+		}},
+		{"get of a missing object answers NotFound", func(t *testing.T, s *podStore) {
+			if _, err := s.Get(ctxT(t), "ns", "nope"); !apierrors.IsNotFound(err) {
+				t.Fatalf("err %v, want NotFound", err)
+			}
+		}},
+		{"an update writes a new revision", func(t *testing.T, s *podStore) {
+			rev := s.create(t, makePod("a").Obj())
+			if rev2 := s.relabel(t, "a", "app", "web"); rev2 <= rev {
+				t.Fatalf("revision %d after update, want > %d", rev2, rev)
+			}
+			got, _ := s.Get(ctxT(t), "ns", "a")
+			if got.(*corev1.Pod).Labels["app"] != "web" {
+				t.Fatal("update not stored")
+			}
+		}},
+		{"an update to a missing object answers NotFound", func(t *testing.T, s *podStore) {
+			_, _, err := s.GuaranteedUpdate(ctxT(t), "ns", "nope", func(cur runtime.Object) (runtime.Object, error) { return cur, nil })
+			if !apierrors.IsNotFound(err) {
+				t.Fatalf("err %v, want NotFound", err)
+			}
+		}},
+		{"an update refused with a conflict writes nothing", func(t *testing.T, s *podStore) {
+			rev := s.create(t, makePod("a").Obj())
+			conflict := apierrors.NewConflict(corev1.Resource("pods"), "a", errors.New("the object has been modified"))
+			_, _, err := s.GuaranteedUpdate(ctxT(t), "ns", "a", func(runtime.Object) (runtime.Object, error) { return nil, conflict })
+			if !apierrors.IsConflict(err) {
+				t.Fatalf("err %v, want Conflict", err)
+			}
+			got, _ := s.Get(ctxT(t), "ns", "a")
+			if rvOf(t, got) != rev {
+				t.Fatalf("revision moved to %d, want %d", rvOf(t, got), rev)
+			}
+		}},
+		{"an update that changes nothing writes nothing", func(t *testing.T, s *podStore) {
+			rev := s.create(t, makePod("a").Obj())
+			for _, fn := range []UpdateFunc{
+				func(cur runtime.Object) (runtime.Object, error) { return cur, nil },
+				func(runtime.Object) (runtime.Object, error) { return nil, ErrNoChange },
+			} {
+				obj, deleted, err := s.GuaranteedUpdate(ctxT(t), "ns", "a", fn)
+				if err != nil || deleted || rvOf(t, obj) != rev {
+					t.Fatalf("got rev %d deleted %v err %v, want the stored object at %d", rvOf(t, obj), deleted, err, rev)
+				}
+			}
+		}},
+		{"an update that marks the object deleted without finalizers removes it", func(t *testing.T, s *podStore) {
+			s.create(t, makePod("a").Obj())
+			_, deleted, err := s.GuaranteedUpdate(ctxT(t), "ns", "a", func(cur runtime.Object) (runtime.Object, error) {
+				now := metav1.Now()
+				cur.(*corev1.Pod).DeletionTimestamp = &now
+				return cur, nil
+			})
+			if err != nil || !deleted {
+				t.Fatalf("deleted %v err %v, want deleted", deleted, err)
+			}
+			if _, err := s.Get(ctxT(t), "ns", "a"); !apierrors.IsNotFound(err) {
+				t.Fatalf("get after delete: %v, want NotFound", err)
+			}
+		}},
+		{"delete removes the object and returns its last state at the deletion's revision", func(t *testing.T, s *podStore) {
+			rev := s.create(t, makePod("a").Label("app", "web").Obj())
+			obj, err := s.Delete(ctxT(t), "ns", "a", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := obj.(*corev1.Pod); p.Labels["app"] != "web" || rvOf(t, p) <= rev {
+				t.Fatalf("got %+v, want the last state at a revision after %d", p.ObjectMeta, rev)
+			}
+			if _, err := s.Get(ctxT(t), "ns", "a"); !apierrors.IsNotFound(err) {
+				t.Fatalf("get after delete: %v, want NotFound", err)
+			}
+		}},
+		{"delete of a missing object answers NotFound", func(t *testing.T, s *podStore) {
+			if _, err := s.Delete(ctxT(t), "ns", "nope", nil); !apierrors.IsNotFound(err) {
+				t.Fatalf("err %v, want NotFound", err)
+			}
+		}},
+		{"a failed delete precondition keeps the object", func(t *testing.T, s *podStore) {
+			s.create(t, makePod("a").Obj())
+			refuse := apierrors.NewConflict(corev1.Resource("pods"), "a", errors.New("uid mismatch"))
+			if _, err := s.Delete(ctxT(t), "ns", "a", func(runtime.Object) error { return refuse }); !apierrors.IsConflict(err) {
+				t.Fatalf("err %v, want the precondition's Conflict", err)
+			}
+			if _, err := s.Get(ctxT(t), "ns", "a"); err != nil {
+				t.Fatalf("object gone after a refused delete: %v", err)
+			}
+		}},
+		{"a guarded create commits while its guards hold", func(t *testing.T, s *podStore) {
+			guardRev := s.create(t, makePod("guard").Obj())
+			_, err := s.Create(ctxT(t), makePod("a").Obj(),
+				Guard{Key: s.Key("ns", "guard"), ModRevision: guardRev},
+				Guard{Key: s.Key("ns", "absent"), ModRevision: 0},
+				Guard{Key: s.Key("", ""), Prefix: true, ModRevision: guardRev})
+			if err != nil {
+				t.Fatalf("guarded create: %v", err)
+			}
+		}},
+		{"a guarded create answers ErrGuardFailed once a guarded key changed", func(t *testing.T, s *podStore) {
+			guardRev := s.create(t, makePod("guard").Obj())
+			s.relabel(t, "guard", "changed", "yes")
+			_, err := s.Create(ctxT(t), makePod("a").Obj(), Guard{Key: s.Key("ns", "guard"), ModRevision: guardRev})
+			if !errors.Is(err, ErrGuardFailed) {
+				t.Fatalf("err %v, want ErrGuardFailed", err)
+			}
+			if _, err := s.Get(ctxT(t), "ns", "a"); !apierrors.IsNotFound(err) {
+				t.Fatalf("object written despite the failed guard: %v", err)
+			}
+		}},
+		{"a guarded create answers ErrGuardFailed once a guarded key is deleted", func(t *testing.T, s *podStore) {
+			guardRev := s.create(t, makePod("guard").Obj())
+			if _, err := s.Delete(ctxT(t), "ns", "guard", nil); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Create(ctxT(t), makePod("a").Obj(), Guard{Key: s.Key("ns", "guard"), ModRevision: guardRev})
+			if !errors.Is(err, ErrGuardFailed) {
+				t.Fatalf("err %v, want ErrGuardFailed", err)
+			}
+		}},
+		{"a prefix guard fails once any key under the prefix is newer", func(t *testing.T, s *podStore) {
+			rev := s.create(t, makePod("x").Namespace("other").Obj())
+			s.create(t, makePod("y").Namespace("other").Obj())
+			_, err := s.Create(ctxT(t), makePod("a").Obj(), Guard{Key: s.Key("other", ""), Prefix: true, ModRevision: rev})
+			if !errors.Is(err, ErrGuardFailed) {
+				t.Fatalf("err %v, want ErrGuardFailed", err)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(t, newPodStore(t, nil, 100))
+		})
+	}
+}
+
+func TestGuaranteedUpdateUnderConcurrentWriters(t *testing.T) {
+	t.Run("a write between read and write makes the update retry on the new value", func(t *testing.T) {
+		s := newPodStore(t, nil, 100)
+		s.create(t, makePod("a").Obj())
+		calls := 0
+		obj, _, err := s.GuaranteedUpdate(ctxT(t), "ns", "a", func(cur runtime.Object) (runtime.Object, error) {
+			calls++
+			if calls == 1 {
+				s.relabel(t, "a", "writer", "other") // races us
+			}
+			p := cur.(*corev1.Pod)
+			if p.Labels == nil {
+				p.Labels = map[string]string{}
+			}
+			p.Labels["updater"] = "me"
+			return p, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls != 2 {
+			t.Fatalf("update function called %d times, want 2 (one retry)", calls)
+		}
+		if l := obj.(*corev1.Pod).Labels; l["writer"] != "other" || l["updater"] != "me" {
+			t.Fatalf("labels %v, want both writes", l)
+		}
+	})
+	t.Run("concurrent increments are never lost", func(t *testing.T) {
+		s := newPodStore(t, nil, 100)
+		s.create(t, makePod("counter").Obj())
+		const writers, each = 8, 10
+		var wg sync.WaitGroup
+		for w := 0; w < writers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < each; i++ {
+					_, _, err := s.GuaranteedUpdate(ctxT(t), "ns", "counter", func(cur runtime.Object) (runtime.Object, error) {
+						p := cur.(*corev1.Pod)
+						n, _ := strconv.Atoi(p.Annotations["n"])
+						p.Annotations = map[string]string{"n": strconv.Itoa(n + 1)}
+						return p, nil
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		got, _ := s.Get(ctxT(t), "ns", "counter")
+		if n := got.(*corev1.Pod).Annotations["n"]; n != strconv.Itoa(writers*each) {
+			t.Fatalf("counter %s, want %d", n, writers*each)
+		}
+	})
+}
+
+func names(items []runtime.Object) []string {
+	var out []string
+	for _, o := range items {
+		out = append(out, metaOf(o).GetName())
+	}
+	return out
+}
+
+func TestListPaging(t *testing.T) {
+	fill := func(t *testing.T, s *podStore, n int) {
+		for i := 0; i < n; i++ {
+			p := makePod(fmt.Sprintf("p%02d", i))
+			if i%2 == 1 {
+				p.Label("odd", "true")
+			}
+			s.create(t, p.Obj())
+		}
+	}
+	odd := func(obj runtime.Object) bool { return metaOf(obj).GetLabels()["odd"] == "true" }
+	cases := []struct {
+		name string
+		run  func(t *testing.T, s *podStore)
+	}{
+		{"pages of a limit follow each other at one revision, in key order", func(t *testing.T, s *podStore) {
+			fill(t, s, 7)
+			var all []string
+			first, err := s.List(ctxT(t), ListOptions{Namespace: "ns", Limit: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.RemainingItemCount == nil || *first.RemainingItemCount != 4 || first.Continue == "" {
+				t.Fatalf("first page: remaining %v continue %q, want 4 and a token", first.RemainingItemCount, first.Continue)
+			}
+			all = append(all, names(first.Items)...)
+			// A write between pages is not seen: pages read the first's revision.
+			s.create(t, makePod("p00a").Obj())
+			page := first
+			for page.Continue != "" {
+				if page, err = s.List(ctxT(t), ListOptions{Namespace: "ns", Limit: 3, Continue: page.Continue}); err != nil {
+					t.Fatal(err)
+				}
+				if page.ResourceVersion != first.ResourceVersion {
+					t.Fatalf("page at revision %d, want the first page's %d", page.ResourceVersion, first.ResourceVersion)
+				}
+				all = append(all, names(page.Items)...)
+			}
+			want := "[p00 p01 p02 p03 p04 p05 p06]"
+			if fmt.Sprint(all) != want {
+				t.Fatalf("paged %v, want %s", all, want)
+			}
+		}},
+		{"a filtered page holds only matches and gives no remaining count", func(t *testing.T, s *podStore) {
+			fill(t, s, 7)
+			page, err := s.List(ctxT(t), ListOptions{Namespace: "ns", Limit: 2, Match: odd})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(names(page.Items)) != "[p01 p03]" || page.RemainingItemCount != nil || page.Continue == "" {
+				t.Fatalf("got %v remaining %v continue %q", names(page.Items), page.RemainingItemCount, page.Continue)
+			}
+			rest, err := s.List(ctxT(t), ListOptions{Namespace: "ns", Limit: 2, Match: odd, Continue: page.Continue})
+			if err != nil || fmt.Sprint(names(rest.Items)) != "[p05]" || rest.Continue != "" {
+				t.Fatalf("second page %v continue %q err %v, want [p05] and no token", names(rest.Items), rest.Continue, err)
+			}
+		}},
+		{"a list without limit returns everything and no token", func(t *testing.T, s *podStore) {
+			fill(t, s, 5)
+			page, err := s.List(ctxT(t), ListOptions{Namespace: "ns"})
+			if err != nil || len(page.Items) != 5 || page.Continue != "" || page.ResourceVersion == 0 {
+				t.Fatalf("got %d items continue %q rv %d err %v", len(page.Items), page.Continue, page.ResourceVersion, err)
+			}
+		}},
+		{"a malformed continue token answers 400", func(t *testing.T, s *podStore) {
+			_, err := s.List(ctxT(t), ListOptions{Namespace: "ns", Limit: 1, Continue: "not-a-token"})
+			if !apierrors.IsBadRequest(err) {
+				t.Fatalf("err %v, want BadRequest", err)
+			}
+		}},
+		{"a continue token for another namespace answers 400", func(t *testing.T, s *podStore) {
+			fill(t, s, 3)
+			page, _ := s.List(ctxT(t), ListOptions{Namespace: "ns", Limit: 1})
+			_, err := s.List(ctxT(t), ListOptions{Namespace: "other", Limit: 1, Continue: page.Continue})
+			if !apierrors.IsBadRequest(err) {
+				t.Fatalf("err %v, want BadRequest", err)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(t, newPodStore(t, nil, 100))
+		})
+	}
+
+	t.Run("a continue token older than the last compaction answers 410", func(t *testing.T) {
+		cli := ownEtcd(t)
+		s := newPodStore(t, cli, 100)
+		fill(t, s, 4)
+		page, err := s.List(ctxT(t), ListOptions{Namespace: "ns", Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev := s.create(t, makePod("later").Obj())
+		if _, err := cli.Compact(ctxT(t), rev, clientv3.WithCompactPhysical()); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.List(ctxT(t), ListOptions{Namespace: "ns", Limit: 2, Continue: page.Continue})
+		if !apierrors.IsResourceExpired(err) || apierrors.ReasonForError(err) != metav1.StatusReasonExpired {
+			t.Fatalf("err %v, want 410 Expired", err)
+		}
+		var st apierrors.APIStatus
+		if !errors.As(err, &st) || st.Status().Code != 410 {
+			t.Fatalf("code of %v, want 410", err)
+		}
+	})
+}

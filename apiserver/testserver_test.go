@@ -1,0 +1,83 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"path/filepath"
+	"testing"
+
+	"minik/client"
+	"minik/internal/etcd"
+	"minik/internal/pki"
+)
+
+// testServer is an apiserver on an embedded etcd and a loopback HTTPS
+// port, in this process, with an admin client config for it.
+type testServer struct {
+	srv    *Server
+	config client.Config
+}
+
+// startTestServer runs a whole apiserver in-process, so that a profile of
+// a benchmark sees the server, its etcd and the client together.
+func startTestServer(tb testing.TB) *testServer {
+	tb.Helper()
+	dir := tb.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	member, cli, err := etcd.StartEmbedded(ctx, dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pkiDir := filepath.Join(dir, "pki")
+	ca, err := pki.EnsureCA(pkiDir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	certFile, keyFile, err := ca.EnsureServing(pkiDir, "apiserver", nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	adminCert, adminKey, err := ca.EnsureClient(pkiDir, "admin", pki.AdminUser, []string{pki.MastersGroup})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := New(Config{Etcd: cli, Listener: ln, TLSCertFile: certFile, TLSKeyFile: keyFile,
+		ClientCAFile: filepath.Join(pkiDir, "ca.crt"), CompactionInterval: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	select {
+	case <-srv.Ready():
+	case err := <-done:
+		tb.Fatalf("apiserver stopped: %v", err)
+	}
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+		cli.Close()
+		member.Close()
+	})
+	pair, err := tls.LoadX509KeyPair(adminCert, adminKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &testServer{srv: srv, config: client.Config{Host: "https://" + ln.Addr().String(),
+		TLS: &tls.Config{RootCAs: ca.CertPool(), Certificates: []tls.Certificate{pair}}}}
+}
+
+// client returns a new client: its own HTTP/2 connection.
+func (ts *testServer) client(tb testing.TB) *client.Client {
+	tb.Helper()
+	c, err := client.New(ts.config)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"minik/client"
+	"minik/client/kubeconfig"
+	"minik/controller"
+)
+
+// controllerCommand runs the controller manager as its own process.
+func controllerCommand() *cobra.Command {
+	var (
+		kubeconfigPath string
+		cfg            controller.Config
+	)
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the controller manager (replicas, rollouts, node lifecycle, eviction, GC, jobs, daemonsets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path := kubeconfigPath
+			if path == "" {
+				path = kubeconfig.DefaultPath()
+			}
+			kc, err := kubeconfig.Load(path)
+			if err != nil {
+				return err
+			}
+			ccfg, err := client.ConfigFromKubeconfig(kc)
+			if err != nil {
+				return err
+			}
+			ccfg.UserAgent = "minik-controller"
+			c, err := client.New(ccfg)
+			if err != nil {
+				return err
+			}
+			cfg.Client = c
+			return controller.Run(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig of the apiserver (default $KUBECONFIG or ~/.kube/config)")
+	f.BoolVar(&cfg.LeaderElect, "leader-elect", false, "run only while holding the Lease kube-system/kube-controller-manager")
+	f.StringVar(&cfg.Identity, "identity", "", "name of this instance in the Lease (default host_pid)")
+	f.IntVar(&cfg.Workers, "workers", 4, "goroutines per controller")
+	f.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 40e9, "how long a node's Lease may go unrenewed before it is marked Unknown")
+	f.DurationVar(&cfg.NodeStartupGracePeriod, "node-startup-grace-period", 60e9, "the same for a node that never reported Ready")
+	f.DurationVar(&cfg.NodeMonitorPeriod, "node-monitor-period", 5e9, "how often node health is checked")
+	f.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "range the nodes' podCIDRs are cut from")
+	f.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "prefix length of each node's podCIDR")
+	f.BoolVar(&cfg.DisableNodeIPAM, "disable-node-ipam", false, "do not assign podCIDRs to nodes")
+	f.StringSliceVar(&cfg.Controllers, "controllers", nil, "controllers to run (default all)")
+	return cmd
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"minik/client"
+	"minik/client/kubeconfig"
+	"minik/scheduler"
+)
+
+// schedulerCommand runs the scheduler as its own process.
+func schedulerCommand() *cobra.Command {
+	var (
+		kubeconfigPath string
+		cfg            scheduler.Config
+		seed           uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "scheduler",
+		Short: "Run the scheduler: bind pending pods to nodes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := clientFromKubeconfig(kubeconfigPath, "minik-scheduler")
+			if err != nil {
+				return err
+			}
+			cfg.Client, cfg.Seed, cfg.Logger = c, seed, slog.Default()
+			return scheduler.Run(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig of the cluster (default $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&cfg.SchedulerName, "name", "default-scheduler", "schedule only pods whose spec.schedulerName is this")
+	f.BoolVar(&cfg.LeaderElect, "leader-elect", false, "take a Lease first, so that only one replica schedules")
+	f.StringVar(&cfg.LeaseNamespace, "leader-elect-namespace", "kube-system", "namespace of the Lease")
+	f.DurationVar(&cfg.LeaseDuration, "leader-elect-lease-duration", 0, "how long a silent leader keeps the Lease (default 10s)")
+	f.Int32Var(&cfg.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "share of nodes to find feasible before scoring; 0 is adaptive, 100 is all")
+	f.Uint64Var(&seed, "seed", 0, "seed for breaking ties between equal nodes (0: from the time)")
+	return cmd
+}
+
+// clientFromKubeconfig loads a kubeconfig (path, or the default location)
+// and returns a client that names itself agent.
+func clientFromKubeconfig(path, agent string) (*client.Client, error) {
+	if path == "" {
+		path = kubeconfig.DefaultPath()
+	}
+	kc, err := kubeconfig.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	cfg, err := client.ConfigFromKubeconfig(kc)
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = agent
+	return client.New(cfg)
+}

@@ -1,0 +1,226 @@
+// Package controller is minik's controller manager: one process running
+// every controller over shared list-watch caches, optionally behind a
+// leader-election Lease. See README.md for the flow of one controller.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"minik/client"
+	"minik/client/leaderelection"
+	"minik/client/record"
+	"minik/controller/daemonset"
+	"minik/controller/deployment"
+	"minik/controller/disruption"
+	"minik/controller/framework"
+	"minik/controller/garbagecollector"
+	"minik/controller/job"
+	"minik/controller/namespace"
+	"minik/controller/nodeipam"
+	"minik/controller/nodelifecycle"
+	"minik/controller/replicaset"
+	"minik/controller/replication"
+	"minik/controller/tainteviction"
+)
+
+// Config configures the controller manager. Durations are wall-clock; zero
+// fields take the defaults given.
+type Config struct {
+	// Client talks to the apiserver. Required.
+	Client *client.Client
+	// LeaderElect makes the manager run only while it holds the Lease
+	// kube-system/kube-controller-manager. Default false.
+	LeaderElect bool
+	// Identity names this instance in the Lease and events. Default: the
+	// host name plus the process id.
+	Identity string
+	// Workers is the number of goroutines per controller. Default 4.
+	Workers int
+	// NodeMonitorGracePeriod is how long a node's Lease may go unrenewed
+	// before the node is marked Unknown. Default 40s.
+	NodeMonitorGracePeriod time.Duration
+	// NodeStartupGracePeriod is the same for a node that never reported
+	// Ready. Default 60s.
+	NodeStartupGracePeriod time.Duration
+	// NodeMonitorPeriod is how often node health is checked. Default 5s.
+	NodeMonitorPeriod time.Duration
+	// ClusterCIDR is the range node pod CIDRs are cut from. Default
+	// 10.244.0.0/16.
+	ClusterCIDR string
+	// NodeCIDRMaskSize is the prefix length of each node's podCIDR.
+	// Default 24.
+	NodeCIDRMaskSize int
+	// DisableNodeIPAM turns off the assignment of podCIDRs to nodes.
+	// Default false: every node gets one.
+	DisableNodeIPAM bool
+	// Controllers lists the controllers to run; empty means all. Names are
+	// the packages' Name constants.
+	Controllers []string
+	// Clock is the time source for policy (grace periods, tolerations,
+	// deadlines). Default: the real clock.
+	Clock clock.WithTicker
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (cfg *Config) defaults() error {
+	if cfg.Client == nil {
+		return fmt.Errorf("controller: Config.Client is required")
+	}
+	if cfg.Identity == "" {
+		host, _ := os.Hostname()
+		cfg.Identity = fmt.Sprintf("%s_%d", host, os.Getpid())
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	if cfg.NodeMonitorGracePeriod <= 0 {
+		cfg.NodeMonitorGracePeriod = 40 * time.Second
+	}
+	if cfg.NodeStartupGracePeriod <= 0 {
+		cfg.NodeStartupGracePeriod = 60 * time.Second
+	}
+	if cfg.NodeMonitorPeriod <= 0 {
+		cfg.NodeMonitorPeriod = 5 * time.Second
+	}
+	if cfg.ClusterCIDR == "" {
+		cfg.ClusterCIDR = "10.244.0.0/16"
+	}
+	if cfg.NodeCIDRMaskSize == 0 {
+		cfg.NodeCIDRMaskSize = 24
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Run runs the controllers until ctx ends (or, with LeaderElect, until
+// leadership is lost, which returns an error so the process restarts).
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.defaults(); err != nil {
+		return err
+	}
+	if !cfg.LeaderElect {
+		return runControllers(ctx, cfg)
+	}
+	var runErr error
+	err := leaderelection.Run(ctx, leaderelection.Config{
+		Client: cfg.Client, Namespace: "kube-system", Name: "kube-controller-manager", Identity: cfg.Identity,
+	}, func(ctx context.Context) {
+		cfg.Logger.Info("became leader", "identity", cfg.Identity)
+		runErr = runControllers(ctx, cfg)
+	})
+	if err != nil {
+		return err
+	}
+	return runErr
+}
+
+// runnable is one started controller.
+type runnable interface {
+	Run(ctx context.Context, workers int)
+}
+
+func (cfg *Config) enabled(name string) bool {
+	if len(cfg.Controllers) == 0 {
+		return true
+	}
+	for _, c := range cfg.Controllers {
+		if c == name || c == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+func runControllers(ctx context.Context, cfg Config) error {
+	log := cfg.Logger.With("component", "controller")
+	inf := framework.NewInformers(cfg.Client, log)
+	rec := record.NewRecorder(cfg.Client, "controller-manager", cfg.Identity)
+	deps := deps{cfg: &cfg, inf: inf, rec: rec, log: log}
+
+	var ctrls []runnable
+	for _, b := range builders {
+		if !cfg.enabled(b.name) || b.name == nodeipam.Name && cfg.DisableNodeIPAM {
+			continue
+		}
+		c, err := b.build(deps)
+		if err != nil {
+			return fmt.Errorf("controller %s: %w", b.name, err)
+		}
+		ctrls = append(ctrls, c)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { rec.Run(ctx) })
+	synced := inf.Start(ctx, &wg)
+	select {
+	case <-synced:
+	case <-ctx.Done():
+		return nil
+	}
+	log.Info("caches synced; starting controllers", "count", len(ctrls))
+	for _, c := range ctrls {
+		wg.Go(func() { c.Run(ctx, cfg.Workers) })
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// deps is what a controller may be built from.
+type deps struct {
+	cfg *Config
+	inf *framework.Informers
+	rec *record.Recorder
+	log *slog.Logger
+}
+
+// builders lists every controller: the one registry of them.
+var builders = []struct {
+	name  string
+	build func(d deps) (runnable, error)
+}{
+	{garbagecollector.Name, func(d deps) (runnable, error) { return garbagecollector.New(d.cfg.Client, d.inf, d.log), nil }},
+	{namespace.Name, func(d deps) (runnable, error) { return namespace.New(d.cfg.Client, d.inf, d.cfg.Clock, d.log), nil }},
+	{replicaset.Name, func(d deps) (runnable, error) {
+		return replicaset.NewReplicaSets(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	}},
+	{replication.Name, func(d deps) (runnable, error) {
+		return replication.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	}},
+	{deployment.Name, func(d deps) (runnable, error) {
+		return deployment.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	}},
+	{nodeipam.Name, func(d deps) (runnable, error) {
+		return nodeipam.New(d.cfg.Client, d.inf, d.rec, d.cfg.ClusterCIDR, d.cfg.NodeCIDRMaskSize, d.log)
+	}},
+	{nodelifecycle.Name, func(d deps) (runnable, error) {
+		return nodelifecycle.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock,
+			nodelifecycle.Config{GracePeriod: d.cfg.NodeMonitorGracePeriod, StartupGracePeriod: d.cfg.NodeStartupGracePeriod},
+			d.cfg.NodeMonitorPeriod, d.log), nil
+	}},
+	{tainteviction.Name, func(d deps) (runnable, error) {
+		return tainteviction.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	}},
+	{disruption.Name, func(d deps) (runnable, error) {
+		return disruption.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	}},
+	{daemonset.Name, func(d deps) (runnable, error) {
+		return daemonset.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	}},
+	{job.Name, func(d deps) (runnable, error) { return job.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil }},
+}

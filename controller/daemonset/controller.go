@@ -1,0 +1,188 @@
+package daemonset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"minik/client"
+	"minik/client/informer"
+	"minik/client/record"
+	"minik/controller/framework"
+)
+
+// Name is the controller's name.
+const Name = "daemonset"
+
+// Controller is the DaemonSet controller.
+type Controller struct {
+	c      *client.Client
+	inf    *framework.Informers
+	rec    *record.Recorder
+	log    *slog.Logger
+	clock  clock.Clock
+	queue  *framework.Queue
+	expect *framework.Expectations
+}
+
+// New registers the controller.
+func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
+	dc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
+		queue: framework.NewQueue(framework.QueueConfig{Clock: clk}), expect: framework.NewExpectations(clk)}
+	inf.DaemonSets.AddHandler(framework.Handler[appsv1.DaemonSet](dc.queue))
+	all := func() {
+		for _, key := range inf.DaemonSets.Store().Keys() {
+			dc.queue.Add(key)
+		}
+	}
+	inf.Nodes.AddHandler(informer.Handler[corev1.Node]{
+		OnAdd:    func(*corev1.Node) { all() },
+		OnDelete: func(*corev1.Node) { all() },
+		OnUpdate: func(old, n *corev1.Node) {
+			if old == n || !equalForDaemons(old, n) {
+				all()
+			}
+		},
+	})
+	owner := func(p *corev1.Pod) (string, bool) {
+		ref := metav1.GetControllerOfNoCopy(p)
+		if ref == nil || ref.Kind != "DaemonSet" {
+			return "", false
+		}
+		return informer.Key(p.Namespace, ref.Name), true
+	}
+	inf.Pods.AddHandler(informer.Handler[corev1.Pod]{
+		OnAdd: func(p *corev1.Pod) {
+			if key, ok := owner(p); ok {
+				dc.expect.CreationObserved(key)
+				dc.queue.Add(key)
+			}
+		},
+		OnUpdate: func(old, p *corev1.Pod) {
+			if key, ok := owner(p); ok {
+				if p.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
+					dc.expect.DeletionObserved(key, p.UID)
+				}
+				dc.queue.Add(key)
+			}
+		},
+		OnDelete: func(p *corev1.Pod) {
+			if key, ok := owner(p); ok {
+				dc.expect.DeletionObserved(key, p.UID)
+				dc.queue.Add(key)
+			}
+		},
+	})
+	return dc
+}
+
+// equalForDaemons reports whether nothing that decides eligibility changed.
+func equalForDaemons(a, b *corev1.Node) bool {
+	if len(a.Labels) != len(b.Labels) || len(a.Spec.Taints) != len(b.Spec.Taints) || a.Spec.Unschedulable != b.Spec.Unschedulable {
+		return false
+	}
+	for k, v := range a.Labels {
+		if b.Labels[k] != v {
+			return false
+		}
+	}
+	for i := range a.Spec.Taints {
+		if !a.Spec.Taints[i].MatchTaint(&b.Spec.Taints[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// Run processes DaemonSets until ctx ends.
+func (dc *Controller) Run(ctx context.Context, workers int) {
+	framework.RunWorkers(ctx, dc.queue, workers, dc.sync, func(key string, err error) {
+		dc.log.Warn("sync failed", "daemonset", key, "err", err)
+	})
+}
+
+func (dc *Controller) sync(ctx context.Context, key string) (framework.Result, error) {
+	ns, name := framework.SplitKey(key)
+	ds, ok := dc.inf.DaemonSets.Store().Get(ns, name)
+	if !ok {
+		dc.expect.Delete(key)
+		return framework.Result{}, nil
+	}
+	if ds.DeletionTimestamp != nil {
+		return framework.Result{}, nil
+	}
+	byNode := map[string][]*corev1.Pod{}
+	for _, p := range dc.inf.Pods.Store().ByIndex(framework.ControllerUIDIndex, string(ds.UID)) {
+		byNode[PinnedNode(p)] = append(byNode[PinnedNode(p)], p)
+	}
+	hash := framework.ComputeHash(&ds.Spec.Template, ds.Status.CollisionCount)
+	plan := Reconcile(ds, dc.inf.Nodes.Store().List(), byNode, hash, dc.clock.Now())
+	var errs []error
+	if dc.expect.Satisfied(key) {
+		errs = append(errs, dc.apply(ctx, key, ds, plan, hash))
+	}
+	st := plan.Status
+	if st.DesiredNumberScheduled != ds.Status.DesiredNumberScheduled || st.CurrentNumberScheduled != ds.Status.CurrentNumberScheduled ||
+		st.NumberMisscheduled != ds.Status.NumberMisscheduled || st.NumberReady != ds.Status.NumberReady ||
+		st.UpdatedNumberScheduled != ds.Status.UpdatedNumberScheduled || st.NumberAvailable != ds.Status.NumberAvailable ||
+		st.NumberUnavailable != ds.Status.NumberUnavailable || st.ObservedGeneration != ds.Status.ObservedGeneration {
+		cp := ds.DeepCopy()
+		cp.Status = st
+		if _, err := dc.c.DaemonSets().UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("update status: %w", err))
+		}
+	}
+	return framework.Result{RequeueAfter: plan.RequeueAfter}, errors.Join(errs...)
+}
+
+func (dc *Controller) apply(ctx context.Context, key string, ds *appsv1.DaemonSet, plan Plan, hash string) error {
+	uids := make([]types.UID, len(plan.Delete))
+	for i, p := range plan.Delete {
+		uids[i] = p.UID
+	}
+	dc.expect.Expect(key, len(plan.CreateOn), uids)
+	var wg sync.WaitGroup
+	errc := make(chan error, len(plan.CreateOn)+len(plan.Delete))
+	for _, node := range plan.CreateOn {
+		wg.Go(func() {
+			p, err := dc.c.Pods().Create(ctx, NewPod(ds, node, hash), metav1.CreateOptions{})
+			if err != nil {
+				dc.expect.CreationObserved(key)
+				errc <- err
+				dc.rec.Eventf(ds, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+				return
+			}
+			dc.rec.Eventf(ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", p.Name)
+		})
+	}
+	for _, p := range plan.Delete {
+		wg.Go(func() {
+			uid := p.UID
+			err := dc.c.Pods().Delete(ctx, p.Namespace, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil {
+				dc.expect.DeletionObserved(key, p.UID)
+				if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+					errc <- err
+				}
+				return
+			}
+			dc.rec.Eventf(ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
+		})
+	}
+	wg.Wait()
+	close(errc)
+	var errs []error
+	for err := range errc {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

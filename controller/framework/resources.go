@@ -1,0 +1,71 @@
+package framework
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"minik/client"
+	"minik/client/informer"
+)
+
+// Resource is a type-erased view of one informer, for the controllers
+// that treat every kind alike (garbage collector, namespace deletion).
+type Resource struct {
+	API client.Resource
+	// GVK is the kind of its objects, as ownerReferences name it.
+	GVK schema.GroupVersionKind
+	// Get reads an object from the cache.
+	Get func(namespace, name string) (metav1.Object, bool)
+	// ByIndex reads the cache through an index.
+	ByIndex func(index, value string) []metav1.Object
+	// AddHandler registers handlers on the informer (before Start).
+	AddHandler func(onAddOrUpdate, onDelete func(obj metav1.Object))
+}
+
+// NewResource wraps inf, whose objects are of kind kind of api.
+func NewResource[T any](inf *informer.Informer[T], api client.Resource, kind string) *Resource {
+	conv := func(objs []*T) []metav1.Object {
+		out := make([]metav1.Object, len(objs))
+		for i, o := range objs {
+			out[i] = any(o).(metav1.Object)
+		}
+		return out
+	}
+	return &Resource{
+		API: api,
+		GVK: api.GroupVersion().WithKind(kind),
+		Get: func(ns, name string) (metav1.Object, bool) {
+			o, ok := inf.Store().Get(ns, name)
+			if !ok {
+				return nil, false
+			}
+			return any(o).(metav1.Object), true
+		},
+		ByIndex: func(index, value string) []metav1.Object { return conv(inf.Store().ByIndex(index, value)) },
+		AddHandler: func(upsert, del func(metav1.Object)) {
+			inf.AddHandler(informer.Handler[T]{
+				OnAdd:    func(o *T) { upsert(any(o).(metav1.Object)) },
+				OnUpdate: func(_, o *T) { upsert(any(o).(metav1.Object)) },
+				OnDelete: func(o *T) { del(any(o).(metav1.Object)) },
+			})
+		},
+	}
+}
+
+// Resources returns a view of every informer that holds objects which can
+// own or depend on others.
+func (inf *Informers) Resources() []*Resource {
+	return []*Resource{
+		NewResource(inf.Pods, client.Pods, "Pod"),
+		NewResource(inf.Nodes, client.Nodes, "Node"),
+		NewResource(inf.ReplicationControllers, client.ReplicationControllers, "ReplicationController"),
+		NewResource(inf.ReplicaSets, client.ReplicaSets, "ReplicaSet"),
+		NewResource(inf.Deployments, client.Deployments, "Deployment"),
+		NewResource(inf.DaemonSets, client.DaemonSets, "DaemonSet"),
+		NewResource(inf.Jobs, client.Jobs, "Job"),
+		NewResource(inf.PodDisruptionBudgets, client.PodDisruptionBudgets, "PodDisruptionBudget"),
+		NewResource(inf.ConfigMaps, client.ConfigMaps, "ConfigMap"),
+		NewResource(inf.Secrets, client.Secrets, "Secret"),
+		NewResource(inf.ServiceAccounts, client.ServiceAccounts, "ServiceAccount"),
+	}
+}

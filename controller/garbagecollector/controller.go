@@ -1,0 +1,267 @@
+package garbagecollector
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"minik/client"
+	"minik/controller/framework"
+)
+
+// Name is the controller's name in logs and flags.
+const Name = "garbagecollector"
+
+// Controller is the garbage collector.
+type Controller struct {
+	c         *client.Client
+	log       *slog.Logger
+	queue     *framework.Queue
+	resources []*framework.Resource
+	byGVK     map[schema.GroupKind]*framework.Resource
+	byName    map[string]*framework.Resource
+}
+
+// New wires the collector to every resource of inf.
+func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controller {
+	gc := &Controller{c: c, log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{}),
+		resources: inf.Resources(), byGVK: map[schema.GroupKind]*framework.Resource{}, byName: map[string]*framework.Resource{}}
+	for _, r := range gc.resources {
+		gc.byGVK[r.GVK.GroupKind()] = r
+		gc.byName[r.API.GroupResource().String()] = r
+		r.AddHandler(func(obj metav1.Object) { gc.observe(r, obj) }, func(obj metav1.Object) { gc.observeDelete(r, obj) })
+	}
+	return gc
+}
+
+// key is "resource.group|namespace|name".
+func itemKey(r *framework.Resource, obj metav1.Object) string {
+	return r.API.GroupResource().String() + "|" + obj.GetNamespace() + "|" + obj.GetName()
+}
+
+func (gc *Controller) observe(r *framework.Resource, obj metav1.Object) {
+	fins := obj.GetFinalizers()
+	deletingWithGC := obj.GetDeletionTimestamp() != nil &&
+		(slices.Contains(fins, metav1.FinalizerOrphanDependents) || slices.Contains(fins, metav1.FinalizerDeleteDependents))
+	if len(obj.GetOwnerReferences()) > 0 || deletingWithGC {
+		gc.queue.Add(itemKey(r, obj))
+	}
+}
+
+// observeDelete queues the dependents of a deleted object (now perhaps
+// dangling) and its owners (perhaps waiting for it).
+func (gc *Controller) observeDelete(_ *framework.Resource, obj metav1.Object) {
+	for _, d := range gc.dependents(obj.GetUID()) {
+		gc.queue.Add(d.key)
+	}
+	for _, ref := range obj.GetOwnerReferences() {
+		r := gc.resourceFor(ref)
+		if r == nil {
+			continue
+		}
+		ns := obj.GetNamespace()
+		if !r.API.Namespaced {
+			ns = ""
+		}
+		gc.queue.Add(r.API.GroupResource().String() + "|" + ns + "|" + ref.Name)
+	}
+}
+
+type dependent struct {
+	obj metav1.Object
+	key string
+}
+
+func (gc *Controller) dependents(uid types.UID) []dependent {
+	var out []dependent
+	for _, r := range gc.resources {
+		for _, o := range r.ByIndex(framework.OwnerUIDIndex, string(uid)) {
+			out = append(out, dependent{o, itemKey(r, o)})
+		}
+	}
+	return out
+}
+
+func (gc *Controller) resourceFor(ref metav1.OwnerReference) *framework.Resource {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil
+	}
+	return gc.byGVK[schema.GroupKind{Group: gv.Group, Kind: ref.Kind}]
+}
+
+// Run processes the queue with workers goroutines until ctx ends.
+func (gc *Controller) Run(ctx context.Context, workers int) {
+	framework.RunWorkers(ctx, gc.queue, workers, gc.sync, func(key string, err error) {
+		gc.log.Warn("sync failed", "item", key, "err", err)
+	})
+}
+
+func (gc *Controller) sync(ctx context.Context, key string) (framework.Result, error) {
+	parts := strings.SplitN(key, "|", 3)
+	if len(parts) != 3 {
+		return framework.Result{}, nil
+	}
+	r := gc.byName[parts[0]]
+	if r == nil {
+		return framework.Result{}, nil
+	}
+	obj, ok := r.Get(parts[1], parts[2])
+	if !ok {
+		return framework.Result{}, nil
+	}
+	item := Item{Object: obj, Owners: map[types.UID]OwnerState{}}
+	for _, d := range gc.dependents(obj.GetUID()) {
+		item.Dependents = append(item.Dependents, d.obj)
+	}
+	if obj.GetDeletionTimestamp() == nil {
+		for _, ref := range obj.GetOwnerReferences() {
+			st, err := gc.ownerState(ctx, obj.GetNamespace(), ref)
+			if err != nil {
+				return framework.Result{}, err
+			}
+			item.Owners[ref.UID] = st
+		}
+	}
+	for _, a := range Plan(item) {
+		if err := gc.do(ctx, a); err != nil {
+			return framework.Result{}, fmt.Errorf("%s %s/%s: %w", a.Type, a.Target.GetNamespace(), a.Target.GetName(), err)
+		}
+	}
+	return framework.Result{}, nil
+}
+
+// ownerState classifies one owner, reading the API when the cache does
+// not have it: an owner created a moment ago may not be cached yet.
+func (gc *Controller) ownerState(ctx context.Context, ns string, ref metav1.OwnerReference) (OwnerState, error) {
+	r := gc.resourceFor(ref)
+	if r == nil {
+		return OwnerSolid, nil // a kind we do not know: never collect
+	}
+	if !r.API.Namespaced {
+		ns = ""
+	}
+	classify := func(o metav1.Object) OwnerState {
+		if o.GetUID() != ref.UID {
+			return OwnerDangling
+		}
+		if o.GetDeletionTimestamp() != nil && slices.Contains(o.GetFinalizers(), metav1.FinalizerDeleteDependents) {
+			return OwnerWaiting
+		}
+		return OwnerSolid
+	}
+	if o, ok := r.Get(ns, ref.Name); ok && o.GetUID() == ref.UID {
+		return classify(o), nil
+	}
+	var live metav1.PartialObjectMetadata
+	err := gc.c.Do(ctx, "GET", r.API.Path(ns, ref.Name), nil, nil, &live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return OwnerDangling, nil
+	case err != nil:
+		return OwnerSolid, err
+	}
+	return classify(&live), nil
+}
+
+func (gc *Controller) do(ctx context.Context, a Action) error {
+	r := gc.resourceOf(a.Target)
+	if a.Type == Enqueue {
+		if r != nil {
+			gc.queue.Add(itemKey(r, a.Target))
+		}
+		return nil
+	}
+	if r == nil {
+		return nil
+	}
+	path := r.API.Path(a.Target.GetNamespace(), a.Target.GetName())
+	var err error
+	switch a.Type {
+	case Delete:
+		uid := a.Target.GetUID()
+		policy := a.Policy
+		gc.log.Info("deleting", "resource", r.API.Resource, "namespace", a.Target.GetNamespace(), "name", a.Target.GetName(), "propagation", policy)
+		err = gc.c.Do(ctx, "DELETE", path, nil, &metav1.DeleteOptions{
+			TypeMeta:          metav1.TypeMeta{Kind: "DeleteOptions", APIVersion: "v1"},
+			Preconditions:     &metav1.Preconditions{UID: &uid},
+			PropagationPolicy: &policy,
+		}, nil)
+	case RemoveOwnerRefs, UnblockOwnerRefs:
+		err = gc.patchOwnerRefs(ctx, r, a)
+	case RemoveFinalizer:
+		err = gc.patchFinalizers(ctx, r, a)
+	}
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) && a.Type == Delete {
+		return nil // gone already, or replaced by a new object of that name
+	}
+	return err
+}
+
+// resourceOf finds the resource of a cached object by looking it up.
+func (gc *Controller) resourceOf(obj metav1.Object) *framework.Resource {
+	for _, r := range gc.resources {
+		if o, ok := r.Get(obj.GetNamespace(), obj.GetName()); ok && o.GetUID() == obj.GetUID() {
+			return r
+		}
+	}
+	return nil
+}
+
+// patchOwnerRefs rewrites ownerReferences with a JSON patch guarded by a
+// test of the current list, so a concurrent change makes it fail and retry.
+func (gc *Controller) patchOwnerRefs(ctx context.Context, r *framework.Resource, a Action) error {
+	old := a.Target.GetOwnerReferences()
+	var refs []metav1.OwnerReference
+	f := false
+	for _, ref := range old {
+		hit := slices.Contains(a.OwnerUIDs, ref.UID)
+		switch {
+		case hit && a.Type == RemoveOwnerRefs:
+			continue
+		case hit && a.Type == UnblockOwnerRefs:
+			ref.BlockOwnerDeletion = &f
+		}
+		refs = append(refs, ref)
+	}
+	ops := []map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": a.Target.GetUID()},
+		{"op": "test", "path": "/metadata/ownerReferences", "value": old},
+	}
+	if len(refs) == 0 {
+		ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/ownerReferences"})
+	} else {
+		ops = append(ops, map[string]any{"op": "replace", "path": "/metadata/ownerReferences", "value": refs})
+	}
+	return gc.patch(ctx, r, a.Target, ops)
+}
+
+func (gc *Controller) patchFinalizers(ctx context.Context, r *framework.Resource, a Action) error {
+	old := a.Target.GetFinalizers()
+	kept := slices.DeleteFunc(slices.Clone(old), func(f string) bool { return f == a.Finalizer })
+	ops := []map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": a.Target.GetUID()},
+		{"op": "test", "path": "/metadata/finalizers", "value": old},
+		{"op": "replace", "path": "/metadata/finalizers", "value": kept},
+	}
+	gc.log.Info("removing finalizer", "resource", r.API.Resource, "namespace", a.Target.GetNamespace(), "name", a.Target.GetName(), "finalizer", a.Finalizer)
+	return gc.patch(ctx, r, a.Target, ops)
+}
+
+func (gc *Controller) patch(ctx context.Context, r *framework.Resource, obj metav1.Object, ops []map[string]any) error {
+	data, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	t := client.For[metav1.PartialObjectMetadata](gc.c, r.API)
+	_, err = t.Patch(ctx, obj.GetNamespace(), obj.GetName(), types.JSONPatchType, data, metav1.PatchOptions{})
+	return err
+}

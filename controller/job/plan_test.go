@@ -1,0 +1,97 @@
+package job
+
+import (
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik/controller/internal/testutil"
+)
+
+func makeJob(completions, parallelism *int32, restart corev1.RestartPolicy) *batchv1.Job {
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "default", UID: "job-uid"},
+		Spec: batchv1.JobSpec{Completions: completions, Parallelism: parallelism, BackoffLimit: testutil.Int32(2),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: restart}}}}
+}
+
+func running(n string) *corev1.Pod { return testutil.Pod(n).Phase(corev1.PodRunning).Obj() }
+func phase(n string, ph corev1.PodPhase) *corev1.Pod {
+	return testutil.Pod(n).Phase(ph).Obj()
+}
+
+func cond(st batchv1.JobStatus, t batchv1.JobConditionType) string {
+	if c := hasCondition(st, t); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+func TestReconcile(t *testing.T) {
+	now := testutil.T0
+	i32 := testutil.Int32
+	cases := []struct {
+		name        string
+		job         *batchv1.Job
+		pods        []*corev1.Pod
+		now         time.Time
+		wantCreate  int
+		wantDelete  int
+		wantReasons map[batchv1.JobConditionType]string
+		wantDeleted bool
+	}{
+		{name: "a new job starts parallelism pods", job: makeJob(i32(5), i32(2), corev1.RestartPolicyNever), wantCreate: 2},
+		{name: "parallelism never exceeds the completions left", job: makeJob(i32(3), i32(2), corev1.RestartPolicyNever),
+			pods: []*corev1.Pod{phase("a", corev1.PodSucceeded), phase("b", corev1.PodSucceeded), running("c")}},
+		{name: "enough successes complete the job", job: makeJob(i32(2), i32(2), corev1.RestartPolicyNever),
+			pods:        []*corev1.Pod{phase("a", corev1.PodSucceeded), phase("b", corev1.PodSucceeded)},
+			wantReasons: map[batchv1.JobConditionType]string{batchv1.JobComplete: ReasonCompletionsReached, batchv1.JobSuccessCriteriaMet: ReasonCompletionsReached}},
+		{name: "without completions, one success and no active pod completes it", job: makeJob(nil, i32(2), corev1.RestartPolicyNever),
+			pods:        []*corev1.Pod{phase("a", corev1.PodSucceeded)},
+			wantReasons: map[batchv1.JobConditionType]string{batchv1.JobComplete: ReasonCompletionsReached}},
+		{name: "without completions, after a success no new pod starts", job: makeJob(nil, i32(2), corev1.RestartPolicyNever),
+			pods: []*corev1.Pod{phase("a", corev1.PodSucceeded), running("b")}},
+		{name: "a failed pod under Never is replaced while within backoffLimit", job: makeJob(i32(1), i32(1), corev1.RestartPolicyNever),
+			pods: []*corev1.Pod{phase("a", corev1.PodFailed), phase("b", corev1.PodFailed)}, wantCreate: 1},
+		{name: "more failures than backoffLimit fail the job", job: makeJob(i32(1), i32(1), corev1.RestartPolicyNever),
+			pods:        []*corev1.Pod{phase("a", corev1.PodFailed), phase("b", corev1.PodFailed), phase("c", corev1.PodFailed)},
+			wantReasons: map[batchv1.JobConditionType]string{batchv1.JobFailed: ReasonBackoffLimitExceeded, batchv1.JobFailureTarget: ReasonBackoffLimitExceeded}},
+		{name: "under OnFailure, restarts reaching backoffLimit fail the job and its pods are deleted first", job: makeJob(i32(1), i32(1), corev1.RestartPolicyOnFailure),
+			pods:        []*corev1.Pod{testutil.Pod("a").Phase(corev1.PodRunning).Restarts(2).Obj()},
+			wantDelete:  1,
+			wantReasons: map[batchv1.JobConditionType]string{batchv1.JobFailureTarget: ReasonBackoffLimitExceeded}},
+		{name: "running past activeDeadlineSeconds fails the job", job: func() *batchv1.Job {
+			j := makeJob(i32(1), i32(1), corev1.RestartPolicyNever)
+			j.Spec.ActiveDeadlineSeconds = testutil.Int64(30)
+			st := metav1.NewTime(now.Add(-31 * time.Second))
+			j.Status.StartTime = &st
+			return j
+		}(), wantReasons: map[batchv1.JobConditionType]string{batchv1.JobFailed: ReasonDeadlineExceeded, batchv1.JobFailureTarget: ReasonDeadlineExceeded}},
+		{name: "a finished job past ttlSecondsAfterFinished is deleted", job: func() *batchv1.Job {
+			j := makeJob(i32(1), i32(1), corev1.RestartPolicyNever)
+			j.Spec.TTLSecondsAfterFinished = testutil.Int32(10)
+			done := metav1.NewTime(now.Add(-11 * time.Second))
+			j.Status.CompletionTime = &done
+			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: ReasonCompletionsReached}}
+			return j
+		}(), wantReasons: map[batchv1.JobConditionType]string{batchv1.JobComplete: ReasonCompletionsReached}, wantDeleted: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := Reconcile(tc.job, tc.pods, now)
+			if plan.Create != tc.wantCreate || len(plan.Delete) != tc.wantDelete || plan.DeleteJob != tc.wantDeleted {
+				t.Errorf("create %d delete %d deleteJob %v, want %d %d %v", plan.Create, len(plan.Delete), plan.DeleteJob, tc.wantCreate, tc.wantDelete, tc.wantDeleted)
+			}
+			for _, typ := range []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailed, batchv1.JobFailureTarget, batchv1.JobSuccessCriteriaMet} {
+				if got := cond(plan.Status, typ); got != tc.wantReasons[typ] && !(typ == batchv1.JobSuccessCriteriaMet && tc.wantReasons[typ] == "") {
+					t.Errorf("condition %s reason %q, want %q", typ, got, tc.wantReasons[typ])
+				}
+			}
+			if plan.Status.StartTime == nil && !tc.wantDeleted {
+				t.Error("startTime not set")
+			}
+		})
+	}
+}

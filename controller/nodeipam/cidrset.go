@@ -1,0 +1,98 @@
+// Package nodeipam gives every node a podCIDR cut from the cluster CIDR
+// (10.244.N.0/24 by default), as Kubernetes' range allocator does:
+//
+//	node event ─▶ no spec.podCIDR? ─▶ CIDRSet.Allocate (lowest free) ─▶ patch spec.podCIDR(s)
+//	node with a podCIDR ─▶ Occupy it; node deleted ─▶ Release it
+package nodeipam
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"sync"
+)
+
+// ErrFull means every subnet is taken.
+var ErrFull = errors.New("nodeipam: cluster CIDR is full")
+
+// CIDRSet hands out the subnets of one cluster CIDR.
+type CIDRSet struct {
+	mu       sync.Mutex
+	base     *big.Int
+	bits     int // total address bits (32)
+	maskSize int
+	count    int
+	used     map[int]bool
+}
+
+// NewCIDRSet cuts cidr (e.g. 10.244.0.0/16) into subnets of maskSize (24).
+func NewCIDRSet(cidr string, maskSize int) (*CIDRSet, error) {
+	_, ipn, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return nil, fmt.Errorf("nodeipam: cluster CIDR %q: %w", cidr, err)
+	}
+	ones, bits := ipn.Mask.Size()
+	if bits != 32 {
+		return nil, fmt.Errorf("nodeipam: only IPv4 cluster CIDRs are supported, got %q", cidr)
+	}
+	if maskSize < ones || maskSize > bits || maskSize-ones > 20 {
+		return nil, fmt.Errorf("nodeipam: node mask /%d does not fit in %s", maskSize, cidr)
+	}
+	return &CIDRSet{base: new(big.Int).SetBytes(ipn.IP.To4()), bits: bits, maskSize: maskSize,
+		count: 1 << (maskSize - ones), used: map[int]bool{}}, nil
+}
+
+func (s *CIDRSet) subnet(i int) string {
+	v := new(big.Int).Add(s.base, new(big.Int).Lsh(big.NewInt(int64(i)), uint(s.bits-s.maskSize)))
+	b := v.FillBytes(make([]byte, 4))
+	return fmt.Sprintf("%s/%d", net.IP(b).String(), s.maskSize)
+}
+
+// index returns the subnet number of cidr, or false if it is not one of ours.
+func (s *CIDRSet) index(cidr string) (int, bool) {
+	ip, ipn, err := net.ParseCIDR(cidr)
+	if err != nil || ip.To4() == nil {
+		return 0, false
+	}
+	if ones, _ := ipn.Mask.Size(); ones != s.maskSize {
+		return 0, false
+	}
+	off := new(big.Int).Sub(new(big.Int).SetBytes(ipn.IP.To4()), s.base)
+	off.Rsh(off, uint(s.bits-s.maskSize))
+	if off.Sign() < 0 || !off.IsInt64() || off.Int64() >= int64(s.count) {
+		return 0, false
+	}
+	return int(off.Int64()), true
+}
+
+// Allocate takes the lowest free subnet.
+func (s *CIDRSet) Allocate() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.count {
+		if !s.used[i] {
+			s.used[i] = true
+			return s.subnet(i), nil
+		}
+	}
+	return "", ErrFull
+}
+
+// Occupy marks cidr as taken (a node already has it).
+func (s *CIDRSet) Occupy(cidr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i, ok := s.index(cidr); ok {
+		s.used[i] = true
+	}
+}
+
+// Release frees cidr.
+func (s *CIDRSet) Release(cidr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i, ok := s.index(cidr); ok {
+		delete(s.used, i)
+	}
+}

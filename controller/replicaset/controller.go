@@ -1,0 +1,348 @@
+package replicaset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"minik/client"
+	"minik/client/informer"
+	"minik/client/record"
+	"minik/controller/framework"
+)
+
+// Name is the ReplicaSet controller's name.
+const Name = "replicaset"
+
+// Kind adapts one workload type (ReplicaSet, ReplicationController) to
+// the shared controller.
+type Kind[T any] struct {
+	// Name of the controller, APIVersion and Kind of its objects.
+	Name, APIVersion, Kind string
+	Informer               *informer.Informer[T]
+	API                    *client.Typed[T]
+	// Workload extracts the step's input.
+	Workload func(obj *T) (Workload, error)
+	// Template returns the pod template.
+	Template func(obj *T) *corev1.PodTemplateSpec
+	// SetStatus returns a copy of obj with st, and whether it changed.
+	SetStatus func(obj *T, st Status) (*T, bool)
+}
+
+// Controller keeps the replicas of one Kind.
+type Controller[T any] struct {
+	kind   Kind[T]
+	c      *client.Client
+	pods   *informer.Informer[corev1.Pod]
+	rec    *record.Recorder
+	log    *slog.Logger
+	clock  clock.Clock
+	queue  *framework.Queue
+	expect *framework.Expectations
+
+	mu sync.Mutex
+	// slowStart is the first batch size of the next creation per key: 1
+	// after a failure (or at first), else the last batch that succeeded.
+	slowStart map[string]int
+}
+
+// NewController registers a controller for kind on the shared informers.
+func NewController[T any](kind Kind[T], c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller[T] {
+	rc := &Controller[T]{kind: kind, c: c, pods: inf.Pods, rec: rec, log: log.With("controller", kind.Name), clock: clk,
+		queue: framework.NewQueue(framework.QueueConfig{Clock: clk}), expect: framework.NewExpectations(clk),
+		slowStart: map[string]int{}}
+	kind.Informer.AddHandler(informer.Handler[T]{
+		OnAdd:    func(o *T) { rc.queue.Add(framework.KeyOf(meta(o))) },
+		OnUpdate: func(_, o *T) { rc.queue.Add(framework.KeyOf(meta(o))) },
+		OnDelete: func(o *T) {
+			key := framework.KeyOf(meta(o))
+			rc.expect.Delete(key)
+			rc.mu.Lock()
+			delete(rc.slowStart, key)
+			rc.mu.Unlock()
+			rc.queue.Add(key)
+		},
+	})
+	inf.Pods.AddHandler(informer.Handler[corev1.Pod]{
+		OnAdd: func(p *corev1.Pod) {
+			if key, ok := rc.ownerKey(p); ok {
+				rc.expect.CreationObserved(key)
+				rc.queue.Add(key)
+				return
+			}
+			rc.enqueueMatching(p)
+		},
+		OnUpdate: func(old, p *corev1.Pod) {
+			if p.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
+				if key, ok := rc.ownerKey(p); ok {
+					rc.expect.DeletionObserved(key, p.UID)
+				}
+			}
+			if key, ok := rc.ownerKey(old); ok {
+				rc.queue.Add(key)
+			}
+			if key, ok := rc.ownerKey(p); ok {
+				rc.queue.Add(key)
+			} else if !labels.Equals(old.Labels, p.Labels) || metav1.GetControllerOfNoCopy(old) != nil {
+				rc.enqueueMatching(p)
+			}
+		},
+		OnDelete: func(p *corev1.Pod) {
+			if key, ok := rc.ownerKey(p); ok {
+				rc.expect.DeletionObserved(key, p.UID)
+				rc.queue.Add(key)
+			}
+		},
+	})
+	return rc
+}
+
+func meta[T any](o *T) metav1.Object { return any(o).(metav1.Object) }
+
+// ownerKey returns the key of p's controller if it is of our kind.
+func (rc *Controller[T]) ownerKey(p *corev1.Pod) (string, bool) {
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil || ref.Kind != rc.kind.Kind || ref.APIVersion != rc.kind.APIVersion {
+		return "", false
+	}
+	return informer.Key(p.Namespace, ref.Name), true
+}
+
+// enqueueMatching queues every workload whose selector matches orphan p.
+func (rc *Controller[T]) enqueueMatching(p *corev1.Pod) {
+	if metav1.GetControllerOfNoCopy(p) != nil {
+		return
+	}
+	for _, o := range rc.kind.Informer.Store().ByIndex(informer.NamespaceIndex, p.Namespace) {
+		w, err := rc.kind.Workload(o)
+		if err == nil && !w.Selector.Empty() && w.Selector.Matches(labels.Set(p.Labels)) {
+			rc.queue.Add(framework.KeyOf(meta(o)))
+		}
+	}
+}
+
+// Run processes the queue until ctx ends.
+func (rc *Controller[T]) Run(ctx context.Context, workers int) {
+	framework.RunWorkers(ctx, rc.queue, workers, rc.sync, func(key string, err error) {
+		rc.log.Warn("sync failed", "key", key, "err", err)
+	})
+}
+
+func (rc *Controller[T]) sync(ctx context.Context, key string) (framework.Result, error) {
+	ns, name := framework.SplitKey(key)
+	obj, ok := rc.kind.Informer.Store().Get(ns, name)
+	if !ok {
+		rc.expect.Delete(key)
+		return framework.Result{}, nil
+	}
+	w, err := rc.kind.Workload(obj)
+	if err != nil {
+		return framework.Result{}, nil // invalid selector: nothing to do until it changes
+	}
+	m := meta(obj)
+	// Our pods, and the orphans of the namespace.
+	pods := rc.pods.Store().ByIndex(framework.ControllerUIDIndex, string(m.GetUID()))
+	for _, p := range rc.pods.Store().ByIndex(framework.ControllerUIDIndex, "") {
+		if p.Namespace == ns {
+			pods = append(pods, p)
+		}
+	}
+	satisfied := rc.expect.Satisfied(key)
+	plan := Reconcile(w, pods, satisfied, rc.clock.Now())
+
+	var errs []error
+	errs = append(errs, rc.claim(ctx, obj, plan)...)
+	if plan.Create > 0 {
+		errs = append(errs, rc.create(ctx, key, obj, plan.Create))
+	}
+	if len(plan.Delete) > 0 {
+		errs = append(errs, rc.delete(ctx, key, obj, plan.Delete))
+	}
+	if updated, changed := rc.kind.SetStatus(obj, plan.Status); changed {
+		if _, err := rc.kind.API.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("update status: %w", err))
+		}
+	}
+	return framework.Result{RequeueAfter: plan.RequeueAfter}, errors.Join(errs...)
+}
+
+func (rc *Controller[T]) claim(ctx context.Context, obj *T, plan Plan) []error {
+	var errs []error
+	m := meta(obj)
+	for _, p := range plan.Adopt {
+		ref := framework.ControllerRef(m, rc.kind.APIVersion, rc.kind.Kind)
+		refs := append(append([]metav1.OwnerReference(nil), p.OwnerReferences...), ref)
+		if err := patchOwnerRefs(ctx, rc.c, p, refs); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("adopt pod %s: %w", p.Name, err))
+		}
+	}
+	for _, p := range plan.Release {
+		var refs []metav1.OwnerReference
+		for _, r := range p.OwnerReferences {
+			if r.UID != m.GetUID() {
+				refs = append(refs, r)
+			}
+		}
+		if err := patchOwnerRefs(ctx, rc.c, p, refs); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("release pod %s: %w", p.Name, err))
+		}
+	}
+	return errs
+}
+
+// patchOwnerRefs sets p's ownerReferences, guarded by its UID and
+// resourceVersion so that a concurrent change makes it fail.
+func patchOwnerRefs(ctx context.Context, c *client.Client, p *corev1.Pod, refs []metav1.OwnerReference) error {
+	patch := map[string]any{"metadata": map[string]any{
+		"ownerReferences": refs, "uid": p.UID, "resourceVersion": p.ResourceVersion,
+	}}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = c.Pods().Patch(ctx, p.Namespace, p.Name, types.MergePatchType, data, metav1.PatchOptions{})
+	return err
+}
+
+// NewPod returns a pod for template, controlled by owner.
+func NewPod(template *corev1.PodTemplateSpec, owner metav1.Object, apiVersion, kind string) *corev1.Pod {
+	t := template.DeepCopy()
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    owner.GetName() + "-",
+			Namespace:       owner.GetNamespace(),
+			Labels:          t.Labels,
+			Annotations:     t.Annotations,
+			Finalizers:      t.Finalizers,
+			OwnerReferences: []metav1.OwnerReference{framework.ControllerRef(owner, apiVersion, kind)},
+		},
+		Spec: t.Spec,
+	}
+}
+
+// create makes n pods in slow-start batches, stopping at the first batch
+// with an error; expectations of pods never created are lowered.
+func (rc *Controller[T]) create(ctx context.Context, key string, obj *T, n int) error {
+	rc.expect.Expect(key, n, nil)
+	m := meta(obj)
+	tmpl := rc.kind.Template(obj)
+	created := 0
+	rc.mu.Lock()
+	first := rc.slowStart[key]
+	rc.mu.Unlock()
+	last := 1
+	for _, size := range SlowStartBatches(n, first) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var firstErr error
+		for range size {
+			wg.Go(func() {
+				pod := NewPod(tmpl, m, rc.kind.APIVersion, rc.kind.Kind)
+				p, err := rc.c.Pods().Create(ctx, pod, metav1.CreateOptions{})
+				if err != nil {
+					rc.expect.CreationObserved(key)
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+				rc.rec.Eventf(any(obj).(client.Object), corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", p.Name)
+			})
+		}
+		wg.Wait()
+		created += size
+		if firstErr != nil {
+			rc.mu.Lock()
+			delete(rc.slowStart, key)
+			rc.mu.Unlock()
+			for range n - created {
+				rc.expect.CreationObserved(key)
+			}
+			rc.rec.Eventf(any(obj).(client.Object), corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", firstErr)
+			return fmt.Errorf("create pods: %w", firstErr)
+		}
+		last = size
+	}
+	rc.mu.Lock()
+	rc.slowStart[key] = min(last, 256)
+	rc.mu.Unlock()
+	return nil
+}
+
+func (rc *Controller[T]) delete(ctx context.Context, key string, obj *T, pods []*corev1.Pod) error {
+	uids := make([]types.UID, len(pods))
+	for i, p := range pods {
+		uids[i] = p.UID
+	}
+	rc.expect.Expect(key, 0, uids)
+	var wg sync.WaitGroup
+	errc := make(chan error, len(pods))
+	for _, p := range pods {
+		wg.Go(func() {
+			uid := p.UID
+			err := rc.c.Pods().Delete(ctx, p.Namespace, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil {
+				rc.expect.DeletionObserved(key, p.UID)
+				if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+					errc <- err
+				}
+				return
+			}
+			rc.rec.Eventf(any(obj).(client.Object), corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
+		})
+	}
+	wg.Wait()
+	close(errc)
+	if err, ok := <-errc; ok {
+		return fmt.Errorf("delete pods: %w", err)
+	}
+	return nil
+}
+
+// NewReplicaSets returns the ReplicaSet controller.
+func NewReplicaSets(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller[appsv1.ReplicaSet] {
+	return NewController(Kind[appsv1.ReplicaSet]{
+		Name: Name, APIVersion: "apps/v1", Kind: "ReplicaSet",
+		Informer: inf.ReplicaSets, API: c.ReplicaSets(),
+		Workload: func(rs *appsv1.ReplicaSet) (Workload, error) {
+			sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+			if err != nil {
+				return Workload{}, err
+			}
+			return Workload{Meta: rs, Replicas: replicas(rs.Spec.Replicas), Selector: sel, TemplateLabels: rs.Spec.Template.Labels,
+				MinReadySeconds: rs.Spec.MinReadySeconds, Generation: rs.Generation}, nil
+		},
+		Template: func(rs *appsv1.ReplicaSet) *corev1.PodTemplateSpec { return &rs.Spec.Template },
+		SetStatus: func(rs *appsv1.ReplicaSet, st Status) (*appsv1.ReplicaSet, bool) {
+			s := rs.Status
+			if s.Replicas == st.Replicas && s.FullyLabeledReplicas == st.FullyLabeledReplicas && s.ReadyReplicas == st.ReadyReplicas &&
+				s.AvailableReplicas == st.AvailableReplicas && s.ObservedGeneration == st.ObservedGeneration {
+				return rs, false
+			}
+			cp := rs.DeepCopy()
+			cp.Status.Replicas, cp.Status.FullyLabeledReplicas, cp.Status.ReadyReplicas = st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas
+			cp.Status.AvailableReplicas, cp.Status.ObservedGeneration = st.AvailableReplicas, st.ObservedGeneration
+			return cp, true
+		},
+	}, c, inf, rec, clk, log)
+}
+
+func replicas(p *int32) int32 {
+	if p == nil {
+		return 1
+	}
+	return *p
+}

@@ -1,0 +1,112 @@
+package replicaset
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"minik/controller/internal/testutil"
+)
+
+var rs = &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "rs-uid"}}
+
+func workload(replicas int32, minReady int32) Workload {
+	return Workload{Meta: rs, Replicas: replicas, Selector: labels.SelectorFromSet(labels.Set{"app": "web"}),
+		TemplateLabels: map[string]string{"app": "web", "tier": "front"}, MinReadySeconds: minReady, Generation: 4}
+}
+
+func pod(name string) *testutil.PodBuilder {
+	return testutil.Pod(name).Label("app", "web").Owner(rs, "apps/v1", "ReplicaSet")
+}
+
+func TestReconcile(t *testing.T) {
+	now := testutil.T0.Add(time.Hour)
+	cases := []struct {
+		name        string
+		w           Workload
+		pods        []*corev1.Pod
+		satisfied   bool
+		wantCreate  int
+		wantDelete  []string
+		wantAdopt   []string
+		wantStatus  Status
+		wantRequeue time.Duration
+	}{
+		{name: "too few pods: create the difference", w: workload(3, 0), satisfied: true,
+			pods:       []*corev1.Pod{pod("a").Ready(testutil.T0).Obj()},
+			wantCreate: 2, wantStatus: Status{Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, ObservedGeneration: 4}},
+		{name: "creations are capped at BurstReplicas per sync", w: workload(3000, 0), satisfied: true,
+			wantCreate: BurstReplicas, wantStatus: Status{ObservedGeneration: 4}},
+		{name: "unsatisfied expectations create nothing but still report status", w: workload(3, 0), satisfied: false,
+			pods: []*corev1.Pod{pod("a").Obj()}, wantStatus: Status{Replicas: 1, ObservedGeneration: 4}},
+		{name: "too many pods: delete unscheduled, then pending, then not ready, then newest", w: workload(1, 0), satisfied: true,
+			pods: []*corev1.Pod{
+				pod("old-ready").Node("n").Ready(testutil.T0).Obj(),
+				pod("new-ready").Node("n").Ready(testutil.T0).Created(testutil.T0.Add(time.Minute)).Obj(),
+				pod("not-ready").Node("n").Phase(corev1.PodRunning).Obj(),
+				pod("pending").Node("n").Obj(),
+				pod("unscheduled").Obj(),
+			},
+			wantDelete: []string{"unscheduled", "pending", "not-ready", "new-ready"},
+			wantStatus: Status{Replicas: 5, ReadyReplicas: 2, AvailableReplicas: 2, ObservedGeneration: 4}},
+		{name: "finished and terminating pods do not count", w: workload(2, 0), satisfied: true,
+			pods:       []*corev1.Pod{pod("done").Phase(corev1.PodSucceeded).Obj(), pod("failed").Phase(corev1.PodFailed).Obj(), pod("dying").Deleting().Obj(), pod("a").Obj()},
+			wantCreate: 1, wantStatus: Status{Replicas: 1, ObservedGeneration: 4}},
+		{name: "a matching orphan is adopted and counted", w: workload(1, 0), satisfied: true,
+			pods:      []*corev1.Pod{testutil.Pod("orphan").Label("app", "web").Obj()},
+			wantAdopt: []string{"orphan"}, wantStatus: Status{Replicas: 1, ObservedGeneration: 4}},
+		{name: "fully labeled counts pods with every template label", w: workload(2, 0), satisfied: true,
+			pods:       []*corev1.Pod{pod("a").Label("tier", "front").Obj(), pod("b").Obj()},
+			wantStatus: Status{Replicas: 2, FullyLabeledReplicas: 1, ObservedGeneration: 4}},
+		{name: "a pod ready for less than minReadySeconds is not available, and the sync comes back when it will be", w: workload(1, 60), satisfied: true,
+			pods:        []*corev1.Pod{pod("a").Ready(now.Add(-20 * time.Second)).Obj()},
+			wantStatus:  Status{Replicas: 1, ReadyReplicas: 1, ObservedGeneration: 4},
+			wantRequeue: 41 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := Reconcile(tc.w, tc.pods, tc.satisfied, now)
+			if plan.Create != tc.wantCreate {
+				t.Errorf("create %d, want %d", plan.Create, tc.wantCreate)
+			}
+			if got := testutil.Names(plan.Delete); !slices.Equal(got, tc.wantDelete) && len(got)+len(tc.wantDelete) > 0 {
+				t.Errorf("delete %v, want %v", got, tc.wantDelete)
+			}
+			if got := testutil.Names(plan.Adopt); !slices.Equal(got, tc.wantAdopt) && len(got)+len(tc.wantAdopt) > 0 {
+				t.Errorf("adopt %v, want %v", got, tc.wantAdopt)
+			}
+			if plan.Status != tc.wantStatus {
+				t.Errorf("status %+v, want %+v", plan.Status, tc.wantStatus)
+			}
+			if plan.RequeueAfter != tc.wantRequeue {
+				t.Errorf("requeue %v, want %v", plan.RequeueAfter, tc.wantRequeue)
+			}
+		})
+	}
+}
+
+func TestSlowStartBatches(t *testing.T) {
+	cases := []struct {
+		name     string
+		n, first int
+		want     []int
+	}{
+		{"nothing to create makes no batch", 0, 1, nil},
+		{"one pod is one batch", 1, 1, []int{1}},
+		{"batches double from 1 and the last takes the rest", 10, 1, []int{1, 2, 4, 3}},
+		{"500 pods from 1 take 9 batches", 500, 1, []int{1, 2, 4, 8, 16, 32, 64, 128, 245}},
+		{"a later start skips the small batches", 500, 128, []int{128, 256, 116}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SlowStartBatches(tc.n, tc.first); !slices.Equal(got, tc.want) {
+				t.Fatalf("SlowStartBatches(%d, %d) = %v, want %v", tc.n, tc.first, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,160 @@
+package tainteviction
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	"minik/client"
+	"minik/client/informer"
+	"minik/client/record"
+	"minik/controller/framework"
+)
+
+// Name is the controller's name.
+const Name = "taint-eviction-controller"
+
+// Controller evicts pods from NoExecute-tainted nodes.
+type Controller struct {
+	c     *client.Client
+	inf   *framework.Informers
+	rec   *record.Recorder
+	log   *slog.Logger
+	clock clock.Clock
+	queue *framework.Queue
+
+	mu        sync.Mutex
+	countdown map[string]time.Time // pod key → when its countdown began
+}
+
+// New registers the controller.
+func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
+	tc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
+		queue: framework.NewQueue(framework.QueueConfig{Clock: clk}), countdown: map[string]time.Time{}}
+	inf.Pods.AddHandler(informer.Handler[corev1.Pod]{
+		OnAdd: func(p *corev1.Pod) {
+			if p.Spec.NodeName != "" {
+				tc.queue.Add(framework.KeyOf(p))
+			}
+		},
+		OnUpdate: func(old, p *corev1.Pod) {
+			if p.Spec.NodeName != "" && (old.Spec.NodeName != p.Spec.NodeName || !slices.Equal(old.Spec.Tolerations, p.Spec.Tolerations) || old == p) {
+				tc.queue.Add(framework.KeyOf(p))
+			}
+		},
+		OnDelete: func(p *corev1.Pod) { tc.queue.Add(framework.KeyOf(p)) },
+	})
+	inf.Nodes.AddHandler(informer.Handler[corev1.Node]{
+		OnAdd:    func(n *corev1.Node) { tc.nodeChanged(nil, n) },
+		OnUpdate: tc.nodeChanged,
+	})
+	return tc
+}
+
+func noExecute(n *corev1.Node) []corev1.Taint {
+	if n == nil {
+		return nil
+	}
+	var out []corev1.Taint
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoExecute {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// nodeChanged queues the pods of a node whose NoExecute taints changed.
+func (tc *Controller) nodeChanged(old, n *corev1.Node) {
+	oldT, newT := noExecute(old), noExecute(n)
+	if old != nil && slices.EqualFunc(oldT, newT, func(a, b corev1.Taint) bool { return a.MatchTaint(&b) }) {
+		return
+	}
+	for _, p := range tc.inf.Pods.Store().ByIndex(informer.NodeNameIndex, n.Name) {
+		tc.queue.Add(framework.KeyOf(p))
+	}
+}
+
+// Run processes pods until ctx ends.
+func (tc *Controller) Run(ctx context.Context, workers int) {
+	framework.RunWorkers(ctx, tc.queue, workers, tc.sync, func(key string, err error) {
+		tc.log.Warn("eviction failed", "pod", key, "err", err)
+	})
+}
+
+func (tc *Controller) sync(ctx context.Context, key string) (framework.Result, error) {
+	ns, name := framework.SplitKey(key)
+	pod, ok := tc.inf.Pods.Store().Get(ns, name)
+	var taints []corev1.Taint
+	if ok && pod.Spec.NodeName != "" {
+		if n, found := tc.inf.Nodes.Store().Get("", pod.Spec.NodeName); found {
+			taints = n.Spec.Taints
+		}
+	}
+	tc.mu.Lock()
+	since, counting := tc.countdown[key]
+	tc.mu.Unlock()
+	if !ok {
+		tc.forget(key)
+		return framework.Result{}, nil
+	}
+	now := tc.clock.Now()
+	d := Decide(pod, taints, since, now)
+	switch d.Verdict {
+	case Keep:
+		tc.forget(key)
+		if counting && pod.DeletionTimestamp == nil {
+			tc.rec.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Cancelling deletion of Pod %s", key)
+		}
+		return framework.Result{}, nil
+	case Wait:
+		tc.mu.Lock()
+		tc.countdown[key] = d.Since
+		tc.mu.Unlock()
+		return framework.Result{RequeueAfter: d.At.Sub(now)}, nil
+	}
+	return framework.Result{}, tc.evict(ctx, key, pod)
+}
+
+func (tc *Controller) forget(key string) {
+	tc.mu.Lock()
+	delete(tc.countdown, key)
+	tc.mu.Unlock()
+}
+
+// evict marks pod as a disruption target and deletes it.
+func (tc *Controller) evict(ctx context.Context, key string, pod *corev1.Pod) error {
+	tc.log.Info("evicting pod from tainted node", "pod", key, "node", pod.Spec.NodeName)
+	tc.rec.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s", key)
+	cp := pod.DeepCopy()
+	now := metav1.NewTime(tc.clock.Now())
+	cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager",
+		Message: "Taint manager: deleting due to NoExecute taint", LastTransitionTime: now}
+	replaced := false
+	for i := range cp.Status.Conditions {
+		if cp.Status.Conditions[i].Type == corev1.DisruptionTarget {
+			cp.Status.Conditions[i], replaced = cond, true
+		}
+	}
+	if !replaced {
+		cp.Status.Conditions = append(cp.Status.Conditions, cond)
+	}
+	if _, err := tc.c.Pods().UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		tc.log.Debug("could not set DisruptionTarget", "pod", key, "err", err)
+	}
+	uid := pod.UID
+	err := tc.c.Pods().Delete(ctx, pod.Namespace, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete: %w", err)
+	}
+	tc.forget(key)
+	return nil
+}

@@ -1,0 +1,115 @@
+// Package kubelet runs the pods bound to one node through a Runtime and
+// reports node and pod status to the apiserver. See README.md for the flow.
+package kubelet
+
+import (
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"minik/client"
+	"minik/kubelet/runtime"
+)
+
+// Config configures one kubelet. Required: NodeName, Client, Runtime,
+// RootDir. Durations are wall-clock; zero values take the defaults stated.
+type Config struct {
+	// NodeName is the Node this kubelet registers and runs pods for.
+	NodeName string
+	// Client talks to the apiserver as system:node:NodeName.
+	Client *client.Client
+	// Runtime runs the containers (containerd, or the fake for hollow nodes).
+	Runtime runtime.Runtime
+	// RootDir holds pod directories (volumes, /etc/hosts) and container
+	// logs: RootDir/pods/UID/... Required.
+	RootDir string
+
+	// NodeIP is the node's InternalIP and the pods' hostIP (default: the
+	// host's first non-loopback IPv4 address, else 127.0.0.1).
+	NodeIP string
+	// NodeLabels are added to the Node at registration (--node-labels).
+	NodeLabels map[string]string
+	// RegisterWithTaints are set on the Node at registration.
+	RegisterWithTaints []corev1.Taint
+	// MaxPods is the node's pod capacity (default 110).
+	MaxPods int
+	// PodCIDR is the pod range used while node.spec.podCIDR is empty.
+	PodCIDR string
+
+	// ServingAddress is the host:port of the HTTPS endpoint (logs);
+	// port 0 picks a free one (default NodeIP:10250). Empty TLSCertFile
+	// disables the endpoint.
+	ServingAddress string
+	// TLSCertFile and TLSKeyFile are the kubelet's serving certificate.
+	TLSCertFile, TLSKeyFile string
+	// ClientCAFile verifies clients of the HTTPS endpoint (the apiserver).
+	ClientCAFile string
+
+	// PodManifestPath holds static pod manifests (YAML or JSON), "" for none.
+	PodManifestPath string
+	// AllowedUnsafeSysctls are sysctls (or "prefix.*" patterns) pods may
+	// set beyond the safe set.
+	AllowedUnsafeSysctls []string
+	// InsecureRegistries may be pulled from over plain HTTP ("host:port").
+	InsecureRegistries []string
+
+	// LeaseDuration is the node Lease's duration (default 40s); it is
+	// renewed every LeaseRenewInterval (default 10s).
+	LeaseDuration      time.Duration
+	LeaseRenewInterval time.Duration
+	// NodeStatusReportInterval is the longest time between two NodeStatus
+	// updates when nothing changes (default 1m).
+	NodeStatusReportInterval time.Duration
+	// RelistPeriod is how often the runtime is listed for container
+	// changes (default 1s).
+	RelistPeriod time.Duration
+	// Clock is the time source (default the real one).
+	Clock Clock
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Ready, if set, is closed once the node is registered and pods are
+	// being watched.
+	Ready chan struct{}
+}
+
+// Clock is the time source; tests inject a fake one.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+func (c *Config) defaults() {
+	if c.MaxPods == 0 {
+		c.MaxPods = 110
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = 40 * time.Second
+	}
+	if c.LeaseRenewInterval == 0 {
+		c.LeaseRenewInterval = 10 * time.Second
+	}
+	if c.NodeStatusReportInterval == 0 {
+		c.NodeStatusReportInterval = time.Minute
+	}
+	if c.RelistPeriod == 0 {
+		c.RelistPeriod = time.Second
+	}
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.NodeIP == "" {
+		c.NodeIP = defaultNodeIP()
+	}
+	if c.ServingAddress == "" {
+		c.ServingAddress = c.NodeIP + ":10250"
+	}
+}

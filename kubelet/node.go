@@ -1,0 +1,277 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KubeletVersion is reported in nodeInfo.
+const KubeletVersion = "v1.37.2-minik"
+
+const leaseNamespace = "kube-node-lease"
+
+func (k *Kubelet) currentNode() *corev1.Node {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.node
+}
+
+func (k *Kubelet) setNode(n *corev1.Node) {
+	k.mu.Lock()
+	k.node = n
+	k.mu.Unlock()
+	if cidr := n.Spec.PodCIDR; cidr != "" {
+		_ = k.rt.UpdatePodCIDR(context.Background(), cidr)
+	}
+}
+
+// nodeLabels are the well-known labels plus --node-labels.
+func (k *Kubelet) nodeLabels() map[string]string {
+	l := map[string]string{
+		corev1.LabelHostname: k.cfg.NodeName,
+		corev1.LabelOSStable: goruntime.GOOS, corev1.LabelArchStable: goruntime.GOARCH,
+	}
+	for key, v := range k.cfg.NodeLabels {
+		l[key] = v
+	}
+	return l
+}
+
+// registerNode creates the Node, or takes over an existing one.
+func (k *Kubelet) registerNode(ctx context.Context) error {
+	if k.cfg.PodCIDR != "" {
+		_ = k.rt.UpdatePodCIDR(ctx, k.cfg.PodCIDR)
+	}
+	nodes := k.cfg.Client.Nodes()
+	for attempt := 0; ; attempt++ {
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: k.nodeLabels()},
+			Spec:       corev1.NodeSpec{Taints: k.cfg.RegisterWithTaints},
+		}
+		created, err := nodes.Create(ctx, node, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			existing, gerr := nodes.Get(ctx, "", k.cfg.NodeName, metav1.GetOptions{})
+			if gerr != nil {
+				err = gerr
+			} else {
+				err = nil
+				changed := false
+				if existing.Labels == nil {
+					existing.Labels = map[string]string{}
+				}
+				for key, v := range k.nodeLabels() {
+					if existing.Labels[key] != v {
+						existing.Labels[key] = v
+						changed = true
+					}
+				}
+				created = existing
+				if changed {
+					created, err = nodes.Update(ctx, existing, metav1.UpdateOptions{})
+				}
+			}
+		}
+		if err == nil {
+			k.setNode(created)
+			if err = k.updateNodeStatus(ctx, true); err == nil {
+				k.log.Info("node registered", "podCIDR", created.Spec.PodCIDR)
+				return nil
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		k.log.Warn("registering the node; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-k.cfg.Clock.After(time.Duration(min(attempt+1, 7)) * time.Second):
+		}
+	}
+}
+
+// nodeStatusLoop sends NodeStatus when it changes (checked every 10s) and
+// at least every NodeStatusReportInterval.
+func (k *Kubelet) nodeStatusLoop(ctx context.Context) error {
+	last := k.cfg.Clock.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-k.cfg.Clock.After(10 * time.Second):
+		case <-k.nodeStatusKick:
+		}
+		force := k.cfg.Clock.Now().Sub(last) >= k.cfg.NodeStatusReportInterval
+		if err := k.updateNodeStatus(ctx, force); err != nil {
+			k.log.Warn("updating node status", "err", err)
+			continue
+		}
+		if force {
+			last = k.cfg.Clock.Now()
+		}
+	}
+}
+
+// updateNodeStatus reads the Node, computes its status and writes it when
+// it changed (or when force is set, to renew the heartbeat times).
+func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
+	nodes := k.cfg.Client.Nodes()
+	node, err := nodes.Get(ctx, "", k.cfg.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	k.setNode(node)
+	want := k.nodeStatus(ctx, node.Status)
+	if !force && apiequality.Semantic.DeepEqual(stripHeartbeats(want), stripHeartbeats(node.Status)) {
+		return nil
+	}
+	node = node.DeepCopy()
+	node.Status = want
+	updated, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	k.setNode(updated)
+	return nil
+}
+
+func stripHeartbeats(s corev1.NodeStatus) corev1.NodeStatus {
+	s = *s.DeepCopy()
+	for i := range s.Conditions {
+		s.Conditions[i].LastHeartbeatTime = metav1.Time{}
+	}
+	return s
+}
+
+// nodeStatus is the node's status: resources read from the host, info,
+// addresses, the kubelet endpoint, conditions and images.
+func (k *Kubelet) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.NodeStatus {
+	now := metav1.NewTime(k.cfg.Clock.Now().Truncate(time.Second))
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(memTotal(), resource.BinarySI),
+		corev1.ResourcePods:   *resource.NewQuantity(int64(k.cfg.MaxPods), resource.DecimalSI),
+	}
+	var fs syscall.Statfs_t
+	if syscall.Statfs(k.cfg.RootDir, &fs) == nil {
+		capacity[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(fs.Blocks)*fs.Bsize, resource.BinarySI)
+	}
+	s := corev1.NodeStatus{
+		Capacity: capacity, Allocatable: capacity.DeepCopy(),
+		Phase: "",
+		Addresses: []corev1.NodeAddress{
+			{Type: corev1.NodeInternalIP, Address: k.cfg.NodeIP},
+			{Type: corev1.NodeHostName, Address: k.cfg.NodeName},
+		},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: k.servingPort}},
+		NodeInfo: corev1.NodeSystemInfo{
+			MachineID: readTrim("/etc/machine-id"), BootID: readTrim("/proc/sys/kernel/random/boot_id"),
+			KernelVersion: readTrim("/proc/sys/kernel/osrelease"), OSImage: osImage(),
+			ContainerRuntimeVersion: k.runtimeVersion, KubeletVersion: KubeletVersion, KubeProxyVersion: "",
+			OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH,
+		},
+	}
+	cond := func(t corev1.NodeConditionType, status corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
+		c := corev1.NodeCondition{Type: t, Status: status, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}
+		for _, o := range old.Conditions {
+			if o.Type == t && o.Status == status {
+				c.LastTransitionTime = o.LastTransitionTime
+			}
+		}
+		return c
+	}
+	s.Conditions = []corev1.NodeCondition{
+		cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+		cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+		cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
+	}
+	if imgs, err := k.rt.ListImages(ctx); err == nil {
+		for _, img := range imgs {
+			names := append(append([]string{}, img.RepoDigests...), img.RepoTags...)
+			s.Images = append(s.Images, corev1.ContainerImage{Names: names, SizeBytes: int64(img.Size)})
+		}
+	}
+	return s
+}
+
+func readTrim(path string) string {
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b))
+}
+
+func osImage() string {
+	for _, line := range strings.Split(readTrim("/etc/os-release"), "\n") {
+		if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return "Linux"
+}
+
+// memTotal reads MemTotal from /proc/meminfo, in bytes.
+func memTotal() int64 {
+	for _, line := range strings.Split(readTrim("/proc/meminfo"), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// leaseLoop renews the node's Lease in kube-node-lease every
+// LeaseRenewInterval: the node lifecycle controller's heartbeat.
+func (k *Kubelet) leaseLoop(ctx context.Context) error {
+	leases := k.cfg.Client.Leases()
+	for {
+		if err := k.renewLease(ctx, leases); err != nil && ctx.Err() == nil {
+			k.log.Warn("renewing the node lease", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-k.cfg.Clock.After(k.cfg.LeaseRenewInterval):
+		}
+	}
+}
+
+func (k *Kubelet) renewLease(ctx context.Context, leases interface {
+	Get(context.Context, string, string, metav1.GetOptions) (*coordinationv1.Lease, error)
+	Create(context.Context, *coordinationv1.Lease, metav1.CreateOptions) (*coordinationv1.Lease, error)
+	Update(context.Context, *coordinationv1.Lease, metav1.UpdateOptions) (*coordinationv1.Lease, error)
+}) error {
+	now := metav1.NewMicroTime(k.cfg.Clock.Now())
+	holder := k.cfg.NodeName
+	dur := int32(k.cfg.LeaseDuration / time.Second)
+	lease, err := leases.Get(ctx, leaseNamespace, k.cfg.NodeName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Namespace: leaseNamespace},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, RenewTime: &now},
+		}
+		if n := k.currentNode(); n != nil && n.UID != "" {
+			lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
+		}
+		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
+		return err
+	} else if err != nil {
+		return err
+	}
+	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &holder, &dur, &now
+	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	return err
+}

@@ -1,0 +1,362 @@
+// Package conformance is the test suite every Runtime must pass: the fake
+// (directly and over the gRPC socket) and containerd.
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"minik/kubelet/runtime"
+	"minik/proto/cri"
+)
+
+// Options describe the runtime under test.
+type Options struct {
+	// Image is present on the runtime and has /bin/sh (busybox).
+	Image string
+	// MissingImage is a reference that cannot be pulled.
+	MissingImage string
+	// RunsProcesses: containers run their command for real, so exit codes,
+	// logs and exec can be checked.
+	RunsProcesses bool
+}
+
+// Run runs the suite. newRuntime returns a fresh runtime for each test.
+func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, o Options) {
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, rt runtime.Runtime, o Options)
+		proc bool
+	}{
+		{"the version names the runtime", testVersion, false},
+		{"a sandbox is listed ready with its metadata, then not ready, then gone", testSandboxLifecycle, false},
+		{"a container goes created, running, exited, removed", testContainerLifecycle, false},
+		{"unknown ids are not found", testNotFound, false},
+		{"a present image has a status, a missing one has none and cannot be pulled", testImages, false},
+		{"an invalid image name is refused", testInvalidImage, false},
+		{"removing a sandbox removes its containers", testRemoveSandboxRemovesContainers, false},
+		{"a container's exit code and log are reported", testExitCodeAndLogs, true},
+		{"exec runs in the container and reports its exit code", testExec, true},
+		{"containers of one pod share its network namespace and environment reaches them", testEnvAndNetwork, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.proc && !o.RunsProcesses {
+				t.Skip("this runtime runs no processes") // a property of the runtime, never of the machine
+			}
+			tc.fn(t, newRuntime(t), o)
+		})
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func sandboxConfig(t *testing.T, name string) *cri.PodSandboxConfig {
+	return &cri.PodSandboxConfig{
+		Metadata:     &cri.PodSandboxMetadata{Name: name, Namespace: "default", Uid: "uid-" + name},
+		Hostname:     name,
+		LogDirectory: t.TempDir(),
+		Labels:       map[string]string{runtime.LabelPodName: name, runtime.LabelPodNamespace: "default", runtime.LabelPodUID: "uid-" + name},
+	}
+}
+
+func containerConfig(o Options, name string, cmd ...string) *cri.ContainerConfig {
+	if len(cmd) == 0 {
+		cmd = []string{"sleep", "3600"}
+	}
+	return &cri.ContainerConfig{
+		Metadata:    &cri.ContainerMetadata{Name: name},
+		Image:       o.Image,
+		Command:     cmd,
+		Labels:      map[string]string{runtime.LabelContainerName: name},
+		Annotations: map[string]string{runtime.AnnotationRestartCount: "0"},
+		LogPath:     name + "/0.log",
+	}
+}
+
+func testVersion(t *testing.T, rt runtime.Runtime, _ Options) {
+	v, err := rt.Version(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.RuntimeName == "" || v.RuntimeVersion == "" {
+		t.Errorf("version %+v names no runtime", v)
+	}
+}
+
+func findSandbox(t *testing.T, rt runtime.Runtime, id string) *cri.PodSandbox {
+	t.Helper()
+	list, err := rt.ListPodSandbox(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range list {
+		if sb.Id == id {
+			return sb
+		}
+	}
+	return nil
+}
+
+func testSandboxLifecycle(t *testing.T, rt runtime.Runtime, _ Options) {
+	c := ctx(t)
+	cfg := sandboxConfig(t, "sb1")
+	id, err := rt.RunPodSandbox(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := findSandbox(t, rt, id)
+	if sb == nil {
+		t.Fatalf("sandbox %s not listed", id)
+	}
+	if sb.State != cri.PodSandboxState_SANDBOX_READY {
+		t.Errorf("state %v, want ready", sb.State)
+	}
+	if sb.Metadata.GetName() != "sb1" || sb.Metadata.GetUid() != "uid-sb1" || sb.Labels[runtime.LabelPodName] != "sb1" {
+		t.Errorf("metadata %+v labels %v lost", sb.Metadata, sb.Labels)
+	}
+	if sb.Ip == "" {
+		t.Error("a sandbox on the pod network has no IP")
+	}
+	if sb.CreatedAt == 0 {
+		t.Error("no creation time")
+	}
+	if err := rt.StopPodSandbox(c, id); err != nil {
+		t.Fatal(err)
+	}
+	if sb := findSandbox(t, rt, id); sb == nil || sb.State != cri.PodSandboxState_SANDBOX_NOTREADY {
+		t.Errorf("after stop: %+v, want not ready", sb)
+	}
+	if err := rt.RemovePodSandbox(c, id); err != nil {
+		t.Fatal(err)
+	}
+	if sb := findSandbox(t, rt, id); sb != nil {
+		t.Errorf("after remove still listed: %+v", sb)
+	}
+	if err := rt.RemovePodSandbox(c, id); err != nil {
+		t.Errorf("removing twice: %v, want no error", err)
+	}
+}
+
+func testContainerLifecycle(t *testing.T, rt runtime.Runtime, o Options) {
+	c := ctx(t)
+	sbCfg := sandboxConfig(t, "lc")
+	sb, err := rt.RunPodSandbox(c, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, sb)
+	id, err := rt.CreateContainer(c, sb, containerConfig(o, "main"), sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := rt.ContainerStatus(c, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != cri.ContainerState_CONTAINER_CREATED || st.Metadata.GetName() != "main" || st.CreatedAt == 0 {
+		t.Errorf("after create: %+v", st)
+	}
+	if st.Annotations[runtime.AnnotationRestartCount] != "0" || st.Labels[runtime.LabelContainerName] != "main" {
+		t.Errorf("labels %v annotations %v lost", st.Labels, st.Annotations)
+	}
+	if err := rt.StartContainer(c, id); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = rt.ContainerStatus(c, id)
+	if st.State != cri.ContainerState_CONTAINER_RUNNING || st.StartedAt == 0 {
+		t.Errorf("after start: state %v startedAt %d", st.State, st.StartedAt)
+	}
+	list, err := rt.ListContainers(c, sb)
+	if err != nil || len(list) != 1 || list[0].Id != id || list[0].PodSandboxId != sb {
+		t.Errorf("ListContainers(%s) = %+v, %v", sb, list, err)
+	}
+	start := time.Now()
+	if err := rt.StopContainer(c, id, 2); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("stop took %v with a 2s grace period", d)
+	}
+	st, _ = rt.ContainerStatus(c, id)
+	if st.State != cri.ContainerState_CONTAINER_EXITED || st.FinishedAt == 0 || st.ExitCode == 0 {
+		t.Errorf("after stop: state %v finishedAt %d exit %d", st.State, st.FinishedAt, st.ExitCode)
+	}
+	if err := rt.RemoveContainer(c, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.ContainerStatus(c, id); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("status after remove: %v, want ErrNotFound", err)
+	}
+}
+
+func testNotFound(t *testing.T, rt runtime.Runtime, _ Options) {
+	c := ctx(t)
+	if _, err := rt.ContainerStatus(c, "nope"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("ContainerStatus: %v", err)
+	}
+	if err := rt.StartContainer(c, "nope"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("StartContainer: %v", err)
+	}
+	if err := rt.StopPodSandbox(c, "nope"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("StopPodSandbox: %v", err)
+	}
+}
+
+func testImages(t *testing.T, rt runtime.Runtime, o Options) {
+	c := ctx(t)
+	img, err := rt.ImageStatus(c, o.Image)
+	if err != nil || img == nil || img.Id == "" {
+		t.Fatalf("ImageStatus(%s) = %+v, %v; want present", o.Image, img, err)
+	}
+	list, err := rt.ListImages(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, i := range list {
+		found = found || i.Id == img.Id
+	}
+	if !found {
+		t.Errorf("ListImages lacks %s", img.Id)
+	}
+	if img, err := rt.ImageStatus(c, o.MissingImage); err != nil || img != nil {
+		t.Errorf("ImageStatus(missing) = %+v, %v; want nil, nil", img, err)
+	}
+	if _, err := rt.PullImage(c, o.MissingImage, true); err == nil {
+		t.Error("pulling a missing image succeeded")
+	}
+}
+
+func testInvalidImage(t *testing.T, rt runtime.Runtime, _ Options) {
+	if _, err := rt.PullImage(ctx(t), "Not A Valid/Name", false); !errors.Is(err, runtime.ErrInvalidImageName) {
+		t.Errorf("PullImage(invalid) = %v, want ErrInvalidImageName", err)
+	}
+}
+
+func testRemoveSandboxRemovesContainers(t *testing.T, rt runtime.Runtime, o Options) {
+	c := ctx(t)
+	sbCfg := sandboxConfig(t, "rm")
+	sb, err := rt.RunPodSandbox(c, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := rt.CreateContainer(c, sb, containerConfig(o, "main"), sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(c, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StopPodSandbox(c, sb); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.RemovePodSandbox(c, sb); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.ContainerStatus(c, id); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("container of a removed sandbox: %v, want ErrNotFound", err)
+	}
+}
+
+// waitExited polls a container until it exits (the runtime has no events).
+func waitExited(t *testing.T, rt runtime.Runtime, id string) *cri.ContainerStatus {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		st, err := rt.ContainerStatus(ctx(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State == cri.ContainerState_CONTAINER_EXITED {
+			return st
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("container %s did not exit in 30s", id)
+	return nil
+}
+
+func runToExit(t *testing.T, rt runtime.Runtime, o Options, name string, cfg *cri.ContainerConfig) (*cri.ContainerStatus, string) {
+	t.Helper()
+	c := ctx(t)
+	sbCfg := sandboxConfig(t, name)
+	sb, err := rt.RunPodSandbox(c, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.RemovePodSandbox(context.Background(), sb) })
+	id, err := rt.CreateContainer(c, sb, cfg, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(c, id); err != nil {
+		t.Fatal(err)
+	}
+	st := waitExited(t, rt, id)
+	var buf bytes.Buffer
+	if err := rt.ReadLog(c, &cri.ReadLogRequest{ContainerId: id, TailLines: -1}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return st, buf.String()
+}
+
+func testExitCodeAndLogs(t *testing.T, rt runtime.Runtime, o Options) {
+	st, logs := runToExit(t, rt, o, "exit", containerConfig(o, "main", "sh", "-c", "echo one; echo two >&2; echo three; exit 3"))
+	if st.ExitCode != 3 || st.Reason != "Error" {
+		t.Errorf("exit code %d reason %q, want 3 Error", st.ExitCode, st.Reason)
+	}
+	for _, want := range []string{"one\n", "two\n", "three\n"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log %q lacks %q", logs, want)
+		}
+	}
+	st, _ = runToExit(t, rt, o, "ok", containerConfig(o, "main", "true"))
+	if st.ExitCode != 0 || st.Reason != "Completed" {
+		t.Errorf("exit code %d reason %q, want 0 Completed", st.ExitCode, st.Reason)
+	}
+}
+
+func testExec(t *testing.T, rt runtime.Runtime, o Options) {
+	c := ctx(t)
+	sbCfg := sandboxConfig(t, "exec")
+	sb, err := rt.RunPodSandbox(c, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, sb)
+	id, err := rt.CreateContainer(c, sb, containerConfig(o, "main"), sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(c, id); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.StopContainer(c, id, 0)
+	resp, err := rt.ExecSync(c, id, []string{"sh", "-c", "echo out; exit 4"}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ExitCode != 4 || string(resp.Stdout) != "out\n" {
+		t.Errorf("exec: exit %d stdout %q, want 4 %q", resp.ExitCode, resp.Stdout, "out\n")
+	}
+}
+
+func testEnvAndNetwork(t *testing.T, rt runtime.Runtime, o Options) {
+	cfg := containerConfig(o, "main", "sh", "-c", "echo $GREETING; cat /proc/net/dev | grep -c eth0")
+	cfg.Envs = []*cri.KeyValue{{Key: "GREETING", Value: "hello"}}
+	st, logs := runToExit(t, rt, o, "env", cfg)
+	if st.ExitCode != 0 {
+		t.Errorf("exit %d, log %q", st.ExitCode, logs)
+	}
+	if logs != "hello\n1\n" {
+		t.Errorf("log %q, want the variable and one eth0", logs)
+	}
+}

@@ -1,0 +1,1035 @@
+// Package containerd is the Runtime that runs pods in containerd: one
+// containerd namespace per node; a sandbox is a network namespace made by
+// the CNI bridge plugin (no pause container); each container is a
+// containerd container with a runc task whose output goes to a log file.
+package containerd
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	containerd "github.com/containerd/containerd"
+	eventstypes "github.com/containerd/containerd/api/events"
+	"github.com/containerd/containerd/api/services/tasks/v1"
+	"github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/oci"
+	"github.com/containerd/log"
+	"github.com/containerd/typeurl/v2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"minik/kubelet/runtime"
+	"minik/proto/cri"
+)
+
+// Config configures the containerd runtime.
+type Config struct {
+	// Address is containerd's socket (default DefaultAddress).
+	Address string
+	// Namespace is the containerd namespace of this node's containers,
+	// e.g. "minik-node1" (see NamespaceFor). Required.
+	Namespace string
+	// StateDir holds network namespaces, IPAM allocations and sandbox
+	// records (default /var/lib/minik/runtime/NAMESPACE).
+	StateDir string
+	// CNIBinDir holds the CNI plugins (default /usr/lib/cni, then
+	// /opt/cni/bin).
+	CNIBinDir string
+	// PodCIDR is the pod range used until UpdatePodCIDR sets one.
+	PodCIDR string
+	// Snapshotter (default overlayfs).
+	Snapshotter string
+}
+
+// NamespaceFor is the containerd namespace of a node's containers.
+func NamespaceFor(node string) string { return "minik-" + node }
+
+// Labels on containerd containers.
+const (
+	labelKind       = "minik.io/kind"
+	labelSandbox    = "minik.io/sandbox"
+	labelName       = "minik.io/name"
+	labelAttempt    = "minik.io/attempt"
+	labelLogPath    = "minik.io/log-path"
+	labelStartedAt  = "minik.io/started-at"
+	labelOOM        = "minik.io/oom-killed"
+	labelExitCode   = "minik.io/exit-code"
+	labelFinishedAt = "minik.io/finished-at"
+	labelReason     = "minik.io/reason"
+	annPrefix       = "minik.io/ann."
+	runcRuntime     = "io.containerd.runc.v2"
+)
+
+// taskReapDelay is how long an exited task is kept before it is deleted
+// (its exit kept in labels), so that its shim can finish copying the
+// container's output to the log.
+const taskReapDelay = 2 * time.Second
+
+// Runtime implements runtime.Runtime on containerd.
+type Runtime struct {
+	cfg    Config
+	client *containerd.Client
+	net    *cniNetwork
+
+	mu   sync.Mutex
+	cidr string
+	// sandboxes is the cache of sandbox records; the files in StateDir
+	// are the truth across restarts.
+	sandboxes map[string]*sandboxRecord
+	// imageRefs caches image name → config digest.
+	imageRefs map[string]string
+}
+
+var _ runtime.Runtime = &Runtime{}
+
+type sandboxRecord struct {
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Namespace   string            `json:"namespace"`
+	UID         string            `json:"uid"`
+	Attempt     uint32            `json:"attempt"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	Ports       []portMapping     `json:"ports"`
+	HostNetwork bool              `json:"hostNetwork"`
+	Hostname    string            `json:"hostname"`
+	LogDir      string            `json:"logDir"`
+	Sysctls     map[string]string `json:"sysctls"`
+	NetNS       string            `json:"netns"`
+	IP          string            `json:"ip"`
+	CIDR        string            `json:"cidr"`
+	CNIResult   json.RawMessage   `json:"cniResult,omitempty"`
+	CreatedAt   int64             `json:"createdAt"`
+	Ready       bool              `json:"ready"`
+}
+
+// New connects to containerd and prepares the state directory.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.Namespace == "" {
+		return nil, errors.New("containerd runtime: Namespace is required")
+	}
+	if cfg.Address == "" {
+		cfg.Address = DefaultAddress
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = filepath.Join("/var/lib/minik/runtime", cfg.Namespace)
+	}
+	if cfg.Snapshotter == "" {
+		cfg.Snapshotter = "overlayfs"
+	}
+	if cfg.CNIBinDir == "" {
+		cfg.CNIBinDir = "/usr/lib/cni"
+		if _, err := os.Stat(filepath.Join(cfg.CNIBinDir, "bridge")); err != nil {
+			cfg.CNIBinDir = "/opt/cni/bin"
+		}
+	}
+	for _, d := range []string{"netns", "ipam", "sandboxes"} {
+		if err := os.MkdirAll(filepath.Join(cfg.StateDir, d), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	// The containerd client logs every failed registry host at info level;
+	// the kubelet reports pull errors itself.
+	_ = log.SetLevel("warn")
+	client, err := containerd.New(cfg.Address, containerd.WithDefaultNamespace(cfg.Namespace), containerd.WithTimeout(10*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("connecting to containerd at %s: %w", cfg.Address, err)
+	}
+	r := &Runtime{
+		cfg: cfg, client: client, cidr: cfg.PodCIDR, sandboxes: map[string]*sandboxRecord{}, imageRefs: map[string]string{},
+		net: &cniNetwork{binDir: cfg.CNIBinDir, dataDir: filepath.Join(cfg.StateDir, "ipam"), bridge: bridgeName(cfg.Namespace)},
+	}
+	if err := r.loadSandboxes(); err != nil {
+		client.Close()
+		return nil, err
+	}
+	go r.watchOOM(ctx)
+	return r, nil
+}
+
+// bridgeName is a per-node bridge device name (at most 15 bytes).
+func bridgeName(ns string) string { return fmt.Sprintf("mk%08x", hash(ns)) }
+
+func hash(s string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return h.Sum32()
+}
+
+// Close closes the containerd connection.
+func (r *Runtime) Close() error { return r.client.Close() }
+
+func (r *Runtime) ctx(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, r.cfg.Namespace)
+}
+
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// watchOOM marks containers whose cgroup ran out of memory, so that their
+// exit is reported as OOMKilled.
+func (r *Runtime) watchOOM(ctx context.Context) {
+	for ctx.Err() == nil {
+		ch, errs := r.client.Subscribe(r.ctx(ctx), `topic=="/tasks/oom"`)
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-errs:
+				break loop
+			case env := <-ch:
+				if env == nil || env.Event == nil {
+					continue
+				}
+				v, err := typeurl.UnmarshalAny(env.Event)
+				if err != nil {
+					continue
+				}
+				if oom, ok := v.(*eventstypes.TaskOOM); ok {
+					r.markOOM(ctx, oom.ContainerID)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (r *Runtime) markOOM(ctx context.Context, id string) {
+	c, err := r.client.LoadContainer(r.ctx(ctx), id)
+	if err == nil {
+		_, _ = c.SetLabels(r.ctx(ctx), map[string]string{labelOOM: "true"})
+	}
+}
+
+func (r *Runtime) Version(ctx context.Context) (*cri.VersionResponse, error) {
+	v, err := r.client.Version(r.ctx(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return &cri.VersionResponse{RuntimeName: "containerd", RuntimeVersion: v.Version}, nil
+}
+
+func (r *Runtime) UpdatePodCIDR(_ context.Context, cidr string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cidr != "" {
+		r.cidr = cidr
+	}
+	return nil
+}
+
+// --- sandboxes ---
+
+func (r *Runtime) sandboxFile(id string) string {
+	return filepath.Join(r.cfg.StateDir, "sandboxes", id+".json")
+}
+
+func (r *Runtime) loadSandboxes() error {
+	entries, err := os.ReadDir(filepath.Join(r.cfg.StateDir, "sandboxes"))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(r.cfg.StateDir, "sandboxes", e.Name()))
+		if err != nil {
+			continue
+		}
+		var rec sandboxRecord
+		if json.Unmarshal(data, &rec) == nil && rec.ID != "" {
+			r.sandboxes[rec.ID] = &rec
+		}
+	}
+	return nil
+}
+
+func (r *Runtime) saveSandbox(rec *sandboxRecord) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	tmp := r.sandboxFile(rec.ID) + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, r.sandboxFile(rec.ID))
+}
+
+func (r *Runtime) sandbox(id string) (*sandboxRecord, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec, ok := r.sandboxes[id]
+	if !ok {
+		return nil, fmt.Errorf("sandbox %s: %w", id, runtime.ErrNotFound)
+	}
+	return rec, nil
+}
+
+func criPorts(ps []portMapping) []*cri.PortMapping {
+	var out []*cri.PortMapping
+	for _, p := range ps {
+		out = append(out, &cri.PortMapping{Protocol: p.Protocol, ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP})
+	}
+	return out
+}
+
+func (r *Runtime) RunPodSandbox(ctx context.Context, cfg *cri.PodSandboxConfig) (string, error) {
+	m := cfg.GetMetadata()
+	rec := &sandboxRecord{
+		ID: newID(), Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUid(), Attempt: m.GetAttempt(),
+		Labels: cfg.Labels, Annotations: cfg.Annotations, HostNetwork: cfg.HostNetwork, Hostname: cfg.Hostname,
+		LogDir: cfg.LogDirectory, Sysctls: cfg.Sysctls, CreatedAt: time.Now().UnixNano(), Ready: true,
+	}
+	for _, p := range cfg.PortMappings {
+		rec.Ports = append(rec.Ports, portMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort, Protocol: p.Protocol, HostIP: p.HostIp})
+	}
+	if rec.LogDir != "" {
+		if err := os.MkdirAll(rec.LogDir, 0o755); err != nil {
+			return "", err
+		}
+	}
+	if !cfg.HostNetwork {
+		r.mu.Lock()
+		rec.CIDR = r.cidr
+		r.mu.Unlock()
+		rec.NetNS = filepath.Join(r.cfg.StateDir, "netns", rec.ID)
+		if err := newNetNS(rec.NetNS); err != nil {
+			return "", err
+		}
+		ip, res, err := r.net.add(ctx, rec.ID, rec.NetNS, rec.CIDR, cfg.PortMappings)
+		rec.CNIResult = res
+		if err != nil {
+			_ = r.net.del(context.WithoutCancel(ctx), rec.ID, rec.NetNS, rec.CIDR, cfg.PortMappings, res)
+			_ = removeNetNS(rec.NetNS)
+			return "", err
+		}
+		rec.IP = ip
+	}
+	if err := r.saveSandbox(rec); err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	r.sandboxes[rec.ID] = rec
+	r.mu.Unlock()
+	return rec.ID, nil
+}
+
+func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
+	rec, err := r.sandbox(id)
+	if err != nil {
+		return err
+	}
+	cs, err := r.ListContainers(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.State == cri.ContainerState_CONTAINER_RUNNING {
+			if err := r.StopContainer(ctx, c.Id, 0); err != nil {
+				return err
+			}
+		}
+	}
+	r.mu.Lock()
+	wasReady := rec.Ready
+	rec.Ready = false
+	r.mu.Unlock()
+	if wasReady && rec.NetNS != "" {
+		if err := r.net.del(ctx, rec.ID, rec.NetNS, rec.CIDR, criPorts(rec.Ports), rec.CNIResult); err != nil {
+			return err
+		}
+	}
+	return r.saveSandbox(rec)
+}
+
+func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
+	rec, err := r.sandbox(id)
+	if errors.Is(err, runtime.ErrNotFound) {
+		return nil
+	}
+	if rec.Ready {
+		if err := r.StopPodSandbox(ctx, id); err != nil {
+			return err
+		}
+	}
+	cs, err := r.ListContainers(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if err := r.RemoveContainer(ctx, c.Id); err != nil {
+			return err
+		}
+	}
+	if rec.NetNS != "" {
+		if err := removeNetNS(rec.NetNS); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(r.sandboxFile(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	r.mu.Lock()
+	delete(r.sandboxes, id)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *Runtime) ListPodSandbox(context.Context) ([]*cri.PodSandbox, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*cri.PodSandbox, 0, len(r.sandboxes))
+	for _, rec := range r.sandboxes {
+		state := cri.PodSandboxState_SANDBOX_NOTREADY
+		if rec.Ready {
+			state = cri.PodSandboxState_SANDBOX_READY
+		}
+		out = append(out, &cri.PodSandbox{
+			Id:       rec.ID,
+			Metadata: &cri.PodSandboxMetadata{Name: rec.Name, Namespace: rec.Namespace, Uid: rec.UID, Attempt: rec.Attempt},
+			State:    state, CreatedAt: rec.CreatedAt, Labels: rec.Labels, Annotations: rec.Annotations,
+			Ip: rec.IP, Netns: rec.NetNS,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt < out[j].CreatedAt })
+	return out, nil
+}
+
+// --- containers ---
+
+func (r *Runtime) image(ctx context.Context, ref string) (containerd.Image, error) {
+	name, err := runtime.NormalizeImage(ref)
+	if err != nil {
+		return nil, err
+	}
+	img, err := r.client.GetImage(ctx, name)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("image %s: %w", name, runtime.ErrImageNotFound)
+		}
+		return nil, err
+	}
+	return img, nil
+}
+
+func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cri.ContainerConfig, _ *cri.PodSandboxConfig) (string, error) {
+	ctx = r.ctx(ctx)
+	sb, err := r.sandbox(sandboxID)
+	if err != nil {
+		return "", err
+	}
+	img, err := r.image(ctx, cfg.Image)
+	if err != nil {
+		return "", err
+	}
+	if ok, _ := img.IsUnpacked(ctx, r.cfg.Snapshotter); !ok {
+		if err := img.Unpack(ctx, r.cfg.Snapshotter); err != nil {
+			return "", fmt.Errorf("unpacking %s: %w", img.Name(), err)
+		}
+	}
+	imgSpec, err := img.Spec(ctx)
+	if err != nil {
+		return "", err
+	}
+	id := newID()
+	logPath := ""
+	if cfg.LogPath != "" && sb.LogDir != "" {
+		logPath = filepath.Join(sb.LogDir, cfg.LogPath)
+		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+			return "", err
+		}
+	}
+	// Kubernetes' rule: command replaces the entrypoint (and drops the
+	// image's cmd); args alone replace the image's cmd.
+	args := append([]string{}, imgSpec.Config.Entrypoint...)
+	switch {
+	case len(cfg.Command) > 0:
+		args = append(append([]string{}, cfg.Command...), cfg.Args...)
+	case len(cfg.Args) > 0:
+		args = append(args, cfg.Args...)
+	default:
+		args = append(args, imgSpec.Config.Cmd...)
+	}
+	if len(args) == 0 {
+		return "", errors.New("no command given and the image has none")
+	}
+	env := make([]string, 0, len(cfg.Envs))
+	for _, kv := range cfg.Envs {
+		env = append(env, kv.Key+"="+kv.Value)
+	}
+	opts := []oci.SpecOpts{
+		oci.WithDefaultSpecForPlatform("linux/" + goarch()),
+		oci.WithImageConfig(img),
+		oci.WithProcessArgs(args...),
+		oci.WithEnv(env),
+		oci.WithCgroup(filepath.Join("/minik", r.cfg.Namespace, id)),
+		oci.WithHostResolvconf,
+	}
+	if cfg.WorkingDir != "" {
+		opts = append(opts, oci.WithProcessCwd(cfg.WorkingDir))
+	}
+	if sb.HostNetwork {
+		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostHostsFile)
+	} else {
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sb.NetNS}))
+		if sb.Hostname != "" {
+			opts = append(opts, oci.WithHostname(sb.Hostname))
+		}
+	}
+	var mounts []specs.Mount
+	for _, m := range cfg.Mounts {
+		o := []string{"rbind", "rprivate"}
+		if m.Readonly {
+			o = append(o, "ro")
+		} else {
+			o = append(o, "rw")
+		}
+		mounts = append(mounts, specs.Mount{Destination: m.ContainerPath, Source: m.HostPath, Type: "bind", Options: o})
+	}
+	if len(mounts) > 0 {
+		opts = append(opts, oci.WithMounts(mounts))
+	}
+	if res := cfg.Resources; res != nil {
+		if res.MemoryLimitInBytes > 0 {
+			opts = append(opts, oci.WithMemoryLimit(uint64(res.MemoryLimitInBytes)))
+		}
+		if res.CpuShares > 0 {
+			opts = append(opts, oci.WithCPUShares(uint64(res.CpuShares)))
+		}
+		if res.CpuQuota > 0 {
+			opts = append(opts, oci.WithCPUCFS(res.CpuQuota, uint64(res.CpuPeriod)))
+		}
+	}
+	if sc := cfg.SecurityContext; sc != nil {
+		switch {
+		case sc.HasRunAsUser && sc.HasRunAsGroup:
+			opts = append(opts, oci.WithUIDGID(uint32(sc.RunAsUser), uint32(sc.RunAsGroup)))
+		case sc.HasRunAsUser:
+			opts = append(opts, oci.WithUserID(uint32(sc.RunAsUser)))
+		}
+		if len(sc.SupplementalGroups) > 0 {
+			gids := make([]uint32, len(sc.SupplementalGroups))
+			for i, g := range sc.SupplementalGroups {
+				gids[i] = uint32(g)
+			}
+			opts = append(opts, oci.WithAppendAdditionalGroups(groupNames(gids)...))
+		}
+		if sc.ReadonlyRootfs {
+			opts = append(opts, oci.WithRootFSReadonly())
+		}
+		if sc.Privileged {
+			opts = append(opts, oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices)
+		}
+		if sc.NoNewPrivs {
+			opts = append(opts, oci.WithNoNewPrivileges)
+		}
+	}
+	if len(sb.Sysctls) > 0 {
+		sysctls := sb.Sysctls
+		opts = append(opts, func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+			if s.Linux == nil {
+				s.Linux = &specs.Linux{}
+			}
+			if s.Linux.Sysctl == nil {
+				s.Linux.Sysctl = map[string]string{}
+			}
+			for k, v := range sysctls {
+				s.Linux.Sysctl[k] = v
+			}
+			return nil
+		})
+	}
+	labels := map[string]string{
+		labelKind: "container", labelSandbox: sandboxID,
+		labelName: cfg.GetMetadata().GetName(), labelAttempt: strconv.Itoa(int(cfg.GetMetadata().GetAttempt())),
+		labelLogPath: logPath,
+	}
+	for k, v := range cfg.Labels {
+		labels[k] = v
+	}
+	for k, v := range cfg.Annotations {
+		labels[annPrefix+k] = v
+	}
+	_, err = r.client.NewContainer(ctx, id,
+		containerd.WithImage(img),
+		containerd.WithNewSnapshot(id, img),
+		containerd.WithRuntime(runcRuntime, nil),
+		containerd.WithNewSpec(opts...),
+		containerd.WithContainerLabels(labels),
+	)
+	if err != nil {
+		_ = r.client.SnapshotService(r.cfg.Snapshotter).Remove(ctx, id)
+		return "", fmt.Errorf("creating container: %w", err)
+	}
+	return id, nil
+}
+
+// groupNames turns numeric groups into the strings WithAppendAdditionalGroups
+// accepts (it takes numbers as they are).
+func groupNames(gids []uint32) []string {
+	out := make([]string, len(gids))
+	for i, g := range gids {
+		out[i] = strconv.FormatUint(uint64(g), 10)
+	}
+	return out
+}
+
+func (r *Runtime) load(ctx context.Context, id string) (containerd.Container, error) {
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func (r *Runtime) StartContainer(ctx context.Context, id string) error {
+	ctx = r.ctx(ctx)
+	c, err := r.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	labels, err := c.Labels(ctx)
+	if err != nil {
+		return err
+	}
+	creator := cio.NullIO
+	if p := labels[labelLogPath]; p != "" {
+		creator = cio.LogFile(p)
+	}
+	task, err := c.NewTask(ctx, creator)
+	if err != nil {
+		return fmt.Errorf("creating task: %w", err)
+	}
+	if err := task.Start(ctx); err != nil {
+		_, _ = task.Delete(ctx, containerd.WithProcessKill)
+		return fmt.Errorf("starting task: %w", err)
+	}
+	_, err = c.SetLabels(ctx, map[string]string{labelStartedAt: strconv.FormatInt(time.Now().UnixNano(), 10)})
+	return err
+}
+
+func (r *Runtime) StopContainer(ctx context.Context, id string, timeout int64) error {
+	ctx = r.ctx(ctx)
+	c, err := r.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	task, err := c.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	st, err := task.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if st.Status == containerd.Stopped {
+		return nil
+	}
+	exited, err := task.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	if timeout > 0 {
+		if err := task.Kill(ctx, syscall.SIGTERM); err != nil && !errdefs.IsNotFound(err) {
+			return err
+		}
+		select {
+		case <-exited:
+			return nil
+		case <-time.After(time.Duration(timeout) * time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := task.Kill(ctx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
+		return err
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("container %s did not exit after SIGKILL", id)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	ctx = r.ctx(ctx)
+	c, err := r.load(ctx, id)
+	if errors.Is(err, runtime.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if task, err := c.Task(ctx, nil); err == nil {
+		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("deleting task: %w", err)
+		}
+	}
+	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+func (r *Runtime) ListContainers(ctx context.Context, sandboxID string) ([]*cri.Container, error) {
+	ctx = r.ctx(ctx)
+	filter := fmt.Sprintf(`labels.%q==container`, labelKind)
+	if sandboxID != "" {
+		filter += fmt.Sprintf(`,labels.%q==%s`, labelSandbox, sandboxID)
+	}
+	// Two calls for any number of containers: their records, and every
+	// task of the namespace with its state.
+	list, err := r.client.ContainerService().List(ctx, filter)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+	if err != nil {
+		return nil, err
+	}
+	procs := make(map[string]*task.Process, len(resp.Tasks))
+	for _, p := range resp.Tasks {
+		procs[p.ContainerID] = p
+	}
+	out := make([]*cri.Container, 0, len(list))
+	for _, info := range list {
+		st := r.status(ctx, info, procs[info.ID])
+		out = append(out, &cri.Container{
+			Id: st.Id, PodSandboxId: info.Labels[labelSandbox], Metadata: st.Metadata, Image: st.Image, ImageRef: st.ImageRef,
+			State: st.State, CreatedAt: st.CreatedAt, Labels: st.Labels, Annotations: st.Annotations,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt < out[j].CreatedAt })
+	return out, nil
+}
+
+func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*cri.ContainerStatus, error) {
+	ctx = r.ctx(ctx)
+	info, err := r.client.ContainerService().Get(ctx, id)
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+		}
+		return nil, err
+	}
+	var proc *task.Process
+	resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
+	if err == nil {
+		proc = resp.Process
+	} else if !errdefs.IsNotFound(errdefs.FromGRPC(err)) {
+		return nil, err
+	}
+	return r.status(ctx, info, proc), nil
+}
+
+// imageRef returns the config digest of an image, cached: the images a
+// node runs are few and their digests never change.
+func (r *Runtime) imageRef(ctx context.Context, name string) string {
+	r.mu.Lock()
+	ref, ok := r.imageRefs[name]
+	r.mu.Unlock()
+	if ok {
+		return ref
+	}
+	img, err := r.client.GetImage(ctx, name)
+	if err != nil {
+		return ""
+	}
+	cfg, err := img.Config(ctx)
+	if err != nil {
+		return ""
+	}
+	r.mu.Lock()
+	r.imageRefs[name] = cfg.Digest.String()
+	r.mu.Unlock()
+	return cfg.Digest.String()
+}
+
+// status computes a container's status from its record and its task (nil
+// when it has none). A stopped task is deleted once its exit is kept in
+// the container's labels, so that its shim exits.
+func (r *Runtime) status(ctx context.Context, info containers.Container, proc *task.Process) *cri.ContainerStatus {
+	labels := map[string]string{}
+	annotations := map[string]string{}
+	for k, v := range info.Labels {
+		if strings.HasPrefix(k, annPrefix) {
+			annotations[strings.TrimPrefix(k, annPrefix)] = v
+		} else {
+			labels[k] = v
+		}
+	}
+	attempt, _ := strconv.Atoi(info.Labels[labelAttempt])
+	st := &cri.ContainerStatus{
+		Id:        info.ID,
+		Metadata:  &cri.ContainerMetadata{Name: info.Labels[labelName], Attempt: uint32(attempt)},
+		State:     cri.ContainerState_CONTAINER_CREATED,
+		CreatedAt: info.CreatedAt.UnixNano(),
+		Image:     info.Image,
+		ImageRef:  r.imageRef(ctx, info.Image),
+		Labels:    labels, Annotations: annotations,
+		LogPath: info.Labels[labelLogPath],
+	}
+	st.StartedAt, _ = strconv.ParseInt(info.Labels[labelStartedAt], 10, 64)
+	if code, ok := info.Labels[labelExitCode]; ok {
+		n, _ := strconv.Atoi(code)
+		st.State = cri.ContainerState_CONTAINER_EXITED
+		st.ExitCode = int32(n)
+		st.FinishedAt, _ = strconv.ParseInt(info.Labels[labelFinishedAt], 10, 64)
+		st.Reason = info.Labels[labelReason]
+		return st
+	}
+	if proc == nil {
+		if st.StartedAt != 0 {
+			// Started once, and its task is gone (containerd lost it).
+			st.State = cri.ContainerState_CONTAINER_EXITED
+			st.ExitCode, st.Reason, st.FinishedAt = 255, "Error", st.StartedAt
+		}
+		return st
+	}
+	switch proc.Status {
+	case task.Status_RUNNING, task.Status_PAUSED, task.Status_PAUSING:
+		st.State = cri.ContainerState_CONTAINER_RUNNING
+	case task.Status_STOPPED:
+		st.State = cri.ContainerState_CONTAINER_EXITED
+		st.ExitCode = int32(proc.ExitStatus)
+		if proc.ExitedAt != nil {
+			st.FinishedAt = proc.ExitedAt.AsTime().UnixNano()
+		}
+		switch {
+		case info.Labels[labelOOM] == "true" || r.oomKilled(info.ID):
+			st.Reason = "OOMKilled"
+		case st.ExitCode == 0:
+			st.Reason = "Completed"
+		default:
+			st.Reason = "Error"
+		}
+		if time.Since(time.Unix(0, st.FinishedAt)) < taskReapDelay {
+			return st // the shim may still be copying the last output
+		}
+		_, err := r.client.ContainerService().Update(ctx, containers.Container{ID: info.ID, Labels: map[string]string{
+			labelExitCode: strconv.Itoa(int(st.ExitCode)), labelFinishedAt: strconv.FormatInt(st.FinishedAt, 10), labelReason: st.Reason,
+		}}, "labels."+labelExitCode, "labels."+labelFinishedAt, "labels."+labelReason)
+		if err == nil {
+			if _, err := r.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: info.ID}); err != nil && !errdefs.IsNotFound(errdefs.FromGRPC(err)) {
+				log.G(ctx).WithError(err).Warn("deleting an exited task")
+			}
+		}
+	case task.Status_CREATED:
+		st.State = cri.ContainerState_CONTAINER_CREATED
+	default:
+		st.State = cri.ContainerState_CONTAINER_UNKNOWN
+	}
+	return st
+}
+
+// oomKilled reads the container's memory cgroup (v1 or v2) for an OOM
+// kill, for when the event has not been seen.
+func (r *Runtime) oomKilled(id string) bool {
+	rel := filepath.Join("minik", r.cfg.Namespace, id)
+	for _, f := range []string{
+		filepath.Join("/sys/fs/cgroup/memory", rel, "memory.oom_control"),
+		filepath.Join("/sys/fs/cgroup", rel, "memory.events"),
+	} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, " "); ok && k == "oom_kill" && v != "0" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout int64) (*cri.ExecSyncResponse, error) {
+	ctx = r.ctx(ctx)
+	c, err := r.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("container %s is not running: %w", id, err)
+	}
+	spec, err := c.Spec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pspec := *spec.Process
+	pspec.Args = cmd
+	pspec.Terminal = false
+	var stdout, stderr syncBuffer
+	execID := "exec-" + newID()[:12]
+	proc, err := task.Exec(ctx, execID, &pspec, cio.NewCreator(cio.WithStreams(nil, &stdout, &stderr)))
+	if err != nil {
+		return nil, err
+	}
+	defer proc.Delete(context.WithoutCancel(ctx), containerd.WithProcessKill)
+	exited, err := proc.Wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := proc.Start(ctx); err != nil {
+		return nil, err
+	}
+	var timer <-chan time.Time
+	if timeout > 0 {
+		timer = time.After(time.Duration(timeout) * time.Second)
+	}
+	select {
+	case es := <-exited:
+		proc.IO().Wait()
+		return &cri.ExecSyncResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: int32(es.ExitCode())}, nil
+	case <-timer:
+		_ = proc.Kill(ctx, syscall.SIGKILL)
+		return nil, fmt.Errorf("exec timed out after %ds", timeout)
+	case <-ctx.Done():
+		_ = proc.Kill(context.WithoutCancel(ctx), syscall.SIGKILL)
+		return nil, ctx.Err()
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.buf.Bytes()...)
+}
+
+func (r *Runtime) ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Writer) error {
+	st, err := r.ContainerStatus(ctx, req.ContainerId)
+	if err != nil {
+		return err
+	}
+	if st.LogPath == "" {
+		return nil
+	}
+	return runtime.FollowFile(ctx, st.LogPath, req, w, func() bool {
+		st, err := r.ContainerStatus(ctx, req.ContainerId)
+		return err != nil || st.State != cri.ContainerState_CONTAINER_RUNNING
+	})
+}
+
+// --- images ---
+
+func (r *Runtime) criImage(ctx context.Context, img containerd.Image) *cri.Image {
+	out := &cri.Image{RepoTags: []string{img.Name()}, Local: img.Labels()[LabelLocal] == "true"}
+	if cfg, err := img.Config(ctx); err == nil {
+		out.Id = cfg.Digest.String()
+	}
+	if spec, err := img.Spec(ctx); err == nil {
+		out.User = spec.Config.User
+	}
+	if size, err := img.Size(ctx); err == nil {
+		out.Size = uint64(size)
+	}
+	out.RepoDigests = []string{img.Target().Digest.String()}
+	return out
+}
+
+func (r *Runtime) ListImages(ctx context.Context) ([]*cri.Image, error) {
+	ctx = r.ctx(ctx)
+	imgs, err := r.client.ListImages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*cri.Image{}
+	var out []*cri.Image
+	for _, img := range imgs {
+		ci := r.criImage(ctx, img)
+		if prev, ok := byID[ci.Id]; ok {
+			prev.RepoTags = append(prev.RepoTags, ci.RepoTags...)
+			continue
+		}
+		byID[ci.Id] = ci
+		out = append(out, ci)
+	}
+	return out, nil
+}
+
+func (r *Runtime) ImageStatus(ctx context.Context, ref string) (*cri.Image, error) {
+	ctx = r.ctx(ctx)
+	img, err := r.image(ctx, ref)
+	if errors.Is(err, runtime.ErrImageNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return r.criImage(ctx, img), nil
+}
+
+func (r *Runtime) PullImage(ctx context.Context, ref string, insecure bool) (string, error) {
+	ctx = r.ctx(ctx)
+	name, err := runtime.NormalizeImage(ref)
+	if err != nil {
+		return "", err
+	}
+	img, err := r.client.Pull(ctx, name, containerd.WithPullUnpack, containerd.WithPullSnapshotter(r.cfg.Snapshotter),
+		containerd.WithResolver(resolver(insecure)))
+	if err != nil {
+		if errdefs.IsNotFound(err) {
+			return "", fmt.Errorf("pulling %s: %v: %w", name, err, runtime.ErrImageNotFound)
+		}
+		return "", fmt.Errorf("pulling %s: %w", name, err)
+	}
+	return r.criImage(ctx, img).Id, nil
+}
+
+func (r *Runtime) RemoveImage(ctx context.Context, ref string) error {
+	ctx = r.ctx(ctx)
+	name, err := runtime.NormalizeImage(ref)
+	if err != nil {
+		return err
+	}
+	if err := r.client.ImageService().Delete(ctx, name); err != nil && !errdefs.IsNotFound(err) {
+		return err
+	}
+	r.mu.Lock()
+	delete(r.imageRefs, name)
+	r.mu.Unlock()
+	return nil
+}

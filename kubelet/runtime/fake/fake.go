@@ -1,0 +1,366 @@
+// Package fake is a Runtime without containers, for hollow nodes in scale
+// tests: sandboxes and containers are records in memory, a started
+// container is running until it is stopped, and delays and failures are
+// configurable.
+package fake
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"minik/kubelet/runtime"
+	"minik/proto/cri"
+)
+
+// Config sets the fake's behaviour. The zero value is instant and never fails.
+type Config struct {
+	// StartDelay is slept in StartContainer (default 0).
+	StartDelay time.Duration
+	// PullDelay is slept in PullImage (default 0).
+	PullDelay time.Duration
+	// Images are present from the start (normalized references).
+	Images []string
+	// MissingImages cannot be pulled: PullImage returns ErrImageNotFound.
+	MissingImages []string
+	// FailStart makes StartContainer fail for containers with this name.
+	FailStart map[string]error
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Runtime is the fake. Its zero value is not usable: call New.
+type Runtime struct {
+	cfg Config
+
+	mu         sync.Mutex
+	seq        int
+	cidr       string
+	sandboxes  map[string]*cri.PodSandbox
+	containers map[string]*container
+	images     map[string]*cri.Image
+	missing    map[string]bool
+}
+
+type container struct {
+	c      *cri.Container
+	status *cri.ContainerStatus
+	logs   []byte
+}
+
+var _ runtime.Runtime = &Runtime{}
+
+// New returns a fake runtime.
+func New(cfg Config) *Runtime {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	r := &Runtime{cfg: cfg, sandboxes: map[string]*cri.PodSandbox{}, containers: map[string]*container{},
+		images: map[string]*cri.Image{}, missing: map[string]bool{}}
+	for _, img := range cfg.Images {
+		r.addImage(img)
+	}
+	for _, img := range cfg.MissingImages {
+		if n, err := runtime.NormalizeImage(img); err == nil {
+			r.missing[n] = true
+		}
+	}
+	return r
+}
+
+func (r *Runtime) addImage(ref string) *cri.Image {
+	n, err := runtime.NormalizeImage(ref)
+	if err != nil {
+		n = ref
+	}
+	img := &cri.Image{Id: "sha256:fake-" + n, RepoTags: []string{n}, Size: 1 << 20}
+	r.images[n] = img
+	return img
+}
+
+func (r *Runtime) nextID(prefix string) string {
+	r.seq++
+	return fmt.Sprintf("%s%08d", prefix, r.seq)
+}
+
+func (r *Runtime) Version(context.Context) (*cri.VersionResponse, error) {
+	return &cri.VersionResponse{RuntimeName: "fake", RuntimeVersion: "0.1.0"}, nil
+}
+
+func (r *Runtime) UpdatePodCIDR(_ context.Context, cidr string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cidr = cidr
+	return nil
+}
+
+func (r *Runtime) RunPodSandbox(_ context.Context, cfg *cri.PodSandboxConfig) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := r.nextID("sb")
+	ip := ""
+	if !cfg.HostNetwork {
+		ip = fmt.Sprintf("10.%d.%d.%d", 200+(r.seq>>16)&0x1f, (r.seq>>8)&0xff, r.seq&0xff)
+	}
+	r.sandboxes[id] = &cri.PodSandbox{Id: id, Metadata: cfg.Metadata, State: cri.PodSandboxState_SANDBOX_READY,
+		CreatedAt: r.cfg.Now().UnixNano(), Labels: cfg.Labels, Annotations: cfg.Annotations, Ip: ip}
+	return id, nil
+}
+
+func (r *Runtime) StopPodSandbox(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sb, ok := r.sandboxes[id]
+	if !ok {
+		return fmt.Errorf("sandbox %s: %w", id, runtime.ErrNotFound)
+	}
+	sb.State = cri.PodSandboxState_SANDBOX_NOTREADY
+	for _, c := range r.containers {
+		if c.c.PodSandboxId == id {
+			r.exit(c, 137, "Error")
+		}
+	}
+	return nil
+}
+
+func (r *Runtime) RemovePodSandbox(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.sandboxes[id]; !ok {
+		return nil // removing is idempotent, as in CRI
+	}
+	delete(r.sandboxes, id)
+	for cid, c := range r.containers {
+		if c.c.PodSandboxId == id {
+			delete(r.containers, cid)
+		}
+	}
+	return nil
+}
+
+func (r *Runtime) ListPodSandbox(context.Context) ([]*cri.PodSandbox, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*cri.PodSandbox, 0, len(r.sandboxes))
+	for _, sb := range r.sandboxes {
+		out = append(out, sb)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Id < out[j].Id })
+	return out, nil
+}
+
+func (r *Runtime) CreateContainer(_ context.Context, sandboxID string, cfg *cri.ContainerConfig, _ *cri.PodSandboxConfig) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.sandboxes[sandboxID]; !ok {
+		return "", fmt.Errorf("sandbox %s: %w", sandboxID, runtime.ErrNotFound)
+	}
+	ref, err := runtime.NormalizeImage(cfg.Image)
+	if err != nil {
+		return "", err
+	}
+	img, ok := r.images[ref]
+	if !ok {
+		return "", fmt.Errorf("image %s: %w", ref, runtime.ErrImageNotFound)
+	}
+	id := r.nextID("c")
+	now := r.cfg.Now().UnixNano()
+	c := &container{
+		c: &cri.Container{Id: id, PodSandboxId: sandboxID, Metadata: cfg.Metadata, Image: ref, ImageRef: img.Id,
+			State: cri.ContainerState_CONTAINER_CREATED, CreatedAt: now, Labels: cfg.Labels, Annotations: cfg.Annotations},
+	}
+	c.status = &cri.ContainerStatus{Id: id, Metadata: cfg.Metadata, State: cri.ContainerState_CONTAINER_CREATED,
+		CreatedAt: now, Image: ref, ImageRef: img.Id, Labels: cfg.Labels, Annotations: cfg.Annotations, LogPath: cfg.LogPath}
+	r.containers[id] = c
+	return id, nil
+}
+
+func (r *Runtime) StartContainer(ctx context.Context, id string) error {
+	if r.cfg.StartDelay > 0 {
+		select {
+		case <-time.After(r.cfg.StartDelay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+	}
+	if err := r.cfg.FailStart[c.c.Metadata.GetName()]; err != nil {
+		return err
+	}
+	if c.c.State != cri.ContainerState_CONTAINER_CREATED {
+		return fmt.Errorf("container %s is %s, not created", id, c.c.State)
+	}
+	c.c.State = cri.ContainerState_CONTAINER_RUNNING
+	c.status.State = cri.ContainerState_CONTAINER_RUNNING
+	c.status.StartedAt = r.cfg.Now().UnixNano()
+	return nil
+}
+
+// exit ends a running container; r.mu is held.
+func (r *Runtime) exit(c *container, code int32, reason string) {
+	if c.c.State == cri.ContainerState_CONTAINER_EXITED {
+		return
+	}
+	c.c.State = cri.ContainerState_CONTAINER_EXITED
+	c.status.State = cri.ContainerState_CONTAINER_EXITED
+	c.status.FinishedAt = r.cfg.Now().UnixNano()
+	c.status.ExitCode = code
+	c.status.Reason = reason
+}
+
+// Exit makes a running container exit with code, as if its process ended.
+func (r *Runtime) Exit(id string, code int32) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+	}
+	reason := "Completed"
+	if code != 0 {
+		reason = "Error"
+	}
+	r.exit(c, code, reason)
+	return nil
+}
+
+// WriteLog appends data to a container's log.
+func (r *Runtime) WriteLog(id string, data string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.containers[id]; ok {
+		c.logs = append(c.logs, data...)
+	}
+}
+
+func (r *Runtime) StopContainer(_ context.Context, id string, _ int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+	}
+	// The fake's processes honour SIGTERM at once: exit code 143.
+	r.exit(c, 143, "Error")
+	return nil
+}
+
+func (r *Runtime) RemoveContainer(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.containers, id)
+	return nil
+}
+
+func (r *Runtime) ListContainers(_ context.Context, sandboxID string) ([]*cri.Container, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*cri.Container
+	for _, c := range r.containers {
+		if sandboxID == "" || c.c.PodSandboxId == sandboxID {
+			out = append(out, proto.Clone(c.c).(*cri.Container))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Id < out[j].Id })
+	return out, nil
+}
+
+func (r *Runtime) ContainerStatus(_ context.Context, id string) (*cri.ContainerStatus, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return nil, fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+	}
+	return proto.Clone(c.status).(*cri.ContainerStatus), nil
+}
+
+func (r *Runtime) ExecSync(_ context.Context, id string, _ []string, _ int64) (*cri.ExecSyncResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return nil, fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+	}
+	if c.c.State != cri.ContainerState_CONTAINER_RUNNING {
+		return nil, fmt.Errorf("container %s is not running", id)
+	}
+	return &cri.ExecSyncResponse{}, nil
+}
+
+func (r *Runtime) ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Writer) error {
+	r.mu.Lock()
+	c, ok := r.containers[req.ContainerId]
+	var data []byte
+	if ok {
+		data = append(data, c.logs...)
+	}
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("container %s: %w", req.ContainerId, runtime.ErrNotFound)
+	}
+	_, err := w.Write(runtime.Tail(data, req.TailLines))
+	return err
+}
+
+func (r *Runtime) ListImages(context.Context) ([]*cri.Image, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*cri.Image, 0, len(r.images))
+	for _, img := range r.images {
+		out = append(out, img)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Id < out[j].Id })
+	return out, nil
+}
+
+func (r *Runtime) ImageStatus(_ context.Context, ref string) (*cri.Image, error) {
+	n, err := runtime.NormalizeImage(ref)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.images[n], nil
+}
+
+func (r *Runtime) PullImage(ctx context.Context, ref string, _ bool) (string, error) {
+	n, err := runtime.NormalizeImage(ref)
+	if err != nil {
+		return "", err
+	}
+	if r.cfg.PullDelay > 0 {
+		select {
+		case <-time.After(r.cfg.PullDelay):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.missing[n] {
+		return "", fmt.Errorf("pulling %s: %w", n, runtime.ErrImageNotFound)
+	}
+	return r.addImage(n).Id, nil
+}
+
+func (r *Runtime) RemoveImage(_ context.Context, ref string) error {
+	n, err := runtime.NormalizeImage(ref)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.images, n)
+	return nil
+}

@@ -1,0 +1,279 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"minik/proto/cri"
+)
+
+// Remote is a Runtime reached over the mini-CRI gRPC socket.
+type Remote struct {
+	conn *grpc.ClientConn
+	rs   cri.RuntimeServiceClient
+	is   cri.ImageServiceClient
+}
+
+var _ Runtime = &Remote{}
+
+// Dial connects to the mini-CRI socket at path (a unix socket).
+func Dial(path string) (*Remote, error) {
+	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
+	if err != nil {
+		return nil, fmt.Errorf("dialing the runtime at %s: %w", path, err)
+	}
+	return &Remote{conn: conn, rs: cri.NewRuntimeServiceClient(conn), is: cri.NewImageServiceClient(conn)}, nil
+}
+
+// Close closes the connection.
+func (r *Remote) Close() error { return r.conn.Close() }
+
+func (r *Remote) Version(ctx context.Context) (*cri.VersionResponse, error) {
+	v, err := r.rs.Version(ctx, &cri.VersionRequest{})
+	return v, fromStatus(err)
+}
+
+func (r *Remote) UpdatePodCIDR(ctx context.Context, cidr string) error {
+	_, err := r.rs.UpdateRuntimeConfig(ctx, &cri.UpdateRuntimeConfigRequest{PodCidr: cidr})
+	return fromStatus(err)
+}
+
+func (r *Remote) RunPodSandbox(ctx context.Context, cfg *cri.PodSandboxConfig) (string, error) {
+	resp, err := r.rs.RunPodSandbox(ctx, &cri.RunPodSandboxRequest{Config: cfg})
+	if err != nil {
+		return "", fromStatus(err)
+	}
+	return resp.PodSandboxId, nil
+}
+
+func (r *Remote) StopPodSandbox(ctx context.Context, id string) error {
+	_, err := r.rs.StopPodSandbox(ctx, &cri.StopPodSandboxRequest{PodSandboxId: id})
+	return fromStatus(err)
+}
+
+func (r *Remote) RemovePodSandbox(ctx context.Context, id string) error {
+	_, err := r.rs.RemovePodSandbox(ctx, &cri.RemovePodSandboxRequest{PodSandboxId: id})
+	return fromStatus(err)
+}
+
+func (r *Remote) ListPodSandbox(ctx context.Context) ([]*cri.PodSandbox, error) {
+	resp, err := r.rs.ListPodSandbox(ctx, &cri.ListPodSandboxRequest{})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return resp.Items, nil
+}
+
+func (r *Remote) CreateContainer(ctx context.Context, sandboxID string, cfg *cri.ContainerConfig, sandbox *cri.PodSandboxConfig) (string, error) {
+	resp, err := r.rs.CreateContainer(ctx, &cri.CreateContainerRequest{PodSandboxId: sandboxID, Config: cfg, SandboxConfig: sandbox})
+	if err != nil {
+		return "", fromStatus(err)
+	}
+	return resp.ContainerId, nil
+}
+
+func (r *Remote) StartContainer(ctx context.Context, id string) error {
+	_, err := r.rs.StartContainer(ctx, &cri.StartContainerRequest{ContainerId: id})
+	return fromStatus(err)
+}
+
+func (r *Remote) StopContainer(ctx context.Context, id string, timeout int64) error {
+	_, err := r.rs.StopContainer(ctx, &cri.StopContainerRequest{ContainerId: id, Timeout: timeout})
+	return fromStatus(err)
+}
+
+func (r *Remote) RemoveContainer(ctx context.Context, id string) error {
+	_, err := r.rs.RemoveContainer(ctx, &cri.RemoveContainerRequest{ContainerId: id})
+	return fromStatus(err)
+}
+
+func (r *Remote) ListContainers(ctx context.Context, sandboxID string) ([]*cri.Container, error) {
+	resp, err := r.rs.ListContainers(ctx, &cri.ListContainersRequest{PodSandboxId: sandboxID})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return resp.Containers, nil
+}
+
+func (r *Remote) ContainerStatus(ctx context.Context, id string) (*cri.ContainerStatus, error) {
+	resp, err := r.rs.ContainerStatus(ctx, &cri.ContainerStatusRequest{ContainerId: id})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return resp.Status, nil
+}
+
+func (r *Remote) ExecSync(ctx context.Context, id string, cmd []string, timeout int64) (*cri.ExecSyncResponse, error) {
+	resp, err := r.rs.ExecSync(ctx, &cri.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: timeout})
+	return resp, fromStatus(err)
+}
+
+func (r *Remote) ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Writer) error {
+	stream, err := r.rs.ReadLog(ctx, req)
+	if err != nil {
+		return fromStatus(err)
+	}
+	for {
+		chunk, err := stream.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fromStatus(err)
+		}
+		if _, err := w.Write(chunk.Data); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *Remote) ListImages(ctx context.Context) ([]*cri.Image, error) {
+	resp, err := r.is.ListImages(ctx, &cri.ListImagesRequest{})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return resp.Images, nil
+}
+
+func (r *Remote) ImageStatus(ctx context.Context, ref string) (*cri.Image, error) {
+	resp, err := r.is.ImageStatus(ctx, &cri.ImageStatusRequest{Image: &cri.ImageSpec{Image: ref}})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return resp.Image, nil
+}
+
+func (r *Remote) PullImage(ctx context.Context, ref string, insecure bool) (string, error) {
+	resp, err := r.is.PullImage(ctx, &cri.PullImageRequest{Image: &cri.ImageSpec{Image: ref}, Insecure: insecure})
+	if err != nil {
+		return "", fromStatus(err)
+	}
+	return resp.ImageRef, nil
+}
+
+func (r *Remote) RemoveImage(ctx context.Context, ref string) error {
+	_, err := r.is.RemoveImage(ctx, &cri.RemoveImageRequest{Image: &cri.ImageSpec{Image: ref}})
+	return fromStatus(err)
+}
+
+// Serve serves rt over the mini-CRI on l until ctx ends.
+func Serve(ctx context.Context, l net.Listener, rt Runtime) error {
+	s := grpc.NewServer(grpc.MaxSendMsgSize(16 << 20))
+	srv := &server{rt: rt}
+	cri.RegisterRuntimeServiceServer(s, srv)
+	cri.RegisterImageServiceServer(s, srv)
+	go func() { <-ctx.Done(); s.Stop() }()
+	if err := s.Serve(l); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// server adapts a Runtime to the generated gRPC server interfaces.
+type server struct {
+	cri.UnimplementedRuntimeServiceServer
+	cri.UnimplementedImageServiceServer
+	rt Runtime
+}
+
+func (s *server) Version(ctx context.Context, _ *cri.VersionRequest) (*cri.VersionResponse, error) {
+	v, err := s.rt.Version(ctx)
+	return v, toStatus(err)
+}
+
+func (s *server) UpdateRuntimeConfig(ctx context.Context, req *cri.UpdateRuntimeConfigRequest) (*cri.UpdateRuntimeConfigResponse, error) {
+	return &cri.UpdateRuntimeConfigResponse{}, toStatus(s.rt.UpdatePodCIDR(ctx, req.PodCidr))
+}
+
+func (s *server) RunPodSandbox(ctx context.Context, req *cri.RunPodSandboxRequest) (*cri.RunPodSandboxResponse, error) {
+	id, err := s.rt.RunPodSandbox(ctx, req.Config)
+	return &cri.RunPodSandboxResponse{PodSandboxId: id}, toStatus(err)
+}
+
+func (s *server) StopPodSandbox(ctx context.Context, req *cri.StopPodSandboxRequest) (*cri.StopPodSandboxResponse, error) {
+	return &cri.StopPodSandboxResponse{}, toStatus(s.rt.StopPodSandbox(ctx, req.PodSandboxId))
+}
+
+func (s *server) RemovePodSandbox(ctx context.Context, req *cri.RemovePodSandboxRequest) (*cri.RemovePodSandboxResponse, error) {
+	return &cri.RemovePodSandboxResponse{}, toStatus(s.rt.RemovePodSandbox(ctx, req.PodSandboxId))
+}
+
+func (s *server) ListPodSandbox(ctx context.Context, _ *cri.ListPodSandboxRequest) (*cri.ListPodSandboxResponse, error) {
+	items, err := s.rt.ListPodSandbox(ctx)
+	return &cri.ListPodSandboxResponse{Items: items}, toStatus(err)
+}
+
+func (s *server) CreateContainer(ctx context.Context, req *cri.CreateContainerRequest) (*cri.CreateContainerResponse, error) {
+	id, err := s.rt.CreateContainer(ctx, req.PodSandboxId, req.Config, req.SandboxConfig)
+	return &cri.CreateContainerResponse{ContainerId: id}, toStatus(err)
+}
+
+func (s *server) StartContainer(ctx context.Context, req *cri.StartContainerRequest) (*cri.StartContainerResponse, error) {
+	return &cri.StartContainerResponse{}, toStatus(s.rt.StartContainer(ctx, req.ContainerId))
+}
+
+func (s *server) StopContainer(ctx context.Context, req *cri.StopContainerRequest) (*cri.StopContainerResponse, error) {
+	return &cri.StopContainerResponse{}, toStatus(s.rt.StopContainer(ctx, req.ContainerId, req.Timeout))
+}
+
+func (s *server) RemoveContainer(ctx context.Context, req *cri.RemoveContainerRequest) (*cri.RemoveContainerResponse, error) {
+	return &cri.RemoveContainerResponse{}, toStatus(s.rt.RemoveContainer(ctx, req.ContainerId))
+}
+
+func (s *server) ListContainers(ctx context.Context, req *cri.ListContainersRequest) (*cri.ListContainersResponse, error) {
+	cs, err := s.rt.ListContainers(ctx, req.PodSandboxId)
+	return &cri.ListContainersResponse{Containers: cs}, toStatus(err)
+}
+
+func (s *server) ContainerStatus(ctx context.Context, req *cri.ContainerStatusRequest) (*cri.ContainerStatusResponse, error) {
+	st, err := s.rt.ContainerStatus(ctx, req.ContainerId)
+	return &cri.ContainerStatusResponse{Status: st}, toStatus(err)
+}
+
+func (s *server) ExecSync(ctx context.Context, req *cri.ExecSyncRequest) (*cri.ExecSyncResponse, error) {
+	resp, err := s.rt.ExecSync(ctx, req.ContainerId, req.Cmd, req.Timeout)
+	return resp, toStatus(err)
+}
+
+func (s *server) ReadLog(req *cri.ReadLogRequest, stream cri.RuntimeService_ReadLogServer) error {
+	return toStatus(s.rt.ReadLog(stream.Context(), req, streamWriter{stream}))
+}
+
+type streamWriter struct {
+	s cri.RuntimeService_ReadLogServer
+}
+
+func (w streamWriter) Write(p []byte) (int, error) {
+	if err := w.s.Send(&cri.LogChunk{Data: append([]byte(nil), p...)}); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (s *server) ListImages(ctx context.Context, _ *cri.ListImagesRequest) (*cri.ListImagesResponse, error) {
+	imgs, err := s.rt.ListImages(ctx)
+	return &cri.ListImagesResponse{Images: imgs}, toStatus(err)
+}
+
+func (s *server) ImageStatus(ctx context.Context, req *cri.ImageStatusRequest) (*cri.ImageStatusResponse, error) {
+	img, err := s.rt.ImageStatus(ctx, req.GetImage().GetImage())
+	return &cri.ImageStatusResponse{Image: img}, toStatus(err)
+}
+
+func (s *server) PullImage(ctx context.Context, req *cri.PullImageRequest) (*cri.PullImageResponse, error) {
+	ref, err := s.rt.PullImage(ctx, req.GetImage().GetImage(), req.Insecure)
+	return &cri.PullImageResponse{ImageRef: ref}, toStatus(err)
+}
+
+func (s *server) RemoveImage(ctx context.Context, req *cri.RemoveImageRequest) (*cri.RemoveImageResponse, error) {
+	return &cri.RemoveImageResponse{}, toStatus(s.rt.RemoveImage(ctx, req.GetImage().GetImage()))
+}

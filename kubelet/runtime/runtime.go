@@ -1,0 +1,64 @@
+// Package runtime is the kubelet's view of a container runtime: the small
+// Runtime interface, and its gRPC client and server over the mini-CRI
+// (minik/proto/cri). Two implementations exist: containerd (package
+// runtime/containerd, usually reached through the gRPC socket) and a fake
+// for hollow nodes (package runtime/fake). Package runtime/conformance
+// holds the tests both must pass.
+package runtime
+
+import (
+	"context"
+	"io"
+
+	"minik/proto/cri"
+)
+
+// Runtime runs pod sandboxes and containers, keeps images, and reads
+// container logs. Every method is safe for concurrent use. Errors that
+// mean "no such object" wrap ErrNotFound.
+type Runtime interface {
+	Version(ctx context.Context) (*cri.VersionResponse, error)
+	// UpdatePodCIDR sets the range pod IPs are taken from.
+	UpdatePodCIDR(ctx context.Context, cidr string) error
+
+	RunPodSandbox(ctx context.Context, cfg *cri.PodSandboxConfig) (string, error)
+	StopPodSandbox(ctx context.Context, id string) error
+	RemovePodSandbox(ctx context.Context, id string) error
+	ListPodSandbox(ctx context.Context) ([]*cri.PodSandbox, error)
+
+	CreateContainer(ctx context.Context, sandboxID string, cfg *cri.ContainerConfig, sandbox *cri.PodSandboxConfig) (string, error)
+	StartContainer(ctx context.Context, id string) error
+	// StopContainer sends SIGTERM, then SIGKILL after timeoutSeconds.
+	StopContainer(ctx context.Context, id string, timeoutSeconds int64) error
+	RemoveContainer(ctx context.Context, id string) error
+	// ListContainers lists the containers of one sandbox, or all when
+	// sandboxID is empty.
+	ListContainers(ctx context.Context, sandboxID string) ([]*cri.Container, error)
+	ContainerStatus(ctx context.Context, id string) (*cri.ContainerStatus, error)
+	ExecSync(ctx context.Context, id string, cmd []string, timeoutSeconds int64) (*cri.ExecSyncResponse, error)
+	// ReadLog copies a container's log to w; with follow it keeps copying
+	// until ctx ends or the container has exited and its log is drained.
+	ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Writer) error
+
+	ListImages(ctx context.Context) ([]*cri.Image, error)
+	// ImageStatus returns nil, nil when the image is not present.
+	ImageStatus(ctx context.Context, ref string) (*cri.Image, error)
+	PullImage(ctx context.Context, ref string, insecure bool) (string, error)
+	RemoveImage(ctx context.Context, ref string) error
+}
+
+// Labels the kubelet puts on sandboxes and containers, so that it can
+// find its own objects again after a restart.
+const (
+	LabelPodName       = "io.kubernetes.pod.name"
+	LabelPodNamespace  = "io.kubernetes.pod.namespace"
+	LabelPodUID        = "io.kubernetes.pod.uid"
+	LabelContainerName = "io.kubernetes.container.name"
+	// AnnotationContainerHash is the hash of the container spec the
+	// container was created from.
+	AnnotationContainerHash = "io.kubernetes.container.hash"
+	// AnnotationRestartCount is the restart count the container was created with.
+	AnnotationRestartCount = "io.kubernetes.container.restartCount"
+	// AnnotationInit marks init containers.
+	AnnotationInit = "minik.io/init-container"
+)

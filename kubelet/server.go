@@ -1,0 +1,168 @@
+package kubelet
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"minik/kubelet/runtime"
+	"minik/proto/cri"
+)
+
+// serve runs the kubelet's HTTPS endpoint: /containerLogs for the
+// apiserver's pods/log, and /healthz. Clients must present a certificate
+// signed by the cluster CA, of the apiserver (group system:masters).
+func (k *Kubelet) serve(ctx context.Context, l net.Listener) error {
+	cert, err := tls.LoadX509KeyPair(k.cfg.TLSCertFile, k.cfg.TLSKeyFile)
+	if err != nil {
+		return fmt.Errorf("kubelet serving certificate: %w", err)
+	}
+	caPEM, err := os.ReadFile(k.cfg.ClientCAFile)
+	if err != nil {
+		return fmt.Errorf("kubelet client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return errors.New("kubelet client CA: no certificate found")
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.containerLogs)
+	srv := &http.Server{
+		Handler: authorizeClient(mux),
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
+			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// authorizeClient admits only the apiserver and admins (system:masters).
+func authorizeClient(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		subj := r.TLS.PeerCertificates[0].Subject
+		if !slices.Contains(subj.Organization, "system:masters") && subj.CommonName != "kube-apiserver-kubelet-client" {
+			http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=get, resource=nodes, subresource=proxy)", subj.CommonName), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// findPod finds a pod this kubelet runs by namespace and name (static pods
+// by their mirror's name too).
+func (k *Kubelet) findPod(ns, name string) *podWorker {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, w := range k.workers {
+		w.mu.Lock()
+		p := w.pod
+		w.mu.Unlock()
+		if p != nil && p.Namespace == ns && p.Name == name {
+			return w
+		}
+	}
+	return nil
+}
+
+func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
+	ns, name, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	pw := k.findPod(ns, name)
+	if pw == nil {
+		http.Error(w, fmt.Sprintf("pod %s/%s not found on node %s", ns, name, k.cfg.NodeName), http.StatusNotFound)
+		return
+	}
+	q := r.URL.Query()
+	previous, _ := strconv.ParseBool(q.Get("previous"))
+	follow, _ := strconv.ParseBool(q.Get("follow"))
+	tail := int64(-1)
+	if v := q.Get("tailLines"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			http.Error(w, "tailLines must be a non-negative integer", http.StatusBadRequest)
+			return
+		}
+		tail = n
+	}
+	limit, _ := strconv.ParseInt(q.Get("limitBytes"), 10, 64)
+	obs, err := k.observe(r.Context(), pw.uid)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	cur, prev := obs.latest(container)
+	target := cur
+	if previous {
+		// The previous instance: the one before the current, or the
+		// current one when it exited and waits to restart.
+		target = prev
+		if cur != nil && cur.State == cri.ContainerState_CONTAINER_EXITED && prev == nil {
+			target = cur
+		}
+		if target == nil {
+			http.Error(w, fmt.Sprintf("previous terminated container %q in pod %q not found", container, name), http.StatusBadRequest)
+			return
+		}
+	}
+	if target == nil {
+		http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, name, waitingReason(pw, container)), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(http.StatusOK)
+	fw := &flushWriter{w: w}
+	if f, ok := w.(http.Flusher); ok {
+		fw.f = f
+	}
+	_ = k.rt.ReadLog(r.Context(), &cri.ReadLogRequest{ContainerId: target.Id, Follow: follow, TailLines: tail, LimitBytes: limit}, fw)
+}
+
+func waitingReason(pw *podWorker, container string) string {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	if w, ok := pw.state.waiting[container]; ok {
+		return w.Reason
+	}
+	return "ContainerCreating"
+}
+
+type flushWriter struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func (f *flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if f.f != nil {
+		f.f.Flush()
+	}
+	return n, err
+}
+
+var _ = runtime.Tail
+var _ = strings.TrimSpace
+var _ corev1.Pod

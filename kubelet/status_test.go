@@ -1,0 +1,134 @@
+package kubelet
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func condition(s corev1.PodStatus, t corev1.PodConditionType) corev1.ConditionStatus {
+	for _, c := range s.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func TestComputePodStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		pod         *corev1.Pod
+		obs         *observed
+		state       func(*podState)
+		phase       corev1.PodPhase
+		ready       corev1.ConditionStatus
+		initialized corev1.ConditionStatus
+		waiting     string // reason of the first app container's waiting state
+		terminated  string // reason of its terminated state
+		restarts    int32
+	}{
+		{name: "a pod without containers yet is Pending, ContainerCreating", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Obj(),
+			phase: corev1.PodPending, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, waiting: reasonContainerCreating},
+		{name: "app containers wait with PodInitializing while init runs", pod: makePod("a").Init("i").Obj(), obs: makeObs().Sandbox(true).Running("i", 0).Obj(),
+			phase: corev1.PodPending, ready: corev1.ConditionFalse, initialized: corev1.ConditionFalse, waiting: reasonPodInitializing},
+		{name: "a running container without probes is ready", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Running("a", 0).Obj(),
+			phase: corev1.PodRunning, ready: corev1.ConditionTrue, initialized: corev1.ConditionTrue},
+		{name: "a readiness probe not yet passed keeps the pod unready", pod: makePod("a").Readiness().Obj(), obs: makeObs().Sandbox(true).Running("a", 0).Obj(),
+			phase: corev1.PodRunning, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue},
+		{name: "a passed readiness probe makes it ready", pod: makePod("a").Readiness().Obj(), obs: makeObs().Sandbox(true).Running("a", 0).Obj(),
+			state: func(s *podState) { s.ready["a-0"] = true }, phase: corev1.PodRunning, ready: corev1.ConditionTrue, initialized: corev1.ConditionTrue},
+		{name: "a crash-looping container is Running, CrashLoopBackOff, with its restarts", pod: makePod("a").Obj(),
+			obs:   makeObs().Sandbox(true).Exited("a", 1, 3, t0).Obj(),
+			state: func(s *podState) { s.backOff["a"] = 40 * time.Second },
+			phase: corev1.PodRunning, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, waiting: reasonCrashLoopBackOff, restarts: 3},
+		{name: "all succeeded with Never is Succeeded", pod: makePod("a").Policy(corev1.RestartPolicyNever).Obj(),
+			obs: makeObs().Sandbox(false).Exited("a", 0, 0, t0).Obj(), phase: corev1.PodSucceeded, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, terminated: "Completed"},
+		{name: "a failure with Never is Failed", pod: makePod("a").Policy(corev1.RestartPolicyNever).Obj(),
+			obs: makeObs().Sandbox(false).Exited("a", 3, 0, t0).Obj(), phase: corev1.PodFailed, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, terminated: "Error"},
+		{name: "a failed init container with Never fails the pod", pod: makePod("a").Init("i").Policy(corev1.RestartPolicyNever).Obj(),
+			obs: makeObs().Sandbox(true).Exited("i", 1, 0, t0).Obj(), phase: corev1.PodFailed, ready: corev1.ConditionFalse, initialized: corev1.ConditionFalse, waiting: reasonPodInitializing},
+		{name: "an image pull failure shows as the waiting reason", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Obj(),
+			state: func(s *podState) { s.waiting["a"] = waiting{Reason: reasonImagePullBackOff} },
+			phase: corev1.PodPending, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, waiting: reasonImagePullBackOff},
+		{name: "a rejected pod is Failed with the admission reason", pod: makePod("a").Obj(), obs: makeObs().Obj(),
+			state: func(s *podState) { s.rejected = &admitResult{Reason: reasonOutOfCPU, Message: "no cpu"} }, phase: corev1.PodFailed},
+		{name: "a terminal phase never changes back", pod: makePod("a").Phase(corev1.PodSucceeded).Obj(),
+			obs: makeObs().Sandbox(false).Exited("a", 0, 0, t0).Obj(), phase: corev1.PodSucceeded, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, terminated: "Completed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newPodState()
+			st.startTime = t0
+			if tc.state != nil {
+				tc.state(st)
+			}
+			s := computePodStatus(tc.pod, tc.obs, st, t0, "192.168.1.1")
+			if s.Phase != tc.phase {
+				t.Errorf("phase %s, want %s", s.Phase, tc.phase)
+			}
+			if tc.ready != "" && condition(s, corev1.PodReady) != tc.ready {
+				t.Errorf("Ready %s, want %s", condition(s, corev1.PodReady), tc.ready)
+			}
+			if tc.ready != "" && condition(s, corev1.ContainersReady) != tc.ready {
+				t.Errorf("ContainersReady %s, want %s", condition(s, corev1.ContainersReady), tc.ready)
+			}
+			if tc.initialized != "" && condition(s, corev1.PodInitialized) != tc.initialized {
+				t.Errorf("Initialized %s, want %s", condition(s, corev1.PodInitialized), tc.initialized)
+			}
+			if tc.phase == corev1.PodFailed && tc.ready == "" {
+				if s.Reason != reasonOutOfCPU {
+					t.Errorf("reason %q, want %q", s.Reason, reasonOutOfCPU)
+				}
+				return
+			}
+			if s.HostIP != "192.168.1.1" || s.StartTime == nil || s.QOSClass != corev1.PodQOSBestEffort {
+				t.Errorf("hostIP %q startTime %v qos %q", s.HostIP, s.StartTime, s.QOSClass)
+			}
+			cs := s.ContainerStatuses[0]
+			gotWaiting, gotTerm := "", ""
+			if cs.State.Waiting != nil {
+				gotWaiting = cs.State.Waiting.Reason
+			}
+			if cs.State.Terminated != nil {
+				gotTerm = cs.State.Terminated.Reason
+			}
+			if gotWaiting != tc.waiting || gotTerm != tc.terminated {
+				t.Errorf("state waiting %q terminated %q, want %q %q", gotWaiting, gotTerm, tc.waiting, tc.terminated)
+			}
+			if cs.RestartCount != tc.restarts {
+				t.Errorf("restartCount %d, want %d", cs.RestartCount, tc.restarts)
+			}
+			if tc.waiting == reasonCrashLoopBackOff && cs.LastTerminationState.Terminated == nil {
+				t.Error("a crash-looping container has no lastState.terminated")
+			}
+		})
+	}
+}
+
+func TestQOSClass(t *testing.T) {
+	q := resource.MustParse
+	for _, tc := range []struct {
+		name string
+		res  corev1.ResourceRequirements
+		want corev1.PodQOSClass
+	}{
+		{"no requests or limits is BestEffort", corev1.ResourceRequirements{}, corev1.PodQOSBestEffort},
+		{"equal requests and limits is Guaranteed", corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("1Gi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("1Gi")}}, corev1.PodQOSGuaranteed},
+		{"limits alone are Guaranteed", corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("1Gi")}}, corev1.PodQOSGuaranteed},
+		{"a request alone is Burstable", corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: q("1Gi")}}, corev1.PodQOSBurstable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := makePod("a").Obj()
+			p.Spec.Containers[0].Resources = tc.res
+			if got := qosClass(p); got != tc.want {
+				t.Errorf("qosClass = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,295 @@
+package kubelet
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"minik/kubelet/runtime"
+	"minik/proto/cri"
+)
+
+// Crash-loop and image-pull back-off: the first restart is immediate, then
+// 10s doubling to 5 minutes; a container that ran 10 minutes resets it.
+const (
+	initialBackOff = 10 * time.Second
+	maxBackOff     = 5 * time.Minute
+	backOffReset   = 10 * time.Minute
+)
+
+// observed is what the runtime holds for one pod, newest first.
+type observed struct {
+	Sandboxes  []*cri.PodSandbox
+	Containers []*cri.ContainerStatus
+}
+
+// latest returns the newest container named name and the one before it.
+func (o *observed) latest(name string) (cur, prev *cri.ContainerStatus) {
+	for _, c := range o.Containers {
+		if c.Metadata.GetName() != name {
+			continue
+		}
+		if cur == nil {
+			cur = c
+		} else if prev == nil {
+			prev = c
+		}
+	}
+	return cur, prev
+}
+
+// readySandbox returns the newest ready sandbox, if any.
+func (o *observed) readySandbox() *cri.PodSandbox {
+	for _, sb := range o.Sandboxes {
+		if sb.State == cri.PodSandboxState_SANDBOX_READY {
+			return sb
+		}
+	}
+	return nil
+}
+
+func (o *observed) sort() {
+	sort.SliceStable(o.Sandboxes, func(i, j int) bool { return o.Sandboxes[i].CreatedAt > o.Sandboxes[j].CreatedAt })
+	sort.SliceStable(o.Containers, func(i, j int) bool { return o.Containers[i].CreatedAt > o.Containers[j].CreatedAt })
+}
+
+// waiting is why a container cannot start yet, and until when.
+type waiting struct {
+	Reason, Message string
+	Until           time.Time
+}
+
+// podState is the kubelet's memory about one pod, beyond the runtime's.
+// Only the driver changes it; the step reads it.
+type podState struct {
+	// backOff is the current crash-loop back-off per container name.
+	backOff map[string]time.Duration
+	// waiting holds start failures (image pull, config errors) per name.
+	waiting map[string]waiting
+	// probe results per container ID.
+	ready, started map[string]bool
+	// unhealthy: liveness or startup probe failed; the container must be killed.
+	unhealthy map[string]string
+	// startTime is when the kubelet first saw the pod.
+	startTime time.Time
+	// rejected is set when admission refused the pod.
+	rejected *admitResult
+	admitted bool
+	// terminal: every container finished for good and the sandbox is stopped.
+	terminal bool
+}
+
+func newPodState() *podState {
+	return &podState{backOff: map[string]time.Duration{}, waiting: map[string]waiting{},
+		ready: map[string]bool{}, started: map[string]bool{}, unhealthy: map[string]string{}}
+}
+
+// kill is one container to stop.
+type kill struct {
+	ID, Name, Message string
+}
+
+// actions is what the driver must do next for a pod. The zero value
+// means nothing.
+type actions struct {
+	// KillPod stops every container and the sandbox (then CreateSandbox,
+	// if set, starts over).
+	KillPod       bool
+	CreateSandbox bool
+	// Kill stops single containers (failed liveness, changed spec).
+	Kill []kill
+	// Start starts these containers (init containers one at a time).
+	Start []startContainer
+	// Remove removes stale containers (created but never started).
+	Remove []string
+	// MarkPullBackOff turns ErrImagePull into ImagePullBackOff.
+	MarkPullBackOff []string
+	// Terminal: every container is done for good; stop the sandbox.
+	Terminal bool
+	// WakeAt asks for another sync then (a back-off ends).
+	WakeAt time.Time
+}
+
+type startContainer struct {
+	Container *corev1.Container
+	Init      bool
+	// RestartCount of the new container.
+	RestartCount int
+	// Previous is the exited container it replaces ("" for the first).
+	Previous *cri.ContainerStatus
+}
+
+func (a *actions) empty() bool {
+	return !a.KillPod && !a.CreateSandbox && len(a.Kill) == 0 && len(a.Start) == 0 &&
+		len(a.Remove) == 0 && len(a.MarkPullBackOff) == 0 && !a.Terminal
+}
+
+func (a *actions) wake(t time.Time) {
+	if a.WakeAt.IsZero() || t.Before(a.WakeAt) {
+		a.WakeAt = t
+	}
+}
+
+// restartCount is the count a container was created with.
+func restartCount(c *cri.ContainerStatus) int {
+	if c == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(c.Annotations[runtime.AnnotationRestartCount])
+	return n
+}
+
+func shouldRestart(policy corev1.RestartPolicy, c *cri.ContainerStatus) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return c.ExitCode != 0
+	}
+	return true
+}
+
+// backOffUntil is when a container that exited may start again.
+func backOffUntil(st *podState, name string, c *cri.ContainerStatus) time.Time {
+	d := st.backOff[name]
+	if d == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, c.FinishedAt).Add(d)
+}
+
+// computePodActions is the kubelet's step function: from the pod's spec,
+// what the runtime holds and what the kubelet remembers, it decides what
+// to do next. It has no side effects.
+func computePodActions(pod *corev1.Pod, obs *observed, st *podState, now time.Time) actions {
+	var a actions
+	if podIsTerminal(pod, st) {
+		if obs.readySandbox() != nil {
+			a.Terminal = true // stop what still runs
+		}
+		return a
+	}
+	sb := obs.readySandbox()
+	if sb == nil {
+		if len(obs.Sandboxes) > 0 && (pod.Spec.RestartPolicy == corev1.RestartPolicyNever && len(obs.Containers) > 0) {
+			return a // finished, or its sandbox died and it must not restart
+		}
+		a.KillPod = len(obs.Sandboxes) > 0
+		a.CreateSandbox = true
+		return a
+	}
+	// Stale containers that were created but never started.
+	for _, c := range obs.Containers {
+		if c.State == cri.ContainerState_CONTAINER_CREATED {
+			a.Remove = append(a.Remove, c.Id)
+		}
+	}
+	if len(a.Remove) > 0 {
+		return a
+	}
+	// Unhealthy containers are killed; their restart follows their exit.
+	for _, c := range obs.Containers {
+		if c.State == cri.ContainerState_CONTAINER_RUNNING {
+			if msg, ok := st.unhealthy[c.Id]; ok {
+				a.Kill = append(a.Kill, kill{ID: c.Id, Name: c.Metadata.GetName(), Message: msg})
+			}
+		}
+	}
+	if len(a.Kill) > 0 {
+		return a
+	}
+	// Init containers, in order, each to completion.
+	for i := range pod.Spec.InitContainers {
+		ic := &pod.Spec.InitContainers[i]
+		cur, _ := obs.latest(ic.Name)
+		switch {
+		case cur == nil:
+			startOrWait(&a, st, ic, true, nil, now)
+			return a
+		case cur.State == cri.ContainerState_CONTAINER_RUNNING:
+			return a
+		case cur.ExitCode == 0:
+			continue
+		case pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
+			a.Terminal = true
+			return a
+		default:
+			if until := backOffUntil(st, ic.Name, cur); now.Before(until) {
+				a.wake(until)
+				return a
+			}
+			startOrWait(&a, st, ic, true, cur, now)
+			return a
+		}
+	}
+	done := 0
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		cur, _ := obs.latest(c.Name)
+		switch {
+		case cur == nil:
+			startOrWait(&a, st, c, false, nil, now)
+		case cur.State == cri.ContainerState_CONTAINER_RUNNING:
+		case !shouldRestart(pod.Spec.RestartPolicy, cur):
+			done++
+		default:
+			if until := backOffUntil(st, c.Name, cur); now.Before(until) {
+				a.wake(until)
+				continue
+			}
+			startOrWait(&a, st, c, false, cur, now)
+		}
+	}
+	if done == len(pod.Spec.Containers) {
+		a.Terminal = true
+	}
+	return a
+}
+
+// startOrWait starts a container unless a start failure holds it back.
+func startOrWait(a *actions, st *podState, c *corev1.Container, init bool, prev *cri.ContainerStatus, now time.Time) {
+	if w, ok := st.waiting[c.Name]; ok && now.Before(w.Until) {
+		if w.Reason == reasonErrImagePull {
+			a.MarkPullBackOff = append(a.MarkPullBackOff, c.Name)
+		}
+		a.wake(w.Until)
+		return
+	}
+	n := 0
+	if prev != nil {
+		n = restartCount(prev) + 1
+	}
+	a.Start = append(a.Start, startContainer{Container: c, Init: init, RestartCount: n, Previous: prev})
+}
+
+// nextBackOff is the back-off to apply after restarting a container whose
+// previous instance is prev.
+func nextBackOff(cur time.Duration, prev *cri.ContainerStatus) time.Duration {
+	if prev == nil {
+		return 0
+	}
+	if prev.StartedAt != 0 && prev.FinishedAt-prev.StartedAt >= int64(backOffReset) {
+		return initialBackOff
+	}
+	switch {
+	case cur == 0:
+		return initialBackOff
+	case cur*2 > maxBackOff:
+		return maxBackOff
+	}
+	return cur * 2
+}
+
+// podIsTerminal reports whether the pod is done for good: its phase is
+// Succeeded or Failed.
+func podIsTerminal(pod *corev1.Pod, st *podState) bool {
+	p := pod.Status.Phase
+	return st.terminal || p == corev1.PodSucceeded || p == corev1.PodFailed
+}
+
+func backOffMessage(d time.Duration, c, pod string) string {
+	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, c, pod)
+}

@@ -1,0 +1,290 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ScorePluginWeight is a score plugin with its weight in the total.
+type ScorePluginWeight struct {
+	Plugin ScorePlugin
+	Weight int64
+}
+
+// Profile lists the plugins of a scheduler, in the order they run.
+type Profile struct {
+	// SchedulerName is the spec.schedulerName of the pods this profile
+	// schedules. Default "default-scheduler".
+	SchedulerName string
+	PreFilter     []PreFilterPlugin
+	Filter        []FilterPlugin
+	PostFilter    []PostFilterPlugin
+	PreScore      []PreScorePlugin
+	Score         []ScorePluginWeight
+	Bind          []BindPlugin
+	// PercentageOfNodesToScore: once this share of the nodes is found
+	// feasible, filtering stops. 0 means adaptive (50% minus 1% per 125
+	// nodes, at least 5%); 100 means every node. Clusters under 100 nodes
+	// are always searched entirely.
+	PercentageOfNodesToScore int32
+	// Parallelism is the number of goroutines filtering and scoring nodes.
+	// Default GOMAXPROCS.
+	Parallelism int
+}
+
+// Framework runs a Profile's plugins.
+type Framework struct {
+	Profile
+	// NominatedPods, if set, returns the pods nominated to a node (by
+	// earlier preemptions) that are at least as important as pod. Filters
+	// count them as if they were already there, so that lower-priority pods
+	// do not take the room being made for them.
+	NominatedPods func(node string, pod *corev1.Pod) []*corev1.Pod
+	// KeepRawScores makes RunScore also return each plugin's scores before
+	// normalization (for explanations; it costs an allocation per plugin).
+	KeepRawScores bool
+}
+
+// New returns a Framework for p.
+func New(p Profile) *Framework {
+	if p.SchedulerName == "" {
+		p.SchedulerName = corev1.DefaultSchedulerName
+	}
+	if p.Parallelism <= 0 {
+		p.Parallelism = runtime.GOMAXPROCS(0)
+	}
+	return &Framework{Profile: p}
+}
+
+// RunPreFilter runs every PreFilter plugin. A rejection from one of them
+// rejects the pod on every node.
+func (f *Framework) RunPreFilter(state *CycleState, pod *corev1.Pod, snap SharedLister) *Status {
+	for _, pl := range f.PreFilter {
+		s := pl.PreFilter(state, pod, snap)
+		switch {
+		case s.IsSkip():
+			state.skipFilter[pl.Name()] = true
+		case !s.IsSuccess():
+			return s.WithPlugin(pl.Name())
+		}
+	}
+	state.filters = make([]FilterPlugin, 0, len(f.Filter))
+	for _, pl := range f.Filter {
+		if !state.skipFilter[pl.Name()] {
+			state.filters = append(state.filters, pl)
+		}
+	}
+	return nil
+}
+
+// RunFilter runs the Filter plugins on one node and stops at the first
+// rejection. Plugins whose PreFilter returned Skip are left out.
+func (f *Framework) RunFilter(state *CycleState, pod *corev1.Pod, node *NodeInfo) *Status {
+	filters := state.filters
+	if filters == nil { // RunPreFilter was not called
+		filters = f.Filter
+	}
+	for _, pl := range filters {
+		if s := pl.Filter(state, pod, node); !s.IsSuccess() {
+			return s.WithPlugin(pl.Name())
+		}
+	}
+	return nil
+}
+
+// RunFilterWithNominated runs RunFilter on a node as if the pods
+// nominated to it were already running there.
+func (f *Framework) RunFilterWithNominated(state *CycleState, pod *corev1.Pod, node *NodeInfo) *Status {
+	if f.NominatedPods != nil {
+		if noms := f.NominatedPods(node.Node().Name, pod); len(noms) > 0 {
+			node = node.Clone()
+			for _, p := range noms {
+				node.AddPod(p)
+			}
+		}
+	}
+	return f.RunFilter(state, pod, node)
+}
+
+// PluginVerdict is one filter's verdict on one node, for explanations.
+type PluginVerdict struct {
+	Plugin string
+	Status *Status // nil: passed
+	Skip   bool    // the plugin had nothing to check for this pod
+}
+
+// RunFilterAll runs every Filter plugin on a node, without stopping at a
+// rejection, so that `minik explain` can show each one's verdict.
+func (f *Framework) RunFilterAll(state *CycleState, pod *corev1.Pod, node *NodeInfo) []PluginVerdict {
+	out := make([]PluginVerdict, 0, len(f.Filter))
+	for _, pl := range f.Filter {
+		if state.skipFilter[pl.Name()] {
+			out = append(out, PluginVerdict{Plugin: pl.Name(), Skip: true})
+			continue
+		}
+		out = append(out, PluginVerdict{Plugin: pl.Name(), Status: pl.Filter(state, pod, node).WithPlugin(pl.Name())})
+	}
+	return out
+}
+
+// RunPreScore runs every PreScore plugin over the feasible nodes.
+func (f *Framework) RunPreScore(state *CycleState, pod *corev1.Pod, nodes []*NodeInfo, snap SharedLister) *Status {
+	for _, pl := range f.PreScore {
+		s := pl.PreScore(state, pod, nodes, snap)
+		switch {
+		case s.IsSkip():
+			state.skipScore[pl.Name()] = true
+		case !s.IsSuccess():
+			return s.WithPlugin(pl.Name())
+		}
+	}
+	return nil
+}
+
+// PluginScores is every score plugin's normalized (0..100) score for each
+// node, in the order of the nodes given to RunScore.
+type PluginScores struct {
+	Plugin string
+	Weight int64
+	Raw    []int64 // before normalization
+	Scores []int64 // normalized, before weighting
+	Skip   bool
+}
+
+// RunScore scores nodes with every Score plugin, normalizes, weighs and
+// sums. It returns the totals and each plugin's scores.
+func (f *Framework) RunScore(ctx context.Context, state *CycleState, pod *corev1.Pod, nodes []*NodeInfo) ([]NodeScore, []PluginScores, *Status) {
+	per := make([]PluginScores, len(f.Score))
+	for i, w := range f.Score {
+		per[i] = PluginScores{Plugin: w.Plugin.Name(), Weight: w.Weight, Skip: state.skipScore[w.Plugin.Name()]}
+		if !per[i].Skip {
+			per[i].Scores = make([]int64, len(nodes))
+		}
+	}
+	var firstErr atomic.Pointer[Status]
+	Parallelize(ctx, f.Parallelism, len(nodes), func(n int) {
+		for i, w := range f.Score {
+			if per[i].Skip {
+				continue
+			}
+			s, st := w.Plugin.Score(state, pod, nodes[n])
+			if !st.IsSuccess() {
+				firstErr.CompareAndSwap(nil, st.WithPlugin(w.Plugin.Name()))
+				return
+			}
+			per[i].Scores[n] = s
+		}
+	})
+	if st := firstErr.Load(); st != nil {
+		return nil, nil, st
+	}
+	totals := make([]NodeScore, len(nodes))
+	for n, ni := range nodes {
+		totals[n].Name = ni.Node().Name
+	}
+	scratch := make([]NodeScore, len(nodes))
+	for i, w := range f.Score {
+		if per[i].Skip {
+			continue
+		}
+		if f.KeepRawScores {
+			per[i].Raw = append([]int64(nil), per[i].Scores...)
+		}
+		for n := range nodes {
+			scratch[n] = NodeScore{Name: totals[n].Name, Score: per[i].Scores[n]}
+		}
+		if st := w.Plugin.NormalizeScore(state, pod, scratch); !st.IsSuccess() {
+			return nil, nil, st.WithPlugin(w.Plugin.Name())
+		}
+		for n := range nodes {
+			s := scratch[n].Score
+			if s < MinNodeScore || s > MaxNodeScore {
+				return nil, nil, NewStatus(Error, fmt.Sprintf("plugin %s gave node %s the score %d, outside 0..%d", w.Plugin.Name(), totals[n].Name, s, MaxNodeScore))
+			}
+			per[i].Scores[n] = s
+			totals[n].Score += s * w.Weight
+		}
+	}
+	return totals, per, nil
+}
+
+// RunPostFilter runs the PostFilter plugins until one proposes a node.
+func (f *Framework) RunPostFilter(state *CycleState, pod *corev1.Pod, snap SharedLister, statuses NodeToStatus) (*PostFilterResult, *Status) {
+	var last *Status
+	for _, pl := range f.PostFilter {
+		r, s := pl.PostFilter(state, pod, f, snap, statuses)
+		if s.IsSuccess() {
+			return r, nil
+		}
+		last = s.WithPlugin(pl.Name())
+		if s.Code() == Error {
+			return nil, last
+		}
+	}
+	if last == nil {
+		last = NewStatus(Unschedulable)
+	}
+	return nil, last
+}
+
+// RunBind runs the first Bind plugin.
+func (f *Framework) RunBind(ctx context.Context, pod *corev1.Pod, nodeName string) *Status {
+	for _, pl := range f.Bind {
+		return pl.Bind(ctx, pod, nodeName).WithPlugin(pl.Name())
+	}
+	return NewStatus(Error, "no bind plugin configured")
+}
+
+// NumFeasibleNodesToFind returns how many feasible nodes to look for
+// among numAllNodes before stopping, following percentageOfNodesToScore.
+func (f *Framework) NumFeasibleNodesToFind(numAllNodes int) int {
+	const minFeasibleNodesToFind, minFeasibleNodesPercentageToFind = 100, 5
+	if numAllNodes < minFeasibleNodesToFind {
+		return numAllNodes
+	}
+	pct := int(f.PercentageOfNodesToScore)
+	if pct <= 0 {
+		pct = max(50-numAllNodes/125, minFeasibleNodesPercentageToFind)
+	}
+	if pct >= 100 {
+		return numAllNodes
+	}
+	return max(numAllNodes*pct/100, minFeasibleNodesToFind)
+}
+
+// Parallelize calls fn(i) for i in [0, n) on up to workers goroutines and
+// returns when all calls are done or ctx is cancelled (calls not yet
+// started are then skipped).
+func Parallelize(ctx context.Context, workers, n int, fn func(i int)) {
+	if n == 0 {
+		return
+	}
+	// Below this many items per worker the goroutines cost more than they save.
+	const minPerWorker = 32
+	workers = min(workers, (n+minPerWorker-1)/minPerWorker)
+	if workers <= 1 {
+		for i := 0; i < n && ctx.Err() == nil; i++ {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
+}

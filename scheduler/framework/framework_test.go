@@ -1,0 +1,114 @@
+package framework
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestNumFeasibleNodesToFind(t *testing.T) {
+	cases := []struct {
+		name       string
+		percentage int32
+		nodes      int
+		want       int
+	}{
+		{"below 100 nodes every node is searched", 0, 99, 99},
+		{"at 100 nodes the adaptive share (50%) still finds at least 100", 0, 100, 100},
+		{"1000 nodes adaptively: 50 - 1000/125 = 42%", 0, 1000, 420},
+		{"5000 nodes adaptively: 50 - 40 = 10%", 0, 5000, 500},
+		{"6000 nodes adaptively: at least 5%", 0, 6000, 300},
+		{"20000 nodes adaptively: 5%", 0, 20000, 1000},
+		{"a configured 30% of 1000 nodes", 30, 1000, 300},
+		{"a configured share never goes below 100 nodes", 1, 1000, 100},
+		{"100% means every node", 100, 5000, 5000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := New(Profile{PercentageOfNodesToScore: tc.percentage})
+			if got := f.NumFeasibleNodesToFind(tc.nodes); got != tc.want {
+				t.Fatalf("got %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFitErrorMessage(t *testing.T) {
+	taint := NewStatus(UnschedulableAndUnresolvable, "node(s) had untolerated taint {node-role.kubernetes.io/master: }")
+	anti := NewStatus(Unschedulable, "node(s) didn't match pod anti-affinity rules")
+	cases := []struct {
+		name string
+		err  FitError
+		want string
+	}{
+		{"reasons are counted and sorted, as kubectl describe shows them",
+			FitError{NumAllNodes: 3, Statuses: NodeToStatus{"a": taint, "b": anti, "c": anti}},
+			"0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/master: }, 2 node(s) didn't match pod anti-affinity rules."},
+		{"several reasons of one node each count",
+			FitError{NumAllNodes: 1, Statuses: NodeToStatus{"a": NewStatus(Unschedulable, "Insufficient cpu", "Insufficient memory")}},
+			"0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory."},
+		{"the preemption outcome is appended",
+			FitError{NumAllNodes: 1, Statuses: NodeToStatus{"a": NewStatus(Unschedulable, "Insufficient cpu")},
+				PostFilterMsg: "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."},
+			"0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.err.Error(); got != tc.want {
+				t.Fatalf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDefaultNormalizeScore(t *testing.T) {
+	cases := []struct {
+		name    string
+		in      []int64
+		reverse bool
+		want    []int64
+	}{
+		{"the best becomes 100 and the rest in proportion", []int64{1, 2, 4}, false, []int64{25, 50, 100}},
+		{"reversed, the largest becomes 0", []int64{0, 1, 2}, true, []int64{100, 50, 0}},
+		{"all zero stays zero", []int64{0, 0}, false, []int64{0, 0}},
+		{"all zero reversed becomes 100", []int64{0, 0}, true, []int64{100, 100}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			scores := make([]NodeScore, len(tc.in))
+			for i, s := range tc.in {
+				scores[i].Score = s
+			}
+			DefaultNormalizeScore(MaxNodeScore, tc.reverse, scores)
+			for i := range scores {
+				if scores[i].Score != tc.want[i] {
+					t.Fatalf("got %v, want %v", scores, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestToleratesTaint(t *testing.T) {
+	taint := corev1.Taint{Key: "k", Value: "v", Effect: corev1.TaintEffectNoSchedule}
+	cases := []struct {
+		name string
+		tol  corev1.Toleration
+		want bool
+	}{
+		{"Equal with key, value and effect", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpEqual, Value: "v", Effect: corev1.TaintEffectNoSchedule}, true},
+		{"Equal with a different value", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpEqual, Value: "w"}, false},
+		{"Exists with the key and no effect", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists}, true},
+		{"Exists with another key", corev1.Toleration{Key: "j", Operator: corev1.TolerationOpExists}, false},
+		{"an empty key with Exists matches every taint", corev1.Toleration{Operator: corev1.TolerationOpExists}, true},
+		{"an empty key with Equal matches nothing", corev1.Toleration{Operator: corev1.TolerationOpEqual, Value: "v"}, false},
+		{"another effect does not match", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ToleratesTaint(&tc.tol, &taint); got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

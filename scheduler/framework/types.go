@@ -1,0 +1,366 @@
+package framework
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// Default requests that scoring assumes for a container that requests
+// nothing, so that many such pods do not all pile onto one node. Filters
+// use the real requests.
+const (
+	DefaultMilliCPURequest int64 = 100               // 0.1 core
+	DefaultMemoryRequest   int64 = 200 * 1024 * 1024 // 200 MiB
+	// DefaultMaxPods is a node's pod capacity when its allocatable does
+	// not say.
+	DefaultMaxPods = 110
+)
+
+// Resource is an amount of each schedulable resource.
+type Resource struct {
+	MilliCPU         int64
+	Memory           int64 // bytes
+	EphemeralStorage int64 // bytes
+	AllowedPodNumber int
+	// Scalar holds extended resources such as nvidia.com/gpu.
+	Scalar map[corev1.ResourceName]int64
+}
+
+// NewResource converts a ResourceList.
+func NewResource(rl corev1.ResourceList) Resource {
+	var r Resource
+	r.Add(rl)
+	return r
+}
+
+// Add adds every quantity of rl to r.
+func (r *Resource) Add(rl corev1.ResourceList) {
+	for name, q := range rl {
+		switch name {
+		case corev1.ResourceCPU:
+			r.MilliCPU += q.MilliValue()
+		case corev1.ResourceMemory:
+			r.Memory += q.Value()
+		case corev1.ResourceEphemeralStorage:
+			r.EphemeralStorage += q.Value()
+		case corev1.ResourcePods:
+			r.AllowedPodNumber += int(q.Value())
+		default:
+			if IsScalarResourceName(name) {
+				r.SetScalar(name, r.Scalar[name]+q.Value())
+			}
+		}
+	}
+}
+
+// SetMax sets each resource of r to the larger of r's and rl's.
+func (r *Resource) SetMax(rl corev1.ResourceList) {
+	for name, q := range rl {
+		switch name {
+		case corev1.ResourceCPU:
+			r.MilliCPU = max(r.MilliCPU, q.MilliValue())
+		case corev1.ResourceMemory:
+			r.Memory = max(r.Memory, q.Value())
+		case corev1.ResourceEphemeralStorage:
+			r.EphemeralStorage = max(r.EphemeralStorage, q.Value())
+		default:
+			if IsScalarResourceName(name) {
+				r.SetScalar(name, max(r.Scalar[name], q.Value()))
+			}
+		}
+	}
+}
+
+// SetScalar sets an extended resource.
+func (r *Resource) SetScalar(name corev1.ResourceName, v int64) {
+	if r.Scalar == nil {
+		r.Scalar = map[corev1.ResourceName]int64{}
+	}
+	r.Scalar[name] = v
+}
+
+// AddResource adds o to r (sign -1 subtracts it).
+func (r *Resource) AddResource(o Resource, sign int64) {
+	r.MilliCPU += sign * o.MilliCPU
+	r.Memory += sign * o.Memory
+	r.EphemeralStorage += sign * o.EphemeralStorage
+	r.AllowedPodNumber += int(sign) * o.AllowedPodNumber
+	for name, v := range o.Scalar {
+		r.SetScalar(name, r.Scalar[name]+sign*v)
+	}
+}
+
+// Clone returns a deep copy.
+func (r Resource) Clone() Resource {
+	c := r
+	if r.Scalar != nil {
+		c.Scalar = make(map[corev1.ResourceName]int64, len(r.Scalar))
+		for k, v := range r.Scalar {
+			c.Scalar[k] = v
+		}
+	}
+	return c
+}
+
+// Get returns the amount of one resource by name.
+func (r Resource) Get(name corev1.ResourceName) int64 {
+	switch name {
+	case corev1.ResourceCPU:
+		return r.MilliCPU
+	case corev1.ResourceMemory:
+		return r.Memory
+	case corev1.ResourceEphemeralStorage:
+		return r.EphemeralStorage
+	case corev1.ResourcePods:
+		return int64(r.AllowedPodNumber)
+	}
+	return r.Scalar[name]
+}
+
+// IsScalarResourceName reports whether name is an extended resource
+// (e.g. nvidia.com/gpu) or hugepages: anything with a domain that is not
+// kubernetes.io, or a hugepages- prefix.
+func IsScalarResourceName(name corev1.ResourceName) bool {
+	s := string(name)
+	if len(s) > len("hugepages-") && s[:len("hugepages-")] == "hugepages-" {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			domain := s[:i]
+			return domain != "kubernetes.io" && !hasSuffix(domain, ".kubernetes.io")
+		}
+	}
+	return false
+}
+
+func hasSuffix(s, suffix string) bool {
+	return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix
+}
+
+// PodRequests returns what a pod asks for: the larger of its largest init
+// container and the sum of its containers, plus its overhead. With
+// nonZero, a container that requests no cpu or memory counts as
+// DefaultMilliCPURequest and DefaultMemoryRequest (for scoring).
+func PodRequests(pod *corev1.Pod, nonZero bool) Resource {
+	var sum Resource
+	for i := range pod.Spec.Containers {
+		req := pod.Spec.Containers[i].Resources.Requests
+		sum.Add(req)
+		if nonZero {
+			if _, ok := req[corev1.ResourceCPU]; !ok || req.Cpu().IsZero() {
+				sum.MilliCPU += DefaultMilliCPURequest
+			}
+			if _, ok := req[corev1.ResourceMemory]; !ok || req.Memory().IsZero() {
+				sum.Memory += DefaultMemoryRequest
+			}
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		sum.SetMax(pod.Spec.InitContainers[i].Resources.Requests)
+	}
+	sum.Add(pod.Spec.Overhead)
+	sum.AllowedPodNumber = 0
+	return sum
+}
+
+// AffinityTerm is a pod (anti-)affinity term with its selectors parsed.
+type AffinityTerm struct {
+	// Namespaces the term selects by name. With a nil NamespaceSelector
+	// and no names, the term selects the owning pod's namespace.
+	Namespaces sets.Set[string]
+	// NamespaceSelector selects namespaces by their labels; nil: none.
+	NamespaceSelector labels.Selector
+	Selector          labels.Selector
+	TopologyKey       string
+}
+
+// Matches reports whether pod (in a namespace with labels nsLabels)
+// is selected by the term.
+func (t *AffinityTerm) Matches(pod *corev1.Pod, nsLabels labels.Set) bool {
+	if !t.Namespaces.Has(pod.Namespace) && (t.NamespaceSelector == nil || !t.NamespaceSelector.Matches(nsLabels)) {
+		return false
+	}
+	return t.Selector.Matches(labels.Set(pod.Labels))
+}
+
+// WeightedAffinityTerm is a preferred term with its weight (1-100).
+type WeightedAffinityTerm struct {
+	AffinityTerm
+	Weight int32
+}
+
+// PodInfo is a pod with what the scheduler derives from it once: its
+// requests and parsed affinity terms.
+type PodInfo struct {
+	Pod                        *corev1.Pod
+	Requests                   Resource // real requests
+	NonZeroRequests            Resource // requests with defaults, for scoring
+	RequiredAffinityTerms      []AffinityTerm
+	RequiredAntiAffinityTerms  []AffinityTerm
+	PreferredAffinityTerms     []WeightedAffinityTerm
+	PreferredAntiAffinityTerms []WeightedAffinityTerm
+	// ParseError is set when a term's selector is invalid; such a pod
+	// cannot be scheduled.
+	ParseError error
+}
+
+// NewPodInfo computes a PodInfo.
+func NewPodInfo(pod *corev1.Pod) *PodInfo {
+	pi := &PodInfo{Pod: pod, Requests: PodRequests(pod, false), NonZeroRequests: PodRequests(pod, true)}
+	if a := pod.Spec.Affinity; a != nil {
+		if pa := a.PodAffinity; pa != nil {
+			pi.RequiredAffinityTerms = pi.terms(pa.RequiredDuringSchedulingIgnoredDuringExecution)
+			pi.PreferredAffinityTerms = pi.weightedTerms(pa.PreferredDuringSchedulingIgnoredDuringExecution)
+		}
+		if paa := a.PodAntiAffinity; paa != nil {
+			pi.RequiredAntiAffinityTerms = pi.terms(paa.RequiredDuringSchedulingIgnoredDuringExecution)
+			pi.PreferredAntiAffinityTerms = pi.weightedTerms(paa.PreferredDuringSchedulingIgnoredDuringExecution)
+		}
+	}
+	return pi
+}
+
+func (pi *PodInfo) terms(in []corev1.PodAffinityTerm) []AffinityTerm {
+	out := make([]AffinityTerm, 0, len(in))
+	for i := range in {
+		t, err := newAffinityTerm(pi.Pod, &in[i])
+		if err != nil {
+			pi.ParseError = err
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func (pi *PodInfo) weightedTerms(in []corev1.WeightedPodAffinityTerm) []WeightedAffinityTerm {
+	out := make([]WeightedAffinityTerm, 0, len(in))
+	for i := range in {
+		t, err := newAffinityTerm(pi.Pod, &in[i].PodAffinityTerm)
+		if err != nil {
+			pi.ParseError = err
+			continue
+		}
+		out = append(out, WeightedAffinityTerm{AffinityTerm: t, Weight: in[i].Weight})
+	}
+	return out
+}
+
+func newAffinityTerm(pod *corev1.Pod, t *corev1.PodAffinityTerm) (AffinityTerm, error) {
+	sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
+	if err != nil {
+		return AffinityTerm{}, err
+	}
+	// matchLabelKeys / mismatchLabelKeys add the incoming pod's values.
+	for _, k := range t.MatchLabelKeys {
+		if v, ok := pod.Labels[k]; ok {
+			r, err := labels.NewRequirement(k, "in", []string{v})
+			if err == nil {
+				sel = sel.Add(*r)
+			}
+		}
+	}
+	for _, k := range t.MismatchLabelKeys {
+		if v, ok := pod.Labels[k]; ok {
+			r, err := labels.NewRequirement(k, "notin", []string{v})
+			if err == nil {
+				sel = sel.Add(*r)
+			}
+		}
+	}
+	at := AffinityTerm{Namespaces: sets.New(t.Namespaces...), Selector: sel, TopologyKey: t.TopologyKey}
+	if t.NamespaceSelector != nil {
+		ns, err := metav1.LabelSelectorAsSelector(t.NamespaceSelector)
+		if err != nil {
+			return AffinityTerm{}, err
+		}
+		at.NamespaceSelector = ns
+	}
+	if len(t.Namespaces) == 0 && t.NamespaceSelector == nil {
+		at.Namespaces.Insert(pod.Namespace)
+	}
+	return at, nil
+}
+
+// ProtocolPort is a host port with its protocol.
+type ProtocolPort struct {
+	Protocol string
+	Port     int32
+}
+
+// HostPortInfo is the host ports in use on a node: IP → protocol/port.
+type HostPortInfo map[string]sets.Set[ProtocolPort]
+
+const wildcardIP = "0.0.0.0"
+
+func normalizePort(ip, protocol string) (string, string) {
+	if ip == "" {
+		ip = wildcardIP
+	}
+	if protocol == "" {
+		protocol = string(corev1.ProtocolTCP)
+	}
+	return ip, protocol
+}
+
+// Add records a port as used.
+func (h HostPortInfo) Add(ip, protocol string, port int32) {
+	if port <= 0 {
+		return
+	}
+	ip, protocol = normalizePort(ip, protocol)
+	if h[ip] == nil {
+		h[ip] = sets.New[ProtocolPort]()
+	}
+	h[ip].Insert(ProtocolPort{protocol, port})
+}
+
+// Remove forgets a used port.
+func (h HostPortInfo) Remove(ip, protocol string, port int32) {
+	if port <= 0 {
+		return
+	}
+	ip, protocol = normalizePort(ip, protocol)
+	if s := h[ip]; s != nil {
+		s.Delete(ProtocolPort{protocol, port})
+		if s.Len() == 0 {
+			delete(h, ip)
+		}
+	}
+}
+
+// CheckConflict reports whether the port is taken: the same protocol and
+// port on the same IP, or on any IP if either side is 0.0.0.0.
+func (h HostPortInfo) CheckConflict(ip, protocol string, port int32) bool {
+	if port <= 0 {
+		return false
+	}
+	ip, protocol = normalizePort(ip, protocol)
+	pp := ProtocolPort{protocol, port}
+	if ip == wildcardIP {
+		for _, s := range h {
+			if s.Has(pp) {
+				return true
+			}
+		}
+		return false
+	}
+	return h[ip].Has(pp) || h[wildcardIP].Has(pp)
+}
+
+func (h HostPortInfo) clone() HostPortInfo {
+	c := make(HostPortInfo, len(h))
+	for ip, s := range h {
+		c[ip] = s.Clone()
+	}
+	return c
+}
+
+// ImageStateSummary is what ImageLocality needs about an image on a node.
+type ImageStateSummary struct {
+	Size     int64 // bytes
+	NumNodes int   // nodes that have the image
+}

@@ -1,0 +1,77 @@
+package scheduler
+
+import (
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"minik/scheduler/framework"
+)
+
+// nominator remembers the pods that preempted others and are waiting for
+// their node (status.nominatedNodeName), so that pods of lower priority
+// do not take the room being made for them.
+type nominator struct {
+	mu     sync.Mutex
+	byNode map[string][]*corev1.Pod
+	nodeOf map[types.UID]string
+}
+
+func newNominator() *nominator {
+	return &nominator{byNode: map[string][]*corev1.Pod{}, nodeOf: map[types.UID]string{}}
+}
+
+// add nominates pod to node (replacing an earlier nomination).
+func (n *nominator) add(pod *corev1.Pod, node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.deleteLocked(pod.UID)
+	if node == "" {
+		return
+	}
+	n.nodeOf[pod.UID] = node
+	n.byNode[node] = append(n.byNode[node], pod)
+}
+
+// delete forgets pod's nomination.
+func (n *nominator) delete(pod *corev1.Pod) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.deleteLocked(pod.UID)
+}
+
+func (n *nominator) deleteLocked(uid types.UID) {
+	node, ok := n.nodeOf[uid]
+	if !ok {
+		return
+	}
+	delete(n.nodeOf, uid)
+	pods := n.byNode[node]
+	for i, p := range pods {
+		if p.UID == uid {
+			pods = append(pods[:i:i], pods[i+1:]...)
+			break
+		}
+	}
+	if len(pods) == 0 {
+		delete(n.byNode, node)
+	} else {
+		n.byNode[node] = pods
+	}
+}
+
+// podsFor returns the pods nominated to node that are at least as
+// important as pod (other than pod itself).
+func (n *nominator) podsFor(node string, pod *corev1.Pod) []*corev1.Pod {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []*corev1.Pod
+	prio := framework.GetPodPriority(pod)
+	for _, p := range n.byNode[node] {
+		if p.UID != pod.UID && framework.GetPodPriority(p) >= prio {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,267 @@
+// Package defaultpreemption is the PostFilter that makes room for a pod
+// that fits nowhere, by proposing lower-priority pods to delete.
+//
+// For each node that rejected the pod for a reason removing pods can fix:
+//  1. take away every pod of lower priority;
+//  2. if the pod now fits, give back as many of them as still lets it
+//     fit, most important first (they are reprieved);
+//  3. the rest are the node's victims.
+//
+// It stops once NumCandidates nodes qualify. The chosen node has, in order: the lowest highest-victim priority, the
+// lowest sum of victim priorities, the fewest victims, the most recently
+// started highest-priority victim. The plugin only proposes; the
+// scheduler sets status.nominatedNodeName and deletes the victims.
+package defaultpreemption
+
+import (
+	"hash/fnv"
+	"math"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"minik/scheduler/framework"
+	"minik/scheduler/plugins/interpodaffinity"
+	"minik/scheduler/plugins/podtopologyspread"
+)
+
+const (
+	// Name is the plugin's name in the registry.
+	Name = "DefaultPreemption"
+
+	// ErrReasonNoVictims: removing every lower-priority pod would not help.
+	ErrReasonNoVictims = "No preemption victims found for incoming pod."
+	// ErrReasonNotHelpful: the node rejected the pod for a reason that
+	// removing pods cannot fix (a taint, a label...).
+	ErrReasonNotHelpful = "Preemption is not helpful for scheduling."
+	// ErrReasonPolicyNever: the pod's PriorityClass says preemptionPolicy Never.
+	ErrReasonPolicyNever = "not eligible due to preemptionPolicy=Never."
+	// ErrReasonTerminatingVictims: victims of an earlier preemption are
+	// still terminating on the nominated node; wait for them.
+	ErrReasonTerminatingVictims = "not eligible due to a terminating pod on the nominated node."
+)
+
+// DefaultPreemption is a PostFilter plugin.
+type DefaultPreemption struct{}
+
+var _ framework.PostFilterPlugin = &DefaultPreemption{}
+
+// New returns the plugin.
+func New() *DefaultPreemption { return &DefaultPreemption{} }
+
+// Name implements framework.Plugin.
+func (*DefaultPreemption) Name() string { return Name }
+
+// candidate is a node and the pods to delete there.
+type candidate struct {
+	node    string
+	victims []*corev1.Pod
+}
+
+// PostFilter implements framework.PostFilterPlugin.
+func (pl *DefaultPreemption) PostFilter(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework, snap framework.SharedLister, statuses framework.NodeToStatus) (*framework.PostFilterResult, *framework.Status) {
+	if msg, ok := eligible(pod, snap); !ok {
+		return nil, framework.NewStatus(framework.Unschedulable, "preemption: "+msg)
+	}
+	nodes := snap.List()
+	reasons := framework.NodeToStatus{}
+	var candidates []candidate
+	want := NumCandidates(len(nodes))
+	// Start at an offset derived from the pod, so that preemptors spread
+	// over the nodes, reproducibly.
+	h := fnv.New32a()
+	h.Write([]byte(pod.UID))
+	start := int(h.Sum32() % uint32(max(len(nodes), 1)))
+	for i := range nodes {
+		if len(candidates) >= want {
+			break
+		}
+		ni := nodes[(start+i)%len(nodes)]
+		name := ni.Node().Name
+		if st, rejected := statuses[name]; !rejected || st.Code() == framework.UnschedulableAndUnresolvable {
+			reasons[name] = framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNotHelpful)
+			continue
+		}
+		victims, ok := selectVictims(state, pod, fwk, snap, ni)
+		if !ok {
+			reasons[name] = framework.NewStatus(framework.Unschedulable, ErrReasonNoVictims)
+			continue
+		}
+		candidates = append(candidates, candidate{node: name, victims: victims})
+	}
+	if len(candidates) == 0 {
+		return nil, framework.NewStatus(framework.Unschedulable, "preemption: "+framework.NodesAvailableMessage(len(nodes), reasons))
+	}
+	best := pickOne(candidates)
+	return &framework.PostFilterResult{NominatedNodeName: best.node, Victims: best.victims}, nil
+}
+
+// NumCandidates is how many candidate nodes preemption looks for before
+// choosing among them: 10% of the nodes, at least 100 (as kube-scheduler's
+// minCandidateNodesPercentage and minCandidateNodesAbsolute).
+func NumCandidates(numNodes int) int {
+	return min(numNodes, max(numNodes/10, 100))
+}
+
+// eligible says whether pod may preempt at all.
+func eligible(pod *corev1.Pod, snap framework.SharedLister) (string, bool) {
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
+		return ErrReasonPolicyNever, false
+	}
+	if nom := pod.Status.NominatedNodeName; nom != "" {
+		if ni := snap.Get(nom); ni != nil {
+			prio := framework.GetPodPriority(pod)
+			for _, p := range ni.Pods {
+				if p.Pod.DeletionTimestamp != nil && framework.GetPodPriority(p.Pod) < prio {
+					return ErrReasonTerminatingVictims, false
+				}
+			}
+		}
+	}
+	return "", true
+}
+
+// moreImportant orders pods: higher priority, then started earlier.
+func moreImportant(a, b *corev1.Pod) bool {
+	pa, pb := framework.GetPodPriority(a), framework.GetPodPriority(b)
+	if pa != pb {
+		return pa > pb
+	}
+	return startTime(a).Before(startTime(b))
+}
+
+// startTime is when the pod started, or was created if it has not.
+func startTime(p *corev1.Pod) time.Time {
+	if p.Status.StartTime != nil {
+		return p.Status.StartTime.Time
+	}
+	return p.CreationTimestamp.Time
+}
+
+// fits runs the filters for pod on a changed copy of a node. When the pod
+// has rules about other pods (affinity, spreading), their PreFilter state
+// depends on where pods are, so it is computed again against a view of
+// the cluster with this node replaced.
+func fits(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework, snap framework.SharedLister, ni *framework.NodeInfo) bool {
+	if state.FilterSkipped(interpodaffinity.Name) && state.FilterSkipped(podtopologyspread.Name) {
+		return fwk.RunFilterWithNominated(state, pod, ni).IsSuccess()
+	}
+	view := &replacedNode{SharedLister: snap, node: ni}
+	fresh := framework.NewCycleState()
+	if !fwk.RunPreFilter(fresh, pod, view).IsSuccess() {
+		return false
+	}
+	return fwk.RunFilterWithNominated(fresh, pod, ni).IsSuccess()
+}
+
+// selectVictims finds the fewest, least important pods of lower priority
+// whose removal lets pod fit on ni.
+func selectVictims(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework, snap framework.SharedLister, ni *framework.NodeInfo) ([]*corev1.Pod, bool) {
+	prio := framework.GetPodPriority(pod)
+	work := ni.Clone()
+	var potential []*corev1.Pod
+	for _, p := range ni.Pods {
+		if framework.GetPodPriority(p.Pod) < prio {
+			potential = append(potential, p.Pod)
+			work.RemovePod(p.Pod)
+		}
+	}
+	if len(potential) == 0 || !fits(state, pod, fwk, snap, work) {
+		return nil, false
+	}
+	sort.SliceStable(potential, func(i, j int) bool { return moreImportant(potential[i], potential[j]) })
+	var victims []*corev1.Pod
+	for _, p := range potential {
+		work.AddPod(p)
+		if !fits(state, pod, fwk, snap, work) {
+			work.RemovePod(p)
+			victims = append(victims, p)
+		}
+	}
+	return victims, len(victims) > 0
+}
+
+// pickOne chooses among candidates, by the rules in the package comment.
+func pickOne(cs []candidate) candidate {
+	key := func(c candidate) (highest int32, sum int64, n int, latest time.Time) {
+		highest = math.MinInt32
+		for _, v := range c.victims {
+			p := framework.GetPodPriority(v)
+			// Offset so that negative priorities still add up sensibly.
+			sum += int64(p) + math.MaxInt32 + 1
+			highest = max(highest, p)
+		}
+		for _, v := range c.victims {
+			if framework.GetPodPriority(v) == highest && startTime(v).After(latest) {
+				latest = startTime(v)
+			}
+		}
+		return highest, sum, len(c.victims), latest
+	}
+	best := cs[0]
+	bh, bs, bn, bl := key(best)
+	for _, c := range cs[1:] {
+		h, s, n, l := key(c)
+		better := false
+		switch {
+		case h != bh:
+			better = h < bh
+		case s != bs:
+			better = s < bs
+		case n != bn:
+			better = n < bn
+		default:
+			better = l.After(bl)
+		}
+		if better {
+			best, bh, bs, bn, bl = c, h, s, n, l
+		}
+	}
+	return best
+}
+
+// replacedNode is the snapshot with one node replaced by a changed copy.
+type replacedNode struct {
+	framework.SharedLister
+	node *framework.NodeInfo
+	list []*framework.NodeInfo
+}
+
+func (r *replacedNode) List() []*framework.NodeInfo {
+	if r.list == nil {
+		name := r.node.Node().Name
+		for _, ni := range r.SharedLister.List() {
+			if ni.Node().Name == name {
+				ni = r.node
+			}
+			r.list = append(r.list, ni)
+		}
+	}
+	return r.list
+}
+
+func (r *replacedNode) Get(name string) *framework.NodeInfo {
+	if name == r.node.Node().Name {
+		return r.node
+	}
+	return r.SharedLister.Get(name)
+}
+
+func (r *replacedNode) HavePodsWithAffinityList() []*framework.NodeInfo {
+	return filterNodes(r.List(), func(ni *framework.NodeInfo) bool { return len(ni.PodsWithAffinity) > 0 })
+}
+
+func (r *replacedNode) HavePodsWithRequiredAntiAffinityList() []*framework.NodeInfo {
+	return filterNodes(r.List(), func(ni *framework.NodeInfo) bool { return len(ni.PodsWithRequiredAntiAffinity) > 0 })
+}
+
+func filterNodes(in []*framework.NodeInfo, keep func(*framework.NodeInfo) bool) []*framework.NodeInfo {
+	var out []*framework.NodeInfo
+	for _, ni := range in {
+		if keep(ni) {
+			out = append(out, ni)
+		}
+	}
+	return out
+}

@@ -1,0 +1,112 @@
+package defaultpreemption_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"minik/scheduler/framework"
+	"minik/scheduler/internal/st"
+	"minik/scheduler/plugins"
+	"minik/scheduler/plugins/defaultpreemption"
+)
+
+// postFilter filters pod on every node, as a scheduling cycle does, then
+// runs preemption.
+func postFilter(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pod *corev1.Pod) (*framework.PostFilterResult, *framework.Status) {
+	t.Helper()
+	fwk := framework.New(plugins.DefaultProfile(corev1.DefaultSchedulerName, nil))
+	snap := st.NewSnapshot(nodes, pods)
+	state := framework.NewCycleState()
+	if s := fwk.RunPreFilter(state, pod, snap); !s.IsSuccess() {
+		t.Fatalf("prefilter: %v", s)
+	}
+	statuses := framework.NodeToStatus{}
+	for _, ni := range snap.List() {
+		if s := fwk.RunFilter(state, pod, ni); !s.IsSuccess() {
+			statuses[ni.Node().Name] = s
+		}
+	}
+	if len(statuses) != len(nodes) {
+		t.Fatalf("the pod fits somewhere already: %v", statuses)
+	}
+	return defaultpreemption.New().PostFilter(state, pod, fwk, snap, statuses)
+}
+
+func names(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestPostFilter(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	low := func(name, node string, prio int32, cpu string, started time.Duration) *corev1.Pod {
+		return st.MakePod().Name(name).Node(node).Priority(prio).Req("cpu", cpu).StartTime(t0.Add(started)).Obj()
+	}
+	twoCPU := func(name string) *corev1.Node {
+		return st.MakeNode().Name(name).Capacity("cpu", "2", "memory", "8Gi", "pods", "110").Obj()
+	}
+	cases := []struct {
+		name        string
+		nodes       []*corev1.Node
+		pods        []*corev1.Pod
+		pod         *corev1.Pod
+		wantNode    string
+		wantVictims []string
+		wantMsg     string
+	}{
+		{"one lower-priority pod is enough: the most recently started one goes",
+			[]*corev1.Node{twoCPU("n1")},
+			[]*corev1.Pod{low("old", "n1", 100, "1", 0), low("new", "n1", 100, "1", time.Hour)},
+			st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "n1", []string{"new"}, ""},
+		{"pods of equal or higher priority are never victims",
+			[]*corev1.Node{twoCPU("n1")},
+			[]*corev1.Pod{low("a", "n1", 1000, "1", 0), low("b", "n1", 2000, "1", 0)},
+			st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "", nil,
+			"preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."},
+		{"preemptionPolicy Never is respected",
+			[]*corev1.Node{twoCPU("n1")},
+			[]*corev1.Pod{low("a", "n1", 1, "2", 0)},
+			st.MakePod().Priority(1000).PreemptNever().Req("cpu", "1").Obj(), "", nil,
+			"preemption: " + defaultpreemption.ErrReasonPolicyNever},
+		{"a node rejected for a taint is not helped by preemption",
+			[]*corev1.Node{st.MakeNode().Name("n1").Capacity("cpu", "2", "pods", "110").Taint("k", "v", corev1.TaintEffectNoSchedule).Obj()},
+			[]*corev1.Pod{low("a", "n1", 1, "2", 0)},
+			st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "", nil,
+			"preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."},
+		{"the node whose victims have the lowest priority is chosen",
+			[]*corev1.Node{twoCPU("n1"), twoCPU("n2")},
+			[]*corev1.Pod{low("mid", "n1", 500, "2", 0), low("least", "n2", 10, "2", 0)},
+			st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "n2", []string{"least"}, ""},
+		{"with equal priorities, the node with fewer victims is chosen",
+			[]*corev1.Node{twoCPU("n1"), twoCPU("n2")},
+			[]*corev1.Pod{low("a", "n1", 10, "1", 0), low("b", "n1", 10, "1", 0), low("c", "n2", 10, "2", 0)},
+			st.MakePod().Priority(1000).Req("cpu", "2").Obj(), "n2", []string{"c"}, ""},
+		{"a pod still waiting for its victims to terminate does not preempt again",
+			[]*corev1.Node{twoCPU("n1")},
+			[]*corev1.Pod{st.MakePod().Name("dying").Node("n1").Priority(1).Req("cpu", "2").Terminating().Obj()},
+			st.MakePod().Priority(1000).Req("cpu", "1").NominatedNode("n1").Obj(), "", nil,
+			"preemption: " + defaultpreemption.ErrReasonTerminatingVictims},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, status := postFilter(t, tc.nodes, tc.pods, tc.pod)
+			if tc.wantNode == "" {
+				if status.IsSuccess() || !strings.Contains(status.Message(), tc.wantMsg) {
+					t.Fatalf("got %+v %v, want failure %q", res, status, tc.wantMsg)
+				}
+				return
+			}
+			if !status.IsSuccess() || res.NominatedNodeName != tc.wantNode || !slices.Equal(names(res.Victims), tc.wantVictims) {
+				t.Fatalf("got %+v (victims %v) %v, want %s %v", res, names(res.Victims), status, tc.wantNode, tc.wantVictims)
+			}
+		})
+	}
+}

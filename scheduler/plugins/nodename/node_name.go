@@ -1,0 +1,36 @@
+// Package nodename rejects every node but the one a pod names in
+// spec.nodeName. The scheduler never sees pods with spec.nodeName set, so
+// this matters for `minik explain` and for preemption's what-if checks.
+package nodename
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"minik/scheduler/framework"
+)
+
+const (
+	// Name is the plugin's name in the registry.
+	Name = "NodeName"
+	// ErrReason is the rejection reason.
+	ErrReason = "node(s) didn't match the requested node name"
+)
+
+// NodeName is a filter plugin.
+type NodeName struct{}
+
+var _ framework.FilterPlugin = &NodeName{}
+
+// New returns the plugin.
+func New() *NodeName { return &NodeName{} }
+
+// Name implements framework.Plugin.
+func (*NodeName) Name() string { return Name }
+
+// Filter implements framework.FilterPlugin.
+func (*NodeName) Filter(_ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+	if pod.Spec.NodeName == "" || pod.Spec.NodeName == ni.Node().Name {
+		return nil
+	}
+	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReason)
+}

@@ -1,0 +1,63 @@
+// Package nodeports rejects nodes where a host port the pod asks for is
+// taken, by protocol and host IP (0.0.0.0 conflicts with every IP).
+package nodeports
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"minik/scheduler/framework"
+)
+
+const (
+	// Name is the plugin's name in the registry.
+	Name = "NodePorts"
+	// ErrReason is the rejection reason.
+	ErrReason = "node(s) didn't have free ports for the requested pod ports"
+
+	stateKey = "PreFilter" + Name
+)
+
+// NodePorts is a filter plugin.
+type NodePorts struct{}
+
+var (
+	_ framework.PreFilterPlugin = &NodePorts{}
+	_ framework.FilterPlugin    = &NodePorts{}
+)
+
+// New returns the plugin.
+func New() *NodePorts { return &NodePorts{} }
+
+// Name implements framework.Plugin.
+func (*NodePorts) Name() string { return Name }
+
+// PreFilter collects the pod's host ports; a pod without any skips Filter.
+func (*NodePorts) PreFilter(state *framework.CycleState, pod *corev1.Pod, _ framework.SharedLister) *framework.Status {
+	var ports []corev1.ContainerPort
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				ports = append(ports, p)
+			}
+		}
+	}
+	if len(ports) == 0 {
+		return framework.NewStatus(framework.Skip)
+	}
+	state.Write(stateKey, ports)
+	return nil
+}
+
+// Filter implements framework.FilterPlugin.
+func (*NodePorts) Filter(state *framework.CycleState, _ *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+	ports, err := framework.ReadAs[[]corev1.ContainerPort](state, stateKey)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	for _, p := range ports {
+		if ni.UsedPorts.CheckConflict(p.HostIP, string(p.Protocol), p.HostPort) {
+			return framework.NewStatus(framework.Unschedulable, ErrReason)
+		}
+	}
+	return nil
+}

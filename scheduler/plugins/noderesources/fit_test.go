@@ -1,0 +1,99 @@
+package noderesources
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"minik/scheduler/internal/st"
+)
+
+func TestFilter(t *testing.T) {
+	node := st.MakeNode().Name("n").Capacity("cpu", "2", "memory", "4Gi", "pods", "3", "ephemeral-storage", "10Gi", "nvidia.com/gpu", "1").Obj()
+	existing := st.MakePod().Name("old").Node("n").Req("cpu", "1", "memory", "1Gi").Obj()
+	cases := []struct {
+		name    string
+		pod     *corev1.Pod
+		others  int // extra empty pods on the node
+		reasons []string
+	}{
+		{"a pod that fits the free cpu and memory passes", st.MakePod().Req("cpu", "1", "memory", "3Gi").Obj(), 0, nil},
+		{"too much cpu is reported", st.MakePod().Req("cpu", "1500m").Obj(), 0, []string{"Insufficient cpu"}},
+		{"every missing resource is reported", st.MakePod().Req("cpu", "2", "memory", "4Gi").Obj(), 0, []string{"Insufficient cpu", "Insufficient memory"}},
+		{"ephemeral-storage counts", st.MakePod().Req("ephemeral-storage", "11Gi").Obj(), 0, []string{"Insufficient ephemeral-storage"}},
+		{"extended resources count", st.MakePod().Req("nvidia.com/gpu", "2").Obj(), 0, []string{"Insufficient nvidia.com/gpu"}},
+		{"an extended resource the node lacks is insufficient", st.MakePod().Req("example.com/fpga", "1").Obj(), 0, []string{"Insufficient example.com/fpga"}},
+		{"the node's pod count is a limit", st.MakePod().Obj(), 2, []string{"Too many pods"}},
+		{"the request is the largest init container when it exceeds the sum of containers",
+			st.MakePod().Req("cpu", "100m").InitReq("cpu", "1500m").Obj(), 0, []string{"Insufficient cpu"}},
+		{"the request is the sum of containers when it exceeds every init container",
+			st.MakePod().Req("cpu", "600m").Req("cpu", "600m").InitReq("cpu", "500m").Obj(), 0, []string{"Insufficient cpu"}},
+		{"overhead is added to the request", st.MakePod().Req("cpu", "900m").Overhead("cpu", "200m").Obj(), 0, []string{"Insufficient cpu"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := []*corev1.Pod{existing}
+			for i := range tc.others {
+				pods = append(pods, st.MakePod().Name(string(rune('a'+i))).Node("n").Obj())
+			}
+			got := st.Filter(New(), tc.pod, st.NewSnapshot([]*corev1.Node{node}, pods), "n")
+			reasons := got.Reasons()
+			slices.Sort(reasons)
+			if !slices.Equal(reasons, tc.reasons) {
+				t.Fatalf("got %v, want %v", got, tc.reasons)
+			}
+		})
+	}
+}
+
+func TestScoreLeastAllocated(t *testing.T) {
+	nodes := []*corev1.Node{
+		st.MakeNode().Name("empty").Capacity("cpu", "4", "memory", "8Gi").Obj(),
+		st.MakeNode().Name("half").Capacity("cpu", "4", "memory", "8Gi").Obj(),
+	}
+	pods := []*corev1.Pod{st.MakePod().Name("old").Node("half").Req("cpu", "2", "memory", "4Gi").Obj()}
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want map[string]int64
+	}{
+		{"the free share after placing the pod is averaged over cpu and memory",
+			st.MakePod().Req("cpu", "1", "memory", "2Gi").Obj(), map[string]int64{"empty": 75, "half": 25}},
+		{"a pod that requests nothing counts as 100m cpu and 200Mi memory",
+			st.MakePod().Obj(), map[string]int64{"empty": (3900*100/4000 + (8192-200)*100/8192) / 2, "half": (1900*100/4000 + (4096-200)*100/8192) / 2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, status := st.Scores(New(), tc.pod, st.NewSnapshot(nodes, pods))
+			if !status.IsSuccess() {
+				t.Fatal(status)
+			}
+			for n, w := range tc.want {
+				if got[n] != w {
+					t.Fatalf("scores %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestLeastAllocated(t *testing.T) {
+	cases := []struct {
+		name                 string
+		requested, allocated int64
+		want                 int64
+	}{
+		{"an unused resource scores 100", 0, 10, 100},
+		{"a quarter used scores 75", 25, 100, 75},
+		{"more than allocatable scores 0", 11, 10, 0},
+		{"a node without the resource scores 0", 1, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := LeastAllocated(tc.requested, tc.allocated); got != tc.want {
+				t.Fatalf("got %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

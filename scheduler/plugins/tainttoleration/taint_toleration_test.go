@@ -1,0 +1,87 @@
+package tainttoleration
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"minik/scheduler/framework"
+	"minik/scheduler/internal/st"
+)
+
+func TestFilter(t *testing.T) {
+	gpu := st.MakeNode().Name("n").Taint("dedicated", "gpu", corev1.TaintEffectNoSchedule).Obj()
+	cases := []struct {
+		name    string
+		pod     *corev1.Pod
+		node    *corev1.Node
+		want    framework.Code
+		message string
+	}{
+		{"an untainted node accepts any pod", st.MakePod().Obj(), st.MakeNode().Name("n").Obj(), framework.Success, ""},
+		{"a NoSchedule taint rejects a pod without toleration", st.MakePod().Obj(), gpu, framework.UnschedulableAndUnresolvable,
+			"node(s) had untolerated taint {dedicated: gpu}"},
+		{"a NoExecute taint rejects too", st.MakePod().Obj(), st.MakeNode().Name("n").Taint("node.kubernetes.io/not-ready", "", corev1.TaintEffectNoExecute).Obj(),
+			framework.UnschedulableAndUnresolvable, "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"},
+		{"a PreferNoSchedule taint does not filter", st.MakePod().Obj(), st.MakeNode().Name("n").Taint("a", "b", corev1.TaintEffectPreferNoSchedule).Obj(), framework.Success, ""},
+		{"Equal with the same key, value and effect tolerates",
+			st.MakePod().Toleration("dedicated", corev1.TolerationOpEqual, "gpu", corev1.TaintEffectNoSchedule).Obj(), gpu, framework.Success, ""},
+		{"an empty operator means Equal",
+			st.MakePod().Toleration("dedicated", "", "gpu", corev1.TaintEffectNoSchedule).Obj(), gpu, framework.Success, ""},
+		{"Equal with another value does not tolerate",
+			st.MakePod().Toleration("dedicated", corev1.TolerationOpEqual, "cpu", corev1.TaintEffectNoSchedule).Obj(), gpu, framework.UnschedulableAndUnresolvable,
+			"node(s) had untolerated taint {dedicated: gpu}"},
+		{"Exists ignores the value",
+			st.MakePod().Toleration("dedicated", corev1.TolerationOpExists, "", corev1.TaintEffectNoSchedule).Obj(), gpu, framework.Success, ""},
+		{"an empty effect matches every effect",
+			st.MakePod().Toleration("dedicated", corev1.TolerationOpExists, "", "").Obj(), gpu, framework.Success, ""},
+		{"another effect does not tolerate",
+			st.MakePod().Toleration("dedicated", corev1.TolerationOpExists, "", corev1.TaintEffectNoExecute).Obj(), gpu, framework.UnschedulableAndUnresolvable,
+			"node(s) had untolerated taint {dedicated: gpu}"},
+		{"an empty key with Exists tolerates every taint",
+			st.MakePod().Toleration("", corev1.TolerationOpExists, "", "").Obj(),
+			st.MakeNode().Name("n").Taint("a", "1", corev1.TaintEffectNoSchedule).Taint("b", "2", corev1.TaintEffectNoExecute).Obj(), framework.Success, ""},
+		{"the first untolerated taint is reported",
+			st.MakePod().Toleration("a", corev1.TolerationOpExists, "", "").Obj(),
+			st.MakeNode().Name("n").Taint("a", "1", corev1.TaintEffectNoSchedule).Taint("b", "2", corev1.TaintEffectNoSchedule).Obj(),
+			framework.UnschedulableAndUnresolvable, "node(s) had untolerated taint {b: 2}"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := st.Filter(New(), tc.pod, st.NewSnapshot([]*corev1.Node{tc.node}, nil), "n")
+			if got.Code() != tc.want || got.Message() != tc.message {
+				t.Fatalf("got %v, want %v %q", got, tc.want, tc.message)
+			}
+		})
+	}
+}
+
+func TestScore(t *testing.T) {
+	nodes := []*corev1.Node{
+		st.MakeNode().Name("clean").Obj(),
+		st.MakeNode().Name("one").Taint("a", "", corev1.TaintEffectPreferNoSchedule).Obj(),
+		st.MakeNode().Name("two").Taint("a", "", corev1.TaintEffectPreferNoSchedule).Taint("b", "", corev1.TaintEffectPreferNoSchedule).Obj(),
+	}
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want map[string]int64
+	}{
+		{"fewer untolerated PreferNoSchedule taints score higher", st.MakePod().Obj(), map[string]int64{"clean": 100, "one": 50, "two": 0}},
+		{"tolerated PreferNoSchedule taints do not count",
+			st.MakePod().Toleration("a", corev1.TolerationOpExists, "", corev1.TaintEffectPreferNoSchedule).Obj(), map[string]int64{"clean": 100, "one": 100, "two": 0}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, st2 := st.Scores(New(), tc.pod, st.NewSnapshot(nodes, nil))
+			if !st2.IsSuccess() {
+				t.Fatal(st2)
+			}
+			for n, w := range tc.want {
+				if got[n] != w {
+					t.Fatalf("scores %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,398 @@
+// Package queue is the scheduling queue: the pods waiting for a node.
+//
+//	     Add ──▶ activeQ (priority, then age) ──Pop──▶ scheduling cycle
+//	               ▲           ▲                          │ failed
+//	backoff over ──┘           │ cluster event            ▼
+//	(flushed by Run)   unschedulable pods ◀──── no node fits the pod
+//	     backoffQ ◀────────────┘ (event during the
+//	                              pod's backoff)
+//
+// A pod that failed waits 1s, then 2s, 4s... up to 10s before it may be
+// tried again (backoff). A pod that fit no node waits among the
+// unschedulable pods until a cluster event that could help it (a node
+// added or changed, a pod deleted), then goes back to activeQ (or backoffQ
+// if its backoff is not over). Run also flushes pods that have waited
+// 60s, as a safety net. Time comes from an injected Clock.
+package queue
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"minik/scheduler/framework"
+)
+
+// Clock is the time source; tests inject a fake one.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Event is a cluster change that may make unschedulable pods schedulable.
+type Event string
+
+// The events that requeue unschedulable pods.
+const (
+	NodeAdd             Event = "NodeAdd"
+	NodeUpdate          Event = "NodeUpdate" // labels, taints, allocatable or unschedulable changed
+	AssignedPodDelete   Event = "AssignedPodDelete"
+	AssignedPodAdd      Event = "AssignedPodAdd" // may satisfy pod affinity
+	AssignedPodUpdate   Event = "AssignedPodUpdate"
+	UnschedulableFlush  Event = "UnschedulableTimeout"
+	NamespaceLabelsEdit Event = "NamespaceUpdate"
+)
+
+// Config tunes a Queue. Zero fields take the defaults.
+type Config struct {
+	// InitialBackoff is the wait after the first failure. Default 1s.
+	InitialBackoff time.Duration
+	// MaxBackoff caps the doubling wait. Default 10s.
+	MaxBackoff time.Duration
+	// UnschedulableFlush is how long a pod may wait for an event before it
+	// is retried anyway. Default 60s.
+	UnschedulableFlush time.Duration
+	// Clock defaults to the real time.
+	Clock Clock
+}
+
+// QueuedPodInfo is a pod in the queue with its scheduling history.
+type QueuedPodInfo struct {
+	*framework.PodInfo
+	key string
+	// Timestamp is when the pod was last added or failed.
+	Timestamp time.Time
+	// InitialAttemptTimestamp is when the pod was first popped.
+	InitialAttemptTimestamp time.Time
+	// Attempts counts scheduling cycles.
+	Attempts int
+	// UnschedulablePlugins names the plugins that rejected the pod in its
+	// last cycle; events that cannot help them do not requeue it.
+	UnschedulablePlugins sets.Set[string]
+}
+
+// Key returns namespace/name.
+func (p *QueuedPodInfo) Key() string { return p.key }
+
+func keyOf(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+// ErrClosed is returned by Pop once the queue is closed.
+var ErrClosed = errors.New("queue: closed")
+
+// Queue is safe for concurrent use.
+type Queue struct {
+	cfg Config
+
+	mu            sync.Mutex
+	active        *podHeap
+	backoff       *podHeap
+	unschedulable map[string]*QueuedPodInfo
+	// schedulingCycle counts Pops; moveRequestCycle is the cycle of the last
+	// cluster event. A pod that failed in a cycle at or before that event
+	// goes to backoffQ, not to wait for an event that already happened.
+	schedulingCycle  int64
+	moveRequestCycle int64
+	closed           bool
+	wake             chan struct{} // signalled when activeQ gets a pod
+	kick             chan struct{} // signalled when backoffQ gets an earlier pod
+}
+
+// New returns an empty queue.
+func New(cfg Config) *Queue {
+	if cfg.InitialBackoff <= 0 {
+		cfg.InitialBackoff = time.Second
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 10 * time.Second
+	}
+	if cfg.UnschedulableFlush <= 0 {
+		cfg.UnschedulableFlush = 60 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	q := &Queue{
+		cfg:           cfg,
+		unschedulable: map[string]*QueuedPodInfo{},
+		wake:          make(chan struct{}, 1),
+		kick:          make(chan struct{}, 1),
+	}
+	q.active = newPodHeap(activeLess)
+	q.backoff = newPodHeap(func(a, b *QueuedPodInfo) bool {
+		return q.backoffExpiry(a).Before(q.backoffExpiry(b))
+	})
+	return q
+}
+
+// activeLess orders activeQ: higher priority first, then older first.
+func activeLess(a, b *QueuedPodInfo) bool {
+	pa, pb := framework.GetPodPriority(a.Pod), framework.GetPodPriority(b.Pod)
+	if pa != pb {
+		return pa > pb
+	}
+	return a.Timestamp.Before(b.Timestamp)
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// Add puts a new pending pod into activeQ.
+func (q *Queue) Add(pod *corev1.Pod) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	key := keyOf(pod)
+	delete(q.unschedulable, key)
+	q.backoff.remove(key)
+	q.active.addOrUpdate(&QueuedPodInfo{PodInfo: framework.NewPodInfo(pod), key: key, Timestamp: q.cfg.Clock.Now()})
+	signal(q.wake)
+}
+
+// Update replaces a queued pod. A pod waiting as unschedulable whose spec
+// or labels changed is given another try; status-only changes (such as
+// the scheduler's own condition) leave it waiting.
+func (q *Queue) Update(old, pod *corev1.Pod) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	key := keyOf(pod)
+	if p, ok := q.active.get(key); ok {
+		p.PodInfo = framework.NewPodInfo(pod)
+		q.active.addOrUpdate(p)
+		return
+	}
+	if p, ok := q.backoff.get(key); ok {
+		p.PodInfo = framework.NewPodInfo(pod)
+		q.backoff.addOrUpdate(p)
+		return
+	}
+	if p, ok := q.unschedulable[key]; ok {
+		p.PodInfo = framework.NewPodInfo(pod)
+		if old != nil && (!equality.Semantic.DeepEqual(old.Spec, pod.Spec) || !equality.Semantic.DeepEqual(old.Labels, pod.Labels)) {
+			delete(q.unschedulable, key)
+			q.requeue(p)
+		}
+		return
+	}
+	// Not queued (e.g. being scheduled right now): it will come back through
+	// AddUnschedulable if it fails.
+}
+
+// Delete removes a pod from the queue.
+func (q *Queue) Delete(pod *corev1.Pod) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	key := keyOf(pod)
+	q.active.remove(key)
+	q.backoff.remove(key)
+	delete(q.unschedulable, key)
+}
+
+// Pop blocks until a pod is in activeQ and returns it, or returns ErrClosed
+// or ctx's error. It starts a new scheduling cycle.
+func (q *Queue) Pop(ctx context.Context) (*QueuedPodInfo, error) {
+	for {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if p := q.active.pop(); p != nil {
+			q.schedulingCycle++
+			p.Attempts++
+			if p.InitialAttemptTimestamp.IsZero() {
+				p.InitialAttemptTimestamp = q.cfg.Clock.Now()
+			}
+			q.mu.Unlock()
+			return p, nil
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.wake:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// SchedulingCycle returns the number of Pops so far.
+func (q *Queue) SchedulingCycle() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.schedulingCycle
+}
+
+// AddUnschedulable puts back a pod that failed in podCycle. A pod that was
+// rejected (unschedulable) waits for a cluster event; a pod that failed
+// for another reason (an error), or that missed an event during its cycle,
+// goes to backoffQ.
+func (q *Queue) AddUnschedulable(p *QueuedPodInfo, podCycle int64, rejected bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.active.get(p.key); ok {
+		return // re-added by an update meanwhile
+	}
+	p.Timestamp = q.cfg.Clock.Now()
+	if !rejected || q.moveRequestCycle >= podCycle {
+		q.backoff.addOrUpdate(p)
+		signal(q.kick)
+		return
+	}
+	q.unschedulable[p.key] = p
+}
+
+// MoveAllToActiveOrBackoff is called on a cluster event: unschedulable
+// pods go to activeQ, or to backoffQ if their backoff is not over. With
+// plugins given, only pods rejected by one of them (or by nothing known)
+// move: an event that only helps pod affinity leaves pods waiting for
+// cpu alone.
+func (q *Queue) MoveAllToActiveOrBackoff(ev Event, plugins ...string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.moveRequestCycle = q.schedulingCycle
+	for key, p := range q.unschedulable {
+		if len(plugins) > 0 && p.UnschedulablePlugins.Len() > 0 && !p.UnschedulablePlugins.HasAny(plugins...) {
+			continue
+		}
+		delete(q.unschedulable, key)
+		q.requeue(p)
+	}
+}
+
+// requeue puts p into activeQ or, if it is still backing off, backoffQ.
+func (q *Queue) requeue(p *QueuedPodInfo) {
+	if q.isBackingOff(p) {
+		q.backoff.addOrUpdate(p)
+		signal(q.kick)
+		return
+	}
+	q.active.addOrUpdate(p)
+	signal(q.wake)
+}
+
+// BackoffDuration is the wait after a pod's Attempts-th failure: the
+// initial backoff, doubled per attempt, capped.
+func (q *Queue) BackoffDuration(p *QueuedPodInfo) time.Duration {
+	d := q.cfg.InitialBackoff
+	for i := 1; i < p.Attempts; i++ {
+		if d >= q.cfg.MaxBackoff/2 {
+			return q.cfg.MaxBackoff
+		}
+		d *= 2
+	}
+	return min(d, q.cfg.MaxBackoff)
+}
+
+func (q *Queue) backoffExpiry(p *QueuedPodInfo) time.Time {
+	return p.Timestamp.Add(q.BackoffDuration(p))
+}
+
+func (q *Queue) isBackingOff(p *QueuedPodInfo) bool {
+	return q.backoffExpiry(p).After(q.cfg.Clock.Now())
+}
+
+// FlushBackoffCompleted moves pods whose backoff is over to activeQ and
+// returns when the next one's ends (zero if none is waiting).
+func (q *Queue) FlushBackoffCompleted() time.Time {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.cfg.Clock.Now()
+	for p := q.backoff.peek(); p != nil; p = q.backoff.peek() {
+		if exp := q.backoffExpiry(p); exp.After(now) {
+			return exp
+		}
+		q.backoff.pop()
+		q.active.addOrUpdate(p)
+		signal(q.wake)
+	}
+	return time.Time{}
+}
+
+// FlushUnschedulableLeftover requeues pods that have waited longer than
+// UnschedulableFlush for an event.
+func (q *Queue) FlushUnschedulableLeftover() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.cfg.Clock.Now()
+	for key, p := range q.unschedulable {
+		if now.Sub(p.Timestamp) >= q.cfg.UnschedulableFlush {
+			delete(q.unschedulable, key)
+			q.requeue(p)
+		}
+	}
+}
+
+// Run moves pods out of backoffQ when their backoff ends and flushes
+// long-waiting unschedulable pods, until ctx is done; then it closes the
+// queue.
+func (q *Queue) Run(ctx context.Context) {
+	defer q.Close()
+	// Unschedulable pods are checked a few times per flush period, so that
+	// none waits much longer than UnschedulableFlush.
+	flushEvery := q.cfg.UnschedulableFlush / 4
+	nextFlush := q.cfg.Clock.Now().Add(flushEvery)
+	for {
+		next := q.FlushBackoffCompleted()
+		now := q.cfg.Clock.Now()
+		if !now.Before(nextFlush) {
+			q.FlushUnschedulableLeftover()
+			nextFlush = now.Add(flushEvery)
+		}
+		wait := nextFlush.Sub(now)
+		if !next.IsZero() && next.Sub(now) < wait {
+			wait = next.Sub(now)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.cfg.Clock.After(wait):
+		case <-q.kick:
+		}
+	}
+}
+
+// Close makes Pop return ErrClosed.
+func (q *Queue) Close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	signal(q.wake)
+}
+
+// Len returns the number of pods in activeQ, backoffQ and unschedulable.
+func (q *Queue) Len() (active, backoff, unschedulable int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.active.Len(), q.backoff.Len(), len(q.unschedulable)
+}
+
+// PendingPods returns the keys of every queued pod, sorted.
+func (q *Queue) PendingPods() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []string
+	for _, p := range q.active.items {
+		out = append(out, p.key)
+	}
+	for _, p := range q.backoff.items {
+		out = append(out, p.key)
+	}
+	for k := range q.unschedulable {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

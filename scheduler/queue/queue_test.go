@@ -1,0 +1,277 @@
+package queue
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"minik/scheduler/internal/st"
+)
+
+// fakeClock is a Clock that moves only when told to.
+type fakeClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	waiters []waiter
+}
+
+type waiter struct {
+	at time.Time
+	c  chan time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+func (f *fakeClock) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fakeClock) After(d time.Duration) <-chan time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := make(chan time.Time, 1)
+	f.waiters = append(f.waiters, waiter{f.now.Add(d), c})
+	return c
+}
+
+// Step moves the clock and fires the timers that are due.
+func (f *fakeClock) Step(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+	kept := f.waiters[:0]
+	for _, w := range f.waiters {
+		if !w.at.After(f.now) {
+			w.c <- f.now
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	f.waiters = kept
+}
+
+func pop(t *testing.T, q *Queue) *QueuedPodInfo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	p, err := q.Pop(ctx)
+	if err != nil {
+		t.Fatalf("pop: %v", err)
+	}
+	return p
+}
+
+func TestActiveQueueOrder(t *testing.T) {
+	cases := []struct {
+		name string
+		add  []*corev1.Pod // in this order, one clock second apart
+		want []string
+	}{
+		{"higher priority comes first",
+			[]*corev1.Pod{st.MakePod().Name("low").Priority(1).Obj(), st.MakePod().Name("high").Priority(100).Obj()}, []string{"high", "low"}},
+		{"with equal priority the older pod comes first",
+			[]*corev1.Pod{st.MakePod().Name("first").Obj(), st.MakePod().Name("second").Obj(), st.MakePod().Name("third").Obj()},
+			[]string{"first", "second", "third"}},
+		{"priority beats age",
+			[]*corev1.Pod{st.MakePod().Name("old").Obj(), st.MakePod().Name("young-important").Priority(5).Obj(), st.MakePod().Name("middle").Obj()},
+			[]string{"young-important", "old", "middle"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newFakeClock()
+			q := New(Config{Clock: clock})
+			for _, p := range tc.add {
+				q.Add(p)
+				clock.Step(time.Second)
+			}
+			var got []string
+			for range tc.add {
+				got = append(got, pop(t, q).Pod.Name)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBackoffDoublesFromOneSecondToTen(t *testing.T) {
+	q := New(Config{Clock: newFakeClock()})
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
+	for attempts, w := range want {
+		if got := q.BackoffDuration(&QueuedPodInfo{Attempts: attempts + 1}); got != w {
+			t.Errorf("after failure %d: got %v, want %v", attempts+1, got, w)
+		}
+	}
+}
+
+func TestFailedPodWaitsForItsBackoff(t *testing.T) {
+	cases := []struct {
+		name     string
+		failures int           // scheduling failures before the last
+		wait     time.Duration // clock step after the last failure
+		ready    bool
+	}{
+		{"after a first failure the pod is not ready before 1s", 0, 999 * time.Millisecond, false},
+		{"after a first failure the pod is ready at 1s", 0, time.Second, true},
+		{"after a third failure the pod waits 4s", 2, 3 * time.Second, false},
+		{"after a third failure the pod is ready at 4s", 2, 4 * time.Second, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newFakeClock()
+			q := New(Config{Clock: clock})
+			q.Add(st.MakePod().Obj())
+			for range tc.failures {
+				p := pop(t, q)
+				q.AddUnschedulable(p, q.SchedulingCycle(), false) // an error: straight to backoff
+				clock.Step(time.Minute)
+				q.FlushBackoffCompleted()
+			}
+			// The last failure, then the wait.
+			p := pop(t, q)
+			q.AddUnschedulable(p, q.SchedulingCycle(), false)
+			clock.Step(tc.wait)
+			q.FlushBackoffCompleted()
+			if active, _, _ := q.Len(); (active == 1) != tc.ready {
+				t.Fatalf("active=%d, want ready=%v", active, tc.ready)
+			}
+		})
+	}
+}
+
+func TestUnschedulablePodsWaitForAnEvent(t *testing.T) {
+	cases := []struct {
+		name       string
+		rejectedBy string
+		event      Event
+		plugins    []string
+		wait       time.Duration
+		wantActive bool
+	}{
+		{"without an event the pod stays unschedulable", "NodeResourcesFit", "", nil, 30 * time.Second, false},
+		{"a node event moves it back once its backoff is over", "NodeResourcesFit", NodeAdd, nil, 2 * time.Second, true},
+		{"an event during its backoff leaves it in backoff", "NodeResourcesFit", NodeAdd, nil, 500 * time.Millisecond, false},
+		{"a pod event that helps only pod affinity leaves a pod waiting for cpu", "NodeResourcesFit", AssignedPodAdd,
+			[]string{"InterPodAffinity", "PodTopologySpread"}, 2 * time.Second, false},
+		{"a pod event moves a pod rejected by pod affinity", "InterPodAffinity", AssignedPodAdd,
+			[]string{"InterPodAffinity", "PodTopologySpread"}, 2 * time.Second, true},
+		{"after 60s without event it is retried anyway", "NodeResourcesFit", "", nil, 61 * time.Second, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newFakeClock()
+			q := New(Config{Clock: clock})
+			q.Add(st.MakePod().Obj())
+			p := pop(t, q)
+			p.UnschedulablePlugins = sets.New(tc.rejectedBy)
+			q.AddUnschedulable(p, q.SchedulingCycle(), true)
+			if _, _, u := q.Len(); u != 1 {
+				t.Fatalf("pod not parked as unschedulable")
+			}
+			clock.Step(tc.wait)
+			if tc.event != "" {
+				q.MoveAllToActiveOrBackoff(tc.event, tc.plugins...)
+			}
+			q.FlushBackoffCompleted()
+			q.FlushUnschedulableLeftover()
+			q.FlushBackoffCompleted()
+			if active, _, _ := q.Len(); (active == 1) != tc.wantActive {
+				t.Fatalf("active=%d, want %v", active, tc.wantActive)
+			}
+		})
+	}
+}
+
+func TestEventDuringTheCycleSendsTheFailedPodToBackoff(t *testing.T) {
+	clock := newFakeClock()
+	q := New(Config{Clock: clock})
+	q.Add(st.MakePod().Obj())
+	p := pop(t, q)
+	cycle := q.SchedulingCycle()
+	q.MoveAllToActiveOrBackoff(NodeAdd) // a node arrived while the pod was being scheduled
+	q.AddUnschedulable(p, cycle, true)
+	if _, backoff, u := q.Len(); backoff != 1 || u != 0 {
+		t.Fatalf("backoff=%d unschedulable=%d: the pod must not wait for an event that already happened", backoff, u)
+	}
+}
+
+func TestUpdateOfSpecRequeuesButStatusUpdateDoesNot(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(p *corev1.Pod)
+		moved  bool
+	}{
+		{"a status-only update (the scheduler's own condition) leaves it waiting", func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse}}
+		}, false},
+		{"a new toleration gives it another try", func(p *corev1.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+		}, true},
+		{"a label change gives it another try", func(p *corev1.Pod) { p.Labels = map[string]string{"x": "y"} }, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newFakeClock()
+			q := New(Config{Clock: clock})
+			old := st.MakePod().Obj()
+			q.Add(old)
+			p := pop(t, q)
+			q.AddUnschedulable(p, q.SchedulingCycle(), true)
+			clock.Step(time.Minute)
+			updated := old.DeepCopy()
+			tc.change(updated)
+			updated.ResourceVersion = "2"
+			q.Update(old, updated)
+			if active, _, _ := q.Len(); (active == 1) != tc.moved {
+				t.Fatalf("active=%d, want moved=%v", active, tc.moved)
+			}
+		})
+	}
+}
+
+func TestRunMovesBackedOffPodsOnTheFakeClock(t *testing.T) {
+	clock := newFakeClock()
+	q := New(Config{Clock: clock})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q.Add(st.MakePod().Obj())
+	p := pop(t, q)
+	q.AddUnschedulable(p, q.SchedulingCycle(), false)
+	go q.Run(ctx)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		clock.Step(100 * time.Millisecond)
+		if active, _, _ := q.Len(); active == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Run never moved the pod out of backoff")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := pop(t, q); got.Attempts != 2 {
+		t.Fatalf("attempts %d, want 2", got.Attempts)
+	}
+}
+
+func TestDeleteRemovesThePodEverywhere(t *testing.T) {
+	q := New(Config{Clock: newFakeClock()})
+	a, b := st.MakePod().Name("a").Obj(), st.MakePod().Name("b").Obj()
+	q.Add(a)
+	q.Add(b)
+	p := pop(t, q)
+	q.AddUnschedulable(p, q.SchedulingCycle(), true)
+	q.Delete(a)
+	q.Delete(b)
+	if act, back, u := q.Len(); act+back+u != 0 {
+		t.Fatalf("left: %d %d %d", act, back, u)
+	}
+}

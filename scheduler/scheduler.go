@@ -1,0 +1,596 @@
+// Package scheduler assigns pending pods to nodes. See README.md for the
+// flow; the pieces are:
+//
+//   - queue/: the pods waiting for a node (priority order, backoff,
+//     event-driven requeue);
+//   - cache/: nodes and the pods on them, assumed pods, and the
+//     incremental snapshot a cycle reads;
+//   - framework/: the extension points and the Framework that runs them;
+//   - plugins/: one package per plugin, listed in plugins/registry.go.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"minik/client"
+	"minik/client/informer"
+	"minik/client/leaderelection"
+	"minik/client/record"
+	"minik/scheduler/cache"
+	"minik/scheduler/framework"
+	"minik/scheduler/plugins"
+	"minik/scheduler/plugins/interpodaffinity"
+	"minik/scheduler/plugins/podtopologyspread"
+	"minik/scheduler/queue"
+)
+
+// EventRecorder emits Kubernetes Events; *record.Recorder is one.
+type EventRecorder interface {
+	Eventf(obj client.Object, eventType, reason, messageFmt string, args ...any)
+}
+
+// Config configures a scheduler. Only Client is required.
+type Config struct {
+	Client *client.Client
+	// SchedulerName is the spec.schedulerName of the pods to schedule.
+	// Default "default-scheduler".
+	SchedulerName string
+	// PercentageOfNodesToScore: 0 (the default) is adaptive; 100 scores
+	// every feasible node. Clusters under 100 nodes are always fully scored.
+	PercentageOfNodesToScore int32
+	// Seed seeds the random choice among nodes with equal scores.
+	// Default 0: seeded from the time.
+	Seed uint64
+	// Clock drives backoff and requeue timers. Default: real time.
+	Clock queue.Clock
+	// InitialBackoff and MaxBackoff bound the wait after a failure.
+	// Defaults 1s and 10s.
+	InitialBackoff, MaxBackoff time.Duration
+	// LeaderElect makes the scheduler take a Lease before it schedules, so
+	// that only one of several replicas is active.
+	LeaderElect bool
+	// LeaseNamespace holds the Lease. Default "kube-system".
+	LeaseNamespace string
+	// LeaseDuration is how long a silent leader keeps the lease.
+	// Default 10s, so a standby takes over within about 12s.
+	LeaseDuration time.Duration
+	// Identity names this replica in the Lease. Default HOSTNAME_PID.
+	Identity string
+	// Recorder defaults to a record.Recorder on Client, run by Run.
+	Recorder EventRecorder
+	// Parallelism is the number of goroutines filtering and scoring.
+	// Default GOMAXPROCS.
+	Parallelism int
+	// BindConcurrency bounds the binds in flight. Default 512.
+	BindConcurrency int
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (cfg *Config) setDefaults() error {
+	if cfg.Client == nil {
+		return errors.New("scheduler: Config.Client is required")
+	}
+	if cfg.SchedulerName == "" {
+		cfg.SchedulerName = corev1.DefaultSchedulerName
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(time.Now().UnixNano())
+	}
+	if cfg.LeaseNamespace == "" {
+		cfg.LeaseNamespace = "kube-system"
+	}
+	if cfg.LeaseDuration == 0 {
+		cfg.LeaseDuration = 10 * time.Second
+	}
+	if cfg.Identity == "" {
+		host, _ := os.Hostname()
+		cfg.Identity = fmt.Sprintf("%s_%d", host, os.Getpid())
+	}
+	if cfg.BindConcurrency <= 0 {
+		cfg.BindConcurrency = 512
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return nil
+}
+
+// LeaseName is the Lease a scheduler named name elects its leader
+// through: "kube-scheduler" for the default scheduler, as in Kubernetes,
+// else the name itself.
+func LeaseName(name string) string {
+	if name == corev1.DefaultSchedulerName {
+		return "kube-scheduler"
+	}
+	return name
+}
+
+// Run schedules pods until ctx ends. With LeaderElect it first waits to
+// become the leader, and returns an error if leadership is lost.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.setDefaults(); err != nil {
+		return err
+	}
+	if !cfg.LeaderElect {
+		return New(cfg).Run(ctx)
+	}
+	var runErr error
+	err := leaderelection.Run(ctx, leaderelection.Config{
+		Client: cfg.Client, Namespace: cfg.LeaseNamespace, Name: LeaseName(cfg.SchedulerName), Identity: cfg.Identity,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.LeaseDuration * 7 / 10, RetryPeriod: cfg.LeaseDuration / 5,
+	}, func(ctx context.Context) {
+		runErr = New(cfg).Run(ctx)
+	})
+	return errors.Join(err, runErr)
+}
+
+// Scheduler is one scheduler's state: informers, cache, queue, framework.
+type Scheduler struct {
+	cfg       Config
+	log       *slog.Logger
+	client    *client.Client
+	fwk       *framework.Framework
+	cache     *cache.Cache
+	queue     *queue.Queue
+	snapshot  *cache.Snapshot
+	nominator *nominator
+	recorder  EventRecorder
+	// runRecorder sends the recorder's events, if the scheduler made it.
+	runRecorder func(context.Context)
+	rng         *rand.Rand
+
+	pods       *informer.Informer[corev1.Pod]
+	nodes      *informer.Informer[corev1.Node]
+	namespaces *informer.Informer[corev1.Namespace]
+
+	nextStartNodeIndex int
+	// verdicts and passed are findFeasible's per-node buffers, reused
+	// across cycles.
+	verdicts  []*framework.Status
+	passed    []bool
+	bindSlots chan struct{}
+	wg        sync.WaitGroup
+	synced    chan struct{}
+}
+
+// New returns a scheduler for cfg (with defaults applied); start it with
+// Run.
+func New(cfg Config) *Scheduler {
+	if err := cfg.setDefaults(); err != nil {
+		panic(err)
+	}
+	profile := plugins.DefaultProfile(cfg.SchedulerName, cfg.Client)
+	profile.PercentageOfNodesToScore = cfg.PercentageOfNodesToScore
+	profile.Parallelism = cfg.Parallelism
+	s := &Scheduler{
+		cfg:       cfg,
+		log:       cfg.Logger.With("scheduler", cfg.SchedulerName),
+		client:    cfg.Client,
+		fwk:       framework.New(profile),
+		cache:     cache.New(),
+		queue:     queue.New(queue.Config{Clock: cfg.Clock, InitialBackoff: cfg.InitialBackoff, MaxBackoff: cfg.MaxBackoff}),
+		snapshot:  cache.NewEmptySnapshot(),
+		nominator: newNominator(),
+		recorder:  cfg.Recorder,
+		rng:       rand.New(rand.NewPCG(cfg.Seed, cfg.Seed>>1|1)),
+		bindSlots: make(chan struct{}, cfg.BindConcurrency),
+		synced:    make(chan struct{}),
+	}
+	if s.recorder == nil {
+		rec := record.NewRecorder(cfg.Client, cfg.SchedulerName, cfg.Identity)
+		s.recorder, s.runRecorder = rec, rec.Run
+	}
+	s.fwk.NominatedPods = s.nominator.podsFor
+	s.pods = informer.New(cfg.Client.Pods(), informer.Config{Logger: cfg.Logger})
+	s.nodes = informer.New(cfg.Client.Nodes(), informer.Config{Logger: cfg.Logger})
+	s.namespaces = informer.New(cfg.Client.Namespaces(), informer.Config{Logger: cfg.Logger})
+	s.addEventHandlers()
+	return s
+}
+
+// Synced is closed once the scheduler has listed nodes and pods and
+// starts scheduling.
+func (s *Scheduler) Synced() <-chan struct{} { return s.synced }
+
+// Run lists and watches, then schedules one pod at a time until ctx ends.
+func (s *Scheduler) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	if s.runRecorder != nil {
+		bg.Go(func() { s.runRecorder(ctx) })
+	}
+	for _, run := range []func(context.Context) error{s.pods.Run, s.nodes.Run, s.namespaces.Run} {
+		bg.Go(func() { _ = run(ctx) })
+	}
+	for _, c := range []<-chan struct{}{s.pods.Synced(), s.nodes.Synced(), s.namespaces.Synced()} {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	bg.Go(func() { s.queue.Run(ctx) })
+	s.log.Info("scheduler started", "nodes", s.cache.NodeCount())
+	close(s.synced)
+	for ctx.Err() == nil {
+		s.scheduleOne(ctx)
+	}
+	s.wg.Wait() // binds in flight
+	return nil
+}
+
+// scheduleOne takes the next pod and runs a scheduling cycle for it; the
+// bind runs in the background.
+func (s *Scheduler) scheduleOne(ctx context.Context) {
+	qp, err := s.queue.Pop(ctx)
+	if err != nil {
+		return
+	}
+	pod := qp.Pod
+	if pod.DeletionTimestamp != nil || s.cache.IsAssumedPod(pod) {
+		return
+	}
+	cycle := s.queue.SchedulingCycle()
+	s.cache.UpdateSnapshot(s.snapshot)
+	state := framework.NewCycleState()
+
+	host, err := s.schedulePod(ctx, state, pod)
+	if err != nil {
+		var fitErr *framework.FitError
+		if errors.As(err, &fitErr) {
+			s.preempt(ctx, state, pod, fitErr)
+		}
+		s.handleFailure(ctx, qp, cycle, err)
+		return
+	}
+
+	// Assume: count the pod on its node now, so the next cycle sees it.
+	assumed := pod.DeepCopy()
+	assumed.Spec.NodeName = host
+	if err := s.cache.AssumePod(assumed); err != nil {
+		s.handleFailure(ctx, qp, cycle, err)
+		return
+	}
+	s.nominator.delete(pod)
+
+	select {
+	case s.bindSlots <- struct{}{}:
+	case <-ctx.Done():
+		s.cache.ForgetPod(assumed)
+		return
+	}
+	s.wg.Go(func() {
+		defer func() { <-s.bindSlots }()
+		if st := s.fwk.RunBind(ctx, assumed, host); !st.IsSuccess() {
+			s.cache.ForgetPod(assumed)
+			s.queue.MoveAllToActiveOrBackoff(queue.AssignedPodDelete)
+			s.handleFailure(ctx, qp, cycle, fmt.Errorf("binding rejected: %w", st.AsError()))
+			return
+		}
+		s.log.Debug("bound", "pod", qp.Key(), "node", host)
+		s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %v/%v to %v", pod.Namespace, pod.Name, host)
+	})
+}
+
+// ErrNoNodesAvailable is the failure when the cluster has no nodes.
+var ErrNoNodesAvailable = errors.New("no nodes available to schedule pods")
+
+// schedulePod runs PreFilter, Filter, PreScore and Score, and returns the
+// chosen node or a *framework.FitError.
+func (s *Scheduler) schedulePod(ctx context.Context, state *framework.CycleState, pod *corev1.Pod) (string, error) {
+	snap := s.snapshot
+	all := snap.List()
+	if len(all) == 0 {
+		return "", ErrNoNodesAvailable
+	}
+	if st := s.fwk.RunPreFilter(state, pod, snap); !st.IsSuccess() {
+		if !st.IsRejected() {
+			return "", st.AsError()
+		}
+		statuses := framework.NodeToStatus{}
+		for _, ni := range all {
+			statuses[ni.Node().Name] = st
+		}
+		return "", &framework.FitError{NumAllNodes: len(all), Statuses: statuses, PreFilterMsg: st.Message()}
+	}
+
+	// A pod that preempted others tries its nominated node first.
+	if nom := pod.Status.NominatedNodeName; nom != "" {
+		if ni := snap.Get(nom); ni != nil && s.filterWithNominated(state, pod, ni).IsSuccess() {
+			return nom, nil
+		}
+	}
+
+	feasible, statuses, err := s.findFeasible(ctx, state, pod, all)
+	if err != nil {
+		return "", err
+	}
+	switch len(feasible) {
+	case 0:
+		return "", &framework.FitError{NumAllNodes: len(all), Statuses: statuses}
+	case 1:
+		return feasible[0].Node().Name, nil
+	}
+	if st := s.fwk.RunPreScore(state, pod, feasible, snap); !st.IsSuccess() {
+		return "", st.AsError()
+	}
+	totals, _, st := s.fwk.RunScore(ctx, state, pod, feasible)
+	if !st.IsSuccess() {
+		return "", st.AsError()
+	}
+	return selectHost(totals, s.rng), nil
+}
+
+// findFeasible filters nodes, starting where the previous cycle stopped
+// so that every node gets its turn, until NumFeasibleNodesToFind pass.
+func (s *Scheduler) findFeasible(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, all []*framework.NodeInfo) ([]*framework.NodeInfo, framework.NodeToStatus, error) {
+	n := len(all)
+	want := int64(s.fwk.NumFeasibleNodesToFind(n))
+	if cap(s.verdicts) < n {
+		s.verdicts = make([]*framework.Status, n)
+		s.passed = make([]bool, n)
+	}
+	verdicts, passed := s.verdicts[:n], s.passed[:n]
+	clear(verdicts)
+	clear(passed)
+	var count atomic.Int64
+	var failed atomic.Pointer[framework.Status]
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := s.nextStartNodeIndex
+	framework.Parallelize(fctx, s.fwk.Parallelism, n, func(i int) {
+		idx := (start + i) % n
+		st := s.filterWithNominated(state, pod, all[idx])
+		switch {
+		case st.IsSuccess():
+			if count.Add(1) > want {
+				cancel() // enough: this one is not counted
+				return
+			}
+			passed[idx] = true
+			if count.Load() == want {
+				cancel()
+			}
+		case st.Code() == framework.Error:
+			failed.CompareAndSwap(nil, st)
+			cancel()
+		default:
+			verdicts[idx] = st
+		}
+	})
+	if st := failed.Load(); st != nil {
+		return nil, nil, st.AsError()
+	}
+	feasible := make([]*framework.NodeInfo, 0, min(count.Load(), want))
+	statuses := framework.NodeToStatus{}
+	processed := 0
+	for i := range n {
+		idx := (start + i) % n
+		switch {
+		case passed[idx]:
+			feasible = append(feasible, all[idx])
+			processed++
+		case verdicts[idx] != nil:
+			statuses[all[idx].Node().Name] = verdicts[idx]
+			processed++
+		}
+	}
+	s.nextStartNodeIndex = (start + processed) % n
+	return feasible, statuses, nil
+}
+
+// filterWithNominated runs the filters on a node as if the pods nominated
+// to it (of at least the pod's priority) were already there.
+func (s *Scheduler) filterWithNominated(state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+	return s.fwk.RunFilterWithNominated(state, pod, ni)
+}
+
+// selectHost returns the node with the highest total, choosing at random
+// (with rng) among equals.
+func selectHost(totals []framework.NodeScore, rng *rand.Rand) string {
+	best, ties := totals[0], 1
+	for _, ns := range totals[1:] {
+		switch {
+		case ns.Score > best.Score:
+			best, ties = ns, 1
+		case ns.Score == best.Score:
+			ties++
+			if rng.IntN(ties) == 0 { // reservoir sampling: each tie equally likely
+				best = ns
+			}
+		}
+	}
+	return best.Name
+}
+
+// preempt runs PostFilter for a pod that fits nowhere. If it proposes a
+// node, the pod is nominated there and the victims are deleted; the pod
+// is bound once they are gone (their deletion requeues it). Otherwise the
+// outcome is appended to the failure message.
+func (s *Scheduler) preempt(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, fitErr *framework.FitError) {
+	if len(s.fwk.PostFilter) == 0 {
+		return
+	}
+	result, st := s.fwk.RunPostFilter(state, pod, s.snapshot, fitErr.Statuses)
+	if !st.IsSuccess() {
+		fitErr.PostFilterMsg = st.Message()
+		return
+	}
+	node := result.NominatedNodeName
+	s.log.Info("preempting", "pod", pod.Namespace+"/"+pod.Name, "node", node, "victims", len(result.Victims))
+	s.nominator.add(pod, node)
+	for _, v := range result.Victims {
+		s.recorder.Eventf(v, corev1.EventTypeNormal, "Preempted", "Preempted by pod %v on node %v", pod.UID, node)
+	}
+	// Nominate first, so that nobody sees victims go before the reason.
+	s.wg.Go(func() {
+		if pod.Status.NominatedNodeName != node {
+			s.patchStatusNow(ctx, pod, map[string]any{"nominatedNodeName": node})
+		}
+		for _, v := range result.Victims {
+			err := s.client.Pods().Delete(ctx, v.Namespace, v.Name, deleteWithUID(v.UID))
+			if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+				s.log.Warn("deleting preemption victim failed", "pod", v.Namespace+"/"+v.Name, "err", err)
+			}
+		}
+	})
+}
+
+// handleFailure reports a failed cycle (event and PodScheduled condition)
+// and puts the pod back in the queue, unless it is gone or bound.
+func (s *Scheduler) handleFailure(ctx context.Context, qp *queue.QueuedPodInfo, cycle int64, err error) {
+	pod := qp.Pod
+	var fitErr *framework.FitError
+	rejected := errors.As(err, &fitErr) || errors.Is(err, ErrNoNodesAvailable)
+	reason := corev1.PodReasonUnschedulable
+	if !rejected {
+		reason = "SchedulerError"
+	}
+	msg := err.Error()
+	s.log.Debug("unable to schedule", "pod", qp.Key(), "reason", msg)
+
+	cur, ok := s.pods.Store().Get(pod.Namespace, pod.Name)
+	if !ok || cur.UID != pod.UID || cur.Spec.NodeName != "" {
+		return // deleted or bound meanwhile
+	}
+	if cur.ResourceVersion != pod.ResourceVersion && podChangedForScheduling(pod, cur) {
+		// Changed while it was being scheduled: retry the new version after
+		// its backoff instead of waiting for an event.
+		qp.PodInfo = framework.NewPodInfo(cur)
+		rejected = false
+	}
+	qp.UnschedulablePlugins = sets.New[string]()
+	if fitErr != nil {
+		for _, st := range fitErr.Statuses {
+			qp.UnschedulablePlugins.Insert(st.Plugin())
+		}
+	}
+	s.queue.AddUnschedulable(qp, cycle, rejected)
+	s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "%s", msg)
+	s.setCondition(cur, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg})
+}
+
+// addEventHandlers connects the informers to the cache and the queue.
+func (s *Scheduler) addEventHandlers() {
+	s.pods.AddHandler(informer.Handler[corev1.Pod]{
+		OnAdd: func(p *corev1.Pod) {
+			switch {
+			case p.Spec.NodeName != "":
+				s.cache.AddPod(p)
+				s.queue.MoveAllToActiveOrBackoff(queue.AssignedPodAdd, podEventPlugins...)
+			case s.responsibleFor(p):
+				if nom := p.Status.NominatedNodeName; nom != "" {
+					s.nominator.add(p, nom)
+				}
+				s.queue.Add(p)
+			}
+		},
+		OnUpdate: func(old, p *corev1.Pod) {
+			switch {
+			case p.Spec.NodeName != "" && old.Spec.NodeName == "":
+				// Bound (by us or by someone else).
+				s.queue.Delete(p)
+				s.nominator.delete(p)
+				s.cache.AddPod(p)
+				s.queue.MoveAllToActiveOrBackoff(queue.AssignedPodAdd, podEventPlugins...)
+			case p.Spec.NodeName != "":
+				s.cache.UpdatePod(old, p)
+				if !equality.Semantic.DeepEqual(old.Labels, p.Labels) {
+					s.queue.MoveAllToActiveOrBackoff(queue.AssignedPodUpdate, podEventPlugins...)
+				}
+			case s.responsibleFor(p):
+				if s.cache.IsAssumedPod(p) {
+					return // being bound
+				}
+				if nom := p.Status.NominatedNodeName; nom != "" {
+					s.nominator.add(p, nom)
+				}
+				s.queue.Update(old, p)
+			}
+		},
+		OnDelete: func(p *corev1.Pod) {
+			if p.Spec.NodeName != "" {
+				s.cache.RemovePod(p)
+				s.queue.MoveAllToActiveOrBackoff(queue.AssignedPodDelete)
+				return
+			}
+			s.queue.Delete(p)
+			s.nominator.delete(p)
+			if s.cache.IsAssumedPod(p) {
+				s.cache.RemovePod(p) // deleted while its bind was in flight
+			}
+		},
+	})
+	s.nodes.AddHandler(informer.Handler[corev1.Node]{
+		OnAdd: func(n *corev1.Node) {
+			s.cache.AddNode(n)
+			s.queue.MoveAllToActiveOrBackoff(queue.NodeAdd)
+		},
+		OnUpdate: func(old, n *corev1.Node) {
+			s.cache.UpdateNode(old, n)
+			if nodeSchedulingPropertiesChanged(old, n) {
+				s.queue.MoveAllToActiveOrBackoff(queue.NodeUpdate)
+			}
+		},
+		OnDelete: func(n *corev1.Node) { s.cache.RemoveNode(n) },
+	})
+	s.namespaces.AddHandler(informer.Handler[corev1.Namespace]{
+		OnAdd: func(ns *corev1.Namespace) { s.cache.SetNamespace(ns.Name, nonNil(ns.Labels)) },
+		OnUpdate: func(old, ns *corev1.Namespace) {
+			s.cache.SetNamespace(ns.Name, nonNil(ns.Labels))
+			if !equality.Semantic.DeepEqual(old.Labels, ns.Labels) {
+				s.queue.MoveAllToActiveOrBackoff(queue.NamespaceLabelsEdit, interpodaffinity.Name)
+			}
+		},
+		OnDelete: func(ns *corev1.Namespace) { s.cache.SetNamespace(ns.Name, nil) },
+	})
+}
+
+// podEventPlugins are the plugins a pod added or relabelled on a node
+// can help: those about other pods.
+var podEventPlugins = []string{interpodaffinity.Name, podtopologyspread.Name}
+
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// responsibleFor reports whether p is a pending pod for this scheduler.
+func (s *Scheduler) responsibleFor(p *corev1.Pod) bool {
+	return p.Spec.SchedulerName == s.cfg.SchedulerName && p.DeletionTimestamp == nil &&
+		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// podChangedForScheduling reports whether a pod's spec or labels changed.
+func podChangedForScheduling(old, cur *corev1.Pod) bool {
+	return !equality.Semantic.DeepEqual(old.Spec, cur.Spec) || !equality.Semantic.DeepEqual(old.Labels, cur.Labels)
+}
+
+// nodeSchedulingPropertiesChanged reports whether a node update could let
+// a pod fit that did not before: labels, taints, allocatable, cordon or
+// images. Heartbeats and condition changes alone do not count.
+func nodeSchedulingPropertiesChanged(old, n *corev1.Node) bool {
+	return old.Spec.Unschedulable != n.Spec.Unschedulable ||
+		!equality.Semantic.DeepEqual(old.Labels, n.Labels) ||
+		!equality.Semantic.DeepEqual(old.Spec.Taints, n.Spec.Taints) ||
+		!equality.Semantic.DeepEqual(old.Status.Allocatable, n.Status.Allocatable) ||
+		!equality.Semantic.DeepEqual(old.Status.Images, n.Status.Images)
+}

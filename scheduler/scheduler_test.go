@@ -1,0 +1,216 @@
+package scheduler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"minik/scheduler/cache"
+	"minik/scheduler/framework"
+	"minik/scheduler/internal/st"
+	"minik/scheduler/plugins"
+	"minik/scheduler/queue"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// newTestScheduler is a scheduler without API: a cache to fill and the
+// default plugins.
+func newTestScheduler(nodes []*corev1.Node, pods []*corev1.Pod) *Scheduler {
+	s := &Scheduler{
+		fwk:       framework.New(plugins.DefaultProfile(corev1.DefaultSchedulerName, nil)),
+		cache:     cache.New(),
+		queue:     queue.New(queue.Config{}),
+		snapshot:  cache.NewEmptySnapshot(),
+		nominator: newNominator(),
+		rng:       rand.New(rand.NewPCG(1, 1)),
+	}
+	s.fwk.NominatedPods = s.nominator.podsFor
+	for _, n := range nodes {
+		s.cache.AddNode(n)
+	}
+	for _, p := range pods {
+		s.cache.AddPod(p)
+	}
+	return s
+}
+
+func (s *Scheduler) try(pod *corev1.Pod) (string, error) {
+	s.cache.UpdateSnapshot(s.snapshot)
+	return s.schedulePod(context.Background(), framework.NewCycleState(), pod)
+}
+
+func TestSchedulePod(t *testing.T) {
+	nodes := []*corev1.Node{
+		st.MakeNode().Name("busy").Capacity("cpu", "4", "memory", "8Gi", "pods", "110").Obj(),
+		st.MakeNode().Name("idle").Capacity("cpu", "4", "memory", "8Gi", "pods", "110").Obj(),
+	}
+	busy := st.MakePod().Name("x").Node("busy").Req("cpu", "3", "memory", "6Gi").Obj()
+	cases := []struct {
+		name      string
+		pods      []*corev1.Pod
+		nominated *corev1.Pod // nominated to "idle"
+		pod       *corev1.Pod
+		want      string
+		wantErr   string
+	}{
+		{"the least allocated node wins", []*corev1.Pod{busy}, nil, st.MakePod().Req("cpu", "500m").Obj(), "idle", ""},
+		{"a pod that fits only one node goes there", []*corev1.Pod{busy}, nil, st.MakePod().Req("cpu", "2").Obj(), "idle", ""},
+		{"no fit gives the upstream message", []*corev1.Pod{busy}, nil, st.MakePod().Req("cpu", "5").Obj(), "",
+			"0/2 nodes are available: 2 Insufficient cpu."},
+		{"room nominated for a more important pod is not taken", []*corev1.Pod{busy},
+			st.MakePod().Name("vip").Priority(100).Req("cpu", "4").Obj(), st.MakePod().Req("cpu", "2").Obj(), "",
+			"0/2 nodes are available: 2 Insufficient cpu."},
+		{"a more important pod ignores lower nominations", []*corev1.Pod{busy},
+			st.MakePod().Name("meh").Priority(1).Req("cpu", "4").Obj(), st.MakePod().Priority(10).Req("cpu", "2").Obj(), "idle", ""},
+		{"a pod tries its nominated node first", []*corev1.Pod{busy}, nil,
+			st.MakePod().Req("cpu", "500m").NominatedNode("busy").Obj(), "busy", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestScheduler(nodes, tc.pods)
+			if tc.nominated != nil {
+				s.nominator.add(tc.nominated, "idle")
+			}
+			got, err := s.try(tc.pod)
+			if tc.wantErr != "" {
+				var fe *framework.FitError
+				if !errors.As(err, &fe) || err.Error() != tc.wantErr {
+					t.Fatalf("got %q, %v; want error %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+	t.Run("no nodes at all is its own error", func(t *testing.T) {
+		if _, err := newTestScheduler(nil, nil).try(st.MakePod().Obj()); !errors.Is(err, ErrNoNodesAvailable) {
+			t.Fatalf("got %v", err)
+		}
+	})
+}
+
+func TestTiesAreBrokenAtRandomButReproducibly(t *testing.T) {
+	var nodes []*corev1.Node
+	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+		nodes = append(nodes, st.MakeNode().Name(n).Obj())
+	}
+	run := func(seed uint64) []string {
+		s := newTestScheduler(nodes, nil)
+		s.rng = rand.New(rand.NewPCG(seed, seed))
+		var out []string
+		for range 8 {
+			node, err := s.try(st.MakePod().Obj())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, node)
+		}
+		return out
+	}
+	first, again, other := run(7), run(7), run(8)
+	cases := []struct {
+		name string
+		ok   bool
+	}{
+		{"the same seed gives the same choices", equal(first, again)},
+		{"another seed gives other choices", !equal(first, other)},
+		{"equal nodes all get chosen sometimes", distinct(first) > 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.ok {
+				t.Fatalf("seed 7: %v, again: %v, seed 8: %v", first, again, other)
+			}
+		})
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func distinct(a []string) int {
+	m := map[string]bool{}
+	for _, s := range a {
+		m[s] = true
+	}
+	return len(m)
+}
+
+func TestSamplingScoresOnlyEnoughFeasibleNodes(t *testing.T) {
+	var nodes []*corev1.Node
+	for i := range 1000 {
+		nodes = append(nodes, st.MakeNode().Name(string(rune('A'+i/26/26))+string(rune('a'+i/26%26))+string(rune('a'+i%26))).Obj())
+	}
+	s := newTestScheduler(nodes, nil)
+	s.cache.UpdateSnapshot(s.snapshot)
+	state, pod := framework.NewCycleState(), st.MakePod().Obj()
+	if status := s.fwk.RunPreFilter(state, pod, s.snapshot); !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	feasible, _, err := s.findFeasible(context.Background(), state, pod, s.snapshot.List())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(feasible) != 420 || s.nextStartNodeIndex == 0 {
+		t.Fatalf("found %d feasible nodes, next start %d; want 420 (42%% of 1000) and a moved start", len(feasible), s.nextStartNodeIndex)
+	}
+}
+
+func TestExplainGolden(t *testing.T) {
+	nodes := []*corev1.Node{
+		st.MakeNode().Name("node01").Label("zone", "a").Obj(),
+		st.MakeNode().Name("node02").Label("zone", "b").Taint("node-role.kubernetes.io/master", "", corev1.TaintEffectNoSchedule).Obj(),
+		st.MakeNode().Name("node03").Label("zone", "b").Capacity("cpu", "1", "memory", "2Gi", "pods", "110").Obj(),
+	}
+	pods := []*corev1.Pod{st.MakePod().Name("db").Label("app", "db").Node("node01").Req("cpu", "1").Obj()}
+	cases := []struct {
+		name, golden string
+		pod          *corev1.Pod
+	}{
+		{"a pod that fits shows filters, scores and the chosen node", "explain_fits.golden",
+			st.MakePod().Name("web").PreferredTerm(10, st.Expr("zone", corev1.NodeSelectorOpIn, "b")).Req("cpu", "500m").Obj()},
+		{"a pod that fits nowhere shows why, with the preemption outcome", "explain_pending.golden",
+			st.MakePod().Name("big").PodAntiAffinity(st.Term("app", "db", "zone")).Req("cpu", "2").Obj()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fwk := framework.New(plugins.DefaultProfile(corev1.DefaultSchedulerName, nil))
+			var buf bytes.Buffer
+			if err := Explain(fwk, st.NewSnapshot(nodes, pods), tc.pod, 1).Write(&buf); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", tc.golden)
+			if *update {
+				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Fatalf("output differs from %s:\n%s", path, buf.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,362 @@
+// Command kubelet benchmarks minik's kubelet with real containerd and runc
+// and prints one JSON line per measurement:
+//
+//	pod_startup        pod startup latency over 50 pods, one at a time and
+//	                   10 at a time: from the create call to the pod seen
+//	                   Running through a watch (the Kubernetes pod startup
+//	                   SLI; the image is preloaded, so no pull is counted).
+//	                   p50, p99 and max in ms.
+//	kubelet_idle_rss   the kubelet process's resident memory once its pods
+//	                   are deleted and it has idled a few seconds, in MB.
+//
+// It starts `minik up --kubelet=false` (bin/minik, built if missing) and a
+// separate `minik kubelet` process (so its memory is its own), which starts
+// its own containerd unless /run/containerd/containerd.sock answers. Pods
+// name their node, so the scheduler is not in the measurement. Run it as
+// root with `make bench-kubelet`.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"minik/client"
+	"minik/client/kubeconfig"
+	"minik/deploy/images"
+	"minik/internal/pki"
+)
+
+const node = "bench-node"
+
+func main() {
+	bin := flag.String("bin", "", "minik binary (default bin/minik, built if missing)")
+	pods := flag.Int("pods", 50, "pods per measurement")
+	idle := flag.Duration("idle", 10*time.Second, "idle time before reading the kubelet's RSS")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *bin, *pods, *idle); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-kubelet:", err)
+		os.Exit(1)
+	}
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func start(bin string, logPath string, args ...string) (*proc, error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { _ = p.cmd.Wait(); logf.Close(); close(p.done) }()
+	return p, nil
+}
+
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func rssMB(pid int) float64 {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb float64
+			fmt.Sscanf(strings.TrimSpace(v), "%f", &kb)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func binary(bin string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	bin, _ = filepath.Abs(filepath.Join("bin", "minik"))
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/minik")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return bin, cmd.Run()
+}
+
+func run(ctx context.Context, bin string, n int, idle time.Duration) error {
+	bin, err := binary(bin)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "minik-bench-kubelet-")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "data dir", dir)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	listen := l.Addr().String()
+	l.Close()
+	up, err := start(bin, filepath.Join(dir, "up.log"), "up", "--data-dir", dir, "--listen", listen, "--kubelet=false")
+	if err != nil {
+		return err
+	}
+	defer up.stop()
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: time.Second}
+	if err := waitFor(ctx, 60*time.Second, func() bool {
+		resp, err := hc.Get("https://" + listen + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}); err != nil {
+		return fmt.Errorf("minik up not ready: %w (see %s/up.log)", err, dir)
+	}
+
+	// The kubelet's identity: a client certificate for system:node:NODE.
+	ca, err := pki.LoadCA(filepath.Join(dir, "pki"))
+	if err != nil {
+		return err
+	}
+	certPEM, keyPEM, err := ca.IssueClient(pki.NodeUser(node), []string{pki.NodesGroup})
+	if err != nil {
+		return err
+	}
+	kubeletKC := filepath.Join(dir, "kubelet.kubeconfig")
+	if err := kubeconfig.Write(kubeletKC, "https://"+listen, ca.CertPEM(), certPEM, keyPEM, pki.NodeUser(node)); err != nil {
+		return err
+	}
+	archive := filepath.Join(dir, "busybox.tar")
+	if err := images.BuildBusybox(archive, images.DefaultBusyboxPath); err != nil {
+		return err
+	}
+	kl, err := start(bin, filepath.Join(dir, "kubelet.log"), "kubelet", "--node-name", node, "--kubeconfig", kubeletKC,
+		"--root-dir", filepath.Join(dir, "kubelet"), "--port", "0", "--preload-images", archive, "--pod-cidr", "10.250.0.0/24")
+	if err != nil {
+		return err
+	}
+	defer kl.stop()
+
+	kc, err := kubeconfig.Load(filepath.Join(dir, "admin.kubeconfig"))
+	if err != nil {
+		return err
+	}
+	c, err := client.NewFromKubeconfig(kc)
+	if err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 60*time.Second, func() bool {
+		nd, err := c.Nodes().Get(ctx, "", node, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, cond := range nd.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		return fmt.Errorf("node not ready: %w (see %s/kubelet.log)", err, dir)
+	}
+
+	// One warm-up pod: the first start unpacks the image's snapshot.
+	if _, err := measure(ctx, c, 1, 1, "warmup"); err != nil {
+		return err
+	}
+	for _, conc := range []int{1, 10} {
+		lat, err := measure(ctx, c, n, conc, fmt.Sprintf("c%d", conc))
+		if err != nil {
+			return err
+		}
+		report(map[string]any{"bench": "pod_startup", "pods": n, "concurrency": conc,
+			"p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": pct(lat, 100)})
+	}
+	if err := deleteAll(ctx, c); err != nil {
+		return err
+	}
+	time.Sleep(idle)
+	report(map[string]any{"bench": "kubelet_idle_rss", "rss_mb": round(rssMB(kl.cmd.Process.Pid))})
+	return nil
+}
+
+func report(v map[string]any) {
+	b, _ := json.Marshal(v)
+	fmt.Println(string(b))
+}
+
+func round(f float64) float64 { return float64(int(f*10+0.5)) / 10 }
+
+func pct(lat []time.Duration, p int) float64 {
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	i := (len(lat)*p + 99) / 100
+	i = min(max(i-1, 0), len(lat)-1)
+	return round(float64(lat[i].Microseconds()) / 1000)
+}
+
+func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return errors.New("timed out")
+}
+
+func running(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) != len(p.Spec.Containers) {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// measure creates n pods, conc at a time, and returns each one's latency
+// from its create call to the watch event that shows it Running.
+func measure(ctx context.Context, c *client.Client, n, conc int, run string) ([]time.Duration, error) {
+	w, err := c.Pods().Watch(ctx, "default", metav1.ListOptions{LabelSelector: "bench-run=" + run})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	seen := map[string]chan struct{}{}
+	waiter := func(name string) chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		ch, ok := seen[name]
+		if !ok {
+			ch = make(chan struct{})
+			seen[name] = ch
+		}
+		return ch
+	}
+	go func() {
+		done := map[string]bool{}
+		for ev := range w.Events() {
+			if ev.Object == nil || (ev.Type != watch.Added && ev.Type != watch.Modified) {
+				continue
+			}
+			if p := ev.Object; running(p) && !done[p.Name] {
+				done[p.Name] = true
+				close(waiter(p.Name))
+			}
+		}
+	}()
+	lat := make([]time.Duration, n)
+	next := make(chan int)
+	go func() {
+		defer close(next)
+		for i := 0; i < n; i++ {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errc := make(chan error, conc)
+	zero := int64(0)
+	for g := 0; g < conc; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				name := fmt.Sprintf("bench-%s-%d", run, i)
+				pod := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"bench-run": run, "bench": "kubelet"}},
+					Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &zero, Containers: []corev1.Container{{
+						Name: "main", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sleep", "3600"}}}},
+				}
+				start := time.Now()
+				if _, err := c.Pods().Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+					errc <- err
+					return
+				}
+				select {
+				case <-waiter(name):
+					lat[i] = time.Since(start)
+				case <-time.After(60 * time.Second):
+					errc <- fmt.Errorf("pod %s not Running after 60s", name)
+					return
+				case <-ctx.Done():
+					errc <- ctx.Err()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return nil, err
+	default:
+	}
+	return lat, deleteAll(ctx, c)
+}
+
+// deleteAll deletes the bench pods and waits until they are gone.
+func deleteAll(ctx context.Context, c *client.Client) error {
+	list, err := c.Pods().List(ctx, "default", metav1.ListOptions{LabelSelector: "bench=kubelet"})
+	if err != nil {
+		return err
+	}
+	for _, p := range list.Items {
+		if err := c.Pods().Delete(ctx, "default", p.Name, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+	}
+	return waitFor(ctx, 120*time.Second, func() bool {
+		l, err := c.Pods().List(ctx, "default", metav1.ListOptions{LabelSelector: "bench=kubelet"})
+		return err == nil && len(l.Items) == 0
+	})
+}
+
+var _ = bytes.MinRead
