@@ -3,14 +3,20 @@ GO      ?= go
 DATA    ?= .minik
 ARGS    ?=
 
-.PHONY: build up test unit bench-apiserver clean
+IMAGES  ?= bin/images
+
+.PHONY: build images up test unit bench-apiserver bench-kubelet clean
 
 build:
 	$(GO) build -o bin/minik ./cmd/minik
 
-## up: build and run a whole cluster in the foreground (Ctrl-C stops it).
-up: build
-	bin/minik up --data-dir $(DATA) $(ARGS)
+## images: the busybox image, built locally from Debian's busybox-static.
+images: build
+	bin/minik image build busybox -o $(IMAGES)/busybox.tar
+
+## up: build and run a whole cluster in the foreground (Ctrl-C stops it; needs root for containerd).
+up: build images
+	bin/minik up --data-dir $(DATA) --preload-images $(IMAGES)/busybox.tar $(ARGS)
 
 ## test: every test, unit and integration (needs kubectl on PATH).
 test:
@@ -24,6 +30,10 @@ unit:
 ## bench-apiserver: create throughput/latency and watch fan-out, one JSON line each.
 bench-apiserver: build
 	$(GO) run ./test/bench/apiserver
+
+## bench-kubelet: pod startup latency (50 pods, 1 and 10 at a time) and idle kubelet RSS; needs root.
+bench-kubelet: build
+	$(GO) run ./test/bench/kubelet
 
 clean:
 	rm -rf bin $(DATA)

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -102,7 +104,21 @@ func (cfg *Config) defaults() error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	for _, name := range cfg.Controllers {
+		if name != "*" && !slices.Contains(Names(), name) {
+			return fmt.Errorf("controller: unknown controller %q (known: %s)", name, strings.Join(Names(), ", "))
+		}
+	}
 	return nil
+}
+
+// Names returns the names of every controller, in start order.
+func Names() []string {
+	out := make([]string, len(builders))
+	for i, b := range builders {
+		out[i] = b.name
+	}
+	return out
 }
 
 // Run runs the controllers until ctx ends (or, with LeaderElect, until

@@ -33,7 +33,7 @@ func (b *podB) Init(names ...string) *podB {
 	return b
 }
 func (b *podB) Policy(r corev1.RestartPolicy) *podB { b.p.Spec.RestartPolicy = r; return b }
-func (b *podB) Phase(ph corev1.PodPhase) *podB       { b.p.Status.Phase = ph; return b }
+func (b *podB) Phase(ph corev1.PodPhase) *podB      { b.p.Status.Phase = ph; return b }
 func (b *podB) Readiness() *podB {
 	b.p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{}
 	return b
@@ -132,7 +132,9 @@ func TestComputePodActions(t *testing.T) {
 		{name: "a dead sandbox is replaced", pod: makePod("a").Obj(), obs: makeObs().Sandbox(false).Exited("a", 137, 0, t0).Obj(), sandbox: true},
 		{name: "a terminal pod's dead sandbox stays dead", pod: makePod("a").Phase(corev1.PodSucceeded).Obj(), obs: makeObs().Sandbox(false).Obj()},
 		{name: "an image pull failure holds the container back until its back-off ends", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Obj(),
-			state: func(s *podState) { s.waiting["a"] = waiting{Reason: reasonErrImagePull, Until: t0.Add(10 * time.Second)} }, now: t0, wakeAt: t0.Add(10 * time.Second)},
+			state: func(s *podState) {
+				s.waiting["a"] = waiting{Reason: reasonErrImagePull, Until: t0.Add(10 * time.Second)}
+			}, now: t0, wakeAt: t0.Add(10 * time.Second)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newPodState()

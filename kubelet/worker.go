@@ -203,7 +203,10 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *observed,
 		}
 		cfg := k.sandboxConfig(pod)
 		cfg.Metadata.Attempt = uint32(len(obs.Sandboxes))
-		if _, err := k.rt.RunPodSandbox(ctx, cfg); err != nil {
+		start := time.Now()
+		_, err := k.rt.RunPodSandbox(ctx, cfg)
+		k.log.Debug("RunPodSandbox", "pod", pod.Namespace+"/"+pod.Name, "took", time.Since(start), "err", err)
+		if err != nil {
 			w.event(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return err
 		}
@@ -317,13 +320,18 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *ob
 		}
 		return
 	}
+	t0 := time.Now()
 	id, err := k.rt.CreateContainer(ctx, sb.Id, cfg, sbCfg)
+	k.log.Debug("CreateContainer", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "took", time.Since(t0), "err", err)
 	if err != nil {
 		w.fail(pod, c.Name, reasonCreateContainerError, err.Error(), 2*time.Second)
 		return
 	}
 	w.event(pod, corev1.EventTypeNormal, "Created", "Created container %s", c.Name)
-	if err := k.rt.StartContainer(ctx, id); err != nil {
+	t0 = time.Now()
+	err = k.rt.StartContainer(ctx, id)
+	k.log.Debug("StartContainer", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "took", time.Since(t0), "err", err)
+	if err != nil {
 		w.event(pod, corev1.EventTypeWarning, "Failed", "Error: failed to start container %q: %v", c.Name, err)
 		w.mu.Lock()
 		w.state.waiting[c.Name] = waiting{Reason: reasonRunContainerError, Message: err.Error(), Until: k.cfg.Clock.Now().Add(2 * time.Second)}
@@ -486,7 +494,10 @@ func (w *podWorker) pushStatus(ctx context.Context, pod *corev1.Pod, status core
 	if err != nil {
 		return err
 	}
-	if _, err := w.k.cfg.Client.Pods().Patch(ctx, ns, name, types.MergePatchType, data, metav1.PatchOptions{}, "status"); err != nil {
+	t0 := time.Now()
+	_, err = w.k.cfg.Client.Pods().Patch(ctx, ns, name, types.MergePatchType, data, metav1.PatchOptions{}, "status")
+	w.k.log.Debug("status sent", "pod", ns+"/"+name, "phase", status.Phase, "took", time.Since(t0))
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/client"
@@ -140,6 +141,11 @@ func ExplainFromAPI(ctx context.Context, c *client.Client, ns, name string) (*Ex
 	}
 	for i := range nss {
 		ch.SetNamespace(nss[i].Name, nonNil(nss[i].Labels))
+	}
+	if pdbs, err := listAll(ctx, client.For[policyv1.PodDisruptionBudget](c, client.PodDisruptionBudgets), ""); err == nil {
+		for i := range pdbs {
+			ch.SetPDB(&pdbs[i])
+		}
 	}
 	snap := cache.NewEmptySnapshot()
 	ch.UpdateSnapshot(snap)

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,6 +17,9 @@ type nominator struct {
 	mu     sync.Mutex
 	byNode map[string][]*corev1.Pod
 	nodeOf map[types.UID]string
+	// count mirrors len(nodeOf), so that the common case (no nomination)
+	// costs filters no lock.
+	count atomic.Int64
 }
 
 func newNominator() *nominator {
@@ -32,6 +36,7 @@ func (n *nominator) add(pod *corev1.Pod, node string) {
 	}
 	n.nodeOf[pod.UID] = node
 	n.byNode[node] = append(n.byNode[node], pod)
+	n.count.Store(int64(len(n.nodeOf)))
 }
 
 // delete forgets pod's nomination.
@@ -47,6 +52,7 @@ func (n *nominator) deleteLocked(uid types.UID) {
 		return
 	}
 	delete(n.nodeOf, uid)
+	n.count.Store(int64(len(n.nodeOf)))
 	pods := n.byNode[node]
 	for i, p := range pods {
 		if p.UID == uid {
@@ -64,6 +70,9 @@ func (n *nominator) deleteLocked(uid types.UID) {
 // podsFor returns the pods nominated to node that are at least as
 // important as pod (other than pod itself).
 func (n *nominator) podsFor(node string, pod *corev1.Pod) []*corev1.Pod {
+	if n.count.Load() == 0 {
+		return nil
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var out []*corev1.Pod

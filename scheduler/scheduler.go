@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -156,6 +157,7 @@ type Scheduler struct {
 	pods       *informer.Informer[corev1.Pod]
 	nodes      *informer.Informer[corev1.Node]
 	namespaces *informer.Informer[corev1.Namespace]
+	pdbs       *informer.Informer[policyv1.PodDisruptionBudget]
 
 	nextStartNodeIndex int
 	// verdicts and passed are findFeasible's per-node buffers, reused
@@ -198,9 +200,15 @@ func New(cfg Config) *Scheduler {
 	s.pods = informer.New(cfg.Client.Pods(), informer.Config{Logger: cfg.Logger})
 	s.nodes = informer.New(cfg.Client.Nodes(), informer.Config{Logger: cfg.Logger})
 	s.namespaces = informer.New(cfg.Client.Namespaces(), informer.Config{Logger: cfg.Logger})
+	s.pdbs = informer.New(client.For[policyv1.PodDisruptionBudget](cfg.Client, client.PodDisruptionBudgets), informer.Config{Logger: cfg.Logger})
 	s.addEventHandlers()
 	return s
 }
+
+// AddPodHandler registers h on the scheduler's pod informer, so that a
+// caller (a benchmark, say) follows pods without a second watch. Call it
+// before Run.
+func (s *Scheduler) AddPodHandler(h informer.Handler[corev1.Pod]) { s.pods.AddHandler(h) }
 
 // Synced is closed once the scheduler has listed nodes and pods and
 // starts scheduling.
@@ -215,7 +223,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if s.runRecorder != nil {
 		bg.Go(func() { s.runRecorder(ctx) })
 	}
-	for _, run := range []func(context.Context) error{s.pods.Run, s.nodes.Run, s.namespaces.Run} {
+	// Budgets only guide preemption: scheduling does not wait for them.
+	for _, run := range []func(context.Context) error{s.pods.Run, s.nodes.Run, s.namespaces.Run, s.pdbs.Run} {
 		bg.Go(func() { _ = run(ctx) })
 	}
 	for _, c := range []<-chan struct{}{s.pods.Synced(), s.nodes.Synced(), s.namespaces.Synced()} {
@@ -518,10 +527,18 @@ func (s *Scheduler) addEventHandlers() {
 				if s.cache.IsAssumedPod(p) {
 					return // being bound
 				}
+				if len(old.Spec.SchedulingGates) > 0 {
+					s.queue.Add(p) // its last scheduling gate was just removed
+					return
+				}
 				if nom := p.Status.NominatedNodeName; nom != "" {
 					s.nominator.add(p, nom)
 				}
 				s.queue.Update(old, p)
+			default:
+				// Terminating, finished, or not ours (any more).
+				s.queue.Delete(p)
+				s.nominator.delete(p)
 			}
 		},
 		OnDelete: func(p *corev1.Pod) {
@@ -555,10 +572,15 @@ func (s *Scheduler) addEventHandlers() {
 		OnUpdate: func(old, ns *corev1.Namespace) {
 			s.cache.SetNamespace(ns.Name, nonNil(ns.Labels))
 			if !equality.Semantic.DeepEqual(old.Labels, ns.Labels) {
-				s.queue.MoveAllToActiveOrBackoff(queue.NamespaceLabelsEdit, interpodaffinity.Name)
+				s.queue.MoveAllToActiveOrBackoff(queue.NamespaceUpdate, interpodaffinity.Name)
 			}
 		},
 		OnDelete: func(ns *corev1.Namespace) { s.cache.SetNamespace(ns.Name, nil) },
+	})
+	s.pdbs.AddHandler(informer.Handler[policyv1.PodDisruptionBudget]{
+		OnAdd:    s.cache.SetPDB,
+		OnUpdate: func(_, pdb *policyv1.PodDisruptionBudget) { s.cache.SetPDB(pdb) },
+		OnDelete: s.cache.RemovePDB,
 	})
 }
 
@@ -573,9 +595,10 @@ func nonNil(m map[string]string) map[string]string {
 	return m
 }
 
-// responsibleFor reports whether p is a pending pod for this scheduler.
+// responsibleFor reports whether p is a pending pod for this scheduler,
+// ready to schedule: no scheduling gate holds it back.
 func (s *Scheduler) responsibleFor(p *corev1.Pod) bool {
-	return p.Spec.SchedulerName == s.cfg.SchedulerName && p.DeletionTimestamp == nil &&
+	return p.Spec.SchedulerName == s.cfg.SchedulerName && p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0 &&
 		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 

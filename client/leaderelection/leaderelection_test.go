@@ -15,7 +15,7 @@ func TestOneLeaderAtATimeAndFastTakeover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts minik up; skipped with -short")
 	}
-	c := testcluster.Start(t)
+	c := testcluster.StartAPIOnly(t)
 	kc, err := kubeconfig.Load(c.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)

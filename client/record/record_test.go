@@ -30,7 +30,7 @@ func TestRecorderAggregatesRepeatsIntoOneEvent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts minik up; skipped with -short")
 	}
-	c := testcluster.Start(t)
+	c := testcluster.StartAPIOnly(t)
 	cl := newClient(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"minik/client"
@@ -51,6 +53,6 @@ func controllerCommand() *cobra.Command {
 	f.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "range the nodes' podCIDRs are cut from")
 	f.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "prefix length of each node's podCIDR")
 	f.BoolVar(&cfg.DisableNodeIPAM, "disable-node-ipam", false, "do not assign podCIDRs to nodes")
-	f.StringSliceVar(&cfg.Controllers, "controllers", nil, "controllers to run (default all)")
+	f.StringSliceVar(&cfg.Controllers, "controllers", nil, "controllers to run (default all): "+strings.Join(controller.Names(), ", "))
 	return cmd
 }

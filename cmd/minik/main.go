@@ -29,7 +29,8 @@ func main() {
 		}
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 	}
-	root.AddCommand(upCommand(), apiserverCommand(), etcdCommand())
+	root.AddCommand(upCommand(), apiserverCommand(), etcdCommand(), schedulerCommand(), controllerCommand(),
+		kubeletCommand(), criCommand(), imageCommand(), explainCommand())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

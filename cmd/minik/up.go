@@ -15,9 +15,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"minik/apiserver"
+	"minik/client"
 	"minik/client/kubeconfig"
+	"minik/controller"
 	"minik/internal/etcd"
 	"minik/internal/pki"
+	"minik/scheduler"
 )
 
 // upOptions are the flags of `minik up`.
@@ -26,8 +29,11 @@ type upOptions struct {
 	listen             string
 	nodes              []string
 	kubelet            bool
+	scheduler          bool
+	controller         bool
 	watchCacheSize     int
 	compactionInterval time.Duration
+	preloadImages      []string
 }
 
 func upCommand() *cobra.Command {
@@ -46,8 +52,11 @@ func upCommand() *cobra.Command {
 	f.StringVar(&o.listen, "listen", "127.0.0.1:6443", "HTTPS address of the apiserver (host:port)")
 	f.StringSliceVar(&o.nodes, "nodes", []string{strings.ToLower(host)}, "names of the nodes to run a kubelet for")
 	f.BoolVar(&o.kubelet, "kubelet", true, "run the kubelets (false: control plane only)")
+	f.BoolVar(&o.scheduler, "scheduler", true, "run the scheduler")
+	f.BoolVar(&o.controller, "controller", true, "run the controller manager")
 	f.IntVar(&o.watchCacheSize, "watch-cache-size", 10000, "events per resource a watch can resume from")
 	f.DurationVar(&o.compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd history (negative: never)")
+	f.StringSliceVar(&o.preloadImages, "preload-images", nil, "image archives (OCI or docker) to import into every node, e.g. bin/images/busybox.tar")
 	return cmd
 }
 
@@ -116,6 +125,19 @@ func (f *clusterFiles) writeKubeconfig(path, name, user string, groups []string)
 	return kubeconfig.Write(path, f.server, f.ca.CertPEM(), certPEM, keyPEM, user)
 }
 
+// componentClient writes a kubeconfig for a control-plane component and
+// returns a client that uses it.
+func (f *clusterFiles) componentClient(path, name, user string) (*client.Client, error) {
+	if err := f.writeKubeconfig(path, name, user, nil); err != nil {
+		return nil, err
+	}
+	kc, err := kubeconfig.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return client.NewFromKubeconfig(kc)
+}
+
 func runUp(ctx context.Context, o *upOptions) error {
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return err
@@ -164,6 +186,26 @@ func runUp(ctx context.Context, o *upOptions) error {
 		return err
 	case <-ctx.Done():
 		return nil
+	}
+	if o.scheduler {
+		c, err := files.componentClient(filepath.Join(o.dataDir, "scheduler.kubeconfig"), "scheduler", pki.SchedulerUser)
+		if err != nil {
+			return err
+		}
+		run("scheduler", func(ctx context.Context) error { return scheduler.Run(ctx, scheduler.Config{Client: c}) })
+	}
+	if o.controller {
+		c, err := files.componentClient(filepath.Join(o.dataDir, "controller.kubeconfig"), "controller", pki.ControllerUser)
+		if err != nil {
+			return err
+		}
+		run("controller", func(ctx context.Context) error { return controller.Run(ctx, controller.Config{Client: c}) })
+	}
+	if o.kubelet {
+		run("kubelets", func(ctx context.Context) error {
+			return runNodes(ctx, NodesConfig{DataDir: o.dataDir, Server: files.server, CA: files.ca, PKIDir: files.pkiDir,
+				Nodes: o.nodes, PreloadImages: o.preloadImages})
+		})
 	}
 	slog.Info("cluster is up", "kubeconfig", adminKubeconfig, "hint", "export KUBECONFIG="+absPath(adminKubeconfig))
 

@@ -2,6 +2,7 @@
 //
 //	job/pod event ─▶ queue(job) ─▶ Reconcile(job, its pods, now)
 //	   finished?                        ─▶ ttlSecondsAfterFinished: delete the Job when it runs out
+//	   suspended                        ─▶ delete active pods, condition Suspended (JobSuspended / JobResumed)
 //	   failures > backoffLimit          ─▶ FailureTarget, delete active pods ─▶ Failed (BackoffLimitExceeded)
 //	   active past activeDeadlineSeconds ─▶ the same with DeadlineExceeded
 //	   succeeded ≥ completions          ─▶ SuccessCriteriaMet ─▶ Complete (+ completionTime)
@@ -86,7 +87,15 @@ func Reconcile(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Plan {
 		return plan
 	}
 	nowT := metav1.NewTime(now)
-	if st.StartTime == nil {
+	suspended := job.Spec.Suspend != nil && *job.Spec.Suspend
+	if c := conditionOf(st, batchv1.JobSuspended); suspended && (c == nil || c.Status != corev1.ConditionTrue) {
+		setSuspended(&st, corev1.ConditionTrue, "JobSuspended", "Job suspended", now)
+	} else if !suspended && c != nil && c.Status == corev1.ConditionTrue {
+		// Resumed: activeDeadlineSeconds counts from now.
+		setSuspended(&st, corev1.ConditionFalse, "JobResumed", "Job resumed", now)
+		st.StartTime = nil
+	}
+	if st.StartTime == nil && !suspended {
 		st.StartTime = &nowT
 	}
 	var active []*corev1.Pod
@@ -115,6 +124,13 @@ func Reconcile(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Plan {
 	st.Failed = max(st.Failed, failed)
 	st.Active = int32(len(active))
 	st.Ready = &ready
+
+	if suspended {
+		// A suspended Job runs nothing; its pods go, its counts stay.
+		plan.Delete = active
+		plan.Status = st
+		return plan
+	}
 
 	backoffLimit := int32(defaultBackoffLimit)
 	if job.Spec.BackoffLimit != nil {
@@ -198,6 +214,27 @@ func pastBackoffLimit(job *batchv1.Job, failed, restarts, limit int32) bool {
 		return restarts > 0
 	}
 	return restarts >= limit
+}
+
+func conditionOf(st batchv1.JobStatus, t batchv1.JobConditionType) *batchv1.JobCondition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == t {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// setSuspended sets the Suspended condition, which, unlike the others,
+// goes back and forth.
+func setSuspended(st *batchv1.JobStatus, s corev1.ConditionStatus, reason, msg string, now time.Time) {
+	ts := metav1.NewTime(now)
+	c := batchv1.JobCondition{Type: batchv1.JobSuspended, Status: s, Reason: reason, Message: msg, LastProbeTime: ts, LastTransitionTime: ts}
+	if cur := conditionOf(*st, batchv1.JobSuspended); cur != nil {
+		*cur = c
+		return
+	}
+	st.Conditions = append(st.Conditions, c)
 }
 
 func setCondition(st *batchv1.JobStatus, t batchv1.JobConditionType, reason, msg string, now time.Time) {

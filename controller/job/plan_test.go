@@ -69,6 +69,12 @@ func TestReconcile(t *testing.T) {
 			j.Status.StartTime = &st
 			return j
 		}(), wantReasons: map[batchv1.JobConditionType]string{batchv1.JobFailed: ReasonDeadlineExceeded, batchv1.JobFailureTarget: ReasonDeadlineExceeded}},
+		{name: "a suspended job deletes its active pods and says JobSuspended", job: func() *batchv1.Job {
+			j := makeJob(i32(3), i32(2), corev1.RestartPolicyNever)
+			j.Spec.Suspend = func() *bool { b := true; return &b }()
+			return j
+		}(), pods: []*corev1.Pod{running("a"), phase("b", corev1.PodSucceeded)}, wantDelete: 1,
+			wantReasons: map[batchv1.JobConditionType]string{batchv1.JobSuspended: "JobSuspended"}},
 		{name: "a finished job past ttlSecondsAfterFinished is deleted", job: func() *batchv1.Job {
 			j := makeJob(i32(1), i32(1), corev1.RestartPolicyNever)
 			j.Spec.TTLSecondsAfterFinished = testutil.Int32(10)
@@ -84,12 +90,12 @@ func TestReconcile(t *testing.T) {
 			if plan.Create != tc.wantCreate || len(plan.Delete) != tc.wantDelete || plan.DeleteJob != tc.wantDeleted {
 				t.Errorf("create %d delete %d deleteJob %v, want %d %d %v", plan.Create, len(plan.Delete), plan.DeleteJob, tc.wantCreate, tc.wantDelete, tc.wantDeleted)
 			}
-			for _, typ := range []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailed, batchv1.JobFailureTarget, batchv1.JobSuccessCriteriaMet} {
+			for _, typ := range []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailed, batchv1.JobFailureTarget, batchv1.JobSuccessCriteriaMet, batchv1.JobSuspended} {
 				if got := cond(plan.Status, typ); got != tc.wantReasons[typ] && !(typ == batchv1.JobSuccessCriteriaMet && tc.wantReasons[typ] == "") {
 					t.Errorf("condition %s reason %q, want %q", typ, got, tc.wantReasons[typ])
 				}
 			}
-			if plan.Status.StartTime == nil && !tc.wantDeleted {
+			if plan.Status.StartTime == nil && !tc.wantDeleted && tc.wantReasons[batchv1.JobSuspended] == "" {
 				t.Error("startTime not set")
 			}
 		})

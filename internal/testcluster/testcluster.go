@@ -72,6 +72,13 @@ type Cluster struct {
 	done       chan struct{}
 }
 
+// StartAPIOnly is Start with only etcd and the apiserver: no scheduler,
+// controller or kubelet acts on the objects a test writes.
+func StartAPIOnly(t testing.TB, extra ...string) *Cluster {
+	t.Helper()
+	return Start(t, append([]string{"--scheduler=false", "--controller=false"}, extra...)...)
+}
+
 // Start runs `minik up --kubelet=false` (plus extra args) on a free port
 // in a temp dir and waits until it is ready. It is stopped at test end.
 func Start(t testing.TB, extra ...string) *Cluster {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,6 +53,8 @@ type Cache struct {
 	images     map[string]*imageState
 	namespaces map[string]labels.Set
 	nsGen      int64
+	pdbs       map[string]*policyv1.PodDisruptionBudget // by namespace/name
+	pdbGen     int64
 }
 
 // New returns an empty cache.
@@ -61,6 +64,7 @@ func New() *Cache {
 		pods:       map[types.UID]*podState{},
 		images:     map[string]*imageState{},
 		namespaces: map[string]labels.Set{},
+		pdbs:       map[string]*policyv1.PodDisruptionBudget{},
 	}
 }
 
@@ -317,6 +321,22 @@ func (c *Cache) SetNamespace(name string, l map[string]string) {
 		c.namespaces[name] = labels.Set(l)
 	}
 	c.nsGen = framework.NextGeneration()
+}
+
+// SetPDB records a PodDisruptionBudget; RemovePDB forgets it.
+func (c *Cache) SetPDB(pdb *policyv1.PodDisruptionBudget) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pdbs[pdb.Namespace+"/"+pdb.Name] = pdb
+	c.pdbGen = framework.NextGeneration()
+}
+
+// RemovePDB forgets a PodDisruptionBudget.
+func (c *Cache) RemovePDB(pdb *policyv1.PodDisruptionBudget) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pdbs, pdb.Namespace+"/"+pdb.Name)
+	c.pdbGen = framework.NextGeneration()
 }
 
 // NodeCount returns the number of nodes with a Node object.

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	policyv1 "k8s.io/api/policy/v1"
 	"slices"
 	"strings"
 
@@ -17,10 +18,12 @@ type Snapshot struct {
 	withAffinity []*framework.NodeInfo
 	withAnti     []*framework.NodeInfo
 	namespaces   map[string]labels.Set
+	pdbs         []*policyv1.PodDisruptionBudget
 
 	generation int64 // the highest NodeInfo generation copied
 	nodeSetGen int64
 	nsGen      int64
+	pdbGen     int64
 }
 
 var _ framework.SharedLister = &Snapshot{}
@@ -67,6 +70,12 @@ func (s *Snapshot) HavePodsWithRequiredAntiAffinityList() []*framework.NodeInfo 
 
 // NamespaceLabels implements framework.SharedLister.
 func (s *Snapshot) NamespaceLabels(ns string) labels.Set { return s.namespaces[ns] }
+
+// PodDisruptionBudgets implements framework.SharedLister.
+func (s *Snapshot) PodDisruptionBudgets() []*policyv1.PodDisruptionBudget { return s.pdbs }
+
+// SetPodDisruptionBudgets replaces the budgets (for tests and explain).
+func (s *Snapshot) SetPodDisruptionBudgets(pdbs []*policyv1.PodDisruptionBudget) { s.pdbs = pdbs }
 
 // NumNodes returns the number of nodes.
 func (s *Snapshot) NumNodes() int { return len(s.nodeInfoList) }
@@ -133,6 +142,13 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 	}
 	if rebuildAffinity {
 		snap.rebuildAffinityLists()
+	}
+	if c.pdbGen > snap.pdbGen {
+		snap.pdbGen = c.pdbGen
+		snap.pdbs = make([]*policyv1.PodDisruptionBudget, 0, len(c.pdbs))
+		for _, p := range c.pdbs {
+			snap.pdbs = append(snap.pdbs, p)
+		}
 	}
 	if c.nsGen > snap.nsGen {
 		snap.nsGen = c.nsGen

@@ -11,8 +11,10 @@ package framework
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -44,6 +46,9 @@ type SharedLister interface {
 	// NamespaceLabels returns the labels of a namespace (for
 	// namespaceSelector in affinity terms).
 	NamespaceLabels(ns string) labels.Set
+	// PodDisruptionBudgets returns every PodDisruptionBudget (preemption
+	// prefers victims that do not break one).
+	PodDisruptionBudgets() []*policyv1.PodDisruptionBudget
 }
 
 // PreFilterPlugin computes, once per pod, what its Filter needs for every
@@ -108,12 +113,36 @@ type NodeScore struct {
 // NodeToStatus is the verdict of the filters for each rejected node.
 type NodeToStatus map[string]*Status
 
+// StateKey names a slot of a CycleState. Each plugin makes its keys once,
+// with NewStateKey, so that reading state in Filter and Score (once per
+// node) is an index, not a map lookup.
+type StateKey int
+
+var (
+	stateKeyMu    sync.Mutex
+	stateKeyNames []string
+)
+
+// NewStateKey returns a new key; name appears in errors.
+func NewStateKey(name string) StateKey {
+	stateKeyMu.Lock()
+	defer stateKeyMu.Unlock()
+	stateKeyNames = append(stateKeyNames, name)
+	return StateKey(len(stateKeyNames) - 1)
+}
+
+func (k StateKey) String() string {
+	stateKeyMu.Lock()
+	defer stateKeyMu.Unlock()
+	return stateKeyNames[k]
+}
+
 // CycleState is scratch space for one pod's scheduling cycle: PreFilter
 // and PreScore write, Filter and Score read. Writes happen on the
 // scheduling goroutine before the parallel Filter and Score calls start,
 // so the reads need no lock; plugins must not write from Filter or Score.
 type CycleState struct {
-	data map[string]any
+	data []any // by StateKey
 	// skipFilter and skipScore name plugins that returned Skip.
 	skipFilter map[string]bool
 	skipScore  map[string]bool
@@ -124,23 +153,27 @@ type CycleState struct {
 
 // NewCycleState returns an empty state.
 func NewCycleState() *CycleState {
-	return &CycleState{data: map[string]any{}, skipFilter: map[string]bool{}, skipScore: map[string]bool{}}
+	return &CycleState{skipFilter: map[string]bool{}, skipScore: map[string]bool{}}
 }
 
 // Write stores v under key. Call it only from PreFilter or PreScore.
-func (c *CycleState) Write(key string, v any) { c.data[key] = v }
+func (c *CycleState) Write(key StateKey, v any) {
+	for int(key) >= len(c.data) {
+		c.data = append(c.data, nil)
+	}
+	c.data[key] = v
+}
 
 // Read returns what was stored under key.
-func (c *CycleState) Read(key string) (any, error) {
-	v, ok := c.data[key]
-	if !ok {
-		return nil, fmt.Errorf("cycle state: %q not found", key)
+func (c *CycleState) Read(key StateKey) (any, error) {
+	if int(key) >= len(c.data) || c.data[key] == nil {
+		return nil, fmt.Errorf("cycle state: %v not found", key)
 	}
-	return v, nil
+	return c.data[key], nil
 }
 
 // ReadAs returns what was stored under key as a T.
-func ReadAs[T any](c *CycleState, key string) (T, error) {
+func ReadAs[T any](c *CycleState, key StateKey) (T, error) {
 	var zero T
 	v, err := c.Read(key)
 	if err != nil {
@@ -148,7 +181,7 @@ func ReadAs[T any](c *CycleState, key string) (T, error) {
 	}
 	t, ok := v.(T)
 	if !ok {
-		return zero, fmt.Errorf("cycle state: %q holds %T, not %T", key, v, zero)
+		return zero, fmt.Errorf("cycle state: %v holds %T, not %T", key, v, zero)
 	}
 	return t, nil
 }

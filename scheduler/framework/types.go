@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -124,20 +126,11 @@ func (r Resource) Get(name corev1.ResourceName) int64 {
 // kubernetes.io, or a hugepages- prefix.
 func IsScalarResourceName(name corev1.ResourceName) bool {
 	s := string(name)
-	if len(s) > len("hugepages-") && s[:len("hugepages-")] == "hugepages-" {
+	if strings.HasPrefix(s, "hugepages-") {
 		return true
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			domain := s[:i]
-			return domain != "kubernetes.io" && !hasSuffix(domain, ".kubernetes.io")
-		}
-	}
-	return false
-}
-
-func hasSuffix(s, suffix string) bool {
-	return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix
+	domain, _, ok := strings.Cut(s, "/")
+	return ok && domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io")
 }
 
 // PodRequests returns what a pod asks for: the larger of its largest init

@@ -45,13 +45,12 @@ type Event string
 
 // The events that requeue unschedulable pods.
 const (
-	NodeAdd             Event = "NodeAdd"
-	NodeUpdate          Event = "NodeUpdate" // labels, taints, allocatable or unschedulable changed
-	AssignedPodDelete   Event = "AssignedPodDelete"
-	AssignedPodAdd      Event = "AssignedPodAdd" // may satisfy pod affinity
-	AssignedPodUpdate   Event = "AssignedPodUpdate"
-	UnschedulableFlush  Event = "UnschedulableTimeout"
-	NamespaceLabelsEdit Event = "NamespaceUpdate"
+	NodeAdd           Event = "NodeAdd"
+	NodeUpdate        Event = "NodeUpdate" // labels, taints, allocatable or unschedulable changed
+	AssignedPodDelete Event = "AssignedPodDelete"
+	AssignedPodAdd    Event = "AssignedPodAdd"    // may satisfy pod affinity
+	AssignedPodUpdate Event = "AssignedPodUpdate" // labels changed: may change pod affinity
+	NamespaceUpdate   Event = "NamespaceUpdate"   // labels changed: may change namespaceSelector
 )
 
 // Config tunes a Queue. Zero fields take the defaults.

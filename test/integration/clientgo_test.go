@@ -36,7 +36,7 @@ func makePod(name string, labels map[string]string) *corev1.Pod {
 }
 
 func TestClientGoCRUDOnPodsAndNodes(t *testing.T) {
-	c := testcluster.Start(t)
+	c := testcluster.StartAPIOnly(t)
 	cs := c.Clientset()
 	ctx := ctxT(t)
 	pods := cs.CoreV1().Pods("default")
@@ -222,7 +222,7 @@ func TestClientGoCRUDOnPodsAndNodes(t *testing.T) {
 }
 
 func TestWatchDeliversEveryEventInOrder(t *testing.T) {
-	c := testcluster.Start(t)
+	c := testcluster.StartAPIOnly(t)
 	cs := c.Clientset()
 	ctx := ctxT(t)
 	cms := cs.CoreV1().ConfigMaps("default")
@@ -263,7 +263,7 @@ func TestWatchDeliversEveryEventInOrder(t *testing.T) {
 }
 
 func TestInformerSeesEveryEventInOrder(t *testing.T) {
-	c := testcluster.Start(t)
+	c := testcluster.StartAPIOnly(t)
 	cs := c.Clientset()
 	ctx := ctxT(t)
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"))
@@ -328,7 +328,7 @@ func TestInformerSeesEveryEventInOrder(t *testing.T) {
 // that a resourceVersion falls out of the window, as it does after
 // compaction on a busy cluster.
 func TestWatchTooOldAnswers410AndInformerRelists(t *testing.T) {
-	c := testcluster.Start(t, "--watch-cache-size", "20")
+	c := testcluster.StartAPIOnly(t, "--watch-cache-size", "20")
 	cs := c.Clientset()
 	ctx := ctxT(t)
 	cms := cs.CoreV1().ConfigMaps("default")
@@ -428,7 +428,7 @@ func TestWatchTooOldAnswers410AndInformerRelists(t *testing.T) {
 // TestContinueAfterCompactionAnswers410 lets the apiserver compact etcd
 // for real and checks that an old continue token expires.
 func TestContinueAfterCompactionAnswers410(t *testing.T) {
-	c := testcluster.Start(t, "--etcd-compaction-interval", "300ms")
+	c := testcluster.StartAPIOnly(t, "--etcd-compaction-interval", "300ms")
 	cs := c.Clientset()
 	ctx := ctxT(t)
 	cms := cs.CoreV1().ConfigMaps("default")

@@ -16,7 +16,7 @@ import (
 // TestBadInputGetsAStatus sends raw requests and checks the HTTP code and
 // the Status reason of each answer.
 func TestBadInputGetsAStatus(t *testing.T) {
-	c := testcluster.Start(t)
+	c := testcluster.StartAPIOnly(t)
 	transport, err := rest.TransportFor(c.RESTConfig())
 	if err != nil {
 		t.Fatal(err)

@@ -130,7 +130,7 @@ func TestThreeMemberEtcdClusterBehindTheAPIServer(t *testing.T) {
 // right after a burst of acknowledged creates and checks them all after
 // a restart.
 func TestKilledProcessLosesNoAcknowledgedWrite(t *testing.T) {
-	c := testcluster.Start(t)
+	c := testcluster.StartAPIOnly(t)
 	cs := c.Clientset()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -42,7 +42,7 @@ spec:
 `
 
 func TestKubectl(t *testing.T) {
-	c := testcluster.Start(t)
+	c := testcluster.StartAPIOnly(t)
 
 	t.Run("apply creates a Deployment and a Pod, and a second apply changes nothing", func(t *testing.T) {
 		out := c.MustKubectl(t, deploymentAndPod, "apply", "-f", "-")
@@ -159,7 +159,7 @@ func TestKubectl(t *testing.T) {
 }
 
 func TestRestartKeepsEveryObject(t *testing.T) {
-	c := testcluster.Start(t)
+	c := testcluster.StartAPIOnly(t)
 	c.MustKubectl(t, deploymentAndPod, "apply", "-f", "-")
 	c.MustKubectl(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"keep"}}`, "create", "-f", "-")
 	c.MustKubectl(t, "", "create", "namespace", "team")

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"minik/proto/cri"
 )
@@ -21,6 +24,14 @@ type cniNetwork struct {
 	binDir  string // where the plugins are, e.g. /usr/lib/cni
 	dataDir string // host-local's allocations
 	bridge  string // the node's bridge device
+
+	// mu serializes portmap runs: its iptables calls take the xtables
+	// lock, which polls once a second when contended, far slower than a
+	// queue. (bridge and host-local take no such lock: host-local's file
+	// lock blocks, and the bridge plugin runs no iptables with ipMasq off.)
+	mu        sync.Mutex
+	forwardMu sync.Mutex
+	forwarded map[string]bool // pod ranges with their iptables rules
 }
 
 const cniVersion = "0.4.0"
@@ -28,7 +39,7 @@ const cniVersion = "0.4.0"
 func (n *cniNetwork) bridgeConf(cidr string) map[string]any {
 	return map[string]any{
 		"cniVersion": cniVersion, "name": "minik", "type": "bridge",
-		"bridge": n.bridge, "isGateway": true, "ipMasq": true, "hairpinMode": true,
+		"bridge": n.bridge, "isGateway": true, "ipMasq": false, "hairpinMode": true,
 		"ipam": map[string]any{
 			"type":    "host-local",
 			"ranges":  [][]map[string]string{{{"subnet": cidr}}},
@@ -78,14 +89,38 @@ func hasHostPorts(ports []*cri.PortMapping) bool {
 	return false
 }
 
-// firewallConf admits the pod's traffic in the FORWARD chain, which
-// Docker's default DROP policy would otherwise stop on bridged traffic.
-func (n *cniNetwork) firewallConf(prev json.RawMessage) map[string]any {
-	conf := map[string]any{"cniVersion": cniVersion, "name": "minik", "type": "firewall", "backend": "iptables"}
-	if prev != nil {
-		conf["prevResult"] = prev
+// allowForward lets the bridge's traffic through the FORWARD chain, whose
+// policy Docker sets to DROP, with one rule per direction for the node
+// (instead of per-pod rules, which cost several iptables runs per pod).
+// Without iptables there is nothing to allow.
+// The pod range is masqueraded the same way, once per range, rather than
+// by the bridge plugin's ipMasq, which adds a chain per pod.
+func (n *cniNetwork) allowForward(ctx context.Context, cidr string) {
+	n.forwardMu.Lock()
+	defer n.forwardMu.Unlock()
+	if n.forwarded == nil {
+		n.forwarded = map[string]bool{}
 	}
-	return conf
+	if n.forwarded[cidr] {
+		return
+	}
+	n.forwarded[cidr] = true
+	removeStaleBridges(ctx, n.bridge, cidr)
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return
+	}
+	comment := []string{"-m", "comment", "--comment", "minik pods"}
+	rules := [][]string{
+		append([]string{"FORWARD", "-i", n.bridge, "-j", "ACCEPT"}, comment...),
+		append([]string{"FORWARD", "-o", n.bridge, "-j", "ACCEPT"}, comment...),
+		append([]string{"POSTROUTING", "-t", "nat", "-s", cidr, "!", "-d", cidr, "-j", "MASQUERADE"}, comment...),
+	}
+	for _, rule := range rules {
+		if exec.CommandContext(ctx, "iptables", append([]string{"-w", "-C"}, rule...)...).Run() == nil {
+			continue
+		}
+		_ = exec.CommandContext(ctx, "iptables", append([]string{"-w", "-I"}, rule...)...).Run()
+	}
 }
 
 // add attaches netns to the pod network and returns the pod IP and the
@@ -94,6 +129,7 @@ func (n *cniNetwork) add(ctx context.Context, id, netns, cidr string, ports []*c
 	if cidr == "" {
 		return "", nil, fmt.Errorf("no pod CIDR: the node has no spec.podCIDR and no fallback range is configured")
 	}
+	n.allowForward(ctx, cidr)
 	lo := map[string]any{"cniVersion": cniVersion, "name": "minik-lo", "type": "loopback"}
 	if _, err := n.exec(ctx, "ADD", id, netns, "lo", lo); err != nil {
 		return "", nil, err
@@ -117,11 +153,11 @@ func (n *cniNetwork) add(ctx context.Context, id, netns, cidr string, ports []*c
 	if err != nil {
 		return "", nil, err
 	}
-	if _, err := n.exec(ctx, "ADD", id, netns, "eth0", n.firewallConf(out)); err != nil {
-		return "", out, err
-	}
 	if hasHostPorts(ports) {
-		if _, err := n.exec(ctx, "ADD", id, netns, "eth0", n.portmapConf(ports, out)); err != nil {
+		n.mu.Lock()
+		_, err := n.exec(ctx, "ADD", id, netns, "eth0", n.portmapConf(ports, out))
+		n.mu.Unlock()
+		if err != nil {
 			return "", out, err
 		}
 	}
@@ -132,12 +168,10 @@ func (n *cniNetwork) add(ctx context.Context, id, netns, cidr string, ports []*c
 func (n *cniNetwork) del(ctx context.Context, id, netns, cidr string, ports []*cri.PortMapping, prev json.RawMessage) error {
 	var errs []string
 	if hasHostPorts(ports) {
-		if _, err := n.exec(ctx, "DEL", id, netns, "eth0", n.portmapConf(ports, prev)); err != nil {
-			errs = append(errs, err.Error())
-		}
-	}
-	if prev != nil {
-		if _, err := n.exec(ctx, "DEL", id, netns, "eth0", n.firewallConf(prev)); err != nil {
+		n.mu.Lock()
+		_, err := n.exec(ctx, "DEL", id, netns, "eth0", n.portmapConf(ports, prev))
+		n.mu.Unlock()
+		if err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
@@ -165,8 +199,45 @@ func (n *cniNetwork) exec(ctx context.Context, command, id, netns, ifname string
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	start := time.Now()
+	err = cmd.Run()
+	slog.Debug("cni", "plugin", plugin, "command", command, "id", id, "took", time.Since(start))
+	if err != nil {
 		return nil, fmt.Errorf("cni %s %s %s: %v: %s%s", plugin, command, ifname, err, strings.TrimSpace(stdout.String()), strings.TrimSpace(stderr.String()))
 	}
 	return stdout.Bytes(), nil
 }
+
+// removeStaleBridges deletes other nodes' bridges (named mk…) that carry
+// an address of cidr and have no interface attached: left by a minik that
+// is gone, they would make the pod range unroutable.
+func removeStaleBridges(ctx context.Context, own, cidr string) {
+	_, pods, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return
+	}
+	links, err := net.Interfaces()
+	if err != nil {
+		return
+	}
+	for _, l := range links {
+		if l.Name == own || !strings.HasPrefix(l.Name, "mk") {
+			continue
+		}
+		if ports, err := os.ReadDir(filepath.Join("/sys/class/net", l.Name, "brif")); err != nil || len(ports) > 0 {
+			continue // not a bridge, or in use
+		}
+		addrs, _ := l.Addrs()
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && pods.Contains(ipn.IP) {
+				slog.Info("removing a stale pod bridge", "bridge", l.Name, "cidr", cidr)
+				_ = exec.CommandContext(ctx, "ip", "link", "del", l.Name).Run()
+				break
+			}
+		}
+	}
+}
+
+// BridgeName is the bridge device of the node whose containerd namespace
+// is ns.
+func BridgeName(ns string) string { return bridgeName(ns) }

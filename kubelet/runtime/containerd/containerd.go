@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -153,6 +154,12 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to containerd at %s: %w", cfg.Address, err)
 	}
+	// The namespace exists from the start, so that `minik image load`
+	// finds the node before its first pod.
+	if err := client.NamespaceService().Create(namespaces.WithNamespace(ctx, cfg.Namespace), cfg.Namespace, map[string]string{"minik.io/node": "true"}); err != nil && !errdefs.IsAlreadyExists(err) {
+		client.Close()
+		return nil, fmt.Errorf("creating containerd namespace %s: %w", cfg.Namespace, err)
+	}
 	r := &Runtime{
 		cfg: cfg, client: client, cidr: cfg.PodCIDR, sandboxes: map[string]*sandboxRecord{}, imageRefs: map[string]string{},
 		net: &cniNetwork{binDir: cfg.CNIBinDir, dataDir: filepath.Join(cfg.StateDir, "ipam"), bridge: bridgeName(cfg.Namespace)},
@@ -173,6 +180,9 @@ func hash(s string) uint32 {
 	h.Write([]byte(s))
 	return h.Sum32()
 }
+
+// Namespace is the containerd namespace of this runtime's containers.
+func (r *Runtime) Namespace() string { return r.cfg.Namespace }
 
 // Close closes the containerd connection.
 func (r *Runtime) Close() error { return r.client.Close() }
@@ -318,10 +328,14 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, cfg *cri.PodSandboxConfig) 
 		rec.CIDR = r.cidr
 		r.mu.Unlock()
 		rec.NetNS = filepath.Join(r.cfg.StateDir, "netns", rec.ID)
+		start := time.Now()
 		if err := newNetNS(rec.NetNS); err != nil {
 			return "", err
 		}
+		slog.Debug("netns made", "sandbox", rec.ID, "took", time.Since(start))
+		start = time.Now()
 		ip, res, err := r.net.add(ctx, rec.ID, rec.NetNS, rec.CIDR, cfg.PortMappings)
+		slog.Debug("pod network attached", "sandbox", rec.ID, "took", time.Since(start))
 		rec.CNIResult = res
 		if err != nil {
 			_ = r.net.del(context.WithoutCancel(ctx), rec.ID, rec.NetNS, rec.CIDR, cfg.PortMappings, res)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -92,6 +93,7 @@ func newRuntime(t *testing.T) *containerd.Runtime {
 			_ = rt.RemovePodSandbox(context.Background(), sb.Id)
 		}
 		rt.Close()
+		_ = exec.Command("ip", "link", "del", containerd.BridgeName(ns)).Run()
 	})
 	return rt
 }

@@ -24,7 +24,8 @@ var (
 	_ framework.ScorePlugin    = &BalancedAllocation{}
 )
 
-const stateKey = "PreScore" + Name
+// stateKey holds the pod's requests, computed in PreScore.
+var stateKey = framework.NewStateKey("PreScore" + Name)
 
 // PreScore computes the pod's requests (with defaults for containers that
 // request nothing) once.
@@ -47,7 +48,8 @@ func (b *BalancedAllocation) Score(state *framework.CycleState, pod *corev1.Pod,
 	if err != nil {
 		req = framework.PodRequests(pod, true)
 	}
-	shares := make([]float64, 0, len(b.resources))
+	var buf [4]float64 // no allocation per node for the usual two resources
+	shares := buf[:0]
 	for _, r := range b.resources {
 		alloc := ni.Allocatable.Get(r)
 		if alloc == 0 {

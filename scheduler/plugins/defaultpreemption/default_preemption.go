@@ -4,13 +4,16 @@
 // For each node that rejected the pod for a reason removing pods can fix:
 //  1. take away every pod of lower priority;
 //  2. if the pod now fits, give back as many of them as still lets it
-//     fit, most important first (they are reprieved);
+//     fit, most important first (they are reprieved), and those protected
+//     by a PodDisruptionBudget before the others;
 //  3. the rest are the node's victims.
 //
-// It stops once NumCandidates nodes qualify. The chosen node has, in order: the lowest highest-victim priority, the
-// lowest sum of victim priorities, the fewest victims, the most recently
-// started highest-priority victim. The plugin only proposes; the
-// scheduler sets status.nominatedNodeName and deletes the victims.
+// It stops once NumCandidates nodes qualify. The chosen node has, in
+// order: the fewest PodDisruptionBudget violations, the lowest
+// highest-victim priority, the lowest sum of victim priorities, the fewest
+// victims, the most recently started highest-priority victim. The plugin
+// only proposes; the scheduler sets status.nominatedNodeName and deletes
+// the victims.
 package defaultpreemption
 
 import (
@@ -20,6 +23,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"minik/scheduler/framework"
 	"minik/scheduler/plugins/interpodaffinity"
@@ -57,6 +63,9 @@ func (*DefaultPreemption) Name() string { return Name }
 type candidate struct {
 	node    string
 	victims []*corev1.Pod
+	// pdbViolations counts victims whose deletion breaks a
+	// PodDisruptionBudget.
+	pdbViolations int
 }
 
 // PostFilter implements framework.PostFilterPlugin.
@@ -83,12 +92,12 @@ func (pl *DefaultPreemption) PostFilter(state *framework.CycleState, pod *corev1
 			reasons[name] = framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNotHelpful)
 			continue
 		}
-		victims, ok := selectVictims(state, pod, fwk, snap, ni)
+		victims, violations, ok := selectVictims(state, pod, fwk, snap, ni)
 		if !ok {
 			reasons[name] = framework.NewStatus(framework.Unschedulable, ErrReasonNoVictims)
 			continue
 		}
-		candidates = append(candidates, candidate{node: name, victims: victims})
+		candidates = append(candidates, candidate{node: name, victims: victims, pdbViolations: violations})
 	}
 	if len(candidates) == 0 {
 		return nil, framework.NewStatus(framework.Unschedulable, "preemption: "+framework.NodesAvailableMessage(len(nodes), reasons))
@@ -156,8 +165,10 @@ func fits(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework
 }
 
 // selectVictims finds the fewest, least important pods of lower priority
-// whose removal lets pod fit on ni.
-func selectVictims(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework, snap framework.SharedLister, ni *framework.NodeInfo) ([]*corev1.Pod, bool) {
+// whose removal lets pod fit on ni. Pods protected by a
+// PodDisruptionBudget are given back first, so they are victims only when
+// nothing else works; it returns how many victims break a budget.
+func selectVictims(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework, snap framework.SharedLister, ni *framework.NodeInfo) ([]*corev1.Pod, int, bool) {
 	prio := framework.GetPodPriority(pod)
 	work := ni.Clone()
 	var potential []*corev1.Pod
@@ -168,23 +179,66 @@ func selectVictims(state *framework.CycleState, pod *corev1.Pod, fwk *framework.
 		}
 	}
 	if len(potential) == 0 || !fits(state, pod, fwk, snap, work) {
-		return nil, false
+		return nil, 0, false
 	}
 	sort.SliceStable(potential, func(i, j int) bool { return moreImportant(potential[i], potential[j]) })
+	violating, nonViolating := splitByPDB(potential, snap.PodDisruptionBudgets())
 	var victims []*corev1.Pod
-	for _, p := range potential {
+	violations := 0
+	reprieve := func(p *corev1.Pod) bool {
 		work.AddPod(p)
-		if !fits(state, pod, fwk, snap, work) {
-			work.RemovePod(p)
-			victims = append(victims, p)
+		if fits(state, pod, fwk, snap, work) {
+			return true
+		}
+		work.RemovePod(p)
+		victims = append(victims, p)
+		return false
+	}
+	for _, p := range violating {
+		if !reprieve(p) {
+			violations++
 		}
 	}
-	return victims, len(victims) > 0
+	for _, p := range nonViolating {
+		reprieve(p)
+	}
+	return victims, violations, len(victims) > 0
+}
+
+// splitByPDB separates the pods whose deletion (in this order) would take
+// a PodDisruptionBudget below its allowed disruptions. A budget with an
+// empty selector protects nothing.
+func splitByPDB(pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) (violating, nonViolating []*corev1.Pod) {
+	allowed := make([]int32, len(pdbs))
+	selectors := make([]labels.Selector, len(pdbs))
+	for i, pdb := range pdbs {
+		allowed[i] = pdb.Status.DisruptionsAllowed
+		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && pdb.Spec.Selector != nil {
+			selectors[i] = sel
+		}
+	}
+	for _, p := range pods {
+		broken := false
+		for i, pdb := range pdbs {
+			if pdb.Namespace != p.Namespace || selectors[i] == nil || selectors[i].Empty() || !selectors[i].Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			if allowed[i]--; allowed[i] < 0 {
+				broken = true
+			}
+		}
+		if broken {
+			violating = append(violating, p)
+		} else {
+			nonViolating = append(nonViolating, p)
+		}
+	}
+	return violating, nonViolating
 }
 
 // pickOne chooses among candidates, by the rules in the package comment.
 func pickOne(cs []candidate) candidate {
-	key := func(c candidate) (highest int32, sum int64, n int, latest time.Time) {
+	key := func(c candidate) (violations int, highest int32, sum int64, n int, latest time.Time) {
 		highest = math.MinInt32
 		for _, v := range c.victims {
 			p := framework.GetPodPriority(v)
@@ -197,14 +251,16 @@ func pickOne(cs []candidate) candidate {
 				latest = startTime(v)
 			}
 		}
-		return highest, sum, len(c.victims), latest
+		return c.pdbViolations, highest, sum, len(c.victims), latest
 	}
 	best := cs[0]
-	bh, bs, bn, bl := key(best)
+	bv, bh, bs, bn, bl := key(best)
 	for _, c := range cs[1:] {
-		h, s, n, l := key(c)
+		v, h, s, n, l := key(c)
 		better := false
 		switch {
+		case v != bv:
+			better = v < bv
 		case h != bh:
 			better = h < bh
 		case s != bs:
@@ -215,7 +271,7 @@ func pickOne(cs []candidate) candidate {
 			better = l.After(bl)
 		}
 		if better {
-			best, bh, bs, bn, bl = c, h, s, n, l
+			best, bv, bh, bs, bn, bl = c, v, h, s, n, l
 		}
 	}
 	return best

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/scheduler/framework"
 	"minik/scheduler/internal/st"
@@ -16,10 +18,11 @@ import (
 
 // postFilter filters pod on every node, as a scheduling cycle does, then
 // runs preemption.
-func postFilter(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pod *corev1.Pod) (*framework.PostFilterResult, *framework.Status) {
+func postFilter(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, pod *corev1.Pod) (*framework.PostFilterResult, *framework.Status) {
 	t.Helper()
 	fwk := framework.New(plugins.DefaultProfile(corev1.DefaultSchedulerName, nil))
 	snap := st.NewSnapshot(nodes, pods)
+	snap.SetPodDisruptionBudgets(pdbs)
 	state := framework.NewCycleState()
 	if s := fwk.RunPreFilter(state, pod, snap); !s.IsSuccess() {
 		t.Fatalf("prefilter: %v", s)
@@ -50,6 +53,15 @@ func TestPostFilter(t *testing.T) {
 	low := func(name, node string, prio int32, cpu string, started time.Duration) *corev1.Pod {
 		return st.MakePod().Name(name).Node(node).Priority(prio).Req("cpu", cpu).StartTime(t0.Add(started)).Obj()
 	}
+	// protected labels a pod app=db, which budget("db", ...) selects.
+	protected := func(p *corev1.Pod) *corev1.Pod { p.Labels["app"] = "db"; return p }
+	budget := func(app string, allowed int32) *policyv1.PodDisruptionBudget {
+		return &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: "default"},
+			Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
+			Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
+		}
+	}
 	twoCPU := func(name string) *corev1.Node {
 		return st.MakeNode().Name(name).Capacity("cpu", "2", "memory", "8Gi", "pods", "110").Obj()
 	}
@@ -57,6 +69,7 @@ func TestPostFilter(t *testing.T) {
 		name        string
 		nodes       []*corev1.Node
 		pods        []*corev1.Pod
+		pdbs        []*policyv1.PodDisruptionBudget
 		pod         *corev1.Pod
 		wantNode    string
 		wantVictims []string
@@ -65,39 +78,49 @@ func TestPostFilter(t *testing.T) {
 		{"one lower-priority pod is enough: the most recently started one goes",
 			[]*corev1.Node{twoCPU("n1")},
 			[]*corev1.Pod{low("old", "n1", 100, "1", 0), low("new", "n1", 100, "1", time.Hour)},
-			st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "n1", []string{"new"}, ""},
+			nil, st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "n1", []string{"new"}, ""},
 		{"pods of equal or higher priority are never victims",
 			[]*corev1.Node{twoCPU("n1")},
 			[]*corev1.Pod{low("a", "n1", 1000, "1", 0), low("b", "n1", 2000, "1", 0)},
-			st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "", nil,
+			nil, st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "", nil,
 			"preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."},
 		{"preemptionPolicy Never is respected",
 			[]*corev1.Node{twoCPU("n1")},
 			[]*corev1.Pod{low("a", "n1", 1, "2", 0)},
-			st.MakePod().Priority(1000).PreemptNever().Req("cpu", "1").Obj(), "", nil,
+			nil, st.MakePod().Priority(1000).PreemptNever().Req("cpu", "1").Obj(), "", nil,
 			"preemption: " + defaultpreemption.ErrReasonPolicyNever},
 		{"a node rejected for a taint is not helped by preemption",
 			[]*corev1.Node{st.MakeNode().Name("n1").Capacity("cpu", "2", "pods", "110").Taint("k", "v", corev1.TaintEffectNoSchedule).Obj()},
 			[]*corev1.Pod{low("a", "n1", 1, "2", 0)},
-			st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "", nil,
+			nil, st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "", nil,
 			"preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."},
 		{"the node whose victims have the lowest priority is chosen",
 			[]*corev1.Node{twoCPU("n1"), twoCPU("n2")},
 			[]*corev1.Pod{low("mid", "n1", 500, "2", 0), low("least", "n2", 10, "2", 0)},
-			st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "n2", []string{"least"}, ""},
+			nil, st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "n2", []string{"least"}, ""},
 		{"with equal priorities, the node with fewer victims is chosen",
 			[]*corev1.Node{twoCPU("n1"), twoCPU("n2")},
 			[]*corev1.Pod{low("a", "n1", 10, "1", 0), low("b", "n1", 10, "1", 0), low("c", "n2", 10, "2", 0)},
-			st.MakePod().Priority(1000).Req("cpu", "2").Obj(), "n2", []string{"c"}, ""},
+			nil, st.MakePod().Priority(1000).Req("cpu", "2").Obj(), "n2", []string{"c"}, ""},
+		{"a pod protected by a PodDisruptionBudget is reprieved before an unprotected one",
+			[]*corev1.Node{twoCPU("n1")},
+			[]*corev1.Pod{protected(low("protected", "n1", 100, "1", time.Hour)), low("plain", "n1", 100, "1", 0)},
+			[]*policyv1.PodDisruptionBudget{budget("db", 0)},
+			st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "n1", []string{"plain"}, ""},
+		{"a node whose victims break no budget wins over lower-priority victims that would",
+			[]*corev1.Node{twoCPU("n1"), twoCPU("n2")},
+			[]*corev1.Pod{protected(low("protected", "n1", 10, "2", 0)), low("plain", "n2", 500, "2", 0)},
+			[]*policyv1.PodDisruptionBudget{budget("db", 0)},
+			st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "n2", []string{"plain"}, ""},
 		{"a pod still waiting for its victims to terminate does not preempt again",
 			[]*corev1.Node{twoCPU("n1")},
 			[]*corev1.Pod{st.MakePod().Name("dying").Node("n1").Priority(1).Req("cpu", "2").Terminating().Obj()},
-			st.MakePod().Priority(1000).Req("cpu", "1").NominatedNode("n1").Obj(), "", nil,
+			nil, st.MakePod().Priority(1000).Req("cpu", "1").NominatedNode("n1").Obj(), "", nil,
 			"preemption: " + defaultpreemption.ErrReasonTerminatingVictims},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, status := postFilter(t, tc.nodes, tc.pods, tc.pod)
+			res, status := postFilter(t, tc.nodes, tc.pods, tc.pdbs, tc.pod)
 			if tc.wantNode == "" {
 				if status.IsSuccess() || !strings.Contains(status.Message(), tc.wantMsg) {
 					t.Fatalf("got %+v %v, want failure %q", res, status, tc.wantMsg)

@@ -18,7 +18,11 @@ const Name = "ImageLocality"
 const (
 	minThreshold          int64 = 23 * 1024 * 1024
 	maxContainerThreshold int64 = 1000 * 1024 * 1024
-	stateKey                    = "PreScore" + Name
+)
+
+// Keys of this plugin's cycle state.
+var (
+	stateKey = framework.NewStateKey("PreScore" + Name)
 )
 
 // ImageLocality is a score plugin.

@@ -41,9 +41,12 @@ const (
 	// HardPodAffinityWeight is the score a running pod's required affinity
 	// term adds when the incoming pod matches it (symmetry).
 	HardPodAffinityWeight = 1
+)
 
-	preFilterKey = "PreFilter" + Name
-	preScoreKey  = "PreScore" + Name
+// Keys of this plugin's cycle state.
+var (
+	preFilterKey = framework.NewStateKey("PreFilter" + Name)
+	preScoreKey  = framework.NewStateKey("PreScore" + Name)
 )
 
 // InterPodAffinity is a filter and score plugin.

@@ -35,9 +35,10 @@ func New() *NodeAffinity { return &NodeAffinity{} }
 // Name implements framework.Plugin.
 func (*NodeAffinity) Name() string { return Name }
 
-const (
-	preFilterKey = "PreFilter" + Name
-	preScoreKey  = "PreScore" + Name
+// Keys of this plugin's cycle state.
+var (
+	preFilterKey = framework.NewStateKey("PreFilter" + Name)
+	preScoreKey  = framework.NewStateKey("PreScore" + Name)
 )
 
 // RequiredNodeAffinity is a pod's nodeSelector and required node affinity,

@@ -13,8 +13,11 @@ const (
 	Name = "NodePorts"
 	// ErrReason is the rejection reason.
 	ErrReason = "node(s) didn't have free ports for the requested pod ports"
+)
 
-	stateKey = "PreFilter" + Name
+// Keys of this plugin's cycle state.
+var (
+	stateKey = framework.NewStateKey("PreFilter" + Name)
 )
 
 // NodePorts is a filter plugin.

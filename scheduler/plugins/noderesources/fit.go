@@ -23,8 +23,11 @@ const (
 	// ErrReasonInsufficientPrefix is followed by the resource name, e.g.
 	// "Insufficient cpu".
 	ErrReasonInsufficientPrefix = "Insufficient "
+)
 
-	stateKey = "PreFilter" + Name
+// Keys of this plugin's cycle state.
+var (
+	stateKey = framework.NewStateKey("PreFilter" + Name)
 )
 
 // ResourceWeight is a resource LeastAllocated looks at, with its weight.

@@ -30,9 +30,12 @@ const (
 	ErrReasonConstraintsNotMatch = "node(s) didn't match pod topology spread constraints"
 	// ErrReasonNodeLabelNotMatch: the node lacks a constraint's topologyKey.
 	ErrReasonNodeLabelNotMatch = ErrReasonConstraintsNotMatch + " (missing required label)"
+)
 
-	preFilterKey = "PreFilter" + Name
-	preScoreKey  = "PreScore" + Name
+// Keys of this plugin's cycle state.
+var (
+	preFilterKey = framework.NewStateKey("PreFilter" + Name)
+	preScoreKey  = framework.NewStateKey("PreScore" + Name)
 )
 
 // DefaultConstraints are the system default spreading for pods of one

@@ -32,6 +32,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +63,7 @@ type options struct {
 	simulate bool
 	real     bool
 	progress bool
+	cpuprof  string
 	keep     bool
 	timeout  time.Duration
 }
@@ -75,6 +77,7 @@ func main() {
 	flag.BoolVar(&o.simulate, "simulate", true, "bind pods and mark them Running with stand-ins in this process")
 	flag.BoolVar(&o.real, "real", false, "run minik's scheduler and one hollow kubelet (fake runtime) per node in this process instead of the stand-ins")
 	flag.BoolVar(&o.progress, "progress", false, "print the created and running counts every second on stderr")
+	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of this process (controller, stand-ins or scheduler and kubelets) to this file")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (minik's log is in it)")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	flag.Parse()
@@ -104,6 +107,9 @@ type result struct {
 	// the ReplicaSet and the Deployment (status and scale writes).
 	ReplicaSetWrites int64 `json:"replicaset_writes"`
 	DeploymentWrites int64 `json:"deployment_writes"`
+	// Events is the number of Event objects in default at the end (each
+	// one or more writes).
+	Events int `json:"events"`
 }
 
 // selfCPU returns this process's user+system CPU time.
@@ -184,7 +190,6 @@ func run(ctx context.Context, o options) error {
 		}
 	})
 
-
 	var running atomic.Int64
 	mode := "stand-ins"
 	if o.real {
@@ -207,6 +212,16 @@ func run(ctx context.Context, o options) error {
 	}
 	time.Sleep(time.Second) // let the empty ReplicaSet appear
 
+	if o.cpuprof != "" {
+		f, err := os.Create(o.cpuprof)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	start := time.Now()
 	cpu0, mcpu0 := selfCPU(), procCPU(pid)
 	scale := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, o.replicas)
@@ -246,6 +261,9 @@ func run(ctx context.Context, o options) error {
 	res.PodsPerSec = float64(o.replicas) / res.AvailableSec
 	res.BenchCPUSec = (selfCPU() - cpu0).Seconds()
 	res.ReplicaSetWrites, res.DeploymentWrites = rsWrites.Load(), dWrites.Load()
+	if evs, err := bc.Events().List(ctx, "default", metav1.ListOptions{}); err == nil {
+		res.Events = len(evs.Items)
+	}
 	res.APIServerCPUSec = (procCPU(pid) - mcpu0).Seconds()
 	line, _ := json.Marshal(res)
 	fmt.Println(string(line))

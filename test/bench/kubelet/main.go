@@ -17,7 +17,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -44,18 +43,25 @@ import (
 	"minik/client/kubeconfig"
 	"minik/deploy/images"
 	"minik/internal/pki"
+	ctdrt "minik/kubelet/runtime/containerd"
 )
 
 const node = "bench-node"
 
+// keepDir keeps the data dir and its logs (-keep).
+var keepDir bool
+
 func main() {
 	bin := flag.String("bin", "", "minik binary (default bin/minik, built if missing)")
+	kubeletBin := flag.String("kubelet-bin", "", "binary to run `kubelet` with (default: -bin)")
+	keep := flag.Bool("keep", false, "keep the data dir (logs) at the end")
 	pods := flag.Int("pods", 50, "pods per measurement")
 	idle := flag.Duration("idle", 10*time.Second, "idle time before reading the kubelet's RSS")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *bin, *pods, *idle); err != nil {
+	keepDir = *keep
+	if err := run(ctx, *bin, *kubeletBin, *pods, *idle); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-kubelet:", err)
 		os.Exit(1)
 	}
@@ -116,15 +122,23 @@ func binary(bin string) (string, error) {
 	return bin, cmd.Run()
 }
 
-func run(ctx context.Context, bin string, n int, idle time.Duration) error {
+func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration) error {
 	bin, err := binary(bin)
 	if err != nil {
 		return err
+	}
+	if kubeletBin == "" {
+		kubeletBin = bin
 	}
 	dir, err := os.MkdirTemp("", "minik-bench-kubelet-")
 	if err != nil {
 		return err
 	}
+	if !keepDir {
+		defer os.RemoveAll(dir) // last: after the kubelet and minik up stopped
+	}
+	// The node's pod bridge ("mk" + hash of its containerd namespace).
+	defer exec.Command("ip", "link", "del", ctdrt.BridgeName(ctdrt.NamespaceFor(node))).Run()
 	fmt.Fprintln(os.Stderr, "data dir", dir)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -166,7 +180,7 @@ func run(ctx context.Context, bin string, n int, idle time.Duration) error {
 	if err := images.BuildBusybox(archive, images.DefaultBusyboxPath); err != nil {
 		return err
 	}
-	kl, err := start(bin, filepath.Join(dir, "kubelet.log"), "kubelet", "--node-name", node, "--kubeconfig", kubeletKC,
+	kl, err := start(kubeletBin, filepath.Join(dir, "kubelet.log"), "kubelet", "--node-name", node, "--kubeconfig", kubeletKC, "-v",
 		"--root-dir", filepath.Join(dir, "kubelet"), "--port", "0", "--preload-images", archive, "--pod-cidr", "10.250.0.0/24")
 	if err != nil {
 		return err
@@ -358,5 +372,3 @@ func deleteAll(ctx context.Context, c *client.Client) error {
 		return err == nil && len(l.Items) == 0
 	})
 }
-
-var _ = bytes.MinRead

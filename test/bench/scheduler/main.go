@@ -10,7 +10,7 @@
 //	{"workload":"SchedulingBasic","nodes":5000,"pods":10000,"pods_per_s":...}
 //
 // Flags: -workloads Basic,NodeAffinity,...  -scale 0.1 (shrinks every count)
-// -bin path/to/minik (default bin/minik).
+// -bin path/to/minik (default bin/minik)  -events=false (no Events sent).
 package main
 
 import (
@@ -125,6 +125,7 @@ func main() {
 		bin   = flag.String("bin", "bin/minik", "the minik binary")
 		prof  = flag.String("cpuprofile", "", "write a CPU profile of the measured phases to this file")
 	)
+	flag.BoolVar(&sendEvents, "events", true, "send the scheduler's events (Scheduled, FailedScheduling) to the apiserver")
 	flag.Parse()
 	if *prof != "" {
 		f, err := os.Create(*prof)
@@ -168,6 +169,14 @@ func scaled(n int, f float64) int {
 	}
 	return max(1, int(float64(n)*f))
 }
+
+// sendEvents is the -events flag.
+var sendEvents = true
+
+// noEvents is an EventRecorder that drops everything.
+type noEvents struct{}
+
+func (noEvents) Eventf(client.Object, string, string, string, ...any) {}
 
 type result struct {
 	Workload string  `json:"workload"`
@@ -242,7 +251,7 @@ func createPods(ctx context.Context, c *client.Client, n int, schedulerName stri
 
 // schedule runs a scheduler named name until want of its pods are bound,
 // and returns the time from its caches being synced to the last bind
-// being seen through a watch.
+// being seen through its watch.
 func schedule(ctx context.Context, c *client.Client, name string, want int) (time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -254,8 +263,14 @@ func schedule(ctx context.Context, c *client.Client, name string, want int) (tim
 			once.Do(func() { close(done) })
 		}
 	}
-	watch := informer.New(c.Pods(), informer.Config{})
-	watch.AddHandler(informer.Handler[corev1.Pod]{
+	cfg := scheduler.Config{Client: c, SchedulerName: name, Seed: 1}
+	if !sendEvents {
+		cfg.Recorder = noEvents{}
+	}
+	s := scheduler.New(cfg)
+	// Count binds as the scheduler's own informer sees them come back from
+	// the apiserver, as scheduler_perf does with its shared informer.
+	s.AddPodHandler(informer.Handler[corev1.Pod]{
 		OnAdd: count,
 		OnUpdate: func(old, p *corev1.Pod) {
 			if old.Spec.NodeName == "" {
@@ -263,10 +278,6 @@ func schedule(ctx context.Context, c *client.Client, name string, want int) (tim
 			}
 		},
 	})
-	go watch.Run(ctx)
-	<-watch.Synced()
-
-	s := scheduler.New(scheduler.Config{Client: c, SchedulerName: name, Seed: 1})
 	errc := make(chan error, 1)
 	go func() { errc <- s.Run(ctx) }()
 	select {

@@ -1,0 +1,46 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"minik/client"
+)
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	c, err := client.New(client.Config{Host: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"a config without a client is refused", Config{}, "Client is required"},
+		{"an unknown controller name is refused, listing the known ones", Config{Client: c, Controllers: []string{"statefulset"}}, "unknown controller \"statefulset\" (known: garbagecollector"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Run(context.Background(), tc.cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Run = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNamesListsEveryControllerOnce(t *testing.T) {
+	names := Names()
+	for _, want := range []string{"garbagecollector", "namespace", "replicaset", "replicationcontroller", "deployment", "nodeipam",
+		"nodelifecycle", "taint-eviction-controller", "disruption", "daemonset", "job"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("%s missing from %v", want, names)
+		}
+	}
+	if len(slices.Compact(slices.Sorted(slices.Values(names)))) != len(names) {
+		t.Errorf("duplicate names in %v", names)
+	}
+}

@@ -1,0 +1,590 @@
+// Package e2e runs pods on `minik up` with two real kubelets, containerd
+// and runc: what Kubernetes users expect of a pod's lifecycle. It needs
+// root, containerd, runc, busybox-static and containernetworking-plugins
+// (CI installs them); `minik up` starts its own containerd when
+// /run/containerd/containerd.sock does not answer.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"minik/deploy/images"
+	"minik/internal/testcluster"
+)
+
+// env is one cluster shared by the tests of a run.
+type env struct {
+	c       *testcluster.Cluster
+	cs      *kubernetes.Clientset
+	nodes   [2]string
+	dataDir string
+}
+
+// startCluster runs `minik up` with two kubelets and the busybox image.
+func startCluster(t *testing.T) *env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: needs root and containerd; skipped under -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("the end-to-end tests run containers and must run as root")
+	}
+	archive := filepath.Join(t.TempDir(), "busybox.tar")
+	if err := images.BuildBusybox(archive, images.DefaultBusyboxPath); err != nil {
+		t.Fatal(err)
+	}
+	// Node names are unique per run: the containerd namespace is per node,
+	// and a system containerd may be shared with other runs.
+	id := fmt.Sprintf("%x", os.Getpid()&0xffff)
+	e := &env{nodes: [2]string{"e2e-" + id + "-a", "e2e-" + id + "-b"}}
+	e.c = testcluster.Start(t, "--kubelet=true", "--nodes", e.nodes[0]+","+e.nodes[1], "--preload-images", archive)
+	e.dataDir = e.c.DataDir
+	e.cs = e.c.Clientset()
+	t.Cleanup(func() { e.cleanup(t) })
+	for _, n := range e.nodes {
+		e.waitNodeReady(t, n)
+	}
+	return e
+}
+
+func (e *env) waitNodeReady(t *testing.T, name string) {
+	t.Helper()
+	waitFor(t, 60*time.Second, "node "+name+" Ready", func() (bool, string) {
+		n, err := e.cs.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("conditions %v", n.Status.Conditions)
+	})
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("waited %v for %s; last: %s", timeout, what, last)
+}
+
+// podBuilder makes test pods: makePod("x").Cmd("echo hi").Obj().
+type podBuilder struct{ p *corev1.Pod }
+
+func makePod(name, node string) *podBuilder {
+	grace := int64(1)
+	return &podBuilder{&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{Name: "main", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"sh", "-c", "sleep 3600"}}},
+		},
+	}}
+}
+
+func (b *podBuilder) Sh(script string) *podBuilder {
+	b.p.Spec.Containers[0].Command = []string{"sh", "-c", script}
+	return b
+}
+func (b *podBuilder) Restart(p corev1.RestartPolicy) *podBuilder {
+	b.p.Spec.RestartPolicy = p
+	return b
+}
+func (b *podBuilder) Label(k, v string) *podBuilder {
+	if b.p.Labels == nil {
+		b.p.Labels = map[string]string{}
+	}
+	b.p.Labels[k] = v
+	return b
+}
+func (b *podBuilder) With(f func(p *corev1.Pod)) *podBuilder { f(b.p); return b }
+func (b *podBuilder) Obj() *corev1.Pod                       { return b.p }
+
+func (e *env) create(t *testing.T, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	out, err := e.cs.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating pod %s: %v", p.Name, err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = e.cs.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	return out
+}
+
+func (e *env) get(t *testing.T, name string) *corev1.Pod {
+	t.Helper()
+	p, err := e.cs.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("getting pod %s: %v", name, err)
+	}
+	return p
+}
+
+// waitPod waits until cond holds for the pod.
+func (e *env) waitPod(t *testing.T, name string, timeout time.Duration, what string, cond func(p *corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	var p *corev1.Pod
+	waitFor(t, timeout, "pod "+name+" "+what, func() (bool, string) {
+		var err error
+		p, err = e.cs.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return cond(p), fmt.Sprintf("phase %s, containers %+v", p.Status.Phase, p.Status.ContainerStatuses)
+	})
+	return p
+}
+
+func phaseIs(ph corev1.PodPhase) func(*corev1.Pod) bool {
+	return func(p *corev1.Pod) bool { return p.Status.Phase == ph }
+}
+
+func running(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Running != nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (e *env) logs(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	return e.c.MustKubectl(t, "", append([]string{"logs", name}, args...)...)
+}
+
+func (e *env) events(t *testing.T, name string) map[string]int {
+	t.Helper()
+	list, err := e.cs.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Name == name {
+			out[ev.Reason] += int(max(ev.Count, 1))
+		}
+	}
+	return out
+}
+
+func TestKubelet(t *testing.T) {
+	e := startCluster(t)
+	a, b := e.nodes[0], e.nodes[1]
+
+	t.Run("pods", func(t *testing.T) {
+		t.Run("a pod runs to Succeeded and its logs read back", func(t *testing.T) {
+			t.Parallel()
+			e.create(t, makePod("succeed", b).Sh("echo hello; echo world").Restart(corev1.RestartPolicyNever).Obj())
+			p := e.waitPod(t, "succeed", 60*time.Second, "Succeeded", phaseIs(corev1.PodSucceeded))
+			st := p.Status.ContainerStatuses[0].State.Terminated
+			if st == nil || st.ExitCode != 0 || st.Reason != "Completed" {
+				t.Errorf("terminated state %+v, want exit 0 Completed", st)
+			}
+			if got := e.logs(t, "succeed"); got != "hello\nworld\n" {
+				t.Errorf("logs %q, want %q", got, "hello\nworld\n")
+			}
+			if got := e.logs(t, "succeed", "--tail", "1"); got != "world\n" {
+				t.Errorf("logs --tail 1 = %q, want %q", got, "world\n")
+			}
+			if p.Status.PodIP == "" || p.Status.HostIP == "" || p.Status.StartTime == nil || p.Status.QOSClass != corev1.PodQOSBestEffort {
+				t.Errorf("status lacks podIP, hostIP, startTime or qosClass: %+v", p.Status)
+			}
+			ev := e.events(t, "succeed")
+			for _, r := range []string{"Pulled", "Created", "Started"} {
+				if ev[r] == 0 {
+					t.Errorf("no %s event; events %v", r, ev)
+				}
+			}
+		})
+
+		t.Run("a crashing pod reaches CrashLoopBackOff with a growing restartCount", func(t *testing.T) {
+			t.Parallel()
+			e.create(t, makePod("crash", a).Sh("echo boom; exit 2").Obj())
+			p := e.waitPod(t, "crash", 60*time.Second, "in CrashLoopBackOff after 2 restarts", func(p *corev1.Pod) bool {
+				if len(p.Status.ContainerStatuses) == 0 {
+					return false
+				}
+				cs := p.Status.ContainerStatuses[0]
+				return cs.RestartCount >= 2 && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
+			})
+			cs := p.Status.ContainerStatuses[0]
+			if lt := cs.LastTerminationState.Terminated; lt == nil || lt.ExitCode != 2 || lt.Reason != "Error" {
+				t.Errorf("lastState.terminated = %+v, want exit 2 Error", lt)
+			}
+			if p.Status.Phase != corev1.PodRunning {
+				t.Errorf("phase %s, want Running (restartPolicy Always)", p.Status.Phase)
+			}
+			if got := e.logs(t, "crash", "--previous"); got != "boom\n" {
+				t.Errorf("logs --previous = %q", got)
+			}
+			if e.events(t, "crash")["BackOff"] == 0 && e.events(t, "crash")["Started"] < 2 {
+				t.Errorf("events %v", e.events(t, "crash"))
+			}
+		})
+
+		t.Run("with restartPolicy Never a failing pod goes Failed with its exit code", func(t *testing.T) {
+			t.Parallel()
+			e.create(t, makePod("fail", b).Sh("exit 3").Restart(corev1.RestartPolicyNever).Obj())
+			p := e.waitPod(t, "fail", 60*time.Second, "Failed", phaseIs(corev1.PodFailed))
+			st := p.Status.ContainerStatuses[0].State.Terminated
+			if st == nil || st.ExitCode != 3 || st.Reason != "Error" {
+				t.Errorf("terminated %+v, want exit 3 Error", st)
+			}
+			if p.Status.ContainerStatuses[0].RestartCount != 0 {
+				t.Errorf("restartCount %d, want 0", p.Status.ContainerStatuses[0].RestartCount)
+			}
+		})
+
+		t.Run("env and downward API values printed by the container are right", func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			if _, err := e.cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "e2e-cm"},
+				Data: map[string]string{"color": "blue", "size": "L"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+			if _, err := e.cs.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "e2e-secret"},
+				Data: map[string][]byte{"password": []byte("s3cret")}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+			field := func(path string) *corev1.EnvVarSource {
+				return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
+			}
+			p := makePod("env", a).Label("tier", "web").Restart(corev1.RestartPolicyNever).
+				Sh(`echo "PLAIN=$PLAIN"; echo "EXPANDED=$EXPANDED"; echo "NAME=$MY_NAME"; echo "NS=$MY_NS"; echo "UID=$MY_UID"; echo "TIER=$MY_TIER"; echo "NODE=$MY_NODE"; echo "SA=$MY_SA"; echo "POD_IP=$MY_POD_IP"; echo "HOST_IP=$MY_HOST_IP"; echo "MEM=$MEM_LIMIT_MI"; echo "CPU=$CPU_REQ_M"; echo "COLOR=$COLOR"; echo "PASSWORD=$PASSWORD"; echo "CM_size=$CM_size"; echo "LABELS=$(cat /etc/podinfo/labels)"; echo "VOLNAME=$(cat /etc/podinfo/name)"; echo "CMFILE=$(cat /etc/cm/color)"; echo "IP_ADDR=$(ip -4 addr show eth0 | grep -o 'inet [0-9.]*' | cut -d' ' -f2)"`).
+				With(func(p *corev1.Pod) {
+					c := &p.Spec.Containers[0]
+					c.Resources = corev1.ResourceRequirements{
+						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+						Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+					}
+					c.Env = []corev1.EnvVar{
+						{Name: "PLAIN", Value: "plain value"},
+						{Name: "EXPANDED", Value: "$(PLAIN)!"},
+						{Name: "MY_NAME", ValueFrom: field("metadata.name")},
+						{Name: "MY_NS", ValueFrom: field("metadata.namespace")},
+						{Name: "MY_UID", ValueFrom: field("metadata.uid")},
+						{Name: "MY_TIER", ValueFrom: field("metadata.labels['tier']")},
+						{Name: "MY_NODE", ValueFrom: field("spec.nodeName")},
+						{Name: "MY_SA", ValueFrom: field("spec.serviceAccountName")},
+						{Name: "MY_POD_IP", ValueFrom: field("status.podIP")},
+						{Name: "MY_HOST_IP", ValueFrom: field("status.hostIP")},
+						{Name: "MEM_LIMIT_MI", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
+						{Name: "CPU_REQ_M", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "requests.cpu", Divisor: resource.MustParse("1m")}}},
+						{Name: "COLOR", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "e2e-cm"}, Key: "color"}}},
+						{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "e2e-secret"}, Key: "password"}}},
+					}
+					c.EnvFrom = []corev1.EnvFromSource{{Prefix: "CM_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "e2e-cm"}}}}
+					c.VolumeMounts = []corev1.VolumeMount{{Name: "podinfo", MountPath: "/etc/podinfo"}, {Name: "cm", MountPath: "/etc/cm"}}
+					p.Spec.Volumes = []corev1.Volume{
+						{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+							{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+							{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}},
+						}}}},
+						{Name: "cm", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "e2e-cm"}}}},
+					}
+				}).Obj()
+			created := e.create(t, p)
+			done := e.waitPod(t, "env", 60*time.Second, "Succeeded", phaseIs(corev1.PodSucceeded))
+			got := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(e.logs(t, "env")), "\n") {
+				if k, v, ok := strings.Cut(line, "="); ok {
+					got[k] = v
+				}
+			}
+			sa := created.Spec.ServiceAccountName
+			for k, want := range map[string]string{
+				"PLAIN": "plain value", "EXPANDED": "plain value!", "NAME": "env", "NS": "default", "UID": string(created.UID),
+				"TIER": "web", "NODE": a, "SA": sa, "POD_IP": done.Status.PodIP, "HOST_IP": done.Status.HostIP,
+				"MEM": "64", "CPU": "250", "COLOR": "blue", "PASSWORD": "s3cret", "CM_size": "L",
+				"LABELS": `tier="web"`, "VOLNAME": "env", "CMFILE": "blue", "IP_ADDR": done.Status.PodIP,
+			} {
+				if got[k] != want {
+					t.Errorf("%s = %q, want %q", k, got[k], want)
+				}
+			}
+		})
+
+		t.Run("hostAliases appear in /etc/hosts", func(t *testing.T) {
+			t.Parallel()
+			e.create(t, makePod("aliases", b).Sh("cat /etc/hosts").Restart(corev1.RestartPolicyNever).With(func(p *corev1.Pod) {
+				p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.9.8.7", Hostnames: []string{"foo.local", "bar.local"}}}
+			}).Obj())
+			p := e.waitPod(t, "aliases", 60*time.Second, "Succeeded", phaseIs(corev1.PodSucceeded))
+			hosts := e.logs(t, "aliases")
+			for _, want := range []string{"10.9.8.7\tfoo.local\tbar.local", p.Status.PodIP + "\taliases", "127.0.0.1\tlocalhost"} {
+				if !strings.Contains(hosts, want) {
+					t.Errorf("/etc/hosts lacks %q:\n%s", want, hosts)
+				}
+			}
+		})
+
+		t.Run("with runAsUser 1000 id -u prints 1000", func(t *testing.T) {
+			t.Parallel()
+			uid := int64(1000)
+			e.create(t, makePod("runas", a).Sh("id -u").Restart(corev1.RestartPolicyNever).With(func(p *corev1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: &uid}
+			}).Obj())
+			e.waitPod(t, "runas", 60*time.Second, "Succeeded", phaseIs(corev1.PodSucceeded))
+			if got := e.logs(t, "runas"); got != "1000\n" {
+				t.Errorf("id -u printed %q, want 1000", got)
+			}
+		})
+
+		t.Run("runAsNonRoot refuses an image that runs as root", func(t *testing.T) {
+			t.Parallel()
+			yes := true
+			e.create(t, makePod("nonroot", b).With(func(p *corev1.Pod) {
+				p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: &yes}
+			}).Obj())
+			e.waitPod(t, "nonroot", 60*time.Second, "in CreateContainerConfigError", func(p *corev1.Pod) bool {
+				return len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+					p.Status.ContainerStatuses[0].State.Waiting.Reason == "CreateContainerConfigError"
+			})
+		})
+
+		t.Run("a failing exec liveness probe restarts the container", func(t *testing.T) {
+			t.Parallel()
+			e.create(t, makePod("liveness", a).With(func(p *corev1.Pod) {
+				p.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-e", "/tmp/never"}}},
+					PeriodSeconds: 1, FailureThreshold: 2}
+			}).Obj())
+			e.waitPod(t, "liveness", 60*time.Second, "restarted", func(p *corev1.Pod) bool {
+				return len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].RestartCount >= 1
+			})
+			ev := e.events(t, "liveness")
+			if ev["Unhealthy"] == 0 || ev["Killing"] == 0 {
+				t.Errorf("events %v, want Unhealthy and Killing", ev)
+			}
+		})
+
+		t.Run("readiness turns Ready on and off", func(t *testing.T) {
+			t.Parallel()
+			e.create(t, makePod("readiness", b).Sh("sleep 2; touch /tmp/ready; sleep 4; rm /tmp/ready; sleep 3600").With(func(p *corev1.Pod) {
+				p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/ready"}}},
+					PeriodSeconds: 1, FailureThreshold: 1}
+			}).Obj())
+			e.waitPod(t, "readiness", 30*time.Second, "Running and not Ready", func(p *corev1.Pod) bool { return running(p) && !podReady(p) })
+			p := e.waitPod(t, "readiness", 30*time.Second, "Ready", podReady)
+			if !p.Status.ContainerStatuses[0].Ready {
+				t.Error("pod Ready but its container is not")
+			}
+			e.waitPod(t, "readiness", 30*time.Second, "not Ready again", func(p *corev1.Pod) bool { return !podReady(p) && running(p) })
+		})
+
+		t.Run("a memory limit ends in OOMKilled", func(t *testing.T) {
+			t.Parallel()
+			e.create(t, makePod("oom", a).Sh(`x=aaaaaaaaaaaaaaaa; while true; do x="$x$x"; done`).Restart(corev1.RestartPolicyNever).With(func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("24Mi")}
+			}).Obj())
+			p := e.waitPod(t, "oom", 90*time.Second, "Failed", phaseIs(corev1.PodFailed))
+			if st := p.Status.ContainerStatuses[0].State.Terminated; st == nil || st.Reason != "OOMKilled" || st.ExitCode != 137 {
+				t.Errorf("terminated %+v, want OOMKilled with 137", st)
+			}
+		})
+
+		t.Run("a graceful delete finishes within the grace period", func(t *testing.T) {
+			t.Parallel()
+			grace := int64(4)
+			// sh as PID 1 ignores SIGTERM: the kubelet must SIGKILL after the grace period.
+			e.create(t, makePod("graceful", b).With(func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = &grace }).Obj())
+			e.waitPod(t, "graceful", 60*time.Second, "Running", running)
+			start := time.Now()
+			if err := e.cs.CoreV1().Pods("default").Delete(context.Background(), "graceful", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 30*time.Second, "pod graceful gone", func() (bool, string) {
+				_, err := e.cs.CoreV1().Pods("default").Get(context.Background(), "graceful", metav1.GetOptions{})
+				return apierrors.IsNotFound(err), fmt.Sprint(err)
+			})
+			if d := time.Since(start); d > time.Duration(grace)*time.Second+3*time.Second || d < time.Duration(grace-1)*time.Second {
+				t.Errorf("delete took %v with a %ds grace period for a process ignoring SIGTERM", d, grace)
+			}
+			if e.events(t, "graceful")["Killing"] == 0 {
+				t.Errorf("no Killing event: %v", e.events(t, "graceful"))
+			}
+		})
+
+		t.Run("a pod that exits on SIGTERM is gone at once", func(t *testing.T) {
+			t.Parallel()
+			grace := int64(30)
+			e.create(t, makePod("sigterm", a).Sh("trap 'exit 0' TERM; sleep 3600 & wait").With(func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = &grace }).Obj())
+			e.waitPod(t, "sigterm", 60*time.Second, "Running", running)
+			start := time.Now()
+			if err := e.cs.CoreV1().Pods("default").Delete(context.Background(), "sigterm", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 30*time.Second, "pod sigterm gone", func() (bool, string) {
+				_, err := e.cs.CoreV1().Pods("default").Get(context.Background(), "sigterm", metav1.GetOptions{})
+				return apierrors.IsNotFound(err), fmt.Sprint(err)
+			})
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("delete took %v though the container exits on SIGTERM", d)
+			}
+		})
+
+		t.Run("a static pod runs and has its mirror pod, which survives deletion", func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(e.dataDir, "kubelet", b, "manifests")
+			manifest := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: static\nspec:\n  containers:\n  - name: main\n    image: busybox\n    command: [sh, -c, 'echo static; sleep 3600']\n"
+			if err := os.WriteFile(filepath.Join(dir, "static.yaml"), []byte(manifest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(filepath.Join(dir, "static.yaml")) })
+			name := "static-" + b
+			p := e.waitPod(t, name, 60*time.Second, "Running", running)
+			if p.Annotations["kubernetes.io/config.mirror"] == "" || p.Spec.NodeName != b {
+				t.Errorf("mirror pod annotations %v node %s", p.Annotations, p.Spec.NodeName)
+			}
+			id := p.Status.ContainerStatuses[0].ContainerID
+			if got := e.logs(t, name); got != "static\n" {
+				t.Errorf("logs %q", got)
+			}
+			if err := e.cs.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			p = e.waitPod(t, name, 60*time.Second, "recreated", func(np *corev1.Pod) bool { return np.UID != p.UID && running(np) })
+			if got := p.Status.ContainerStatuses[0].ContainerID; got != id {
+				t.Errorf("the static pod's container changed from %s to %s: deleting the mirror must not stop it", id, got)
+			}
+			// Removing the manifest stops the pod and deletes the mirror.
+			os.Remove(filepath.Join(dir, "static.yaml"))
+			waitFor(t, 60*time.Second, "mirror pod gone", func() (bool, string) {
+				_, err := e.cs.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+				return apierrors.IsNotFound(err), fmt.Sprint(err)
+			})
+		})
+
+		t.Run("a missing image ends in ImagePullBackOff", func(t *testing.T) {
+			t.Parallel()
+			e.create(t, makePod("missing", a).With(func(p *corev1.Pod) {
+				p.Spec.Containers[0].Image = "localhost:1/minik/missing:1"
+				p.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways
+			}).Obj())
+			e.waitPod(t, "missing", 60*time.Second, "in ImagePullBackOff", func(p *corev1.Pod) bool {
+				return len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+					p.Status.ContainerStatuses[0].State.Waiting.Reason == "ImagePullBackOff"
+			})
+			if ev := e.events(t, "missing"); ev["Pulling"] == 0 || ev["Failed"] == 0 || ev["BackOff"] == 0 {
+				t.Errorf("events %v, want Pulling, Failed and BackOff", ev)
+			}
+		})
+
+		t.Run("hostPort reaches the pod from the host", func(t *testing.T) {
+			t.Parallel()
+			port := int32(20000 + os.Getpid()%10000)
+			e.create(t, makePod("hostport", a).Sh("echo hostport > /tmp/index.html; httpd -f -p 8080 -h /tmp").With(func(p *corev1.Pod) {
+				p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: port}}
+			}).Obj())
+			e.waitPod(t, "hostport", 60*time.Second, "Running", running)
+			url := fmt.Sprintf("http://127.0.0.1:%d/index.html", port)
+			waitFor(t, 20*time.Second, "GET "+url, func() (bool, string) {
+				resp, err := http.Get(url)
+				if err != nil {
+					return false, err.Error()
+				}
+				defer resp.Body.Close()
+				body, _ := io.ReadAll(resp.Body)
+				return string(body) == "hostport\n", fmt.Sprintf("%d %q", resp.StatusCode, body)
+			})
+		})
+
+		t.Run("pods on one node reach each other by IP", func(t *testing.T) {
+			t.Parallel()
+			e.create(t, makePod("server", b).Sh("echo pong > /tmp/index.html; httpd -f -p 8080 -h /tmp").Obj())
+			srv := e.waitPod(t, "server", 60*time.Second, "Running", running)
+			e.create(t, makePod("client", b).Restart(corev1.RestartPolicyNever).
+				Sh(fmt.Sprintf("for i in 1 2 3 4 5; do wget -q -O - http://%s:8080/index.html && exit 0; sleep 1; done; exit 1", srv.Status.PodIP)).Obj())
+			e.waitPod(t, "client", 60*time.Second, "Succeeded", phaseIs(corev1.PodSucceeded))
+			if got := e.logs(t, "client"); got != "pong\n" {
+				t.Errorf("client got %q", got)
+			}
+		})
+	})
+
+	t.Run("after a kubelet restart running containers are adopted, not duplicated", func(t *testing.T) {
+		marker := fmt.Sprintf("%d", 40000+os.Getpid()%20000)
+		e.create(t, makePod("adopt", a).Sh("exec sleep "+marker).Obj())
+		before := e.waitPod(t, "adopt", 60*time.Second, "Running", running)
+		// A pod deleted while the kubelet is down is cleaned up on restart.
+		e.create(t, makePod("orphan", a).Sh("exec sleep "+marker+"1").Obj())
+		e.waitPod(t, "orphan", 60*time.Second, "Running", running)
+		e.c.Stop()
+		if n := countProcs("sleep", marker); n != 1 {
+			t.Fatalf("%d `sleep %s` processes after minik stopped, want the 1 that keeps running", n, marker)
+		}
+		e.c.Restart()
+		e.cs = e.c.Clientset()
+		zero := int64(0)
+		if err := e.cs.CoreV1().Pods("default").Delete(context.Background(), "orphan", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Fatal(err)
+		}
+		// A new pod runs: the restarted kubelet is at work.
+		e.create(t, makePod("after-restart", a).Obj())
+		e.waitPod(t, "after-restart", 60*time.Second, "Running", running)
+		time.Sleep(2 * time.Second) // let a wrong kubelet start a second copy
+		after := e.get(t, "adopt")
+		if got, want := after.Status.ContainerStatuses[0].ContainerID, before.Status.ContainerStatuses[0].ContainerID; got != want {
+			t.Errorf("container %s after restart, want the adopted %s", got, want)
+		}
+		if after.Status.ContainerStatuses[0].RestartCount != 0 {
+			t.Errorf("restartCount %d after a kubelet restart, want 0", after.Status.ContainerStatuses[0].RestartCount)
+		}
+		if n := countProcs("sleep", marker); n != 1 {
+			t.Errorf("%d `sleep %s` processes, want 1", n, marker)
+		}
+		waitFor(t, 30*time.Second, "the orphan's container gone", func() (bool, string) {
+			n := countProcs("sleep", marker+"1")
+			return n == 0, fmt.Sprintf("%d left", n)
+		})
+	})
+}
+
+// countProcs counts processes whose argv is exactly args.
+func countProcs(args ...string) int {
+	want := strings.Join(args, "\x00")
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.TrimRight(string(b), "\x00") == want {
+			n++
+		}
+	}
+	return n
+}
