@@ -139,6 +139,11 @@ func (f *clusterFiles) componentClient(path, name, user string) (*client.Client,
 }
 
 func runUp(ctx context.Context, o *upOptions) error {
+	dataDir, err := filepath.Abs(o.dataDir) // sockets under it need absolute paths
+	if err != nil {
+		return err
+	}
+	o.dataDir = dataDir
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ type MemberConfig struct {
 	InitialAdvertisePeerURLs []string
 	InitialCluster           string // "name=peerURL,name=peerURL"
 	InitialClusterState      string // "new" (default) or "existing"
-	Quiet                    bool   // log only errors
+	Quiet                    bool   // log only fatal errors (the embedded member)
 }
 
 // Member is a running etcd member.
@@ -63,7 +63,9 @@ func StartMember(ctx context.Context, mc MemberConfig) (*Member, error) {
 		cfg.ClusterState = mc.InitialClusterState
 	}
 	if mc.Quiet {
-		cfg.LogLevel = "error"
+		// etcd logs its own orderly shutdown at error level; fatal problems
+		// still reach the caller through Err().
+		cfg.LogLevel = "fatal"
 	}
 	// A write is acknowledged only once it is fsynced (etcd's default);
 	// keep it that way so a killed process loses no acknowledged write.
@@ -90,6 +92,10 @@ func StartMember(ctx context.Context, mc MemberConfig) (*Member, error) {
 // listening only on unix sockets inside dir, and returns an in-process
 // client that skips the network entirely.
 func StartEmbedded(ctx context.Context, dir string) (*Member, *clientv3.Client, error) {
+	dir, err := filepath.Abs(dir) // unix:// URLs need an absolute path
+	if err != nil {
+		return nil, nil, err
+	}
 	etcdDir := filepath.Join(dir, "etcd")
 	m, err := StartMember(ctx, MemberConfig{
 		Name:             "minik",
