@@ -5,7 +5,7 @@ ARGS    ?=
 
 IMAGES  ?= bin/images
 
-.PHONY: build images up test unit bench-apiserver bench-kubelet clean
+.PHONY: build images up test unit bench-apiserver bench-kubelet bench-controller clean
 
 build:
 	$(GO) build -o bin/minik ./cmd/minik
@@ -34,6 +34,10 @@ bench-apiserver: build
 ## bench-kubelet: pod startup latency (50 pods, 1 and 10 at a time) and idle kubelet RSS; needs root.
 bench-kubelet: build
 	$(GO) run ./test/bench/kubelet
+
+## bench-controller: scale a Deployment 0→3000 on 100 nodes; one JSON line (-real: scheduler + hollow kubelets).
+bench-controller: build
+	$(GO) run ./test/bench/controller
 
 clean:
 	rm -rf bin $(DATA)

@@ -20,7 +20,7 @@ func TestControllerCommandLeadsAndReconciles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	c := testcluster.Start(t)
+	c := testcluster.StartAPIOnly(t)
 	cs := c.Clientset()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

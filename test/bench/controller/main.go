@@ -3,10 +3,12 @@
 // one JSON line with the time until every replica is Running and
 // available, and the pods/s end to end.
 //
-//	minik up --kubelet=false ◀── controller.Run (in this process)
+//	minik up --kubelet=false --scheduler=false --controller=false
+//	        ▲                ◀── controller.Run (in this process)
 //	        ▲                ◀── -nodes node objects, leases renewed (hollow heartbeats)
-//	        └──────────────────── stand-ins until the scheduler and the hollow
-//	                              kubelets are wired into `minik up`:
+//	        └──────────────────── -real: minik's scheduler and one hollow kubelet
+//	                              (fake runtime) per node, in this process;
+//	                              default: light stand-ins for them
 //	                                binder:  binds each new pod, round robin
 //	                                kubelet: marks each bound pod Running and Ready
 //
@@ -475,7 +477,9 @@ func startMinik(ctx context.Context, bin, dir string) (stop func(), kubeconfigPa
 	if err != nil {
 		return nil, "", 0, err
 	}
-	cmd := exec.Command(bin, "up", "--data-dir", dir, "--listen", listen, "--kubelet=false")
+	// The bench runs the controller (and, with -real, the scheduler and
+	// kubelets) itself, to measure and profile them in this process.
+	cmd := exec.Command(bin, "up", "--data-dir", dir, "--listen", listen, "--kubelet=false", "--scheduler=false", "--controller=false")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

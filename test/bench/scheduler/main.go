@@ -1,6 +1,6 @@
 // Command scheduler benchmarks minik's scheduler with scheduler_perf-style
-// workloads: a real `minik up --kubelet=false` (apiserver and embedded
-// etcd), Node objects only, and the scheduler running in this process.
+// workloads: a real `minik up` with only the apiserver and embedded etcd,
+// Node objects only, and the scheduler running in this process.
 //
 // For each workload it creates the nodes, lets a first scheduler place the
 // initial pods, creates the measured pods while no scheduler serves them,
@@ -145,6 +145,9 @@ func main() {
 		w.Nodes, w.InitialPods, w.MeasuredPods = scaled(w.Nodes, *scale), scaled(w.InitialPods, *scale), scaled(w.MeasuredPods, *scale)
 		res, err := run(*bin, w)
 		if err != nil {
+			if log, _ := os.ReadFile(lastUpLog); len(log) > 0 {
+				fmt.Fprintf(os.Stderr, "minik up said:\n%s\n", tail(string(log), 2000))
+			}
 			fmt.Fprintf(os.Stderr, "%s: %v\n", w.Name, err)
 			pprof.StopCPUProfile()
 			os.Exit(1)
@@ -152,6 +155,16 @@ func main() {
 		line, _ := json.Marshal(res)
 		fmt.Println(string(line))
 	}
+}
+
+// lastUpLog is the log file of the latest `minik up`, shown on failure.
+var lastUpLog string
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
 
 func selected(list, name string) bool {
@@ -193,7 +206,11 @@ func run(bin string, w workload) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	lastUpLog = filepath.Join(os.TempDir(), "minik-bench-sched-up.log")
+	defer func() {
+		_ = os.Rename(filepath.Join(dir, "up.log"), lastUpLog)
+		os.RemoveAll(dir)
+	}()
 	c, stop, err := startCluster(ctx, bin, dir)
 	if err != nil {
 		return nil, err
@@ -347,7 +364,7 @@ func parallel(n int, call func(i int) error) error {
 	return nil
 }
 
-// startCluster runs `minik up --kubelet=false` in dir and returns a client
+// startCluster runs `minik up` with only etcd and the apiserver in dir and returns a client
 // for it once it is ready.
 func startCluster(ctx context.Context, bin, dir string) (*client.Client, func(), error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -360,7 +377,9 @@ func startCluster(ctx context.Context, bin, dir string) (*client.Client, func(),
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.Command(bin, "up", "--data-dir", dir, "--listen", addr, "--kubelet=false")
+	// Only etcd and the apiserver: the scheduler under test runs here, and
+	// no controller judges the heartbeat-less nodes.
+	cmd := exec.Command(bin, "up", "--data-dir", dir, "--listen", addr, "--kubelet=false", "--scheduler=false", "--controller=false")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
