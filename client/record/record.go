@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,7 @@ type Recorder struct {
 	instance  string
 	queue     chan *corev1.Event
 	now       func() time.Time
+	dropped   atomic.Int64
 
 	mu   sync.Mutex
 	seen map[string]*corev1.Event // by aggregation key
@@ -75,7 +77,10 @@ func (r *Recorder) Eventf(obj client.Object, eventType, reason, messageFmt strin
 	select {
 	case r.queue <- ev:
 	default:
-		slog.Warn("event dropped: queue full", "reason", reason, "object", ref.Name)
+		// Under a burst, say so once per thousand drops rather than per event.
+		if n := r.dropped.Add(1); n%1000 == 1 {
+			slog.Warn("events dropped: queue full", "dropped", n, "reason", reason)
+		}
 	}
 }
 
