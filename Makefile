@@ -5,7 +5,7 @@ ARGS    ?=
 
 IMAGES  ?= bin/images
 
-.PHONY: build images up test unit bench-apiserver bench-kubelet bench-controller clean
+.PHONY: build images up test unit bench-apiserver bench-kubelet bench-controller bench-scheduler clean
 
 build:
 	$(GO) build -o bin/minik ./cmd/minik
@@ -38,6 +38,10 @@ bench-kubelet: build
 ## bench-controller: scale a Deployment 0→3000 on 100 nodes; one JSON line (-real: scheduler + hollow kubelets).
 bench-controller: build
 	$(GO) run ./test/bench/controller
+
+## bench-scheduler: scheduler_perf-style workloads (Basic, NodeAffinity, PodAntiAffinity, Preemption), one JSON line each.
+bench-scheduler: build
+	$(GO) run ./test/bench/scheduler -bin bin/minik
 
 clean:
 	rm -rf bin $(DATA)

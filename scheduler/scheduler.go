@@ -260,6 +260,9 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	state := framework.NewCycleState()
 
 	host, err := s.schedulePod(ctx, state, pod)
+	if ctx.Err() != nil {
+		return // stopping
+	}
 	if err != nil {
 		var fitErr *framework.FitError
 		if errors.As(err, &fitErr) {
@@ -321,7 +324,7 @@ func (s *Scheduler) schedulePod(ctx context.Context, state *framework.CycleState
 
 	// A pod that preempted others tries its nominated node first.
 	if nom := pod.Status.NominatedNodeName; nom != "" {
-		if ni := snap.Get(nom); ni != nil && s.filterWithNominated(state, pod, ni).IsSuccess() {
+		if ni := snap.Get(nom); ni != nil && s.fwk.RunFilterWithNominated(state, pod, ni).IsSuccess() {
 			return nom, nil
 		}
 	}
@@ -365,7 +368,7 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *framework.CycleStat
 	start := s.nextStartNodeIndex
 	framework.Parallelize(fctx, s.fwk.Parallelism, n, func(i int) {
 		idx := (start + i) % n
-		st := s.filterWithNominated(state, pod, all[idx])
+		st := s.fwk.RunFilterWithNominated(state, pod, all[idx])
 		switch {
 		case st.IsSuccess():
 			if count.Add(1) > want {
@@ -386,6 +389,9 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *framework.CycleStat
 	if st := failed.Load(); st != nil {
 		return nil, nil, st.AsError()
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err // stopping: the search is incomplete
+	}
 	feasible := make([]*framework.NodeInfo, 0, min(count.Load(), want))
 	statuses := framework.NodeToStatus{}
 	processed := 0
@@ -402,12 +408,6 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *framework.CycleStat
 	}
 	s.nextStartNodeIndex = (start + processed) % n
 	return feasible, statuses, nil
-}
-
-// filterWithNominated runs the filters on a node as if the pods nominated
-// to it (of at least the pod's priority) were already there.
-func (s *Scheduler) filterWithNominated(state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	return s.fwk.RunFilterWithNominated(state, pod, ni)
 }
 
 // selectHost returns the node with the highest total, choosing at random

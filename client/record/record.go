@@ -2,7 +2,7 @@
 // `kubectl describe` shows them: one Event per (object, type, reason,
 // message), whose count and lastTimestamp grow when it repeats.
 //
-//	Eventf ──▶ queue (bounded, never blocks the caller) ──▶ Run loop
+//	Eventf ──▶ one of 4 queues by event key (bounded, never blocks) ──▶ Run's senders
 //	                                                   ├─ new:    POST events
 //	                                                   └─ repeat: PATCH count+1, lastTimestamp
 package record
@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -25,9 +26,13 @@ import (
 	"minik/client"
 )
 
-// queueSize bounds the events waiting to be sent; beyond it events are
-// dropped (and logged) rather than slowing the component down.
+// queueSize bounds the events waiting to be sent per sender; beyond it
+// events are dropped (and logged) rather than slowing the component down.
 const queueSize = 1000
+
+// senders send in parallel; repeats of one event always go to the same
+// sender, so its count is patched in order.
+const senders = 4
 
 // maxAggregated bounds the remembered events used for counting repeats.
 const maxAggregated = 4096
@@ -37,7 +42,7 @@ type Recorder struct {
 	events    *client.Typed[corev1.Event]
 	component string
 	instance  string
-	queue     chan *corev1.Event
+	queues    [senders]chan *corev1.Event
 	now       func() time.Time
 	dropped   atomic.Int64
 
@@ -48,8 +53,12 @@ type Recorder struct {
 // NewRecorder returns a recorder reporting as component (e.g.
 // "default-scheduler") from instance (e.g. the host or node name).
 func NewRecorder(c *client.Client, component, instance string) *Recorder {
-	return &Recorder{events: c.Events(), component: component, instance: instance,
-		queue: make(chan *corev1.Event, queueSize), now: time.Now, seen: map[string]*corev1.Event{}}
+	r := &Recorder{events: c.Events(), component: component, instance: instance,
+		now: time.Now, seen: map[string]*corev1.Event{}}
+	for i := range r.queues {
+		r.queues[i] = make(chan *corev1.Event, queueSize)
+	}
+	return r
 }
 
 // Eventf queues an event about obj. eventType is corev1.EventTypeNormal
@@ -74,8 +83,10 @@ func (r *Recorder) Eventf(obj client.Object, eventType, reason, messageFmt strin
 		ReportingController: r.component,
 		ReportingInstance:   r.instance,
 	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(aggregationKey(ev)))
 	select {
-	case r.queue <- ev:
+	case r.queues[h.Sum32()%senders] <- ev:
 	default:
 		// Under a burst, say so once per thousand drops rather than per event.
 		if n := r.dropped.Add(1); n%1000 == 1 {
@@ -116,14 +127,22 @@ func aggregationKey(ev *corev1.Event) string {
 
 // Run sends queued events until ctx ends.
 func (r *Recorder) Run(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev := <-r.queue:
-			r.send(ctx, ev)
-		}
+	var wg sync.WaitGroup
+	for _, q := range r.queues {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case ev := <-q:
+					r.send(ctx, ev)
+				}
+			}
+		}()
 	}
+	wg.Wait()
 }
 
 func (r *Recorder) send(ctx context.Context, ev *corev1.Event) {
