@@ -236,7 +236,11 @@ func (e *Explanation) Write(w io.Writer) error {
 	case e.BoundTo != "":
 		fmt.Fprintf(&b, "Bound to: %s", e.BoundTo)
 		if e.Chosen != "" && e.Chosen != e.BoundTo {
-			fmt.Fprintf(&b, " (today the best node would be %s)", e.Chosen)
+			if bound, ok := e.total(e.BoundTo); ok && bound == e.mustTotal(e.Chosen) {
+				fmt.Fprintf(&b, " (tied today with %s at %d; ties are broken at random)", e.Chosen, bound)
+			} else {
+				fmt.Fprintf(&b, " (today the best node would be %s)", e.Chosen)
+			}
 		}
 		b.WriteString("\n")
 	case e.Chosen != "":
@@ -246,4 +250,19 @@ func (e *Explanation) Write(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// total returns a node's weighted total score, if it was scored.
+func (e *Explanation) total(node string) (int64, bool) {
+	for _, t := range e.Totals {
+		if t.Name == node {
+			return t.Score, true
+		}
+	}
+	return 0, false
+}
+
+func (e *Explanation) mustTotal(node string) int64 {
+	t, _ := e.total(node)
+	return t
 }
