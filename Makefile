@@ -5,17 +5,21 @@ ARGS    ?=
 
 IMAGES  ?= bin/images
 
-.PHONY: build images up test unit bench-apiserver bench-kubelet bench-controller bench-scheduler clean
+.PHONY: deps build images up test unit bench-apiserver bench-kubelet bench-controller bench-scheduler clean
 
 build:
 	$(GO) build -o bin/minik ./cmd/minik
+
+## deps: install the Debian packages a node needs (only the missing ones).
+deps:
+	bash deploy/deps.sh
 
 ## images: the busybox image, built locally from Debian's busybox-static.
 images: build
 	bin/minik image build busybox -o $(IMAGES)/busybox.tar
 
 ## up: build and run a whole cluster in the foreground (Ctrl-C stops it; needs root for containerd).
-up: build images
+up: deps build images
 	bin/minik up --data-dir $(DATA) --preload-images $(IMAGES)/busybox.tar $(ARGS)
 
 ## test: every test, unit and integration (needs kubectl on PATH).
