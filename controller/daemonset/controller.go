@@ -53,35 +53,7 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk c
 			}
 		},
 	})
-	owner := func(p *corev1.Pod) (string, bool) {
-		ref := metav1.GetControllerOfNoCopy(p)
-		if ref == nil || ref.Kind != "DaemonSet" {
-			return "", false
-		}
-		return informer.Key(p.Namespace, ref.Name), true
-	}
-	inf.Pods.AddHandler(informer.Handler[corev1.Pod]{
-		OnAdd: func(p *corev1.Pod) {
-			if key, ok := owner(p); ok {
-				dc.expect.CreationObserved(key)
-				dc.queue.Add(key)
-			}
-		},
-		OnUpdate: func(old, p *corev1.Pod) {
-			if key, ok := owner(p); ok {
-				if p.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
-					dc.expect.DeletionObserved(key, p.UID)
-				}
-				dc.queue.Add(key)
-			}
-		},
-		OnDelete: func(p *corev1.Pod) {
-			if key, ok := owner(p); ok {
-				dc.expect.DeletionObserved(key, p.UID)
-				dc.queue.Add(key)
-			}
-		},
-	})
+	inf.Pods.AddHandler(framework.OwnedPodHandler("DaemonSet", dc.queue, dc.expect))
 	return dc
 }
 

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"minik/client/informer"
 )
 
 // PodDeletionCostAnnotation lets users say which pods of a ReplicaSet go
@@ -181,4 +183,42 @@ func ControllerRef(owner metav1.Object, apiVersion, kind string) metav1.OwnerRef
 	t := true
 	return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: owner.GetName(), UID: owner.GetUID(),
 		Controller: &t, BlockOwnerDeletion: &t}
+}
+
+// OwnerKey returns the key of the controller that owns p, if that
+// controller is of the given kind.
+func OwnerKey(p *corev1.Pod, kind string) (string, bool) {
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil || ref.Kind != kind {
+		return "", false
+	}
+	return informer.Key(p.Namespace, ref.Name), true
+}
+
+// OwnedPodHandler queues the owner (of the given kind) of every pod that
+// changes, and tells the expectations about creations and deletions, so a
+// controller waits for its own writes before acting again.
+func OwnedPodHandler(kind string, queue *Queue, expect *Expectations) informer.Handler[corev1.Pod] {
+	return informer.Handler[corev1.Pod]{
+		OnAdd: func(p *corev1.Pod) {
+			if key, ok := OwnerKey(p, kind); ok {
+				expect.CreationObserved(key)
+				queue.Add(key)
+			}
+		},
+		OnUpdate: func(old, p *corev1.Pod) {
+			if key, ok := OwnerKey(p, kind); ok {
+				if p.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
+					expect.DeletionObserved(key, p.UID)
+				}
+				queue.Add(key)
+			}
+		},
+		OnDelete: func(p *corev1.Pod) {
+			if key, ok := OwnerKey(p, kind); ok {
+				expect.DeletionObserved(key, p.UID)
+				queue.Add(key)
+			}
+		},
+	}
 }

@@ -107,14 +107,19 @@ func Plan(item Item) []Action {
 	if len(waiting) > 0 && len(item.Dependents) > 0 {
 		// An owner waits for us, and we have dependents of our own: delete
 		// in the foreground too, so the owner waits for the whole subtree.
-		var blocked []types.UID
-		for _, r := range refs {
-			if item.Owners[r.UID] == OwnerWaiting && r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion {
-				blocked = append(blocked, r.UID)
+		// Only if one of our dependents itself waits for its dependents
+		// (maybe a cycle back to our owner) do we stop blocking the owner,
+		// as Kubernetes does.
+		if slices.ContainsFunc(item.Dependents, deletingDependents) {
+			var blocked []types.UID
+			for _, r := range refs {
+				if item.Owners[r.UID] == OwnerWaiting && r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion {
+					blocked = append(blocked, r.UID)
+				}
 			}
-		}
-		if len(blocked) > 0 {
-			out = append(out, Action{Type: UnblockOwnerRefs, Target: obj, OwnerUIDs: blocked})
+			if len(blocked) > 0 {
+				out = append(out, Action{Type: UnblockOwnerRefs, Target: obj, OwnerUIDs: blocked})
+			}
 		}
 		policy = metav1.DeletePropagationForeground
 	}
@@ -147,6 +152,11 @@ func planDeleting(item Item) []Action {
 		}
 	}
 	return out
+}
+
+// deletingDependents reports whether obj is being deleted in the foreground.
+func deletingDependents(obj metav1.Object) bool {
+	return obj.GetDeletionTimestamp() != nil && slices.Contains(obj.GetFinalizers(), metav1.FinalizerDeleteDependents)
 }
 
 // blocks reports whether dep's reference to owner has blockOwnerDeletion.

@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"minik/client"
-	"minik/client/informer"
 	"minik/client/record"
 	"minik/controller/framework"
 )
@@ -40,35 +39,7 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk c
 	jc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
 		queue: framework.NewQueue(framework.QueueConfig{Clock: clk}), expect: framework.NewExpectations(clk)}
 	inf.Jobs.AddHandler(framework.Handler[batchv1.Job](jc.queue))
-	owner := func(p *corev1.Pod) (string, bool) {
-		ref := metav1.GetControllerOfNoCopy(p)
-		if ref == nil || ref.Kind != "Job" {
-			return "", false
-		}
-		return informer.Key(p.Namespace, ref.Name), true
-	}
-	inf.Pods.AddHandler(informer.Handler[corev1.Pod]{
-		OnAdd: func(p *corev1.Pod) {
-			if key, ok := owner(p); ok {
-				jc.expect.CreationObserved(key)
-				jc.queue.Add(key)
-			}
-		},
-		OnUpdate: func(old, p *corev1.Pod) {
-			if key, ok := owner(p); ok {
-				if p.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
-					jc.expect.DeletionObserved(key, p.UID)
-				}
-				jc.queue.Add(key)
-			}
-		},
-		OnDelete: func(p *corev1.Pod) {
-			if key, ok := owner(p); ok {
-				jc.expect.DeletionObserved(key, p.UID)
-				jc.queue.Add(key)
-			}
-		},
-	})
+	inf.Pods.AddHandler(framework.OwnedPodHandler("Job", jc.queue, jc.expect))
 	return jc
 }
 
