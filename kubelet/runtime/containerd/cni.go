@@ -18,8 +18,10 @@ import (
 )
 
 // cniNetwork runs Debian's containernetworking-plugins directly (the CNI
-// protocol is "exec the plugin with env and JSON on stdin"): loopback for
-// lo, then bridge with host-local IPAM for eth0, then portmap for hostPorts.
+// protocol is "exec the plugin with env and JSON on stdin"): bridge with
+// host-local IPAM for eth0, then portmap for hostPorts. (lo is set up by
+// newNetNS itself: the loopback plugin would be one more exec per pod to
+// do one ioctl.)
 type cniNetwork struct {
 	binDir  string // where the plugins are, e.g. /usr/lib/cni
 	dataDir string // host-local's allocations
@@ -130,10 +132,6 @@ func (n *cniNetwork) add(ctx context.Context, id, netns, cidr string, ports []*c
 		return "", nil, fmt.Errorf("no pod CIDR: the node has no spec.podCIDR and no fallback range is configured")
 	}
 	n.allowForward(ctx, cidr)
-	lo := map[string]any{"cniVersion": cniVersion, "name": "minik-lo", "type": "loopback"}
-	if _, err := n.exec(ctx, "ADD", id, netns, "lo", lo); err != nil {
-		return "", nil, err
-	}
 	out, err := n.exec(ctx, "ADD", id, netns, "eth0", n.bridgeConf(cidr))
 	if err != nil {
 		return "", nil, err

@@ -723,19 +723,13 @@ func (r *Runtime) ListContainers(ctx context.Context, sandboxID string) ([]*cri.
 	if sandboxID != "" {
 		filter += fmt.Sprintf(`,labels.%q==%s`, labelSandbox, sandboxID)
 	}
-	// Two calls for any number of containers: their records, and every
-	// task of the namespace with its state.
 	list, err := r.client.ContainerService().List(ctx, filter)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+	procs, err := r.tasks(ctx, sandboxID, list)
 	if err != nil {
 		return nil, err
-	}
-	procs := make(map[string]*task.Process, len(resp.Tasks))
-	for _, p := range resp.Tasks {
-		procs[p.ContainerID] = p
 	}
 	out := make([]*cri.Container, 0, len(list))
 	for _, info := range list {
@@ -747,6 +741,33 @@ func (r *Runtime) ListContainers(ctx context.Context, sandboxID string) ([]*cri.
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt < out[j].CreatedAt })
 	return out, nil
+}
+
+// tasks returns the tasks of the listed containers by container ID. Every
+// task containerd lists costs a call to its shim, so the containers of one
+// sandbox (a pod's sync) get theirs one by one, and only a listing of the
+// whole node (the relist) lists every task of the namespace.
+func (r *Runtime) tasks(ctx context.Context, sandboxID string, list []containers.Container) (map[string]*task.Process, error) {
+	procs := make(map[string]*task.Process, len(list))
+	if sandboxID == "" {
+		resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range resp.Tasks {
+			procs[p.ContainerID] = p
+		}
+		return procs, nil
+	}
+	for _, info := range list {
+		resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: info.ID})
+		if err == nil {
+			procs[info.ID] = resp.Process
+		} else if !errdefs.IsNotFound(errdefs.FromGRPC(err)) {
+			return nil, err
+		}
+	}
+	return procs, nil
 }
 
 func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*cri.ContainerStatus, error) {

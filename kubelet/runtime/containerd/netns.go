@@ -10,7 +10,8 @@ import (
 )
 
 // newNetNS creates a network namespace that outlives any process: it is
-// bind-mounted on path, as `ip netns add` does.
+// bind-mounted on path, as `ip netns add` does. Its lo is up (what the CNI
+// loopback plugin does, without a process to exec).
 func newNetNS(path string) error {
 	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
 	if err != nil {
@@ -27,6 +28,10 @@ func newNetNS(path string) error {
 			errc <- fmt.Errorf("unshare: %w", err)
 			return
 		}
+		if err := loopbackUp(); err != nil {
+			errc <- err
+			return
+		}
 		src := fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
 		if err := unix.Mount(src, path, "none", unix.MS_BIND, ""); err != nil {
 			errc <- fmt.Errorf("bind-mounting the netns: %w", err)
@@ -37,6 +42,28 @@ func newNetNS(path string) error {
 	if err := <-errc; err != nil {
 		os.Remove(path)
 		return err
+	}
+	return nil
+}
+
+// loopbackUp sets lo up in the calling thread's network namespace; the
+// kernel gives it 127.0.0.1/8 and ::1.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("setting lo up: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("setting lo up: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("setting lo up: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("setting lo up: %w", err)
 	}
 	return nil
 }

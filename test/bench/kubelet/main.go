@@ -6,8 +6,18 @@
 //	                   Running through a watch (the Kubernetes pod startup
 //	                   SLI; the image is preloaded, so no pull is counted).
 //	                   p50, p99 and max in ms.
-//	kubelet_idle_rss   the kubelet process's resident memory once its pods
-//	                   are deleted and it has idled a few seconds, in MB.
+//	kubelet_idle_rss   the kubelet process's resident memory (VmRSS) once its
+//	                   pods are deleted and it has idled a few seconds, in
+//	                   MB, split into anonymous memory (the kubelet's own:
+//	                   heap, stacks) and file-backed pages (the mapped
+//	                   minik binary, shared with every process running it
+//	                   and reclaimable), with its PSS.
+//
+// Each measurement starts on a settled node: pod objects with a zero grace
+// period leave the API at once, while the kubelet still tears their
+// containers and networks down, so before the next run the bench waits
+// until the kubelet's runtime has no sandbox left (its records under
+// ROOT/runtime/sandboxes).
 //
 // It starts `minik up --kubelet=false` (bin/minik, built if missing) and a
 // separate `minik kubelet` process (so its memory is its own), which starts
@@ -97,16 +107,23 @@ func (p *proc) stop() {
 	}
 }
 
-func rssMB(pid int) float64 {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// memMB reads a "Key:   N kB" field of /proc/PID/FILE in MB.
+func memMB(pid int, file, key string) float64 {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
 			var kb float64
 			fmt.Sscanf(strings.TrimSpace(v), "%f", &kb)
 			return kb / 1024
 		}
 	}
 	return 0
+}
+
+// settled reports whether the kubelet's runtime holds no sandbox.
+func settled(kubeletRoot string) bool {
+	ents, err := os.ReadDir(filepath.Join(kubeletRoot, "runtime", "sandboxes"))
+	return err == nil && len(ents) == 0
 }
 
 func binary(bin string) (string, error) {
@@ -180,8 +197,9 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	if err := images.BuildBusybox(archive, images.DefaultBusyboxPath); err != nil {
 		return err
 	}
+	kubeletRoot := filepath.Join(dir, "kubelet")
 	kl, err := start(kubeletBin, filepath.Join(dir, "kubelet.log"), "kubelet", "--node-name", node, "--kubeconfig", kubeletKC, "-v",
-		"--root-dir", filepath.Join(dir, "kubelet"), "--port", "0", "--preload-images", archive, "--pod-cidr", "10.250.0.0/24")
+		"--root-dir", kubeletRoot, "--port", "0", "--preload-images", archive, "--pod-cidr", "10.250.0.0/24")
 	if err != nil {
 		return err
 	}
@@ -214,7 +232,16 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	if _, err := measure(ctx, c, 1, 1, "warmup"); err != nil {
 		return err
 	}
+	settle := func() error {
+		if err := waitFor(ctx, 120*time.Second, func() bool { return settled(kubeletRoot) }); err != nil {
+			return fmt.Errorf("the kubelet still has sandboxes: %w (see %s/kubelet.log)", err, dir)
+		}
+		return nil
+	}
 	for _, conc := range []int{1, 10} {
+		if err := settle(); err != nil {
+			return err
+		}
 		lat, err := measure(ctx, c, n, conc, fmt.Sprintf("c%d", conc))
 		if err != nil {
 			return err
@@ -225,8 +252,14 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	if err := deleteAll(ctx, c); err != nil {
 		return err
 	}
+	if err := settle(); err != nil {
+		return err
+	}
 	time.Sleep(idle)
-	report(map[string]any{"bench": "kubelet_idle_rss", "rss_mb": round(rssMB(kl.cmd.Process.Pid))})
+	pid := kl.cmd.Process.Pid
+	report(map[string]any{"bench": "kubelet_idle_rss", "rss_mb": round(memMB(pid, "status", "VmRSS")),
+		"anon_mb": round(memMB(pid, "status", "RssAnon")), "file_mb": round(memMB(pid, "status", "RssFile")),
+		"pss_mb": round(memMB(pid, "smaps_rollup", "Pss"))})
 	return nil
 }
 
