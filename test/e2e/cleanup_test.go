@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,6 +24,12 @@ import (
 // leak them.
 func (e *env) cleanup(t *testing.T) {
 	ctx := context.Background()
+	e.podCIDRs = map[string]string{}
+	for _, n := range e.nodes {
+		if node, err := e.cs.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{}); err == nil {
+			e.podCIDRs[n] = node.Spec.PodCIDR
+		}
+	}
 	zero := int64(0)
 	_ = e.cs.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 	for _, n := range e.nodes {
@@ -43,7 +48,7 @@ func (e *env) cleanup(t *testing.T) {
 	}
 	unmountUnder(e.dataDir)
 	for _, n := range e.nodes {
-		_ = exec.Command("ip", "link", "del", ctdrt.BridgeName(ctdrt.NamespaceFor(n))).Run()
+		ctdrt.RemoveNodeNetwork(ctdrt.NamespaceFor(n), e.podCIDRs[n])
 	}
 }
 

@@ -255,20 +255,7 @@ func (e *ctlEnv) cleanup(t *testing.T) {
 	e.daemon.Stop()
 	unmountUnder(e.dataDir)
 	for _, n := range e.nodes {
-		bridge := ctdrt.BridgeName(ctdrt.NamespaceFor(n))
-		_ = exec.Command("ip", "link", "del", bridge).Run()
-		// The kubelet's rules for the node's bridge and pod range.
-		comment := []string{"-m", "comment", "--comment", "minik pods"}
-		rules := [][]string{
-			append([]string{"FORWARD", "-i", bridge, "-j", "ACCEPT"}, comment...),
-			append([]string{"FORWARD", "-o", bridge, "-j", "ACCEPT"}, comment...),
-		}
-		if cidr := cidrs[n]; cidr != "" {
-			rules = append(rules, append([]string{"POSTROUTING", "-t", "nat", "-s", cidr, "!", "-d", cidr, "-j", "MASQUERADE"}, comment...))
-		}
-		for _, r := range rules {
-			_ = exec.Command("iptables", append([]string{"-w", "-D"}, r...)...).Run()
-		}
+		ctdrt.RemoveNodeNetwork(ctdrt.NamespaceFor(n), cidrs[n])
 	}
 }
 

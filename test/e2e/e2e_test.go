@@ -32,6 +32,8 @@ type env struct {
 	cs      *kubernetes.Clientset
 	nodes   [2]string
 	dataDir string
+	// podCIDRs are read at cleanup, to remove the nodes' host rules.
+	podCIDRs map[string]string
 }
 
 // startCluster runs `minik up` with two kubelets and the busybox image.

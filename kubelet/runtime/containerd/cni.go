@@ -111,17 +111,38 @@ func (n *cniNetwork) allowForward(ctx context.Context, cidr string) {
 	if _, err := exec.LookPath("iptables"); err != nil {
 		return
 	}
-	comment := []string{"-m", "comment", "--comment", "minik pods"}
-	rules := [][]string{
-		append([]string{"FORWARD", "-i", n.bridge, "-j", "ACCEPT"}, comment...),
-		append([]string{"FORWARD", "-o", n.bridge, "-j", "ACCEPT"}, comment...),
-		append([]string{"POSTROUTING", "-t", "nat", "-s", cidr, "!", "-d", cidr, "-j", "MASQUERADE"}, comment...),
-	}
-	for _, rule := range rules {
+	for _, rule := range nodeRules(n.bridge, cidr) {
 		if exec.CommandContext(ctx, "iptables", append([]string{"-w", "-C"}, rule...)...).Run() == nil {
 			continue
 		}
 		_ = exec.CommandContext(ctx, "iptables", append([]string{"-w", "-I"}, rule...)...).Run()
+	}
+}
+
+// nodeRules are the iptables rules a node's pod network needs: forwarding
+// through its bridge, and masquerading of its pod range (if known).
+func nodeRules(bridge, cidr string) [][]string {
+	comment := []string{"-m", "comment", "--comment", "minik pods"}
+	rules := [][]string{
+		append([]string{"FORWARD", "-i", bridge, "-j", "ACCEPT"}, comment...),
+		append([]string{"FORWARD", "-o", bridge, "-j", "ACCEPT"}, comment...),
+	}
+	if cidr != "" {
+		rules = append(rules, append([]string{"POSTROUTING", "-t", "nat", "-s", cidr, "!", "-d", cidr, "-j", "MASQUERADE"}, comment...))
+	}
+	return rules
+}
+
+// RemoveNodeNetwork deletes what a node's pod network leaves on the host
+// when the node goes away for good: its bridge and its iptables rules.
+// (A kubelet that merely stops keeps them, as its pods keep running.)
+func RemoveNodeNetwork(namespace, cidr string) {
+	bridge := BridgeName(namespace)
+	_ = exec.Command("ip", "link", "del", bridge).Run()
+	for _, r := range nodeRules(bridge, cidr) {
+		// -D removes one copy; repeat in case earlier runs added several.
+		for i := 0; i < 10 && exec.Command("iptables", append([]string{"-w", "-D"}, r...)...).Run() == nil; i++ {
+		}
 	}
 }
 
