@@ -39,7 +39,7 @@ bench-apiserver: build
 bench-kubelet: build
 	$(GO) run ./test/bench/kubelet
 
-## bench-controller: scale a Deployment 0→3000 on 100 nodes; one JSON line (-real: scheduler + hollow kubelets).
+## bench-controller: scale a Deployment 0→3000 on 100 nodes with the scheduler and 100 hollow kubelets; one JSON line.
 bench-controller: build
 	$(GO) run ./test/bench/controller
 

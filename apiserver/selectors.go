@@ -58,6 +58,15 @@ func (p *predicate) everything() bool {
 
 // Matches reports whether obj is selected.
 func (p *predicate) Matches(obj runtime.Object) bool {
+	if p.fields.Empty() {
+		return p.matches(obj, nil)
+	}
+	return p.matches(obj, p.fieldSet(obj))
+}
+
+// matches reports whether obj, whose selectable fields are set (unused
+// when the predicate has no field selector), is selected.
+func (p *predicate) matches(obj runtime.Object, set fields.Set) bool {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return false
@@ -68,8 +77,16 @@ func (p *predicate) Matches(obj runtime.Object) bool {
 	if !p.labels.Empty() && !p.labels.Matches(labels.Set(m.GetLabels())) {
 		return false
 	}
-	if p.fields.Empty() {
-		return true
+	return p.fields.Empty() || p.fields.Matches(set)
+}
+
+// fieldSet returns the values obj has for every field a selector of this
+// resource may name. It depends only on the resource, so watch events
+// share one result among all watchers (storage.Event.FieldSets).
+func (p *predicate) fieldSet(obj runtime.Object) fields.Set {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
 	}
 	set := fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()}
 	if p.res.Fields != nil {
@@ -77,7 +94,7 @@ func (p *predicate) Matches(obj runtime.Object) bool {
 			set[k] = v
 		}
 	}
-	return p.fields.Matches(set)
+	return set
 }
 
 // watchFilter turns the predicate into the watch cache's filter. As in
@@ -88,12 +105,16 @@ func (p *predicate) watchFilter() storage.Filter {
 		return func(ev *storage.Event) (watch.EventType, bool) { return ev.Type, true }
 	}
 	return func(ev *storage.Event) (watch.EventType, bool) {
-		now := p.Matches(ev.Object)
+		var cur, prevSet fields.Set
+		if !p.fields.Empty() {
+			cur, prevSet = ev.FieldSets(p.fieldSet)
+		}
+		now := p.matches(ev.Object, cur)
 		if ev.Type != watch.Modified {
 			return ev.Type, now
 		}
 		prev := ev.Prev()
-		before := prev != nil && p.Matches(prev)
+		before := prev != nil && p.matches(prev, prevSet)
 		switch {
 		case now && before:
 			return watch.Modified, true

@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -29,6 +30,9 @@ type Event struct {
 	prevOnce sync.Once
 	prev     runtime.Object
 
+	fieldsOnce sync.Once
+	fields     [2]fields.Set // of Object and of Prev()
+
 	mu     sync.Mutex
 	frames map[string][]byte
 }
@@ -42,6 +46,23 @@ func (e *Event) Prev() runtime.Object {
 		}
 	})
 	return e.prev
+}
+
+// FieldSets returns the selectable fields of Object and of Prev() (nil
+// when there is no previous object), computed with fn on first use. Every
+// field-selector watcher of a resource passes the same fn, so a pod event
+// seen by a hundred kubelets' watches builds its field sets once, not a
+// hundred times.
+func (e *Event) FieldSets(fn func(runtime.Object) fields.Set) (cur, prev fields.Set) {
+	e.fieldsOnce.Do(func() {
+		e.fields[0] = fn(e.Object)
+		if e.Type == watch.Modified {
+			if p := e.Prev(); p != nil {
+				e.fields[1] = fn(p)
+			}
+		}
+	})
+	return e.fields[0], e.fields[1]
 }
 
 // Frame returns the encoding of this event for key, computing it with

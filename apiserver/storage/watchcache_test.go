@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -262,6 +263,30 @@ func TestWatchCacheSelectorTransitions(t *testing.T) {
 			t.Fatalf("prev %+v, want app=db at %d", prev, rev)
 		}
 	})
+}
+
+func TestEventFieldSetsAreComputedOncePerEvent(t *testing.T) {
+	s := newPodStore(t, nil, 100)
+	rev := s.create(t, makePod("a").Label("app", "db").Obj())
+	s.waitSeen(t, rev)
+	w, _ := s.Cache().Watch(rev, everything, false)
+	defer w.Stop()
+	s.relabel(t, "a", "app", "web")
+	d := next(t, w)
+	calls := 0
+	fn := func(o runtime.Object) fields.Set {
+		calls++
+		return fields.Set{"app": o.(*corev1.Pod).Labels["app"]}
+	}
+	for watcher := range 3 { // three selector watchers look at the same event
+		cur, prev := d.Event.FieldSets(fn)
+		if cur["app"] != "web" || prev["app"] != "db" {
+			t.Fatalf("watcher %d: fields %v before %v, want app=web before app=db", watcher, cur, prev)
+		}
+	}
+	if calls != 2 {
+		t.Fatalf("field sets computed %d times for 3 watchers, want 2 (the object and the one before it)", calls)
+	}
 }
 
 func TestWatchCacheBookmarks(t *testing.T) {

@@ -6,9 +6,9 @@
 //	minik up --kubelet=false --scheduler=false --controller=false
 //	        ▲                ◀── controller.Run (in this process)
 //	        ▲                ◀── -nodes node objects, leases renewed (hollow heartbeats)
-//	        └──────────────────── -real: minik's scheduler and one hollow kubelet
-//	                              (fake runtime) per node, in this process;
-//	                              default: light stand-ins for them
+//	        └──────────────────── default (-real): minik's scheduler and one
+//	                              hollow kubelet (fake runtime) per node, in
+//	                              this process; -real=false: light stand-ins
 //	                                binder:  binds each new pod, round robin
 //	                                kubelet: marks each bound pod Running and Ready
 //
@@ -76,8 +76,8 @@ func main() {
 	flag.IntVar(&o.replicas, "replicas", 3000, "replicas to scale the Deployment to")
 	flag.IntVar(&o.nodes, "nodes", 100, "nodes to register")
 	flag.IntVar(&o.workers, "workers", 100, "goroutines of the binder and kubelet stand-ins (100 nodes would each update their own pods)")
-	flag.BoolVar(&o.simulate, "simulate", true, "bind pods and mark them Running with stand-ins in this process")
-	flag.BoolVar(&o.real, "real", false, "run minik's scheduler and one hollow kubelet (fake runtime) per node in this process instead of the stand-ins")
+	flag.BoolVar(&o.simulate, "simulate", true, "with -real=false: bind pods and mark them Running with stand-ins in this process")
+	flag.BoolVar(&o.real, "real", true, "run minik's scheduler and one hollow kubelet (fake runtime) per node in this process; false: the stand-ins")
 	flag.BoolVar(&o.progress, "progress", false, "print the created and running counts every second on stderr")
 	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of this process (controller, stand-ins or scheduler and kubelets) to this file")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (minik's log is in it)")
