@@ -357,7 +357,9 @@ func startMinik(ctx context.Context, bin, dir string) (*minik, error) {
 		return nil, err
 	}
 	m := &minik{kubeconfig: filepath.Join(dir, "admin.kubeconfig"), listen: listen, log: logFile, done: make(chan struct{})}
-	m.cmd = exec.Command(bin, "up", "--data-dir", dir, "--listen", listen, "--kubelet=false")
+	// The apiserver alone: a scheduler would try (and fail) to place every
+	// pod the bench creates and write an event for each.
+	m.cmd = exec.Command(bin, "up", "--data-dir", dir, "--listen", listen, "--kubelet=false", "--scheduler=false", "--controller=false")
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	started := time.Now()
