@@ -26,7 +26,7 @@ import (
 // containerd (the hollow nodes of scale tests).
 func TestHollowNode(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts minik up")
+		t.Skip("starts minik up; skipped with -short")
 	}
 	c := testcluster.Start(t)
 	const node = "hollow-1"

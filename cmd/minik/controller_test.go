@@ -18,7 +18,7 @@ import (
 // apiserver: it must take the Lease and keep a ReplicaSet's replicas.
 func TestControllerCommandLeadsAndReconciles(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a cluster")
+		t.Skip("starts a cluster; skipped with -short")
 	}
 	c := testcluster.StartAPIOnly(t)
 	cs := c.Clientset()

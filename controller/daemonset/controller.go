@@ -136,23 +136,9 @@ func (dc *Controller) apply(ctx context.Context, key string, ds *appsv1.DaemonSe
 			dc.rec.Eventf(ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", p.Name)
 		})
 	}
-	for _, p := range plan.Delete {
-		wg.Go(func() {
-			uid := p.UID
-			err := dc.c.Pods().Delete(ctx, p.Namespace, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-			if err != nil {
-				dc.expect.DeletionObserved(key, p.UID)
-				if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-					errc <- err
-				}
-				return
-			}
-			dc.rec.Eventf(ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
-		})
-	}
 	wg.Wait()
 	close(errc)
-	var errs []error
+	errs := []error{framework.DeletePods(ctx, dc.c, dc.rec, ds, key, dc.expect, plan.Delete)}
 	for err := range errc {
 		errs = append(errs, err)
 	}

@@ -126,23 +126,9 @@ func (jc *Controller) manage(ctx context.Context, key string, job *batchv1.Job, 
 			jc.rec.Eventf(job, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", p.Name)
 		})
 	}
-	for _, p := range plan.Delete {
-		wg.Go(func() {
-			uid := p.UID
-			err := jc.c.Pods().Delete(ctx, p.Namespace, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-			if err != nil {
-				jc.expect.DeletionObserved(key, p.UID)
-				if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-					errc <- err
-				}
-				return
-			}
-			jc.rec.Eventf(job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
-		})
-	}
 	wg.Wait()
 	close(errc)
-	var errs []error
+	errs := []error{framework.DeletePods(ctx, jc.c, jc.rec, job, key, jc.expect, plan.Delete)}
 	for err := range errc {
 		errs = append(errs, err)
 	}

@@ -288,25 +288,7 @@ func (rc *Controller[T]) delete(ctx context.Context, key string, obj *T, pods []
 		uids[i] = p.UID
 	}
 	rc.expect.Expect(key, 0, uids)
-	var wg sync.WaitGroup
-	errc := make(chan error, len(pods))
-	for _, p := range pods {
-		wg.Go(func() {
-			uid := p.UID
-			err := rc.c.Pods().Delete(ctx, p.Namespace, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-			if err != nil {
-				rc.expect.DeletionObserved(key, p.UID)
-				if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-					errc <- err
-				}
-				return
-			}
-			rc.rec.Eventf(any(obj).(client.Object), corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
-		})
-	}
-	wg.Wait()
-	close(errc)
-	if err, ok := <-errc; ok {
+	if err := framework.DeletePods(ctx, rc.c, rc.rec, any(obj).(client.Object), key, rc.expect, pods); err != nil {
 		return fmt.Errorf("delete pods: %w", err)
 	}
 	return nil
