@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2"
 )
 
 // Admission rejection reasons, as Kubernetes' kubelet reports them.
@@ -130,8 +129,16 @@ func portKey(p corev1.ContainerPort) string {
 }
 
 func tolerated(pod *corev1.Pod, t corev1.Taint) bool {
-	for i := range pod.Spec.Tolerations {
-		if pod.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &t, false) {
+	for _, tol := range pod.Spec.Tolerations {
+		if tol.Effect != "" && tol.Effect != t.Effect {
+			continue
+		}
+		switch {
+		case tol.Key == "" && tol.Operator == corev1.TolerationOpExists:
+			return true
+		case tol.Key != t.Key:
+			continue
+		case tol.Operator == corev1.TolerationOpExists, tol.Value == t.Value:
 			return true
 		}
 	}

@@ -1,14 +1,24 @@
 package framework
 
-import (
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
-)
+import corev1 "k8s.io/api/core/v1"
 
-// Tolerates reports whether tol tolerates taint, by the rules of
-// k8s.io/api shared with the scheduler and the kubelet.
+// Tolerates reports whether tol tolerates taint: the effects match (or tol
+// has none), the keys match (or tol has none, with Exists), and the values
+// match under Equal (Exists matches any value).
 func Tolerates(tol *corev1.Toleration, taint *corev1.Taint) bool {
-	return tol.ToleratesTaint(klog.Background(), taint, false)
+	if tol.Effect != "" && tol.Effect != taint.Effect {
+		return false
+	}
+	if tol.Key != "" && tol.Key != taint.Key {
+		return false
+	}
+	switch tol.Operator {
+	case corev1.TolerationOpExists:
+		return true
+	case "", corev1.TolerationOpEqual:
+		return tol.Value == taint.Value
+	}
+	return false
 }
 
 // ToleratesAll reports whether tols tolerate every taint in taints whose

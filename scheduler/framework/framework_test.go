@@ -101,10 +101,7 @@ func TestToleratesTaint(t *testing.T) {
 		{"Exists with the key and no effect", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists}, true},
 		{"Exists with another key", corev1.Toleration{Key: "j", Operator: corev1.TolerationOpExists}, false},
 		{"an empty key with Exists matches every taint", corev1.Toleration{Operator: corev1.TolerationOpExists}, true},
-		// Validation rejects an empty key without Exists; were one stored,
-		// Kubernetes would compare only the value, and so do we.
-		{"an empty key with Equal compares only the value", corev1.Toleration{Operator: corev1.TolerationOpEqual, Value: "v"}, true},
-		{"an empty key with Equal and another value does not match", corev1.Toleration{Operator: corev1.TolerationOpEqual, Value: "w"}, false},
+		{"an empty key with Equal matches nothing", corev1.Toleration{Operator: corev1.TolerationOpEqual, Value: "v"}, false},
 		{"another effect does not match", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}, false},
 	}
 	for _, tc := range cases {

@@ -4,16 +4,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/klog/v2"
 )
 
-// ToleratesTaint reports whether one toleration tolerates a taint, by the
-// rules of k8s.io/api (which the kubelet and controllers use too):
+// ToleratesTaint reports whether one toleration tolerates a taint:
 //   - an empty effect matches every effect;
 //   - an empty key with operator Exists matches every key;
 //   - operator Exists ignores the value; Equal (the default) compares it.
 func ToleratesTaint(tol *corev1.Toleration, taint *corev1.Taint) bool {
-	return tol.ToleratesTaint(klog.Background(), taint, false)
+	if tol.Effect != "" && tol.Effect != taint.Effect {
+		return false
+	}
+	if tol.Key != "" && tol.Key != taint.Key {
+		return false
+	}
+	switch tol.Operator {
+	case corev1.TolerationOpExists:
+		return true
+	case "", corev1.TolerationOpEqual:
+		return tol.Key != "" && tol.Value == taint.Value
+	}
+	return false
 }
 
 // TolerationsTolerateTaint reports whether any of tols tolerates taint.
