@@ -92,6 +92,15 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	goRun(k.leaseLoop)
 	goRun(k.nodeStatusLoop)
+	// Watch our own Node, as Kubernetes' kubelet does, so that admission
+	// sees taints and labels that others change (kubectl taint, the node
+	// lifecycle controller) at once, not at the next status update.
+	nodes := informer.New(cfg.Client.Nodes(), informer.Config{FieldSelector: "metadata.name=" + cfg.NodeName, Logger: k.log})
+	nodes.AddHandler(informer.Handler[corev1.Node]{
+		OnAdd:    k.observeNode,
+		OnUpdate: func(_, n *corev1.Node) { k.observeNode(n) },
+	})
+	goRun(nodes.Run)
 
 	k.pods = informer.New(cfg.Client.Pods(), informer.Config{FieldSelector: "spec.nodeName=" + cfg.NodeName, Logger: k.log})
 	k.pods.AddHandler(informer.Handler[corev1.Pod]{

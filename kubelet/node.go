@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,20 @@ func (k *Kubelet) setNode(n *corev1.Node) {
 	if cidr := n.Spec.PodCIDR; cidr != "" {
 		_ = k.rt.UpdatePodCIDR(context.Background(), cidr)
 	}
+}
+
+// observeNode takes a watched version of our Node unless the kubelet
+// already holds a newer one (from its own status update).
+func (k *Kubelet) observeNode(n *corev1.Node) {
+	if cur := k.currentNode(); cur != nil && rvNumber(cur.ResourceVersion) > rvNumber(n.ResourceVersion) {
+		return
+	}
+	k.setNode(n)
+}
+
+func rvNumber(rv string) int64 {
+	n, _ := strconv.ParseInt(rv, 10, 64)
+	return n
 }
 
 // nodeLabels are the well-known labels plus --node-labels.
