@@ -103,7 +103,7 @@ func New(cfg Config) (*Server, error) {
 			h.store = byID[res.StorageOf]
 			h.conv = eventsConversion()
 		} else {
-			h.store = storage.NewStore(cfg.Etcd, res.KeyPrefix(), res.GroupResource(), res.New, cfg.WatchCacheSize)
+			h.store = storage.NewStore(cfg.Etcd, res.KeyPrefix(), res.GroupResource(), res.GroupVersion().WithKind(res.Kind), res.New, cfg.WatchCacheSize)
 			byID[res.ID()] = h.store
 			s.stores = append(s.stores, h.store)
 		}

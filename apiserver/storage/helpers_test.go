@@ -69,7 +69,7 @@ func newPodStore(t *testing.T, cli *clientv3.Client, historySize int) *podStore 
 		cli = sharedEtcd
 	}
 	prefix := fmt.Sprintf("/registry/test-%d/pods/", prefixSeq.Add(1))
-	s := NewStore(cli, prefix, corev1.Resource("pods"), func() runtime.Object { return &corev1.Pod{} }, historySize)
+	s := NewStore(cli, prefix, corev1.Resource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), func() runtime.Object { return &corev1.Pod{} }, historySize)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if err := s.Start(ctx); err != nil {

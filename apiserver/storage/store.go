@@ -20,21 +20,23 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Store reads and writes one resource type in etcd. Objects are stored as
-// JSON without metadata.resourceVersion; the etcd ModRevision is the
-// resourceVersion, set on every read.
+// Store reads and writes one resource type in etcd. Objects are stored in
+// Kubernetes' protobuf storage form (codec.go) without
+// metadata.resourceVersion; the etcd ModRevision is the resourceVersion,
+// set on every read.
 type Store struct {
 	client *clientv3.Client
 	prefix string
 	gr     schema.GroupResource
+	gvk    schema.GroupVersionKind // written into the stored envelope
 	newObj func() runtime.Object
 	cache  *WatchCache
 }
 
 // NewStore returns a store for objects under prefix. Call Start to begin
 // watching etcd for the watch cache.
-func NewStore(client *clientv3.Client, prefix string, gr schema.GroupResource, newObj func() runtime.Object, historySize int) *Store {
-	s := &Store{client: client, prefix: prefix, gr: gr, newObj: newObj}
+func NewStore(client *clientv3.Client, prefix string, gr schema.GroupResource, gvk schema.GroupVersionKind, newObj func() runtime.Object, historySize int) *Store {
+	s := &Store{client: client, prefix: prefix, gr: gr, gvk: gvk, newObj: newObj}
 	s.cache = newWatchCache(s, historySize)
 	return s
 }
@@ -65,9 +67,9 @@ func (s *Store) listPrefix(namespace string) string {
 
 // Decode turns stored bytes into a typed object carrying resourceVersion rev.
 func (s *Store) Decode(data []byte, rev int64) (runtime.Object, error) {
-	obj := s.newObj()
-	if err := json.Unmarshal(data, obj); err != nil {
-		return nil, fmt.Errorf("decoding %s from storage: %w", s.gr, err)
+	obj, err := s.decode(data)
+	if err != nil {
+		return nil, err
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -75,18 +77,6 @@ func (s *Store) Decode(data []byte, rev int64) (runtime.Object, error) {
 	}
 	m.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil
-}
-
-func encode(obj runtime.Object) ([]byte, error) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, err
-	}
-	rv := m.GetResourceVersion()
-	m.SetResourceVersion("")
-	data, err := json.Marshal(obj)
-	m.SetResourceVersion(rv)
-	return data, err
 }
 
 func setRV(obj runtime.Object, rev int64) {
@@ -139,7 +129,7 @@ func (s *Store) Create(ctx context.Context, obj runtime.Object, guards ...Guard)
 	if err != nil {
 		return nil, err
 	}
-	data, err := encode(obj)
+	data, err := s.encode(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +192,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, namespace, name string, up
 		if ShouldDelete(next) {
 			return s.deleteAt(ctx, key, name, kv.ModRevision, current)
 		}
-		data, err := encode(next)
+		data, err := s.encode(next)
 		if err != nil {
 			return nil, false, err
 		}

@@ -33,11 +33,49 @@ func TestStoreVerbs(t *testing.T) {
 				t.Fatalf("resourceVersion %s, want the ModRevision %s", got, want)
 			}
 		}},
-		{"the stored bytes carry no resourceVersion", func(t *testing.T, s *podStore) {
-			s.create(t, makePod("a").Obj())
+		{"objects are stored as Kubernetes stores them, protobuf in a k8s envelope, without resourceVersion", func(t *testing.T, s *podStore) {
+			s.create(t, makePod("a").Label("app", "web").Obj())
 			resp, _ := s.client.Get(ctxT(t), s.Key("ns", "a"))
-			if b := string(resp.Kvs[0].Value); strings.Contains(b, "resourceVersion") {
-				t.Fatalf("stored %s", b)
+			b := resp.Kvs[0].Value
+			if !strings.HasPrefix(string(b), "k8s\x00") {
+				t.Fatalf("stored bytes start %q, want the k8s magic", b[:min(len(b), 8)])
+			}
+			var unknown runtime.Unknown
+			if err := unknown.Unmarshal(b[4:]); err != nil {
+				t.Fatal(err)
+			}
+			if unknown.APIVersion != "v1" || unknown.Kind != "Pod" {
+				t.Fatalf("envelope says %s %s, want v1 Pod", unknown.APIVersion, unknown.Kind)
+			}
+			var pod corev1.Pod
+			if err := pod.Unmarshal(unknown.Raw); err != nil {
+				t.Fatal(err)
+			}
+			if pod.Name != "a" || pod.Labels["app"] != "web" || pod.ResourceVersion != "" {
+				t.Fatalf("stored pod %s labels %v resourceVersion %q, want a, app=web and no resourceVersion", pod.Name, pod.Labels, pod.ResourceVersion)
+			}
+		}},
+		{"objects stored as JSON by earlier versions still read and update", func(t *testing.T, s *podStore) {
+			if _, err := s.client.Put(ctxT(t), s.Key("ns", "old"), `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"old","namespace":"ns","labels":{"v":"1"}}}`); err != nil {
+				t.Fatal(err)
+			}
+			obj, err := s.Get(ctxT(t), "ns", "old")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := obj.(*corev1.Pod); p.Labels["v"] != "1" || p.Kind != "Pod" {
+				t.Fatalf("read %+v, want label v=1 and kind Pod", p.ObjectMeta)
+			}
+			_, _, err = s.GuaranteedUpdate(ctxT(t), "ns", "old", func(cur runtime.Object) (runtime.Object, error) {
+				cur.(*corev1.Pod).Labels["v"] = "2"
+				return cur, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, _ := s.client.Get(ctxT(t), s.Key("ns", "old"))
+			if !strings.HasPrefix(string(resp.Kvs[0].Value), "k8s\x00") {
+				t.Fatalf("after an update the object is still stored as %q, want protobuf", resp.Kvs[0].Value)
 			}
 		}},
 		{"create of a taken name answers AlreadyExists and keeps the first object", func(t *testing.T, s *podStore) {
