@@ -178,6 +178,16 @@ func testContainerLifecycle(t *testing.T, rt runtime.Runtime, o Options) {
 	if err != nil || len(list) != 1 || list[0].Id != id || list[0].PodSandboxId != sb {
 		t.Errorf("ListContainers(%s) = %+v, %v", sb, list, err)
 	}
+	// The node-wide listing (the kubelet's relist) reports the same state.
+	all, err := rt.ListContainers(c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ctr := range all {
+		if ctr.Id == id && ctr.State != cri.ContainerState_CONTAINER_RUNNING {
+			t.Errorf("ListContainers(\"\") has the running container as %v", ctr.State)
+		}
+	}
 	start := time.Now()
 	if err := rt.StopContainer(c, id, 2); err != nil {
 		t.Fatal(err)

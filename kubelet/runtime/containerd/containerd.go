@@ -755,7 +755,8 @@ func (r *Runtime) tasks(ctx context.Context, sandboxID string, list []containers
 			return nil, err
 		}
 		for _, p := range resp.Tasks {
-			procs[p.ContainerID] = p
+			// A listed task names its container in ID (ContainerID is left empty).
+			procs[p.ID] = p
 		}
 		return procs, nil
 	}
