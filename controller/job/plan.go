@@ -7,6 +7,7 @@
 //	   active past activeDeadlineSeconds ─▶ the same with DeadlineExceeded
 //	   succeeded ≥ completions          ─▶ SuccessCriteriaMet ─▶ Complete (+ completionTime)
 //	   otherwise                        ─▶ active := min(parallelism, completions − succeeded)
+//	   new pods after failures          ─▶ wait 10s·2^(failures since the last success − 1), ≤ 6m
 //	   ─▶ status: active, ready, succeeded, failed, startTime
 //
 // Failures count failed pods (restartPolicy Never: a failed pod is
@@ -98,14 +99,14 @@ func Reconcile(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Plan {
 	if st.StartTime == nil && !suspended {
 		st.StartTime = &nowT
 	}
-	var active []*corev1.Pod
-	var succeeded, failed, restarts, ready int32
+	var active, succeededPods, failedPods []*corev1.Pod
+	var restarts, ready int32
 	for _, p := range pods {
 		switch {
 		case p.Status.Phase == corev1.PodSucceeded:
-			succeeded++
+			succeededPods = append(succeededPods, p)
 		case p.Status.Phase == corev1.PodFailed:
-			failed++
+			failedPods = append(failedPods, p)
 		case p.DeletionTimestamp != nil:
 		default:
 			active = append(active, p)
@@ -120,8 +121,8 @@ func Reconcile(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Plan {
 		}
 	}
 	// Counts never go down, even when finished pods are deleted.
-	st.Succeeded = max(st.Succeeded, succeeded)
-	st.Failed = max(st.Failed, failed)
+	st.Succeeded = max(st.Succeeded, int32(len(succeededPods)))
+	st.Failed = max(st.Failed, int32(len(failedPods)))
 	st.Active = int32(len(active))
 	st.Ready = &ready
 
@@ -189,7 +190,14 @@ func Reconcile(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Plan {
 		return plan
 	}
 	if n := int32(len(active)); n < want {
-		plan.Create = int(want - n)
+		// After failures, new pods wait out the backoff; the Job is
+		// synced again when it ends instead of being polled.
+		failures, lastFailure := failuresSinceLastSuccess(succeededPods, failedPods)
+		if wait := remainingBackoff(failures, lastFailure, now); wait > 0 {
+			plan.RequeueAfter = earliest(plan.RequeueAfter, wait)
+		} else {
+			plan.Create = int(want - n)
+		}
 	} else if n > want {
 		sort.Slice(active, func(i, j int) bool {
 			return framework.DeletionLess(active[i], active[j], 0, 0)
@@ -198,6 +206,14 @@ func Reconcile(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Plan {
 	}
 	plan.Status = st
 	return plan
+}
+
+// earliest returns the shorter of two requeue delays, where 0 means none.
+func earliest(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // pastBackoffLimit applies Kubernetes' rule: more failed pods than the

@@ -22,6 +22,14 @@ func phase(n string, ph corev1.PodPhase) *corev1.Pod {
 	return testutil.Pod(n).Phase(ph).Obj()
 }
 
+func failedAt(n string, at time.Time) *corev1.Pod {
+	return testutil.Pod(n).Exited(corev1.PodFailed, 1, at).Obj()
+}
+
+func succeededAt(n string, at time.Time) *corev1.Pod {
+	return testutil.Pod(n).Exited(corev1.PodSucceeded, 0, at).Obj()
+}
+
 func cond(st batchv1.JobStatus, t batchv1.JobConditionType) string {
 	if c := hasCondition(st, t); c != nil {
 		return c.Reason
@@ -53,8 +61,8 @@ func TestReconcile(t *testing.T) {
 			wantReasons: map[batchv1.JobConditionType]string{batchv1.JobComplete: ReasonCompletionsReached}},
 		{name: "without completions, after a success no new pod starts", job: makeJob(nil, i32(2), corev1.RestartPolicyNever),
 			pods: []*corev1.Pod{phase("a", corev1.PodSucceeded), running("b")}},
-		{name: "a failed pod under Never is replaced while within backoffLimit", job: makeJob(i32(1), i32(1), corev1.RestartPolicyNever),
-			pods: []*corev1.Pod{phase("a", corev1.PodFailed), phase("b", corev1.PodFailed)}, wantCreate: 1},
+		{name: "a failed pod under Never is replaced while within backoffLimit, once its backoff passed", job: makeJob(i32(1), i32(1), corev1.RestartPolicyNever),
+			pods: []*corev1.Pod{failedAt("a", now.Add(-time.Hour)), failedAt("b", now.Add(-time.Hour))}, wantCreate: 1},
 		{name: "more failures than backoffLimit fail the job", job: makeJob(i32(1), i32(1), corev1.RestartPolicyNever),
 			pods:        []*corev1.Pod{phase("a", corev1.PodFailed), phase("b", corev1.PodFailed), phase("c", corev1.PodFailed)},
 			wantReasons: map[batchv1.JobConditionType]string{batchv1.JobFailed: ReasonBackoffLimitExceeded, batchv1.JobFailureTarget: ReasonBackoffLimitExceeded}},
@@ -99,5 +107,68 @@ func TestReconcile(t *testing.T) {
 				t.Error("startTime not set")
 			}
 		})
+	}
+}
+
+func TestReconcilePodFailureBackoff(t *testing.T) {
+	now := testutil.T0
+	i32 := testutil.Int32
+	job := func() *batchv1.Job {
+		j := makeJob(i32(3), i32(1), corev1.RestartPolicyNever)
+		j.Spec.BackoffLimit = i32(20)
+		return j
+	}
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	cases := []struct {
+		name        string
+		pods        []*corev1.Pod
+		wantCreate  int
+		wantRequeue time.Duration
+	}{
+		{name: "no failure: no wait", wantCreate: 1},
+		{name: "one failure 3s ago: the replacement waits the remaining 7s of 10s",
+			pods: []*corev1.Pod{failedAt("a", ago(3*time.Second))}, wantRequeue: 7 * time.Second},
+		{name: "one failure 10s ago: the replacement is created",
+			pods: []*corev1.Pod{failedAt("a", ago(10*time.Second))}, wantCreate: 1},
+		{name: "three failures: 40s from the last one",
+			pods:        []*corev1.Pod{failedAt("a", ago(time.Hour)), failedAt("b", ago(time.Minute)), failedAt("c", ago(5*time.Second))},
+			wantRequeue: 35 * time.Second},
+		{name: "ten failures: capped at six minutes",
+			pods: func() []*corev1.Pod {
+				var ps []*corev1.Pod
+				for i := range 10 {
+					ps = append(ps, failedAt(string(rune('a'+i)), ago(time.Duration(10-i)*time.Second)))
+				}
+				return ps
+			}(),
+			wantRequeue: 6*time.Minute - time.Second},
+		{name: "a success resets the count: only the failure after it counts",
+			pods: []*corev1.Pod{failedAt("a", ago(2*time.Minute)), failedAt("b", ago(90*time.Second)), succeededAt("c", ago(time.Minute)),
+				failedAt("d", ago(4*time.Second))},
+			wantRequeue: 6 * time.Second},
+		{name: "a failure known only by its Ready=False transition counts from that time",
+			pods: []*corev1.Pod{func() *corev1.Pod {
+				p := testutil.Pod("a").Phase(corev1.PodFailed).Obj()
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(ago(4 * time.Second))}}
+				return p
+			}()},
+			wantRequeue: 6 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := Reconcile(job(), tc.pods, now)
+			if plan.Create != tc.wantCreate || plan.RequeueAfter != tc.wantRequeue {
+				t.Fatalf("create %d requeue %v, want %d %v", plan.Create, plan.RequeueAfter, tc.wantCreate, tc.wantRequeue)
+			}
+		})
+	}
+}
+
+func TestFailureBackoffDoublesUpToSixMinutes(t *testing.T) {
+	want := []time.Duration{0, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 320 * time.Second, 6 * time.Minute, 6 * time.Minute}
+	for failures, w := range want {
+		if got := failureBackoff(failures); got != w {
+			t.Errorf("%d failures: %v, want %v", failures, got, w)
+		}
 	}
 }

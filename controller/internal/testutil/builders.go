@@ -68,6 +68,15 @@ func (b *PodBuilder) Restarts(n int32) *PodBuilder {
 	return b
 }
 
+// Exited ends the pod in phase (Succeeded or Failed), its container
+// having exited with code at t.
+func (b *PodBuilder) Exited(ph corev1.PodPhase, code int32, at time.Time) *PodBuilder {
+	b.p.Status.Phase = ph
+	b.p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: b.p.Spec.Containers[0].Name,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, FinishedAt: metav1.NewTime(at)}}}}
+	return b
+}
+
 // Tolerate adds a NoExecute toleration of key, for seconds (nil: forever).
 func (b *PodBuilder) Tolerate(key string, seconds *int64) *PodBuilder {
 	b.p.Spec.Tolerations = append(b.p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists,
