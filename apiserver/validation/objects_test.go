@@ -262,6 +262,48 @@ func TestCreate(t *testing.T) {
 			}),
 			want: []want{{field.ErrorTypeInvalid, "metadata.name", "will not able to create pod with invalid DNS label"}},
 		},
+		{
+			name: "an indexed job with a per-index backoff limit is valid", namespaced: true,
+			obj: job(func(j *batchv1.Job) {
+				j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+				j.Spec.Completions = ptr.To[int32](5)
+				j.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
+				j.Spec.MaxFailedIndexes = ptr.To[int32](2)
+			}),
+		},
+		{
+			name: "an indexed job may not allow more failed indexes than completions", namespaced: true,
+			obj: job(func(j *batchv1.Job) {
+				j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+				j.Spec.Completions = ptr.To[int32](2)
+				j.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
+				j.Spec.MaxFailedIndexes = ptr.To[int32](3)
+			}),
+			want: []want{{field.ErrorTypeInvalid, "spec.maxFailedIndexes", "must be less than or equal to completions"}},
+		},
+		{
+			name: "an indexed job's parallelism is capped", namespaced: true,
+			obj: job(func(j *batchv1.Job) {
+				j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+				j.Spec.Completions = ptr.To[int32](5)
+				j.Spec.Parallelism = ptr.To[int32](100_001)
+			}),
+			want: []want{{field.ErrorTypeInvalid, "spec.parallelism", "must be less than or equal to 100000 when completion mode is Indexed"}},
+		},
+		{
+			name: "a per-index backoff limit over many completions needs maxFailedIndexes", namespaced: true,
+			obj: job(func(j *batchv1.Job) {
+				j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+				j.Spec.Completions = ptr.To[int32](100_001)
+				j.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
+			}),
+			want: []want{{field.ErrorTypeRequired, "spec.maxFailedIndexes", "must be specified when completions is above 100000"}},
+		},
+		{
+			name: "a per-index backoff limit requires indexed completion mode", namespaced: true,
+			obj:  job(func(j *batchv1.Job) { j.Spec.BackoffLimitPerIndex = ptr.To[int32](1) }),
+			want: []want{{field.ErrorTypeInvalid, "spec.backoffLimitPerIndex", "requires indexed completion mode"}},
+		},
 		// Node
 		{name: "a node reporting its capacity is valid", obj: node()},
 		{

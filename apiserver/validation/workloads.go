@@ -265,8 +265,8 @@ func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList
 	if m := spec.CompletionMode; m != nil && *m != batchv1.NonIndexedCompletion && *m != batchv1.IndexedCompletion {
 		errs = append(errs, field.NotSupported(fldPath.Child("completionMode"), m, []batchv1.CompletionMode{batchv1.NonIndexedCompletion, batchv1.IndexedCompletion}))
 	}
-	if indexed && spec.Completions == nil {
-		errs = append(errs, field.Required(fldPath.Child("completions"), fmt.Sprintf("when completion mode is %s", batchv1.IndexedCompletion)))
+	if indexed {
+		errs = append(errs, validateIndexedJobLimits(spec, fldPath)...)
 	}
 	if !indexed {
 		if spec.BackoffLimitPerIndex != nil {
@@ -309,6 +309,46 @@ func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList
 		errs = append(errs, field.NotSupported(restartPath, rp, []corev1.RestartPolicy{corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}))
 	case spec.PodFailurePolicy != nil && rp != corev1.RestartPolicyNever:
 		errs = append(errs, field.Invalid(restartPath, rp, fmt.Sprintf("only %q is supported when podFailurePolicy is specified", corev1.RestartPolicyNever)))
+	}
+	return errs
+}
+
+// Limits of Indexed Jobs, as upstream: they bound the length of
+// status.completedIndexes and status.failedIndexes.
+const (
+	maxParallelismForIndexedJob             = 100_000
+	maxFailedIndexesForIndexedJob           = 100_000
+	completionsSoftLimit                    = 100_000
+	parallelismLimitForHighCompletions      = 10_000
+	maxFailedIndexesLimitForHighCompletions = 10_000
+)
+
+func validateIndexedJobLimits(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if spec.Completions == nil {
+		errs = append(errs, field.Required(fldPath.Child("completions"), fmt.Sprintf("when completion mode is %s", batchv1.IndexedCompletion)))
+	}
+	if p := spec.Parallelism; p != nil && *p > maxParallelismForIndexedJob {
+		errs = append(errs, field.Invalid(fldPath.Child("parallelism"), *p, fmt.Sprintf("must be less than or equal to %d when completion mode is %s", maxParallelismForIndexedJob, batchv1.IndexedCompletion)))
+	}
+	if m := spec.MaxFailedIndexes; m != nil {
+		if spec.Completions != nil && *m > *spec.Completions {
+			errs = append(errs, field.Invalid(fldPath.Child("maxFailedIndexes"), *m, "must be less than or equal to completions"))
+		}
+		if *m > maxFailedIndexesForIndexedJob {
+			errs = append(errs, field.Invalid(fldPath.Child("maxFailedIndexes"), *m, fmt.Sprintf("must be less than or equal to %d", maxFailedIndexesForIndexedJob)))
+		}
+	}
+	if c := spec.Completions; c != nil && *c > completionsSoftLimit && spec.BackoffLimitPerIndex != nil {
+		if spec.MaxFailedIndexes == nil {
+			errs = append(errs, field.Required(fldPath.Child("maxFailedIndexes"), fmt.Sprintf("must be specified when completions is above %d", completionsSoftLimit)))
+		}
+		if p := spec.Parallelism; p != nil && *p > parallelismLimitForHighCompletions {
+			errs = append(errs, field.Invalid(fldPath.Child("parallelism"), *p, fmt.Sprintf("must be less than or equal to %d when completions are above %d and used with backoff limit per index", parallelismLimitForHighCompletions, completionsSoftLimit)))
+		}
+		if m := spec.MaxFailedIndexes; m != nil && *m > maxFailedIndexesLimitForHighCompletions {
+			errs = append(errs, field.Invalid(fldPath.Child("maxFailedIndexes"), *m, fmt.Sprintf("must be less than or equal to %d when completions are above %d and used with backoff limit per index", maxFailedIndexesLimitForHighCompletions, completionsSoftLimit)))
+		}
 	}
 	return errs
 }

@@ -77,8 +77,11 @@ func (jc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 		return res, err
 	}
 	var errs []error
-	if plan.Create > 0 || len(plan.Delete) > 0 {
-		errs = append(errs, jc.manage(ctx, key, job, plan))
+	if len(plan.Create) > 0 || len(plan.Delete) > 0 {
+		failedCreates, err := jc.manage(ctx, key, job, plan)
+		// Pods that could not be created do not run.
+		plan.Status.Active -= int32(failedCreates)
+		errs = append(errs, err)
 	}
 	if !apiequality.Semantic.DeepEqual(job.Status, plan.Status) {
 		cp := job.DeepCopy()
@@ -102,21 +105,19 @@ func hasConditionIn(st batchv1.JobStatus, t batchv1.JobConditionType) *batchv1.J
 	return hasCondition(st, t)
 }
 
-func (jc *Controller) manage(ctx context.Context, key string, job *batchv1.Job, plan Plan) error {
+// manage creates and deletes the plan's pods and returns how many
+// creations failed.
+func (jc *Controller) manage(ctx context.Context, key string, job *batchv1.Job, plan Plan) (int, error) {
 	uids := make([]types.UID, len(plan.Delete))
 	for i, p := range plan.Delete {
 		uids[i] = p.UID
 	}
-	jc.expect.Expect(key, plan.Create, uids)
+	jc.expect.Expect(key, len(plan.Create), uids)
 	var wg sync.WaitGroup
-	errc := make(chan error, plan.Create+len(plan.Delete))
-	for range plan.Create {
+	errc := make(chan error, len(plan.Create))
+	for _, spec := range plan.Create {
 		wg.Go(func() {
-			t := job.Spec.Template.DeepCopy()
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: job.Name + "-", Namespace: job.Namespace,
-				Labels: t.Labels, Annotations: t.Annotations,
-				OwnerReferences: []metav1.OwnerReference{framework.ControllerRef(job, "batch/v1", "Job")}}, Spec: t.Spec}
-			p, err := jc.c.Pods().Create(ctx, pod, metav1.CreateOptions{})
+			p, err := jc.c.Pods().Create(ctx, NewPod(job, spec), metav1.CreateOptions{})
 			if err != nil {
 				jc.expect.CreationObserved(key)
 				jc.rec.Eventf(job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
@@ -128,9 +129,10 @@ func (jc *Controller) manage(ctx context.Context, key string, job *batchv1.Job, 
 	}
 	wg.Wait()
 	close(errc)
+	failedCreates := len(errc)
 	errs := []error{framework.DeletePods(ctx, jc.c, jc.rec, job, key, jc.expect, plan.Delete)}
 	for err := range errc {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return failedCreates, errors.Join(errs...)
 }

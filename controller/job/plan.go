@@ -5,24 +5,39 @@
 //	   suspended                        ─▶ delete active pods, condition Suspended (JobSuspended / JobResumed)
 //	   failures > backoffLimit          ─▶ FailureTarget, delete active pods ─▶ Failed (BackoffLimitExceeded)
 //	   active past activeDeadlineSeconds ─▶ the same with DeadlineExceeded
-//	   succeeded ≥ completions          ─▶ SuccessCriteriaMet ─▶ Complete (+ completionTime)
+//	   failed indexes (backoffLimitPerIndex) ─▶ the same with MaxFailedIndexesExceeded / FailedIndexes
 //	   otherwise                        ─▶ active := min(parallelism, completions − succeeded)
+//	                                       (Indexed: the lowest pending indexes, one pod each)
 //	   new pods after failures          ─▶ wait 10s·2^(failures since the last success − 1), ≤ 6m
-//	   ─▶ status: active, ready, succeeded, failed, startTime
+//	                                       (backoffLimitPerIndex: the failures of that index)
+//	   succeeded ≥ completions          ─▶ SuccessCriteriaMet ─▶ Complete (+ completionTime)
+//	   ─▶ status: active, ready, terminating, succeeded, failed, startTime,
+//	      completedIndexes ("1,3-5"), failedIndexes
 //
 // Failures count failed pods (restartPolicy Never: a failed pod is
 // replaced, and more failures than backoffLimit fail the Job); under
 // OnFailure the kubelet restarts containers in place and their restarts
-// reaching backoffLimit fail it, as in Kubernetes.
+// reaching backoffLimit fail it, as in Kubernetes. Failed and Complete
+// wait until no pod of the Job is left running or terminating.
+//
+// An Indexed Job's pod carries its index (annotation and label
+// batch.kubernetes.io/job-completion-index, env JOB_COMPLETION_INDEX,
+// hostname <job>-<index>); an index is complete once one of its pods
+// succeeded. With backoffLimitPerIndex each pod also carries the failures
+// of its index so far (batch.kubernetes.io/job-index-failure-count), and
+// an index that fails more often than the limit is failed for good.
 package job
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"minik/controller/framework"
 )
@@ -35,12 +50,14 @@ const (
 	msgBackoff                 = "Job has reached the specified backoff limit"
 	msgDeadline                = "Job was active longer than specified deadline"
 	msgCompletions             = "Reached expected number of succeeded pods"
+	msgMaxFailedIndexes        = "Job has exceeded the specified maximal number of failed indexes"
+	msgFailedIndexes           = "Job has failed indexes"
 	defaultBackoffLimit        = 6
 )
 
 // Plan is what one sync does.
 type Plan struct {
-	Create int
+	Create []PodToCreate
 	Delete []*corev1.Pod
 	// Status is the new status (compare with the old to decide a write).
 	Status batchv1.JobStatus
@@ -71,6 +88,93 @@ func hasCondition(st batchv1.JobStatus, t batchv1.JobConditionType) *batchv1.Job
 	return nil
 }
 
+// maxPodChangesPerSync caps the pods one sync creates or deletes, as in
+// Kubernetes.
+const maxPodChangesPerSync = 500
+
+// observed is what a Job's pods say, sorted by what they mean for it.
+type observed struct {
+	// active pods run or wait to; terminating ones are being deleted.
+	active      []*corev1.Pod
+	terminating []*corev1.Pod
+	// succeeded and failed are the finished pods (of an Indexed Job, only
+	// those with a valid index).
+	succeeded, failed []*corev1.Pod
+	// countedFailures is the failures that count towards backoffLimit.
+	countedFailures int32
+	// restarts adds up the container restarts of unfinished pods.
+	restarts int32
+	// completed is an Indexed Job's completed indexes.
+	completed intervals
+	// failedIndexes is, with backoffLimitPerIndex, the indexes out of
+	// retries; nil otherwise.
+	failedIndexes *intervals
+}
+
+// observe sorts pods and derives the counts of job from them and from its
+// status, which keeps counts of pods that are gone.
+func observe(job *batchv1.Job, pods []*corev1.Pod) observed {
+	var o observed
+	indexed := isIndexed(job)
+	completions := int(ptr.Deref(job.Spec.Completions, 0))
+	validIndex := func(p *corev1.Pod) bool {
+		ix := CompletionIndex(p)
+		return ix != NoIndex && ix < completions
+	}
+	var succeededIndexes, failedIndexes []int
+	for _, p := range pods {
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+			if indexed && !validIndex(p) {
+				continue
+			}
+			if p.Status.Phase == corev1.PodSucceeded {
+				o.succeeded = append(o.succeeded, p)
+				succeededIndexes = append(succeededIndexes, CompletionIndex(p))
+				continue
+			}
+			o.failed = append(o.failed, p)
+			o.countedFailures++
+			if hasBackoffLimitPerIndex(job) && indexOutOfRetries(job, p) {
+				failedIndexes = append(failedIndexes, CompletionIndex(p))
+			}
+		case p.DeletionTimestamp != nil:
+			o.terminating = append(o.terminating, p)
+		default:
+			o.active = append(o.active, p)
+		}
+		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending {
+			for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+				for _, cs := range statuses {
+					o.restarts += cs.RestartCount
+				}
+			}
+		}
+	}
+	if indexed {
+		o.completed = parseIntervals(job.Status.CompletedIndexes, completions).withIndexes(succeededIndexes)
+	}
+	if hasBackoffLimitPerIndex(job) {
+		failed := parseIntervals(ptr.Deref(job.Status.FailedIndexes, ""), completions).withIndexes(failedIndexes)
+		o.failedIndexes = &failed
+	}
+	return o
+}
+
+// indexOutOfRetries reports whether failed pod p used up the last retry
+// of its index: its index had already failed backoffLimitPerIndex times.
+func indexOutOfRetries(job *batchv1.Job, p *corev1.Pod) bool {
+	counted, _ := indexFailures(p)
+	return counted >= *job.Spec.BackoffLimitPerIndex
+}
+
+// onlyReplaceFailedPods says whether a pod being deleted is replaced only
+// once it has failed (podReplacementPolicy Failed, implied by a pod
+// failure policy) rather than as soon as it terminates.
+func onlyReplaceFailedPods(job *batchv1.Job) bool {
+	return ptr.Deref(job.Spec.PodReplacementPolicy, "") == batchv1.Failed || job.Spec.PodFailurePolicy != nil
+}
+
 // Reconcile plans one sync of job, given its pods.
 func Reconcile(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Plan {
 	var plan Plan
@@ -99,113 +203,273 @@ func Reconcile(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Plan {
 	if st.StartTime == nil && !suspended {
 		st.StartTime = &nowT
 	}
-	var active, succeededPods, failedPods []*corev1.Pod
-	var restarts, ready int32
-	for _, p := range pods {
-		switch {
-		case p.Status.Phase == corev1.PodSucceeded:
-			succeededPods = append(succeededPods, p)
-		case p.Status.Phase == corev1.PodFailed:
-			failedPods = append(failedPods, p)
-		case p.DeletionTimestamp != nil:
-		default:
-			active = append(active, p)
-			if framework.IsPodReady(p) {
-				ready++
-			}
-			if job.Spec.Template.Spec.RestartPolicy == corev1.RestartPolicyOnFailure {
-				for _, cs := range p.Status.ContainerStatuses {
-					restarts += cs.RestartCount
-				}
-			}
-		}
-	}
-	// Counts never go down, even when finished pods are deleted.
-	st.Succeeded = max(st.Succeeded, int32(len(succeededPods)))
-	st.Failed = max(st.Failed, int32(len(failedPods)))
-	st.Active = int32(len(active))
-	st.Ready = &ready
 
-	if suspended {
+	o := observe(job, pods)
+	// Counts never go down, even when finished pods are deleted.
+	if isIndexed(job) {
+		st.Succeeded = int32(o.completed.total())
+		st.CompletedIndexes = o.completed.String()
+	} else {
+		st.Succeeded = max(st.Succeeded, int32(len(o.succeeded)))
+	}
+	st.Failed = max(st.Failed, o.countedFailures)
+	if o.failedIndexes != nil {
+		st.FailedIndexes = ptr.To(o.failedIndexes.String())
+	}
+
+	active := o.active
+	switch {
+	case hasCondition(st, batchv1.JobSuccessCriteriaMet) != nil:
+		// Succeeded already: only the pods still running stand between
+		// the Job and Complete.
+		plan.Delete = active
+		active = nil
+	case suspended:
 		// A suspended Job runs nothing; its pods go, its counts stay.
 		plan.Delete = active
-		plan.Status = st
-		return plan
-	}
-
-	backoffLimit := int32(defaultBackoffLimit)
-	if job.Spec.BackoffLimit != nil {
-		backoffLimit = *job.Spec.BackoffLimit
-	}
-	failReason, failMsg := "", ""
-	if c := hasCondition(st, batchv1.JobFailureTarget); c != nil {
-		failReason, failMsg = c.Reason, c.Message
-	} else if pastBackoffLimit(job, st.Failed, restarts, backoffLimit) {
-		failReason, failMsg = ReasonBackoffLimitExceeded, msgBackoff
-	} else if d := job.Spec.ActiveDeadlineSeconds; d != nil {
-		deadline := st.StartTime.Add(time.Duration(*d) * time.Second)
-		if !deadline.After(now) {
-			failReason, failMsg = ReasonDeadlineExceeded, msgDeadline
+		active = nil
+	default:
+		if reason, msg, requeue := failure(job, st, o, now); reason != "" {
+			setCondition(&st, batchv1.JobFailureTarget, reason, msg, now)
+			plan.Delete = active
+			active = nil
 		} else {
-			plan.RequeueAfter = deadline.Sub(now)
+			plan.RequeueAfter = requeue
+			manage(job, o, st.Succeeded, now, &plan)
+			active = without(active, plan.Delete)
 		}
-	}
-	if failReason != "" {
-		setCondition(&st, batchv1.JobFailureTarget, failReason, failMsg, now)
-		plan.Delete = active
-		if len(active) == 0 {
-			setCondition(&st, batchv1.JobFailed, failReason, failMsg, now)
-		}
-		plan.Status = st
-		return plan
 	}
 
-	parallelism := int32(1)
-	if job.Spec.Parallelism != nil {
-		parallelism = *job.Spec.Parallelism
-	}
-	var want int32
-	complete := false
-	if c := job.Spec.Completions; c != nil {
-		want = min(parallelism, max(0, *c-st.Succeeded))
-		complete = st.Succeeded >= *c
-	} else {
-		// Without completions the Job is done once any pod succeeded and
-		// none is running.
-		// the pods still running may finish, but none is added.
-		want = parallelism
-		if st.Succeeded > 0 {
-			want = int32(len(active))
-		}
-		complete = st.Succeeded > 0 && len(active) == 0
-	}
-	if hasCondition(st, batchv1.JobSuccessCriteriaMet) != nil || complete {
+	terminating := int32(len(o.terminating) + len(plan.Delete))
+	running := len(active) + len(plan.Create)
+	if !suspended && hasCondition(st, batchv1.JobFailureTarget) == nil && succeeded(job, st, running) {
 		setCondition(&st, batchv1.JobSuccessCriteriaMet, ReasonCompletionsReached, msgCompletions, now)
-		plan.Delete = active
-		if len(active) == 0 {
-			setCondition(&st, batchv1.JobComplete, ReasonCompletionsReached, msgCompletions, now)
+	}
+	// The terminal condition waits until no pod of the Job is left
+	// running or terminating, as in Kubernetes since 1.31.
+	if terminating == 0 && running == 0 {
+		if c := hasCondition(st, batchv1.JobFailureTarget); c != nil {
+			setCondition(&st, batchv1.JobFailed, c.Reason, c.Message, now)
+		} else if c := hasCondition(st, batchv1.JobSuccessCriteriaMet); c != nil {
+			setCondition(&st, batchv1.JobComplete, c.Reason, c.Message, now)
 			st.CompletionTime = &nowT
 		}
-		plan.Status = st
-		return plan
 	}
-	if n := int32(len(active)); n < want {
-		// After failures, new pods wait out the backoff; the Job is
-		// synced again when it ends instead of being polled.
-		failures, lastFailure := failuresSinceLastSuccess(succeededPods, failedPods)
-		if wait := remainingBackoff(failures, lastFailure, now); wait > 0 {
-			plan.RequeueAfter = earliest(plan.RequeueAfter, wait)
-		} else {
-			plan.Create = int(want - n)
+	var ready int32
+	for _, p := range active {
+		if framework.IsPodReady(p) {
+			ready++
 		}
-	} else if n > want {
-		sort.Slice(active, func(i, j int) bool {
-			return framework.DeletionLess(active[i], active[j], 0, 0)
-		})
-		plan.Delete = active[:n-want]
 	}
+	st.Active = int32(running)
+	st.Ready = &ready
+	st.Terminating = &terminating
 	plan.Status = st
 	return plan
+}
+
+// failure returns why job fails now (a Condition reason and message), or
+// when to look again for the active deadline.
+func failure(job *batchv1.Job, st batchv1.JobStatus, o observed, now time.Time) (reason, msg string, requeue time.Duration) {
+	if c := hasCondition(st, batchv1.JobFailureTarget); c != nil {
+		return c.Reason, c.Message, 0
+	}
+	backoffLimit := ptr.Deref(job.Spec.BackoffLimit, defaultBackoffLimit)
+	if pastBackoffLimit(job, st.Failed, o.restarts, backoffLimit) {
+		return ReasonBackoffLimitExceeded, msgBackoff, 0
+	}
+	if d := job.Spec.ActiveDeadlineSeconds; d != nil {
+		deadline := st.StartTime.Add(time.Duration(*d) * time.Second)
+		if !deadline.After(now) {
+			return ReasonDeadlineExceeded, msgDeadline, 0
+		}
+		requeue = deadline.Sub(now)
+	}
+	if o.failedIndexes != nil {
+		failed := o.failedIndexes.total()
+		if m := job.Spec.MaxFailedIndexes; m != nil && failed > int(*m) {
+			return batchv1.JobReasonMaxFailedIndexesExceeded, msgMaxFailedIndexes, 0
+		}
+		if failed > 0 && failed+o.completed.total() >= int(ptr.Deref(job.Spec.Completions, 0)) {
+			return batchv1.JobReasonFailedIndexes, msgFailedIndexes, 0
+		}
+	}
+	return "", "", requeue
+}
+
+// succeeded reports whether job reached its completions with no pod left
+// running (active counts the pods about to be created).
+func succeeded(job *batchv1.Job, st batchv1.JobStatus, active int) bool {
+	if active > 0 {
+		return false
+	}
+	if c := job.Spec.Completions; c != nil {
+		return st.Succeeded >= *c
+	}
+	// Without completions the Job is done once any pod succeeded and none
+	// is running.
+	return st.Succeeded > 0
+}
+
+// manage plans the pods of a running Job: first the deletion of pods it
+// has too many of; only when there are none, the creation of those it
+// lacks, once the failure backoff allows.
+func manage(job *batchv1.Job, o observed, succeeded int32, now time.Time, plan *Plan) {
+	parallelism := ptr.Deref(job.Spec.Parallelism, 1)
+	var want int32
+	switch c := job.Spec.Completions; {
+	case c != nil:
+		want = min(parallelism, max(0, *c-succeeded))
+	case succeeded > 0:
+		// Without completions, once a pod succeeded the pods still
+		// running may finish, but none is added.
+		want = int32(len(o.active))
+	default:
+		want = parallelism
+	}
+
+	remove, keep := indexedRemovals(job, o.active)
+	if extra := len(o.active) - int(want) - len(remove); extra > 0 {
+		sort.Slice(keep, func(i, j int) bool { return framework.DeletionLess(keep[i], keep[j], 0, 0) })
+		remove = append(remove, keep[:extra]...)
+	}
+	if len(remove) > 0 {
+		plan.Delete = remove[:min(len(remove), maxPodChangesPerSync)]
+		return
+	}
+
+	missing := int(want) - len(o.active)
+	if onlyReplaceFailedPods(job) {
+		// Pods being deleted are replaced only once they failed.
+		missing -= len(o.terminating)
+	}
+	missing = min(missing, maxPodChangesPerSync)
+	if missing <= 0 {
+		return
+	}
+	var indexes []int
+	if isIndexed(job) {
+		taken := o.completed.withIndexes(indexesOf(o.active))
+		if onlyReplaceFailedPods(job) {
+			taken = taken.withIndexes(indexesOf(o.terminating))
+		}
+		if o.failedIndexes != nil {
+			taken = taken.merge(*o.failedIndexes)
+		}
+		indexes = firstPendingIndexes(missing, int(*job.Spec.Completions), taken)
+	} else {
+		for range missing {
+			indexes = append(indexes, NoIndex)
+		}
+	}
+	if hasBackoffLimitPerIndex(job) {
+		// Each index backs off on its own failures.
+		var wait time.Duration
+		plan.Create, wait = perIndexCreates(o.failed, indexes, now)
+		plan.RequeueAfter = earliest(plan.RequeueAfter, wait)
+		return
+	}
+	// New pods wait out the backoff of the failures since the last
+	// success; the Job is synced again when it ends instead of polled.
+	failures, lastFailure := failuresSinceLastSuccess(o.succeeded, o.failed)
+	if wait := remainingBackoff(failures, lastFailure, now); wait > 0 {
+		plan.RequeueAfter = earliest(plan.RequeueAfter, wait)
+		return
+	}
+	for _, ix := range indexes {
+		plan.Create = append(plan.Create, PodToCreate{Index: ix})
+	}
+}
+
+// indexedRemovals splits an Indexed Job's active pods into those to delete
+// (without a valid index, or extra pods of an index, the best one kept)
+// and those to keep. Other Jobs keep all.
+func indexedRemovals(job *batchv1.Job, active []*corev1.Pod) (remove, keep []*corev1.Pod) {
+	if !isIndexed(job) {
+		return nil, append([]*corev1.Pod(nil), active...)
+	}
+	completions := int(*job.Spec.Completions)
+	byIndex := map[int][]*corev1.Pod{}
+	for _, p := range active {
+		ix := CompletionIndex(p)
+		if ix == NoIndex || ix >= completions {
+			remove = append(remove, p)
+			continue
+		}
+		byIndex[ix] = append(byIndex[ix], p)
+	}
+	for _, ix := range slices.Sorted(maps.Keys(byIndex)) {
+		ps := byIndex[ix]
+		sort.Slice(ps, func(i, j int) bool { return framework.DeletionLess(ps[i], ps[j], 0, 0) })
+		remove = append(remove, ps[:len(ps)-1]...)
+		keep = append(keep, ps[len(ps)-1])
+	}
+	return remove, keep
+}
+
+// without returns pods less those in gone.
+func without(pods, gone []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if !slices.Contains(gone, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// indexesOf returns the completion indexes of pods that have one.
+func indexesOf(pods []*corev1.Pod) []int {
+	var out []int
+	for _, p := range pods {
+		if ix := CompletionIndex(p); ix != NoIndex {
+			out = append(out, ix)
+		}
+	}
+	return out
+}
+
+// perIndexCreates returns the pods to create for indexes, each seeded with
+// its index's failure counts, leaving out the indexes still backing off
+// from their last failure; and when the first of those may start.
+func perIndexCreates(failed []*corev1.Pod, indexes []int, now time.Time) ([]PodToCreate, time.Duration) {
+	replaced := lastFailedPerIndex(failed)
+	var out []PodToCreate
+	var wait time.Duration
+	for _, ix := range indexes {
+		spec := PodToCreate{Index: ix}
+		if p := replaced[ix]; p != nil {
+			spec.IndexFailures, spec.IndexIgnoredFailures = indexFailures(p)
+			spec.IndexFailures++
+			if w := remainingBackoff(int(spec.IndexFailures+spec.IndexIgnoredFailures), FinishedAt(p), now); w > 0 {
+				wait = earliest(wait, w)
+				continue
+			}
+		}
+		out = append(out, spec)
+	}
+	return out, wait
+}
+
+// lastFailedPerIndex returns, per index, the failed pod a new one
+// replaces: the one with the most failures of its index before it, and
+// of those the last to finish.
+func lastFailedPerIndex(failed []*corev1.Pod) map[int]*corev1.Pod {
+	out := map[int]*corev1.Pod{}
+	for _, p := range failed {
+		ix := CompletionIndex(p)
+		cur, ok := out[ix]
+		if !ok {
+			out[ix] = p
+			continue
+		}
+		pc, pi := indexFailures(p)
+		cc, ci := indexFailures(cur)
+		if pc+pi > cc+ci || pc+pi == cc+ci && !FinishedAt(p).Before(FinishedAt(cur)) {
+			out[ix] = p
+		}
+	}
+	return out
 }
 
 // earliest returns the shorter of two requeue delays, where 0 means none.

@@ -95,8 +95,8 @@ func TestReconcile(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := Reconcile(tc.job, tc.pods, now)
-			if plan.Create != tc.wantCreate || len(plan.Delete) != tc.wantDelete || plan.DeleteJob != tc.wantDeleted {
-				t.Errorf("create %d delete %d deleteJob %v, want %d %d %v", plan.Create, len(plan.Delete), plan.DeleteJob, tc.wantCreate, tc.wantDelete, tc.wantDeleted)
+			if len(plan.Create) != tc.wantCreate || len(plan.Delete) != tc.wantDelete || plan.DeleteJob != tc.wantDeleted {
+				t.Errorf("create %d delete %d deleteJob %v, want %d %d %v", len(plan.Create), len(plan.Delete), plan.DeleteJob, tc.wantCreate, tc.wantDelete, tc.wantDeleted)
 			}
 			for _, typ := range []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailed, batchv1.JobFailureTarget, batchv1.JobSuccessCriteriaMet, batchv1.JobSuspended} {
 				if got := cond(plan.Status, typ); got != tc.wantReasons[typ] && !(typ == batchv1.JobSuccessCriteriaMet && tc.wantReasons[typ] == "") {
@@ -157,8 +157,8 @@ func TestReconcilePodFailureBackoff(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := Reconcile(job(), tc.pods, now)
-			if plan.Create != tc.wantCreate || plan.RequeueAfter != tc.wantRequeue {
-				t.Fatalf("create %d requeue %v, want %d %v", plan.Create, plan.RequeueAfter, tc.wantCreate, tc.wantRequeue)
+			if len(plan.Create) != tc.wantCreate || plan.RequeueAfter != tc.wantRequeue {
+				t.Fatalf("create %d requeue %v, want %d %v", len(plan.Create), plan.RequeueAfter, tc.wantCreate, tc.wantRequeue)
 			}
 		})
 	}
