@@ -31,10 +31,17 @@ func fieldValidation(r *http.Request) (string, error) {
 	}
 }
 
-// decodeInto decodes JSON into a new object of res's kind. Unknown or
-// duplicate fields fail the request under Strict and become warnings
-// under Warn. apiVersion and kind, when present, must be res's.
-func decodeInto(res *registry.Resource, data []byte, mode string, w http.ResponseWriter) (runtime.Object, error) {
+// bodyTypes are the media types of whole-object request bodies.
+var bodyTypes = []string{"application/json", "application/yaml", protobufMediaType}
+
+// decodeInto decodes a request body (JSON, or protobuf when mediaType says
+// so) into a new object of res's kind. Unknown or duplicate JSON fields
+// fail the request under Strict and become warnings under Warn.
+// apiVersion and kind, when present, must be res's.
+func decodeInto(res *registry.Resource, data []byte, mediaType, mode string, w http.ResponseWriter) (runtime.Object, error) {
+	if mediaType == protobufMediaType {
+		return decodeProtobufInto(res, data)
+	}
 	obj := res.New()
 	strictErrs, err := sigsjson.UnmarshalStrict(data, obj, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	if err != nil {

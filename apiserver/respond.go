@@ -39,10 +39,11 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if st.Code >= 500 {
 		slog.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	writeJSON(w, int(st.Code), st)
+	writeObject(w, r, int(st.Code), st)
 }
 
-// writeJSON encodes v as the response body with the given code.
+// writeJSON encodes v as the response body with the given code; for
+// answers that exist only in JSON (discovery, tables).
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -58,8 +59,23 @@ func writeRaw(w http.ResponseWriter, code int, data []byte) {
 	_, _ = w.Write(data)
 }
 
-// writeObject answers with obj, converted to what the client accepts.
+// writeObject answers with obj in the encoding the client accepts:
+// protobuf, YAML or JSON.
 func writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
+	if wantsProtobuf(r) {
+		data, ok, err := encodeProtobuf(obj)
+		if err != nil {
+			slog.Error("encoding protobuf response", "path", r.URL.Path, "err", err)
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if ok {
+			w.Header().Set("Content-Type", protobufMediaType)
+			w.WriteHeader(code)
+			_, _ = w.Write(data)
+			return
+		}
+	}
 	if wantsYAML(r) {
 		data, err := json.Marshal(obj)
 		if err == nil {
@@ -84,6 +100,8 @@ func wantsYAML(r *http.Request) bool {
 
 // readBody reads a request body, refusing more than maxBodyBytes, and
 // converts YAML to JSON. It checks the media type against allowed.
+// Protobuf is returned as is if allowed lists it, and converted to JSON
+// otherwise.
 func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
 	ct := r.Header.Get("Content-Type")
 	mediaType := "application/json"
@@ -96,7 +114,7 @@ func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
 	}
 	ok := false
 	if mediaType == protobufMediaType && contains(allowed, "application/json") {
-		ok = true // converted to JSON below
+		ok = true // converted to JSON below, unless the caller takes protobuf
 	}
 	for _, a := range allowed {
 		if a == mediaType {
@@ -114,7 +132,7 @@ func readBody(r *http.Request, allowed ...string) ([]byte, string, error) {
 	if len(data) > maxBodyBytes {
 		return nil, "", apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", maxBodyBytes))
 	}
-	if mediaType == protobufMediaType {
+	if mediaType == protobufMediaType && !contains(allowed, protobufMediaType) {
 		if data, err = protobufToJSON(data); err != nil {
 			return nil, "", err
 		}

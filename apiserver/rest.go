@@ -128,12 +128,12 @@ func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, ri *req
 		writeError(w, r, err)
 		return
 	}
-	data, _, err := readBody(r, "application/json", "application/yaml")
+	data, mediaType, err := readBody(r, bodyTypes...)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	obj, err := decodeInto(h.res, data, mode, w)
+	obj, err := decodeInto(h.res, data, mediaType, mode, w)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -223,12 +223,12 @@ func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, ri *req
 		writeError(w, r, err)
 		return
 	}
-	data, _, err := readBody(r, "application/json", "application/yaml")
+	data, mediaType, err := readBody(r, bodyTypes...)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	obj, err := decodeInto(h.res, data, mode, w)
+	obj, err := decodeInto(h.res, data, mediaType, mode, w)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -379,7 +379,7 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ri *requ
 		if err != nil {
 			return nil, err
 		}
-		obj, err := decodeInto(h.res, patched, mode, w)
+		obj, err := decodeInto(h.res, patched, "application/json", mode, w)
 		if err != nil {
 			return nil, err
 		}

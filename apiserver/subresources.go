@@ -43,12 +43,19 @@ func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Reques
 	}
 }
 
-// decodeBody reads a JSON body into v (strictly: subresource bodies are
-// small fixed types).
+// decodeBody reads a JSON or protobuf body into v (strictly: subresource
+// bodies are small fixed types).
 func decodeBody(r *http.Request, v any) error {
-	data, _, err := readBody(r, "application/json", "application/yaml")
+	data, mediaType, err := readBody(r, bodyTypes...)
 	if err != nil {
 		return err
+	}
+	if mediaType == protobufMediaType {
+		unknown, err := decodeProtobufEnvelope(data)
+		if err != nil {
+			return err
+		}
+		return unmarshalProtobuf(unknown.Raw, v)
 	}
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, v); err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized or malformed: %v", err))
@@ -91,7 +98,7 @@ func (h *resourceHandler) bind(w http.ResponseWriter, r *http.Request, ri *reque
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+	writeObject(w, r, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status: metav1.StatusSuccess, Code: http.StatusCreated})
 }
 
@@ -148,7 +155,7 @@ func (h *resourceHandler) evict(w http.ResponseWriter, r *http.Request, ri *requ
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+	writeObject(w, r, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status: metav1.StatusSuccess, Code: http.StatusCreated})
 }
 
@@ -225,7 +232,7 @@ func (h *resourceHandler) scale(w http.ResponseWriter, r *http.Request, ri *requ
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, sc)
+		writeObject(w, r, http.StatusOK, sc)
 	case "update", "patch":
 		var body []byte
 		var patchType string
@@ -274,7 +281,7 @@ func (h *resourceHandler) scale(w http.ResponseWriter, r *http.Request, ri *requ
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, sc)
+		writeObject(w, r, http.StatusOK, sc)
 	default:
 		writeError(w, r, methodNotAllowed(r))
 	}

@@ -21,7 +21,8 @@ import (
 // events of a watch with sendInitialEvents=true.
 const initialEventsEndAnnotation = "k8s.io/initial-events-end"
 
-// watch streams events as chunked JSON, one {"type","object"} per line.
+// watch streams events as chunked JSON, one {"type","object"} per line, or
+// as length-prefixed protobuf WatchEvents when the client prefers protobuf.
 //
 //	resourceVersion ""/"0": synthetic ADDED events for the current state,
 //	                        then changes after it;
@@ -88,9 +89,13 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 	defer watcher.Stop()
 
 	asTable := tableRequested(r)
+	asProtobuf := !asTable && wantsProtobuf(r)
 	format := h.res.Group + "/json"
-	if asTable {
+	switch {
+	case asTable:
 		format = h.res.Group + "/table/" + includeObject(r)
+	case asProtobuf:
+		format = h.res.Group + "/protobuf"
 	}
 	encodeObj := func(obj runtime.Object) ([]byte, error) {
 		obj, err := h.out(obj)
@@ -103,6 +108,13 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 		return json.Marshal(obj)
 	}
 	frame := func(typ watch.EventType, obj runtime.Object) []byte {
+		if asProtobuf {
+			obj, err := h.out(obj)
+			if err != nil {
+				return protobufErrorFrame(err)
+			}
+			return protobufFrame(typ, obj)
+		}
 		data, err := encodeObj(obj)
 		if err != nil {
 			st, _ := json.Marshal(toStatus(err))
@@ -112,7 +124,11 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 	}
 
 	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "application/json")
+	contentType := "application/json"
+	if asProtobuf {
+		contentType = protobufWatchStream
+	}
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)
 	write := func(b []byte) bool {
@@ -125,7 +141,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 		}
 	}
 	if sendInitial == "true" && bookmarks {
-		if !write(h.bookmarkFrame(from, true)) {
+		if !write(h.bookmarkFrame(from, true, asProtobuf)) {
 			return
 		}
 	}
@@ -158,7 +174,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 			}
 			var b []byte
 			if d.Event == nil {
-				b = h.bookmarkFrame(d.Rev, false)
+				b = h.bookmarkFrame(d.Rev, false, asProtobuf)
 			} else {
 				ev, typ := d.Event, d.Type
 				b = ev.Frame(format+string(typ), func() []byte { return frame(typ, ev.Object) })
@@ -176,7 +192,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 
 // bookmarkFrame is a BOOKMARK event: an empty object of the resource's
 // kind carrying only the resourceVersion.
-func (h *resourceHandler) bookmarkFrame(rev int64, initialEnd bool) []byte {
+func (h *resourceHandler) bookmarkFrame(rev int64, initialEnd, asProtobuf bool) []byte {
 	obj := h.res.New()
 	ta, _ := meta.TypeAccessor(obj)
 	ta.SetAPIVersion(h.res.APIVersion())
@@ -186,8 +202,26 @@ func (h *resourceHandler) bookmarkFrame(rev int64, initialEnd bool) []byte {
 	if initialEnd {
 		m.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true"})
 	}
+	if asProtobuf {
+		return protobufFrame(watch.Bookmark, obj)
+	}
 	data, _ := json.Marshal(obj)
 	return []byte(`{"type":"BOOKMARK","object":` + string(data) + "}\n")
+}
+
+// protobufFrame is one frame of a protobuf watch; an object that fails to
+// encode becomes an ERROR event carrying the Status.
+func protobufFrame(typ watch.EventType, obj runtime.Object) []byte {
+	frame, err := protobufWatchFrame(string(typ), obj)
+	if err != nil {
+		return protobufErrorFrame(err)
+	}
+	return frame
+}
+
+func protobufErrorFrame(err error) []byte {
+	frame, _ := protobufWatchFrame(string(watch.Error), toStatus(err))
+	return frame
 }
 
 func metaOf(obj runtime.Object) metav1.Object {

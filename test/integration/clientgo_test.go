@@ -5,6 +5,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"mime"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -35,9 +37,62 @@ func makePod(name string, labels map[string]string) *corev1.Pod {
 	}
 }
 
+// encodings are the two wire formats client-go speaks: JSON (its default,
+// and kubectl's) and protobuf (what Kubernetes components, and minik's own,
+// use). The client-go tests run once with each, and check that every
+// answer came in the encoding asked for.
+var encodings = []struct {
+	name, contentType string
+}{
+	{"json", "application/json"},
+	{"protobuf", "application/vnd.kubernetes.protobuf"},
+}
+
+// forEachEncoding runs test against a fresh control plane once per encoding.
+func forEachEncoding(t *testing.T, test func(t *testing.T, cs *kubernetes.Clientset)) {
+	for _, enc := range encodings {
+		t.Run(enc.name, func(t *testing.T) {
+			c := testcluster.StartAPIOnly(t)
+			cfg := c.RESTConfig()
+			cfg.ContentType = enc.contentType
+			cfg.AcceptContentTypes = enc.contentType + ",application/json"
+			var mu sync.Mutex
+			answered := map[string]int{}
+			cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+				return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+					resp, err := rt.RoundTrip(req)
+					if err == nil && resp.ContentLength != 0 {
+						mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+						mu.Lock()
+						answered[mt]++
+						mu.Unlock()
+					}
+					return resp, err
+				})
+			}
+			cs, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			test(t, cs)
+			mu.Lock()
+			defer mu.Unlock()
+			if len(answered) != 1 || answered[enc.contentType] == 0 {
+				t.Fatalf("answers came as %v, want only %s", answered, enc.contentType)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
 func TestClientGoCRUDOnPodsAndNodes(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	cs := c.Clientset()
+	forEachEncoding(t, testClientGoCRUD)
+}
+
+func testClientGoCRUD(t *testing.T, cs *kubernetes.Clientset) {
 	ctx := ctxT(t)
 	pods := cs.CoreV1().Pods("default")
 
@@ -222,8 +277,10 @@ func TestClientGoCRUDOnPodsAndNodes(t *testing.T) {
 }
 
 func TestWatchDeliversEveryEventInOrder(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	cs := c.Clientset()
+	forEachEncoding(t, testWatchInOrder)
+}
+
+func testWatchInOrder(t *testing.T, cs *kubernetes.Clientset) {
 	ctx := ctxT(t)
 	cms := cs.CoreV1().ConfigMaps("default")
 	list, err := cms.List(ctx, metav1.ListOptions{})
@@ -263,8 +320,10 @@ func TestWatchDeliversEveryEventInOrder(t *testing.T) {
 }
 
 func TestInformerSeesEveryEventInOrder(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	cs := c.Clientset()
+	forEachEncoding(t, testInformerInOrder)
+}
+
+func testInformerInOrder(t *testing.T, cs *kubernetes.Clientset) {
 	ctx := ctxT(t)
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"))
 	inf := factory.Core().V1().Pods().Informer()
