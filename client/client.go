@@ -1,6 +1,7 @@
 // Package client is the small REST client that minik's scheduler, controller
-// and kubelet use to talk to the apiserver. It speaks the Kubernetes API in
-// JSON over HTTP/2, works with the typed objects of k8s.io/api, and returns
+// and kubelet use to talk to the apiserver. It speaks the Kubernetes API over
+// HTTP/2, in protobuf as Kubernetes' own components do (or JSON, if asked),
+// works with the typed objects of k8s.io/api, and returns
 // server errors as *apierrors.StatusError so that apierrors.IsNotFound,
 // IsConflict and IsGone work as with client-go.
 //
@@ -53,6 +54,9 @@ type Config struct {
 	Timeout time.Duration
 	// Transport replaces the default HTTP/2 transport; tests use it.
 	Transport http.RoundTripper
+	// JSON makes typed requests, answers and watches use JSON instead of
+	// protobuf: slower, but readable on the wire.
+	JSON bool
 }
 
 // ConfigFromKubeconfig returns the Config of kc's current context.
@@ -77,6 +81,7 @@ type Client struct {
 	userAgent string
 	timeout   time.Duration
 	limiter   *rate.Limiter // nil: unlimited
+	protobuf  bool          // typed calls speak protobuf
 }
 
 // New returns a Client for cfg.
@@ -99,6 +104,7 @@ func New(cfg Config) (*Client, error) {
 		token:     cfg.BearerToken,
 		userAgent: cfg.UserAgent,
 		timeout:   cfg.Timeout,
+		protobuf:  !cfg.JSON,
 	}
 	if c.userAgent == "" {
 		c.userAgent = "minik"
@@ -164,6 +170,8 @@ type call struct {
 	contentType string
 	gr          schema.GroupResource
 	name        string
+	// typed calls carry k8s.io/api objects, so they may go as protobuf.
+	typed bool
 }
 
 func (c *Client) do(ctx context.Context, cl call, out any) error {
@@ -187,10 +195,19 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 	if out == nil || len(data) == 0 {
 		return nil
 	}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, out); err != nil {
+	if isProtobuf(resp) {
+		err = decodeProtobuf(data, out)
+	} else {
+		err = sigsjson.UnmarshalCaseSensitivePreserveInts(data, out)
+	}
+	if err != nil {
 		return fmt.Errorf("client: %s %s: decode response: %w", cl.method, cl.path, err)
 	}
 	return nil
+}
+
+func isProtobuf(resp *http.Response) bool {
+	return strings.HasPrefix(resp.Header.Get("Content-Type"), protobufMediaType)
 }
 
 // send performs the request and returns the response with its body unread;
@@ -201,12 +218,24 @@ func (c *Client) send(ctx context.Context, cl call) (*http.Response, error) {
 			return nil, fmt.Errorf("client: rate limiter: %w", err)
 		}
 	}
+	useProtobuf := c.protobuf && cl.typed
+	contentType := cl.contentType
 	var body io.Reader
 	switch b := cl.body.(type) {
 	case nil:
 	case []byte:
 		body = bytes.NewReader(b)
 	default:
+		if useProtobuf && contentType == jsonMediaType {
+			data, ok, err := encodeProtobuf(b)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				body, contentType = bytes.NewReader(data), protobufMediaType
+				break
+			}
+		}
 		data, err := json.Marshal(b)
 		if err != nil {
 			return nil, fmt.Errorf("client: encode request: %w", err)
@@ -220,10 +249,14 @@ func (c *Client) send(ctx context.Context, cl call) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	req.Header.Set("Accept", "application/json")
+	if useProtobuf {
+		req.Header.Set("Accept", acceptProtobuf)
+	} else {
+		req.Header.Set("Accept", jsonMediaType)
+	}
 	req.Header.Set("User-Agent", c.userAgent)
 	if body != nil {
-		req.Header.Set("Content-Type", cl.contentType)
+		req.Header.Set("Content-Type", contentType)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -240,7 +273,13 @@ func (c *Client) send(ctx context.Context, cl call) (*http.Response, error) {
 // a panic page) becomes a generic error for the HTTP code, as in client-go.
 func decodeError(resp *http.Response, body []byte, cl call) error {
 	var st metav1.Status
-	if err := json.Unmarshal(body, &st); err == nil && st.Kind == "Status" {
+	var isStatus bool
+	if isProtobuf(resp) {
+		st, isStatus = decodeProtobufStatus(body)
+	} else {
+		isStatus = json.Unmarshal(body, &st) == nil && st.Kind == "Status"
+	}
+	if isStatus {
 		if st.Code == 0 {
 			st.Code = int32(resp.StatusCode)
 		}

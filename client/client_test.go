@@ -267,7 +267,9 @@ func TestTypedRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, reqs := newServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, tt.answer) }, Config{})
+			// JSON, so that the bodies can be checked field by field;
+			// TestProtobuf covers the default encoding.
+			c, reqs := newServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, tt.answer) }, Config{JSON: true})
 			got, err := tt.call(t.Context(), c)
 			if err != nil {
 				t.Fatal(err)

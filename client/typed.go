@@ -168,6 +168,7 @@ func (t *Typed[T]) call(method, ns, name string, q url.Values, body any, subreso
 		contentType: "application/json",
 		gr:          t.res.GroupResource(),
 		name:        name,
+		typed:       true,
 	}
 }
 

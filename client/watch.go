@@ -1,7 +1,9 @@
 package client
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,28 +81,71 @@ func (t *Typed[T]) Watch(ctx context.Context, ns string, opts metav1.ListOptions
 		return nil, decodeError(resp, data, cl)
 	}
 	w := &Watcher[T]{events: make(chan Event[T]), cancel: cancel, done: make(chan struct{})}
-	go w.receive(ctx, resp.Body)
+	next := jsonFrames(resp.Body)
+	if isProtobuf(resp) {
+		next = protobufFrames(resp.Body)
+	}
+	go w.receive(ctx, resp.Body, next)
 	return w, nil
 }
 
-// frame is one line of the watch stream: {"type":"ADDED","object":{...}}.
+// frame is one event of the watch stream, its object still encoded.
 type frame struct {
-	Type   watch.EventType `json:"type"`
-	Object json.RawMessage `json:"object"`
+	Type     watch.EventType `json:"type"`
+	Object   json.RawMessage `json:"object"`
+	protobuf bool            // Object is a protobuf envelope, not JSON
 }
 
-// receive decodes frames until the stream ends. json.Decoder reads one
-// value at a time, so it does not matter how the server splits the stream
-// into chunks or lines.
-func (w *Watcher[T]) receive(ctx context.Context, body io.ReadCloser) {
+// jsonFrames reads a JSON watch stream: {"type":"ADDED","object":{...}}
+// values. json.Decoder reads one value at a time, so it does not matter how
+// the server splits the stream into chunks or lines.
+func jsonFrames(body io.Reader) func() (frame, error) {
+	dec := json.NewDecoder(body)
+	return func() (frame, error) {
+		var f frame
+		err := dec.Decode(&f)
+		return f, err
+	}
+}
+
+// protobufFrames reads a protobuf watch stream: a 4-byte big-endian length,
+// then a metav1.WatchEvent of that length.
+func protobufFrames(body io.Reader) func() (frame, error) {
+	r := bufio.NewReaderSize(body, 32<<10)
+	var header [4]byte
+	var buf []byte
+	return func() (frame, error) {
+		if _, err := io.ReadFull(r, header[:]); err != nil {
+			return frame{}, err
+		}
+		n := binary.BigEndian.Uint32(header[:])
+		if n > maxProtobufFrame {
+			return frame{}, fmt.Errorf("watch frame of %d bytes is over the %d limit", n, maxProtobufFrame)
+		}
+		if cap(buf) < int(n) {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return frame{}, io.ErrUnexpectedEOF
+		}
+		var ev metav1.WatchEvent
+		if err := ev.Unmarshal(buf); err != nil {
+			return frame{}, err
+		}
+		return frame{Type: watch.EventType(ev.Type), Object: ev.Object.Raw, protobuf: true}, nil
+	}
+}
+
+// receive decodes frames until the stream ends.
+func (w *Watcher[T]) receive(ctx context.Context, body io.ReadCloser, next func() (frame, error)) {
 	defer close(w.done)
 	defer close(w.events)
 	defer body.Close()
 	defer w.cancel()
-	dec := json.NewDecoder(body)
 	for {
-		var f frame
-		if err := dec.Decode(&f); err != nil {
+		f, err := next()
+		if err != nil {
 			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
 				w.err = fmt.Errorf("client: watch stream: %w", err)
 			}
@@ -121,15 +166,21 @@ func (w *Watcher[T]) receive(ctx context.Context, body io.ReadCloser) {
 
 func decodeEvent[T any](f frame) (Event[T], error) {
 	ev := Event[T]{Type: f.Type}
+	decode := func(out any) error {
+		if f.protobuf {
+			return decodeProtobuf(f.Object, out)
+		}
+		return sigsjson.UnmarshalCaseSensitivePreserveInts(f.Object, out)
+	}
 	switch f.Type {
 	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
 		ev.Object = new(T)
-		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(f.Object, ev.Object); err != nil {
+		if err := decode(ev.Object); err != nil {
 			return ev, fmt.Errorf("client: watch %s event: %w", f.Type, err)
 		}
 	case watch.Error:
 		ev.Status = new(metav1.Status)
-		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(f.Object, ev.Status); err != nil {
+		if err := decode(ev.Status); err != nil {
 			return ev, fmt.Errorf("client: watch ERROR event: %w", err)
 		}
 	default:
