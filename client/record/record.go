@@ -1,10 +1,12 @@
 // Package record sends Kubernetes Events for the components, the way
 // `kubectl describe` shows them: one Event per (object, type, reason,
-// message), whose count and lastTimestamp grow when it repeats.
+// message), whose count and lastTimestamp grow when it repeats. Similar
+// events are combined and a spam filter bounds each object's events, with
+// Kubernetes' rules (correlate.go).
 //
-//	Eventf ──▶ one of 4 queues by event key (bounded, never blocks) ──▶ Run's senders
-//	                                                   ├─ new:    POST events
-//	                                                   └─ repeat: PATCH count+1, lastTimestamp
+//	Eventf ─▶ correlate ─▶ one of 4 queues by event key (bounded, never blocks) ─▶ Run's senders
+//	          (combine, drop spam)                        ├─ new:    POST events
+//	                                                      └─ repeat: PATCH count+1, lastTimestamp
 package record
 
 import (
@@ -42,21 +44,28 @@ type Recorder struct {
 	events    *client.Typed[corev1.Event]
 	component string
 	instance  string
-	queues    [senders]chan *corev1.Event
+	queues    [senders]chan queued
 	now       func() time.Time
 	dropped   atomic.Int64
 
-	mu   sync.Mutex
-	seen map[string]*corev1.Event // by aggregation key
+	mu         sync.Mutex
+	correlator *correlator
+	seen       map[string]*corev1.Event // by the key correlate returned
+}
+
+// queued is an event waiting to be sent, with the key its repeats share.
+type queued struct {
+	ev  *corev1.Event
+	key string
 }
 
 // NewRecorder returns a recorder reporting as component (e.g.
 // "default-scheduler") from instance (e.g. the host or node name).
 func NewRecorder(c *client.Client, component, instance string) *Recorder {
 	r := &Recorder{events: c.Events(), component: component, instance: instance,
-		now: time.Now, seen: map[string]*corev1.Event{}}
+		now: time.Now, seen: map[string]*corev1.Event{}, correlator: newCorrelator()}
 	for i := range r.queues {
-		r.queues[i] = make(chan *corev1.Event, queueSize)
+		r.queues[i] = make(chan queued, queueSize)
 	}
 	return r
 }
@@ -83,10 +92,16 @@ func (r *Recorder) Eventf(obj client.Object, eventType, reason, messageFmt strin
 		ReportingController: r.component,
 		ReportingInstance:   r.instance,
 	}
+	r.mu.Lock()
+	key, ok := r.correlator.correlate(ev, now.Time)
+	r.mu.Unlock()
+	if !ok {
+		return // the spam filter: this object has had its share of events
+	}
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(aggregationKey(ev)))
+	_, _ = h.Write([]byte(key))
 	select {
-	case r.queues[h.Sum32()%senders] <- ev:
+	case r.queues[h.Sum32()%senders] <- queued{ev: ev, key: key}:
 	default:
 		// Under a burst, say so once per thousand drops rather than per event.
 		if n := r.dropped.Add(1); n%1000 == 1 {
@@ -119,12 +134,6 @@ func apiVersionOf(kind string) string {
 	return "v1"
 }
 
-func aggregationKey(ev *corev1.Event) string {
-	o := ev.InvolvedObject
-	return string(o.UID) + "\x00" + o.Kind + "\x00" + o.Namespace + "\x00" + o.Name + "\x00" + o.FieldPath +
-		"\x00" + ev.Type + "\x00" + ev.Reason + "\x00" + ev.Message
-}
-
 // Run sends queued events until ctx ends.
 func (r *Recorder) Run(ctx context.Context) {
 	var wg sync.WaitGroup
@@ -136,8 +145,8 @@ func (r *Recorder) Run(ctx context.Context) {
 				select {
 				case <-ctx.Done():
 					return
-				case ev := <-q:
-					r.send(ctx, ev)
+				case item := <-q:
+					r.send(ctx, item.ev, item.key)
 				}
 			}
 		}()
@@ -145,15 +154,16 @@ func (r *Recorder) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-func (r *Recorder) send(ctx context.Context, ev *corev1.Event) {
-	key := aggregationKey(ev)
+func (r *Recorder) send(ctx context.Context, ev *corev1.Event, key string) {
 	r.mu.Lock()
 	prev := r.seen[key]
 	r.mu.Unlock()
 	if prev != nil {
-		patch, _ := json.Marshal(map[string]any{
-			"count": prev.Count + 1, "lastTimestamp": ev.LastTimestamp,
-		})
+		fields := map[string]any{"count": prev.Count + 1, "lastTimestamp": ev.LastTimestamp}
+		if ev.Message != prev.Message {
+			fields["message"] = ev.Message // a combined event shows the latest message
+		}
+		patch, _ := json.Marshal(fields)
 		updated, err := r.events.Patch(ctx, prev.Namespace, prev.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err == nil {
 			r.remember(key, updated)
