@@ -304,6 +304,58 @@ func TestCreate(t *testing.T) {
 			obj:  job(func(j *batchv1.Job) { j.Spec.BackoffLimitPerIndex = ptr.To[int32](1) }),
 			want: []want{{field.ErrorTypeInvalid, "spec.backoffLimitPerIndex", "requires indexed completion mode"}},
 		},
+		{
+			name: "a job with a full pod failure policy is valid", namespaced: true,
+			obj: job(func(j *batchv1.Job) {
+				j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+				j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+					{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+						ContainerName: ptr.To(j.Spec.Template.Spec.Containers[0].Name), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{1, 42}}},
+					{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}},
+					{Action: batchv1.PodFailurePolicyActionCount, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{0, 3}}},
+				}}
+			}),
+		},
+		{
+			name: "pod failure policy exit codes must name a container, be ordered, distinct, and not 0 with In", namespaced: true,
+			obj: job(func(j *batchv1.Job) {
+				j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+				j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+					{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+						ContainerName: ptr.To("nope"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{5, 0, 5}}},
+				}}
+			}),
+			want: []want{
+				{field.ErrorTypeInvalid, "spec.podFailurePolicy.rules[0].onExitCodes.containerName", "must be one of the container or initContainer names in the pod template"},
+				{field.ErrorTypeInvalid, "spec.podFailurePolicy.rules[0].onExitCodes.values[1]", "must not be 0 for the In operator"},
+				{field.ErrorTypeDuplicate, "spec.podFailurePolicy.rules[0].onExitCodes.values[2]", ""},
+				{field.ErrorTypeInvalid, "spec.podFailurePolicy.rules[0].onExitCodes.values", "must be ordered"},
+			},
+		},
+		{
+			name: "the FailIndex action requires backoffLimitPerIndex, and a rule needs an action", namespaced: true,
+			obj: job(func(j *batchv1.Job) {
+				j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+				j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+					{Action: batchv1.PodFailurePolicyActionFailIndex, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{1}}},
+					{OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}},
+				}}
+			}),
+			want: []want{
+				{field.ErrorTypeInvalid, "spec.podFailurePolicy.rules[0].action", "requires the backoffLimitPerIndex to be set"},
+				{field.ErrorTypeRequired, "spec.podFailurePolicy.rules[1].action", `valid values: ["Count" "FailIndex" "FailJob" "Ignore"]`},
+			},
+		},
+		{
+			name: "a pod failure policy only allows podReplacementPolicy Failed", namespaced: true,
+			obj: job(func(j *batchv1.Job) {
+				j.Spec.PodReplacementPolicy = ptr.To(batchv1.TerminatingOrFailed)
+				j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+					{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}},
+				}}
+			}),
+			want: []want{{field.ErrorTypeNotSupported, "spec.podReplacementPolicy", `supported values: "Failed"`}},
+		},
 		// Node
 		{name: "a node reporting its capacity is valid", obj: node()},
 		{

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -280,7 +281,7 @@ func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList
 		}
 	}
 	if spec.PodFailurePolicy != nil {
-		errs = append(errs, validatePodFailurePolicy(spec.PodFailurePolicy, fldPath.Child("podFailurePolicy"))...)
+		errs = append(errs, validatePodFailurePolicy(spec, fldPath.Child("podFailurePolicy"))...)
 	}
 	if rp := spec.PodReplacementPolicy; rp != nil {
 		if spec.PodFailurePolicy != nil && *rp != batchv1.Failed {
@@ -353,36 +354,116 @@ func validateIndexedJobLimits(spec *batchv1.JobSpec, fldPath *field.Path) field.
 	return errs
 }
 
-// maxPodFailurePolicyRules caps spec.podFailurePolicy.rules, as upstream.
-const maxPodFailurePolicyRules = 20
+// Caps of spec.podFailurePolicy, as upstream.
+const (
+	maxPodFailurePolicyRules                   = 20
+	maxPodFailurePolicyOnExitCodesValues       = 255
+	maxPodFailurePolicyOnPodConditionsPatterns = 20
+)
 
-func validatePodFailurePolicy(p *batchv1.PodFailurePolicy, fldPath *field.Path) field.ErrorList {
+// The values a pod failure policy's enums take, sorted as upstream lists
+// them in its messages.
+var (
+	podFailurePolicyActions = []batchv1.PodFailurePolicyAction{batchv1.PodFailurePolicyActionCount, batchv1.PodFailurePolicyActionFailIndex,
+		batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyActionIgnore}
+	podFailurePolicyOperators  = []batchv1.PodFailurePolicyOnExitCodesOperator{batchv1.PodFailurePolicyOnExitCodesOpIn, batchv1.PodFailurePolicyOnExitCodesOpNotIn}
+	podFailurePolicyConditions = []corev1.ConditionStatus{corev1.ConditionFalse, corev1.ConditionTrue, corev1.ConditionUnknown}
+)
+
+func validatePodFailurePolicy(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	rules := spec.PodFailurePolicy.Rules
 	rulesPath := fldPath.Child("rules")
-	if len(p.Rules) > maxPodFailurePolicyRules {
-		errs = append(errs, field.TooMany(rulesPath, len(p.Rules), maxPodFailurePolicyRules))
+	if len(rules) > maxPodFailurePolicyRules {
+		errs = append(errs, field.TooMany(rulesPath, len(rules), maxPodFailurePolicyRules))
 	}
-	actions := []batchv1.PodFailurePolicyAction{batchv1.PodFailurePolicyActionCount, batchv1.PodFailurePolicyActionFailIndex, batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyActionIgnore}
-	for i, r := range p.Rules {
+	containers := map[string]bool{}
+	for _, c := range spec.Template.Spec.Containers {
+		containers[c.Name] = true
+	}
+	for _, c := range spec.Template.Spec.InitContainers {
+		containers[c.Name] = true
+	}
+	for i, r := range rules {
 		rp := rulesPath.Index(i)
-		errs = append(errs, enumValue(rp.Child("action"), r.Action, actions)...)
+		actionPath := rp.Child("action")
+		switch {
+		case r.Action == "":
+			errs = append(errs, field.Required(actionPath, fmt.Sprintf("valid values: %q", podFailurePolicyActions)))
+		case r.Action == batchv1.PodFailurePolicyActionFailIndex:
+			if spec.BackoffLimitPerIndex == nil {
+				errs = append(errs, field.Invalid(actionPath, r.Action, "requires the backoffLimitPerIndex to be set"))
+			}
+		case !slices.Contains(podFailurePolicyActions, r.Action):
+			errs = append(errs, field.NotSupported(actionPath, r.Action, podFailurePolicyActions))
+		}
+		if r.OnExitCodes != nil {
+			errs = append(errs, validateOnExitCodes(r.OnExitCodes, rp.Child("onExitCodes"), containers)...)
+		}
+		if len(r.OnPodConditions) > 0 {
+			errs = append(errs, validateOnPodConditions(r.OnPodConditions, rp.Child("onPodConditions"))...)
+		}
 		switch {
 		case r.OnExitCodes != nil && len(r.OnPodConditions) > 0:
 			errs = append(errs, field.Invalid(rp, field.OmitValueType{}, "specifying both OnExitCodes and OnPodConditions is not supported"))
 		case r.OnExitCodes == nil && len(r.OnPodConditions) == 0:
 			errs = append(errs, field.Invalid(rp, field.OmitValueType{}, "specifying one of OnExitCodes and OnPodConditions is required"))
 		}
-		if ec := r.OnExitCodes; ec != nil {
-			ep := rp.Child("onExitCodes")
-			errs = append(errs, enumValue(ep.Child("operator"), ec.Operator, []batchv1.PodFailurePolicyOnExitCodesOperator{batchv1.PodFailurePolicyOnExitCodesOpIn, batchv1.PodFailurePolicyOnExitCodesOpNotIn})...)
-			if len(ec.Values) == 0 {
-				errs = append(errs, field.Invalid(ep.Child("values"), ec.Values, "at least one value is required"))
-			}
+	}
+	return errs
+}
+
+// validateOnExitCodes checks a rule's exit codes: a known operator, a
+// container of the template, 1 to 255 values, ascending, distinct, and no
+// 0 with In (a container that exits 0 did not fail).
+func validateOnExitCodes(ec *batchv1.PodFailurePolicyOnExitCodesRequirement, fldPath *field.Path, containers map[string]bool) field.ErrorList {
+	var errs field.ErrorList
+	opPath := fldPath.Child("operator")
+	switch {
+	case ec.Operator == "":
+		errs = append(errs, field.Required(opPath, fmt.Sprintf("valid values: %q", podFailurePolicyOperators)))
+	case !slices.Contains(podFailurePolicyOperators, ec.Operator):
+		errs = append(errs, field.NotSupported(opPath, ec.Operator, podFailurePolicyOperators))
+	}
+	if ec.ContainerName != nil && !containers[*ec.ContainerName] {
+		errs = append(errs, field.Invalid(fldPath.Child("containerName"), *ec.ContainerName, "must be one of the container or initContainer names in the pod template"))
+	}
+	valuesPath := fldPath.Child("values")
+	if len(ec.Values) == 0 {
+		errs = append(errs, field.Invalid(valuesPath, ec.Values, "at least one value is required"))
+	} else if len(ec.Values) > maxPodFailurePolicyOnExitCodesValues {
+		errs = append(errs, field.TooMany(valuesPath, len(ec.Values), maxPodFailurePolicyOnExitCodesValues))
+	}
+	seen := map[int32]bool{}
+	for j, v := range ec.Values {
+		if ec.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn && v == 0 {
+			errs = append(errs, field.Invalid(valuesPath.Index(j), v, "must not be 0 for the In operator"))
 		}
-		for j, c := range r.OnPodConditions {
-			cp := rp.Child("onPodConditions").Index(j)
-			errs = append(errs, qualifiedName(string(c.Type), cp.Child("type"))...)
-			errs = append(errs, enumValue(cp.Child("status"), c.Status, []corev1.ConditionStatus{corev1.ConditionFalse, corev1.ConditionTrue, corev1.ConditionUnknown})...)
+		if seen[v] {
+			errs = append(errs, field.Duplicate(valuesPath.Index(j), v))
+		}
+		seen[v] = true
+	}
+	if !slices.IsSorted(ec.Values) {
+		errs = append(errs, field.Invalid(valuesPath, ec.Values, "must be ordered"))
+	}
+	return errs
+}
+
+func validateOnPodConditions(patterns []batchv1.PodFailurePolicyOnPodConditionsPattern, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(patterns) > maxPodFailurePolicyOnPodConditionsPatterns {
+		errs = append(errs, field.TooMany(fldPath, len(patterns), maxPodFailurePolicyOnPodConditionsPatterns))
+	}
+	for j, c := range patterns {
+		cp := fldPath.Index(j)
+		errs = append(errs, qualifiedName(string(c.Type), cp.Child("type"))...)
+		statusPath := cp.Child("status")
+		switch {
+		case c.Status == "":
+			errs = append(errs, field.Required(statusPath, fmt.Sprintf("valid values: %q", podFailurePolicyConditions)))
+		case !slices.Contains(podFailurePolicyConditions, c.Status):
+			errs = append(errs, field.NotSupported(statusPath, c.Status, podFailurePolicyConditions))
 		}
 	}
 	return errs

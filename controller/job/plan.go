@@ -3,7 +3,8 @@
 //	job/pod event ─▶ queue(job) ─▶ Reconcile(job, its pods, now)
 //	   finished?                        ─▶ ttlSecondsAfterFinished: delete the Job when it runs out
 //	   suspended                        ─▶ delete active pods, condition Suspended (JobSuspended / JobResumed)
-//	   failures > backoffLimit          ─▶ FailureTarget, delete active pods ─▶ Failed (BackoffLimitExceeded)
+//	   a FailJob rule of podFailurePolicy matches a failed pod ─▶ FailureTarget, delete active pods ─▶ Failed (PodFailurePolicy)
+//	   failures > backoffLimit          ─▶ the same with BackoffLimitExceeded
 //	   active past activeDeadlineSeconds ─▶ the same with DeadlineExceeded
 //	   failed indexes (backoffLimitPerIndex) ─▶ the same with MaxFailedIndexesExceeded / FailedIndexes
 //	   otherwise                        ─▶ active := min(parallelism, completions − succeeded)
@@ -17,8 +18,11 @@
 // Failures count failed pods (restartPolicy Never: a failed pod is
 // replaced, and more failures than backoffLimit fail the Job); under
 // OnFailure the kubelet restarts containers in place and their restarts
-// reaching backoffLimit fail it, as in Kubernetes. Failed and Complete
-// wait until no pod of the Job is left running or terminating.
+// reaching backoffLimit fail it, as in Kubernetes. A pod failure policy
+// (restartPolicy Never only) sorts failures by exit codes or pod
+// conditions: FailJob fails the Job at once, Ignore does not count the
+// failure, Count counts it, FailIndex fails the pod's index. Failed and
+// Complete wait until no pod of the Job is left running or terminating.
 //
 // An Indexed Job's pod carries its index (annotation and label
 // batch.kubernetes.io/job-completion-index, env JOB_COMPLETION_INDEX,
@@ -134,8 +138,11 @@ func observe(job *batchv1.Job, pods []*corev1.Pod) observed {
 				continue
 			}
 			o.failed = append(o.failed, p)
-			o.countedFailures++
-			if hasBackoffLimitPerIndex(job) && indexOutOfRetries(job, p) {
+			match := matchPodFailurePolicy(job, p)
+			if match.countsAsFailure() {
+				o.countedFailures++
+			}
+			if hasBackoffLimitPerIndex(job) && indexOutOfRetries(job, p, match) {
 				failedIndexes = append(failedIndexes, CompletionIndex(p))
 			}
 		case p.DeletionTimestamp != nil:
@@ -161,11 +168,15 @@ func observe(job *batchv1.Job, pods []*corev1.Pod) observed {
 	return o
 }
 
-// indexOutOfRetries reports whether failed pod p used up the last retry
-// of its index: its index had already failed backoffLimitPerIndex times.
-func indexOutOfRetries(job *batchv1.Job, p *corev1.Pod) bool {
+// indexOutOfRetries reports whether failed pod p fails its index for
+// good: a FailIndex rule matched it, or its counted failure was one more
+// than backoffLimitPerIndex allows.
+func indexOutOfRetries(job *batchv1.Job, p *corev1.Pod, match policyMatch) bool {
+	if match.action == batchv1.PodFailurePolicyActionFailIndex {
+		return true
+	}
 	counted, _ := indexFailures(p)
-	return counted >= *job.Spec.BackoffLimitPerIndex
+	return match.countsAsFailure() && counted >= *job.Spec.BackoffLimitPerIndex
 }
 
 // onlyReplaceFailedPods says whether a pod being deleted is replaced only
@@ -232,6 +243,9 @@ func Reconcile(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Plan {
 		if reason, msg, requeue := failure(job, st, o, now); reason != "" {
 			setCondition(&st, batchv1.JobFailureTarget, reason, msg, now)
 			plan.Delete = active
+			// As in Kubernetes, the pods a failing Job terminates count
+			// as failed, from now on.
+			st.Failed = max(st.Failed, o.countedFailures+int32(len(o.terminating)+len(active)))
 			active = nil
 		} else {
 			plan.RequeueAfter = requeue
@@ -274,6 +288,9 @@ func failure(job *batchv1.Job, st batchv1.JobStatus, o observed, now time.Time) 
 	if c := hasCondition(st, batchv1.JobFailureTarget); c != nil {
 		return c.Reason, c.Message, 0
 	}
+	if msg := failJobMessage(job, o.failed); msg != "" {
+		return batchv1.JobReasonPodFailurePolicy, msg, 0
+	}
 	backoffLimit := ptr.Deref(job.Spec.BackoffLimit, defaultBackoffLimit)
 	if pastBackoffLimit(job, st.Failed, o.restarts, backoffLimit) {
 		return ReasonBackoffLimitExceeded, msgBackoff, 0
@@ -295,6 +312,25 @@ func failure(job *batchv1.Job, st batchv1.JobStatus, o observed, now time.Time) 
 		}
 	}
 	return "", "", requeue
+}
+
+// failJobMessage returns the message of the first failed pod (by finish
+// time) that a FailJob rule of job's pod failure policy matches, or "".
+func failJobMessage(job *batchv1.Job, failed []*corev1.Pod) string {
+	if job.Spec.PodFailurePolicy == nil {
+		return ""
+	}
+	byFinish := slices.Clone(failed)
+	sort.SliceStable(byFinish, func(i, j int) bool {
+		ti, tj := FinishedAt(byFinish[i]), FinishedAt(byFinish[j])
+		return ti.Before(tj) || ti.Equal(tj) && byFinish[i].Name < byFinish[j].Name
+	})
+	for _, p := range byFinish {
+		if m := matchPodFailurePolicy(job, p); m.action == batchv1.PodFailurePolicyActionFailJob {
+			return m.message
+		}
+	}
+	return ""
 }
 
 // succeeded reports whether job reached its completions with no pod left
@@ -365,7 +401,7 @@ func manage(job *batchv1.Job, o observed, succeeded int32, now time.Time, plan *
 	if hasBackoffLimitPerIndex(job) {
 		// Each index backs off on its own failures.
 		var wait time.Duration
-		plan.Create, wait = perIndexCreates(o.failed, indexes, now)
+		plan.Create, wait = perIndexCreates(job, o.failed, indexes, now)
 		plan.RequeueAfter = earliest(plan.RequeueAfter, wait)
 		return
 	}
@@ -432,7 +468,7 @@ func indexesOf(pods []*corev1.Pod) []int {
 // perIndexCreates returns the pods to create for indexes, each seeded with
 // its index's failure counts, leaving out the indexes still backing off
 // from their last failure; and when the first of those may start.
-func perIndexCreates(failed []*corev1.Pod, indexes []int, now time.Time) ([]PodToCreate, time.Duration) {
+func perIndexCreates(job *batchv1.Job, failed []*corev1.Pod, indexes []int, now time.Time) ([]PodToCreate, time.Duration) {
 	replaced := lastFailedPerIndex(failed)
 	var out []PodToCreate
 	var wait time.Duration
@@ -440,7 +476,11 @@ func perIndexCreates(failed []*corev1.Pod, indexes []int, now time.Time) ([]PodT
 		spec := PodToCreate{Index: ix}
 		if p := replaced[ix]; p != nil {
 			spec.IndexFailures, spec.IndexIgnoredFailures = indexFailures(p)
-			spec.IndexFailures++
+			if matchPodFailurePolicy(job, p).countsAsFailure() {
+				spec.IndexFailures++
+			} else {
+				spec.IndexIgnoredFailures++
+			}
 			if w := remainingBackoff(int(spec.IndexFailures+spec.IndexIgnoredFailures), FinishedAt(p), now); w > 0 {
 				wait = earliest(wait, w)
 				continue
