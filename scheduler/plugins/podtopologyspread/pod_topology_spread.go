@@ -125,8 +125,9 @@ func defaultConstraints(pod *corev1.Pod) []constraint {
 	}
 	ns, uid := pod.Namespace, owner.UID
 	matches := func(p *corev1.Pod) bool {
-		o := metav1.GetControllerOf(p)
-		return p.Namespace == ns && o != nil && o.UID == uid
+		// Called for every pod on every node scored: no copying.
+		o := metav1.GetControllerOfNoCopy(p)
+		return o != nil && o.UID == uid && p.Namespace == ns
 	}
 	out := make([]constraint, len(DefaultConstraints))
 	for i, c := range DefaultConstraints {
