@@ -136,6 +136,14 @@ func (r *Remote) ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Writ
 	}
 }
 
+func (r *Remote) ListContainerStats(ctx context.Context) ([]*cri.ContainerStats, error) {
+	resp, err := r.rs.ListContainerStats(ctx, &cri.ListContainerStatsRequest{})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return resp.Stats, nil
+}
+
 func (r *Remote) ListImages(ctx context.Context) ([]*cri.Image, error) {
 	resp, err := r.is.ListImages(ctx, &cri.ListImagesRequest{})
 	if err != nil {
@@ -257,6 +265,11 @@ func (w streamWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+func (s *server) ListContainerStats(ctx context.Context, _ *cri.ListContainerStatsRequest) (*cri.ListContainerStatsResponse, error) {
+	stats, err := s.rt.ListContainerStats(ctx)
+	return &cri.ListContainerStatsResponse{Stats: stats}, toStatus(err)
 }
 
 func (s *server) ListImages(ctx context.Context, _ *cri.ListImagesRequest) (*cri.ListImagesResponse, error) {

@@ -39,6 +39,8 @@ type Runtime interface {
 	// ReadLog copies a container's log to w; with follow it keeps copying
 	// until ctx ends or the container has exited and its log is drained.
 	ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Writer) error
+	// ListContainerStats reports the resource usage of every container.
+	ListContainerStats(ctx context.Context) ([]*cri.ContainerStats, error)
 
 	ListImages(ctx context.Context) ([]*cri.Image, error)
 	// ImageStatus returns nil, nil when the image is not present.

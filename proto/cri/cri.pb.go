@@ -2441,6 +2441,169 @@ func (x *LogChunk) GetData() []byte {
 	return nil
 }
 
+type ListContainerStatsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListContainerStatsRequest) Reset() {
+	*x = ListContainerStatsRequest{}
+	mi := &file_cri_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListContainerStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListContainerStatsRequest) ProtoMessage() {}
+
+func (x *ListContainerStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cri_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListContainerStatsRequest.ProtoReflect.Descriptor instead.
+func (*ListContainerStatsRequest) Descriptor() ([]byte, []int) {
+	return file_cri_proto_rawDescGZIP(), []int{40}
+}
+
+type ListContainerStatsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Stats         []*ContainerStats      `protobuf:"bytes,1,rep,name=stats,proto3" json:"stats,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListContainerStatsResponse) Reset() {
+	*x = ListContainerStatsResponse{}
+	mi := &file_cri_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListContainerStatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListContainerStatsResponse) ProtoMessage() {}
+
+func (x *ListContainerStatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cri_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListContainerStatsResponse.ProtoReflect.Descriptor instead.
+func (*ListContainerStatsResponse) Descriptor() ([]byte, []int) {
+	return file_cri_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ListContainerStatsResponse) GetStats() []*ContainerStats {
+	if x != nil {
+		return x.Stats
+	}
+	return nil
+}
+
+// ContainerStats is one container's resource usage; an exited container
+// uses no memory and runs no process, but its writable layer remains.
+type ContainerStats struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ContainerId string                 `protobuf:"bytes,1,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
+	// memory_working_set_bytes is the cgroup's usage less its inactive file
+	// pages, as cAdvisor reports it.
+	MemoryWorkingSetBytes uint64 `protobuf:"varint,2,opt,name=memory_working_set_bytes,json=memoryWorkingSetBytes,proto3" json:"memory_working_set_bytes,omitempty"`
+	// process_count is the number of tasks in the container's cgroup.
+	ProcessCount uint64 `protobuf:"varint,3,opt,name=process_count,json=processCount,proto3" json:"process_count,omitempty"`
+	// writable_layer_bytes and writable_layer_inodes are used by the
+	// container's rootfs changes.
+	WritableLayerBytes  uint64 `protobuf:"varint,4,opt,name=writable_layer_bytes,json=writableLayerBytes,proto3" json:"writable_layer_bytes,omitempty"`
+	WritableLayerInodes uint64 `protobuf:"varint,5,opt,name=writable_layer_inodes,json=writableLayerInodes,proto3" json:"writable_layer_inodes,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *ContainerStats) Reset() {
+	*x = ContainerStats{}
+	mi := &file_cri_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerStats) ProtoMessage() {}
+
+func (x *ContainerStats) ProtoReflect() protoreflect.Message {
+	mi := &file_cri_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerStats.ProtoReflect.Descriptor instead.
+func (*ContainerStats) Descriptor() ([]byte, []int) {
+	return file_cri_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ContainerStats) GetContainerId() string {
+	if x != nil {
+		return x.ContainerId
+	}
+	return ""
+}
+
+func (x *ContainerStats) GetMemoryWorkingSetBytes() uint64 {
+	if x != nil {
+		return x.MemoryWorkingSetBytes
+	}
+	return 0
+}
+
+func (x *ContainerStats) GetProcessCount() uint64 {
+	if x != nil {
+		return x.ProcessCount
+	}
+	return 0
+}
+
+func (x *ContainerStats) GetWritableLayerBytes() uint64 {
+	if x != nil {
+		return x.WritableLayerBytes
+	}
+	return 0
+}
+
+func (x *ContainerStats) GetWritableLayerInodes() uint64 {
+	if x != nil {
+		return x.WritableLayerInodes
+	}
+	return 0
+}
+
 type ImageSpec struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Image         string                 `protobuf:"bytes,1,opt,name=image,proto3" json:"image,omitempty"`
@@ -2450,7 +2613,7 @@ type ImageSpec struct {
 
 func (x *ImageSpec) Reset() {
 	*x = ImageSpec{}
-	mi := &file_cri_proto_msgTypes[40]
+	mi := &file_cri_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2462,7 +2625,7 @@ func (x *ImageSpec) String() string {
 func (*ImageSpec) ProtoMessage() {}
 
 func (x *ImageSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[40]
+	mi := &file_cri_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2475,7 +2638,7 @@ func (x *ImageSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageSpec.ProtoReflect.Descriptor instead.
 func (*ImageSpec) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{40}
+	return file_cri_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ImageSpec) GetImage() string {
@@ -2502,7 +2665,7 @@ type Image struct {
 
 func (x *Image) Reset() {
 	*x = Image{}
-	mi := &file_cri_proto_msgTypes[41]
+	mi := &file_cri_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2514,7 +2677,7 @@ func (x *Image) String() string {
 func (*Image) ProtoMessage() {}
 
 func (x *Image) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[41]
+	mi := &file_cri_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2527,7 +2690,7 @@ func (x *Image) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Image.ProtoReflect.Descriptor instead.
 func (*Image) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{41}
+	return file_cri_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Image) GetId() string {
@@ -2580,7 +2743,7 @@ type ListImagesRequest struct {
 
 func (x *ListImagesRequest) Reset() {
 	*x = ListImagesRequest{}
-	mi := &file_cri_proto_msgTypes[42]
+	mi := &file_cri_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2592,7 +2755,7 @@ func (x *ListImagesRequest) String() string {
 func (*ListImagesRequest) ProtoMessage() {}
 
 func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[42]
+	mi := &file_cri_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2605,7 +2768,7 @@ func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImagesRequest.ProtoReflect.Descriptor instead.
 func (*ListImagesRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{42}
+	return file_cri_proto_rawDescGZIP(), []int{45}
 }
 
 type ListImagesResponse struct {
@@ -2617,7 +2780,7 @@ type ListImagesResponse struct {
 
 func (x *ListImagesResponse) Reset() {
 	*x = ListImagesResponse{}
-	mi := &file_cri_proto_msgTypes[43]
+	mi := &file_cri_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2629,7 +2792,7 @@ func (x *ListImagesResponse) String() string {
 func (*ListImagesResponse) ProtoMessage() {}
 
 func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[43]
+	mi := &file_cri_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2642,7 +2805,7 @@ func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImagesResponse.ProtoReflect.Descriptor instead.
 func (*ListImagesResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{43}
+	return file_cri_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListImagesResponse) GetImages() []*Image {
@@ -2661,7 +2824,7 @@ type ImageStatusRequest struct {
 
 func (x *ImageStatusRequest) Reset() {
 	*x = ImageStatusRequest{}
-	mi := &file_cri_proto_msgTypes[44]
+	mi := &file_cri_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2673,7 +2836,7 @@ func (x *ImageStatusRequest) String() string {
 func (*ImageStatusRequest) ProtoMessage() {}
 
 func (x *ImageStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[44]
+	mi := &file_cri_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2686,7 +2849,7 @@ func (x *ImageStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageStatusRequest.ProtoReflect.Descriptor instead.
 func (*ImageStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{44}
+	return file_cri_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ImageStatusRequest) GetImage() *ImageSpec {
@@ -2706,7 +2869,7 @@ type ImageStatusResponse struct {
 
 func (x *ImageStatusResponse) Reset() {
 	*x = ImageStatusResponse{}
-	mi := &file_cri_proto_msgTypes[45]
+	mi := &file_cri_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2718,7 +2881,7 @@ func (x *ImageStatusResponse) String() string {
 func (*ImageStatusResponse) ProtoMessage() {}
 
 func (x *ImageStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[45]
+	mi := &file_cri_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2731,7 +2894,7 @@ func (x *ImageStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageStatusResponse.ProtoReflect.Descriptor instead.
 func (*ImageStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{45}
+	return file_cri_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ImageStatusResponse) GetImage() *Image {
@@ -2752,7 +2915,7 @@ type PullImageRequest struct {
 
 func (x *PullImageRequest) Reset() {
 	*x = PullImageRequest{}
-	mi := &file_cri_proto_msgTypes[46]
+	mi := &file_cri_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2764,7 +2927,7 @@ func (x *PullImageRequest) String() string {
 func (*PullImageRequest) ProtoMessage() {}
 
 func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[46]
+	mi := &file_cri_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2777,7 +2940,7 @@ func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageRequest.ProtoReflect.Descriptor instead.
 func (*PullImageRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{46}
+	return file_cri_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PullImageRequest) GetImage() *ImageSpec {
@@ -2803,7 +2966,7 @@ type PullImageResponse struct {
 
 func (x *PullImageResponse) Reset() {
 	*x = PullImageResponse{}
-	mi := &file_cri_proto_msgTypes[47]
+	mi := &file_cri_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2815,7 +2978,7 @@ func (x *PullImageResponse) String() string {
 func (*PullImageResponse) ProtoMessage() {}
 
 func (x *PullImageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[47]
+	mi := &file_cri_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2828,7 +2991,7 @@ func (x *PullImageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageResponse.ProtoReflect.Descriptor instead.
 func (*PullImageResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{47}
+	return file_cri_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *PullImageResponse) GetImageRef() string {
@@ -2847,7 +3010,7 @@ type RemoveImageRequest struct {
 
 func (x *RemoveImageRequest) Reset() {
 	*x = RemoveImageRequest{}
-	mi := &file_cri_proto_msgTypes[48]
+	mi := &file_cri_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2859,7 +3022,7 @@ func (x *RemoveImageRequest) String() string {
 func (*RemoveImageRequest) ProtoMessage() {}
 
 func (x *RemoveImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[48]
+	mi := &file_cri_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2872,7 +3035,7 @@ func (x *RemoveImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveImageRequest.ProtoReflect.Descriptor instead.
 func (*RemoveImageRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{48}
+	return file_cri_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RemoveImageRequest) GetImage() *ImageSpec {
@@ -2890,7 +3053,7 @@ type RemoveImageResponse struct {
 
 func (x *RemoveImageResponse) Reset() {
 	*x = RemoveImageResponse{}
-	mi := &file_cri_proto_msgTypes[49]
+	mi := &file_cri_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2902,7 +3065,7 @@ func (x *RemoveImageResponse) String() string {
 func (*RemoveImageResponse) ProtoMessage() {}
 
 func (x *RemoveImageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[49]
+	mi := &file_cri_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2915,7 +3078,7 @@ func (x *RemoveImageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveImageResponse.ProtoReflect.Descriptor instead.
 func (*RemoveImageResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{49}
+	return file_cri_proto_rawDescGZIP(), []int{52}
 }
 
 var File_cri_proto protoreflect.FileDescriptor
@@ -3123,7 +3286,16 @@ const file_cri_proto_rawDesc = "" +
 	"\vlimit_bytes\x18\x04 \x01(\x03R\n" +
 	"limitBytes\"\x1e\n" +
 	"\bLogChunk\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\fR\x04data\"!\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\x1b\n" +
+	"\x19ListContainerStatsRequest\"P\n" +
+	"\x1aListContainerStatsResponse\x122\n" +
+	"\x05stats\x18\x01 \x03(\v2\x1c.minik.cri.v1.ContainerStatsR\x05stats\"\xf7\x01\n" +
+	"\x0eContainerStats\x12!\n" +
+	"\fcontainer_id\x18\x01 \x01(\tR\vcontainerId\x127\n" +
+	"\x18memory_working_set_bytes\x18\x02 \x01(\x04R\x15memoryWorkingSetBytes\x12#\n" +
+	"\rprocess_count\x18\x03 \x01(\x04R\fprocessCount\x120\n" +
+	"\x14writable_layer_bytes\x18\x04 \x01(\x04R\x12writableLayerBytes\x122\n" +
+	"\x15writable_layer_inodes\x18\x05 \x01(\x04R\x13writableLayerInodes\"!\n" +
 	"\tImageSpec\x12\x14\n" +
 	"\x05image\x18\x01 \x01(\tR\x05image\"\x95\x01\n" +
 	"\x05Image\x12\x0e\n" +
@@ -3155,8 +3327,7 @@ const file_cri_proto_rawDesc = "" +
 	"\x11CONTAINER_CREATED\x10\x00\x12\x15\n" +
 	"\x11CONTAINER_RUNNING\x10\x01\x12\x14\n" +
 	"\x10CONTAINER_EXITED\x10\x02\x12\x15\n" +
-	"\x11CONTAINER_UNKNOWN\x10\x032\x99\n" +
-	"\n" +
+	"\x11CONTAINER_UNKNOWN\x10\x032\x84\v\n" +
 	"\x0eRuntimeService\x12H\n" +
 	"\aVersion\x12\x1c.minik.cri.v1.VersionRequest\x1a\x1d.minik.cri.v1.VersionResponse\"\x00\x12l\n" +
 	"\x13UpdateRuntimeConfig\x12(.minik.cri.v1.UpdateRuntimeConfigRequest\x1a).minik.cri.v1.UpdateRuntimeConfigResponse\"\x00\x12Z\n" +
@@ -3171,7 +3342,8 @@ const file_cri_proto_rawDesc = "" +
 	"\x0eListContainers\x12#.minik.cri.v1.ListContainersRequest\x1a$.minik.cri.v1.ListContainersResponse\"\x00\x12`\n" +
 	"\x0fContainerStatus\x12$.minik.cri.v1.ContainerStatusRequest\x1a%.minik.cri.v1.ContainerStatusResponse\"\x00\x12K\n" +
 	"\bExecSync\x12\x1d.minik.cri.v1.ExecSyncRequest\x1a\x1e.minik.cri.v1.ExecSyncResponse\"\x00\x12C\n" +
-	"\aReadLog\x12\x1c.minik.cri.v1.ReadLogRequest\x1a\x16.minik.cri.v1.LogChunk\"\x000\x012\xdd\x02\n" +
+	"\aReadLog\x12\x1c.minik.cri.v1.ReadLogRequest\x1a\x16.minik.cri.v1.LogChunk\"\x000\x01\x12i\n" +
+	"\x12ListContainerStats\x12'.minik.cri.v1.ListContainerStatsRequest\x1a(.minik.cri.v1.ListContainerStatsResponse\"\x002\xdd\x02\n" +
 	"\fImageService\x12Q\n" +
 	"\n" +
 	"ListImages\x12\x1f.minik.cri.v1.ListImagesRequest\x1a .minik.cri.v1.ListImagesResponse\"\x00\x12T\n" +
@@ -3192,7 +3364,7 @@ func file_cri_proto_rawDescGZIP() []byte {
 }
 
 var file_cri_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_cri_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_cri_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
 var file_cri_proto_goTypes = []any{
 	(PodSandboxState)(0),                  // 0: minik.cri.v1.PodSandboxState
 	(ContainerState)(0),                   // 1: minik.cri.v1.ContainerState
@@ -3236,105 +3408,111 @@ var file_cri_proto_goTypes = []any{
 	(*ExecSyncResponse)(nil),              // 39: minik.cri.v1.ExecSyncResponse
 	(*ReadLogRequest)(nil),                // 40: minik.cri.v1.ReadLogRequest
 	(*LogChunk)(nil),                      // 41: minik.cri.v1.LogChunk
-	(*ImageSpec)(nil),                     // 42: minik.cri.v1.ImageSpec
-	(*Image)(nil),                         // 43: minik.cri.v1.Image
-	(*ListImagesRequest)(nil),             // 44: minik.cri.v1.ListImagesRequest
-	(*ListImagesResponse)(nil),            // 45: minik.cri.v1.ListImagesResponse
-	(*ImageStatusRequest)(nil),            // 46: minik.cri.v1.ImageStatusRequest
-	(*ImageStatusResponse)(nil),           // 47: minik.cri.v1.ImageStatusResponse
-	(*PullImageRequest)(nil),              // 48: minik.cri.v1.PullImageRequest
-	(*PullImageResponse)(nil),             // 49: minik.cri.v1.PullImageResponse
-	(*RemoveImageRequest)(nil),            // 50: minik.cri.v1.RemoveImageRequest
-	(*RemoveImageResponse)(nil),           // 51: minik.cri.v1.RemoveImageResponse
-	nil,                                   // 52: minik.cri.v1.PodSandboxConfig.LabelsEntry
-	nil,                                   // 53: minik.cri.v1.PodSandboxConfig.AnnotationsEntry
-	nil,                                   // 54: minik.cri.v1.PodSandboxConfig.SysctlsEntry
-	nil,                                   // 55: minik.cri.v1.PodSandbox.LabelsEntry
-	nil,                                   // 56: minik.cri.v1.PodSandbox.AnnotationsEntry
-	nil,                                   // 57: minik.cri.v1.ContainerConfig.LabelsEntry
-	nil,                                   // 58: minik.cri.v1.ContainerConfig.AnnotationsEntry
-	nil,                                   // 59: minik.cri.v1.Container.LabelsEntry
-	nil,                                   // 60: minik.cri.v1.Container.AnnotationsEntry
-	nil,                                   // 61: minik.cri.v1.ContainerStatus.LabelsEntry
-	nil,                                   // 62: minik.cri.v1.ContainerStatus.AnnotationsEntry
+	(*ListContainerStatsRequest)(nil),     // 42: minik.cri.v1.ListContainerStatsRequest
+	(*ListContainerStatsResponse)(nil),    // 43: minik.cri.v1.ListContainerStatsResponse
+	(*ContainerStats)(nil),                // 44: minik.cri.v1.ContainerStats
+	(*ImageSpec)(nil),                     // 45: minik.cri.v1.ImageSpec
+	(*Image)(nil),                         // 46: minik.cri.v1.Image
+	(*ListImagesRequest)(nil),             // 47: minik.cri.v1.ListImagesRequest
+	(*ListImagesResponse)(nil),            // 48: minik.cri.v1.ListImagesResponse
+	(*ImageStatusRequest)(nil),            // 49: minik.cri.v1.ImageStatusRequest
+	(*ImageStatusResponse)(nil),           // 50: minik.cri.v1.ImageStatusResponse
+	(*PullImageRequest)(nil),              // 51: minik.cri.v1.PullImageRequest
+	(*PullImageResponse)(nil),             // 52: minik.cri.v1.PullImageResponse
+	(*RemoveImageRequest)(nil),            // 53: minik.cri.v1.RemoveImageRequest
+	(*RemoveImageResponse)(nil),           // 54: minik.cri.v1.RemoveImageResponse
+	nil,                                   // 55: minik.cri.v1.PodSandboxConfig.LabelsEntry
+	nil,                                   // 56: minik.cri.v1.PodSandboxConfig.AnnotationsEntry
+	nil,                                   // 57: minik.cri.v1.PodSandboxConfig.SysctlsEntry
+	nil,                                   // 58: minik.cri.v1.PodSandbox.LabelsEntry
+	nil,                                   // 59: minik.cri.v1.PodSandbox.AnnotationsEntry
+	nil,                                   // 60: minik.cri.v1.ContainerConfig.LabelsEntry
+	nil,                                   // 61: minik.cri.v1.ContainerConfig.AnnotationsEntry
+	nil,                                   // 62: minik.cri.v1.Container.LabelsEntry
+	nil,                                   // 63: minik.cri.v1.Container.AnnotationsEntry
+	nil,                                   // 64: minik.cri.v1.ContainerStatus.LabelsEntry
+	nil,                                   // 65: minik.cri.v1.ContainerStatus.AnnotationsEntry
 }
 var file_cri_proto_depIdxs = []int32{
 	6,  // 0: minik.cri.v1.PodSandboxConfig.metadata:type_name -> minik.cri.v1.PodSandboxMetadata
 	7,  // 1: minik.cri.v1.PodSandboxConfig.port_mappings:type_name -> minik.cri.v1.PortMapping
-	52, // 2: minik.cri.v1.PodSandboxConfig.labels:type_name -> minik.cri.v1.PodSandboxConfig.LabelsEntry
-	53, // 3: minik.cri.v1.PodSandboxConfig.annotations:type_name -> minik.cri.v1.PodSandboxConfig.AnnotationsEntry
-	54, // 4: minik.cri.v1.PodSandboxConfig.sysctls:type_name -> minik.cri.v1.PodSandboxConfig.SysctlsEntry
+	55, // 2: minik.cri.v1.PodSandboxConfig.labels:type_name -> minik.cri.v1.PodSandboxConfig.LabelsEntry
+	56, // 3: minik.cri.v1.PodSandboxConfig.annotations:type_name -> minik.cri.v1.PodSandboxConfig.AnnotationsEntry
+	57, // 4: minik.cri.v1.PodSandboxConfig.sysctls:type_name -> minik.cri.v1.PodSandboxConfig.SysctlsEntry
 	8,  // 5: minik.cri.v1.RunPodSandboxRequest.config:type_name -> minik.cri.v1.PodSandboxConfig
 	6,  // 6: minik.cri.v1.PodSandbox.metadata:type_name -> minik.cri.v1.PodSandboxMetadata
 	0,  // 7: minik.cri.v1.PodSandbox.state:type_name -> minik.cri.v1.PodSandboxState
-	55, // 8: minik.cri.v1.PodSandbox.labels:type_name -> minik.cri.v1.PodSandbox.LabelsEntry
-	56, // 9: minik.cri.v1.PodSandbox.annotations:type_name -> minik.cri.v1.PodSandbox.AnnotationsEntry
+	58, // 8: minik.cri.v1.PodSandbox.labels:type_name -> minik.cri.v1.PodSandbox.LabelsEntry
+	59, // 9: minik.cri.v1.PodSandbox.annotations:type_name -> minik.cri.v1.PodSandbox.AnnotationsEntry
 	15, // 10: minik.cri.v1.ListPodSandboxResponse.items:type_name -> minik.cri.v1.PodSandbox
 	18, // 11: minik.cri.v1.ContainerConfig.metadata:type_name -> minik.cri.v1.ContainerMetadata
 	19, // 12: minik.cri.v1.ContainerConfig.envs:type_name -> minik.cri.v1.KeyValue
 	20, // 13: minik.cri.v1.ContainerConfig.mounts:type_name -> minik.cri.v1.Mount
-	57, // 14: minik.cri.v1.ContainerConfig.labels:type_name -> minik.cri.v1.ContainerConfig.LabelsEntry
-	58, // 15: minik.cri.v1.ContainerConfig.annotations:type_name -> minik.cri.v1.ContainerConfig.AnnotationsEntry
+	60, // 14: minik.cri.v1.ContainerConfig.labels:type_name -> minik.cri.v1.ContainerConfig.LabelsEntry
+	61, // 15: minik.cri.v1.ContainerConfig.annotations:type_name -> minik.cri.v1.ContainerConfig.AnnotationsEntry
 	21, // 16: minik.cri.v1.ContainerConfig.resources:type_name -> minik.cri.v1.LinuxContainerResources
 	22, // 17: minik.cri.v1.ContainerConfig.security_context:type_name -> minik.cri.v1.LinuxContainerSecurityContext
 	23, // 18: minik.cri.v1.CreateContainerRequest.config:type_name -> minik.cri.v1.ContainerConfig
 	8,  // 19: minik.cri.v1.CreateContainerRequest.sandbox_config:type_name -> minik.cri.v1.PodSandboxConfig
 	18, // 20: minik.cri.v1.Container.metadata:type_name -> minik.cri.v1.ContainerMetadata
 	1,  // 21: minik.cri.v1.Container.state:type_name -> minik.cri.v1.ContainerState
-	59, // 22: minik.cri.v1.Container.labels:type_name -> minik.cri.v1.Container.LabelsEntry
-	60, // 23: minik.cri.v1.Container.annotations:type_name -> minik.cri.v1.Container.AnnotationsEntry
+	62, // 22: minik.cri.v1.Container.labels:type_name -> minik.cri.v1.Container.LabelsEntry
+	63, // 23: minik.cri.v1.Container.annotations:type_name -> minik.cri.v1.Container.AnnotationsEntry
 	32, // 24: minik.cri.v1.ListContainersResponse.containers:type_name -> minik.cri.v1.Container
 	18, // 25: minik.cri.v1.ContainerStatus.metadata:type_name -> minik.cri.v1.ContainerMetadata
 	1,  // 26: minik.cri.v1.ContainerStatus.state:type_name -> minik.cri.v1.ContainerState
-	61, // 27: minik.cri.v1.ContainerStatus.labels:type_name -> minik.cri.v1.ContainerStatus.LabelsEntry
-	62, // 28: minik.cri.v1.ContainerStatus.annotations:type_name -> minik.cri.v1.ContainerStatus.AnnotationsEntry
+	64, // 27: minik.cri.v1.ContainerStatus.labels:type_name -> minik.cri.v1.ContainerStatus.LabelsEntry
+	65, // 28: minik.cri.v1.ContainerStatus.annotations:type_name -> minik.cri.v1.ContainerStatus.AnnotationsEntry
 	35, // 29: minik.cri.v1.ContainerStatusResponse.status:type_name -> minik.cri.v1.ContainerStatus
-	43, // 30: minik.cri.v1.ListImagesResponse.images:type_name -> minik.cri.v1.Image
-	42, // 31: minik.cri.v1.ImageStatusRequest.image:type_name -> minik.cri.v1.ImageSpec
-	43, // 32: minik.cri.v1.ImageStatusResponse.image:type_name -> minik.cri.v1.Image
-	42, // 33: minik.cri.v1.PullImageRequest.image:type_name -> minik.cri.v1.ImageSpec
-	42, // 34: minik.cri.v1.RemoveImageRequest.image:type_name -> minik.cri.v1.ImageSpec
-	2,  // 35: minik.cri.v1.RuntimeService.Version:input_type -> minik.cri.v1.VersionRequest
-	4,  // 36: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:input_type -> minik.cri.v1.UpdateRuntimeConfigRequest
-	9,  // 37: minik.cri.v1.RuntimeService.RunPodSandbox:input_type -> minik.cri.v1.RunPodSandboxRequest
-	11, // 38: minik.cri.v1.RuntimeService.StopPodSandbox:input_type -> minik.cri.v1.StopPodSandboxRequest
-	13, // 39: minik.cri.v1.RuntimeService.RemovePodSandbox:input_type -> minik.cri.v1.RemovePodSandboxRequest
-	16, // 40: minik.cri.v1.RuntimeService.ListPodSandbox:input_type -> minik.cri.v1.ListPodSandboxRequest
-	24, // 41: minik.cri.v1.RuntimeService.CreateContainer:input_type -> minik.cri.v1.CreateContainerRequest
-	26, // 42: minik.cri.v1.RuntimeService.StartContainer:input_type -> minik.cri.v1.StartContainerRequest
-	28, // 43: minik.cri.v1.RuntimeService.StopContainer:input_type -> minik.cri.v1.StopContainerRequest
-	30, // 44: minik.cri.v1.RuntimeService.RemoveContainer:input_type -> minik.cri.v1.RemoveContainerRequest
-	33, // 45: minik.cri.v1.RuntimeService.ListContainers:input_type -> minik.cri.v1.ListContainersRequest
-	36, // 46: minik.cri.v1.RuntimeService.ContainerStatus:input_type -> minik.cri.v1.ContainerStatusRequest
-	38, // 47: minik.cri.v1.RuntimeService.ExecSync:input_type -> minik.cri.v1.ExecSyncRequest
-	40, // 48: minik.cri.v1.RuntimeService.ReadLog:input_type -> minik.cri.v1.ReadLogRequest
-	44, // 49: minik.cri.v1.ImageService.ListImages:input_type -> minik.cri.v1.ListImagesRequest
-	46, // 50: minik.cri.v1.ImageService.ImageStatus:input_type -> minik.cri.v1.ImageStatusRequest
-	48, // 51: minik.cri.v1.ImageService.PullImage:input_type -> minik.cri.v1.PullImageRequest
-	50, // 52: minik.cri.v1.ImageService.RemoveImage:input_type -> minik.cri.v1.RemoveImageRequest
-	3,  // 53: minik.cri.v1.RuntimeService.Version:output_type -> minik.cri.v1.VersionResponse
-	5,  // 54: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:output_type -> minik.cri.v1.UpdateRuntimeConfigResponse
-	10, // 55: minik.cri.v1.RuntimeService.RunPodSandbox:output_type -> minik.cri.v1.RunPodSandboxResponse
-	12, // 56: minik.cri.v1.RuntimeService.StopPodSandbox:output_type -> minik.cri.v1.StopPodSandboxResponse
-	14, // 57: minik.cri.v1.RuntimeService.RemovePodSandbox:output_type -> minik.cri.v1.RemovePodSandboxResponse
-	17, // 58: minik.cri.v1.RuntimeService.ListPodSandbox:output_type -> minik.cri.v1.ListPodSandboxResponse
-	25, // 59: minik.cri.v1.RuntimeService.CreateContainer:output_type -> minik.cri.v1.CreateContainerResponse
-	27, // 60: minik.cri.v1.RuntimeService.StartContainer:output_type -> minik.cri.v1.StartContainerResponse
-	29, // 61: minik.cri.v1.RuntimeService.StopContainer:output_type -> minik.cri.v1.StopContainerResponse
-	31, // 62: minik.cri.v1.RuntimeService.RemoveContainer:output_type -> minik.cri.v1.RemoveContainerResponse
-	34, // 63: minik.cri.v1.RuntimeService.ListContainers:output_type -> minik.cri.v1.ListContainersResponse
-	37, // 64: minik.cri.v1.RuntimeService.ContainerStatus:output_type -> minik.cri.v1.ContainerStatusResponse
-	39, // 65: minik.cri.v1.RuntimeService.ExecSync:output_type -> minik.cri.v1.ExecSyncResponse
-	41, // 66: minik.cri.v1.RuntimeService.ReadLog:output_type -> minik.cri.v1.LogChunk
-	45, // 67: minik.cri.v1.ImageService.ListImages:output_type -> minik.cri.v1.ListImagesResponse
-	47, // 68: minik.cri.v1.ImageService.ImageStatus:output_type -> minik.cri.v1.ImageStatusResponse
-	49, // 69: minik.cri.v1.ImageService.PullImage:output_type -> minik.cri.v1.PullImageResponse
-	51, // 70: minik.cri.v1.ImageService.RemoveImage:output_type -> minik.cri.v1.RemoveImageResponse
-	53, // [53:71] is the sub-list for method output_type
-	35, // [35:53] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	44, // 30: minik.cri.v1.ListContainerStatsResponse.stats:type_name -> minik.cri.v1.ContainerStats
+	46, // 31: minik.cri.v1.ListImagesResponse.images:type_name -> minik.cri.v1.Image
+	45, // 32: minik.cri.v1.ImageStatusRequest.image:type_name -> minik.cri.v1.ImageSpec
+	46, // 33: minik.cri.v1.ImageStatusResponse.image:type_name -> minik.cri.v1.Image
+	45, // 34: minik.cri.v1.PullImageRequest.image:type_name -> minik.cri.v1.ImageSpec
+	45, // 35: minik.cri.v1.RemoveImageRequest.image:type_name -> minik.cri.v1.ImageSpec
+	2,  // 36: minik.cri.v1.RuntimeService.Version:input_type -> minik.cri.v1.VersionRequest
+	4,  // 37: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:input_type -> minik.cri.v1.UpdateRuntimeConfigRequest
+	9,  // 38: minik.cri.v1.RuntimeService.RunPodSandbox:input_type -> minik.cri.v1.RunPodSandboxRequest
+	11, // 39: minik.cri.v1.RuntimeService.StopPodSandbox:input_type -> minik.cri.v1.StopPodSandboxRequest
+	13, // 40: minik.cri.v1.RuntimeService.RemovePodSandbox:input_type -> minik.cri.v1.RemovePodSandboxRequest
+	16, // 41: minik.cri.v1.RuntimeService.ListPodSandbox:input_type -> minik.cri.v1.ListPodSandboxRequest
+	24, // 42: minik.cri.v1.RuntimeService.CreateContainer:input_type -> minik.cri.v1.CreateContainerRequest
+	26, // 43: minik.cri.v1.RuntimeService.StartContainer:input_type -> minik.cri.v1.StartContainerRequest
+	28, // 44: minik.cri.v1.RuntimeService.StopContainer:input_type -> minik.cri.v1.StopContainerRequest
+	30, // 45: minik.cri.v1.RuntimeService.RemoveContainer:input_type -> minik.cri.v1.RemoveContainerRequest
+	33, // 46: minik.cri.v1.RuntimeService.ListContainers:input_type -> minik.cri.v1.ListContainersRequest
+	36, // 47: minik.cri.v1.RuntimeService.ContainerStatus:input_type -> minik.cri.v1.ContainerStatusRequest
+	38, // 48: minik.cri.v1.RuntimeService.ExecSync:input_type -> minik.cri.v1.ExecSyncRequest
+	40, // 49: minik.cri.v1.RuntimeService.ReadLog:input_type -> minik.cri.v1.ReadLogRequest
+	42, // 50: minik.cri.v1.RuntimeService.ListContainerStats:input_type -> minik.cri.v1.ListContainerStatsRequest
+	47, // 51: minik.cri.v1.ImageService.ListImages:input_type -> minik.cri.v1.ListImagesRequest
+	49, // 52: minik.cri.v1.ImageService.ImageStatus:input_type -> minik.cri.v1.ImageStatusRequest
+	51, // 53: minik.cri.v1.ImageService.PullImage:input_type -> minik.cri.v1.PullImageRequest
+	53, // 54: minik.cri.v1.ImageService.RemoveImage:input_type -> minik.cri.v1.RemoveImageRequest
+	3,  // 55: minik.cri.v1.RuntimeService.Version:output_type -> minik.cri.v1.VersionResponse
+	5,  // 56: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:output_type -> minik.cri.v1.UpdateRuntimeConfigResponse
+	10, // 57: minik.cri.v1.RuntimeService.RunPodSandbox:output_type -> minik.cri.v1.RunPodSandboxResponse
+	12, // 58: minik.cri.v1.RuntimeService.StopPodSandbox:output_type -> minik.cri.v1.StopPodSandboxResponse
+	14, // 59: minik.cri.v1.RuntimeService.RemovePodSandbox:output_type -> minik.cri.v1.RemovePodSandboxResponse
+	17, // 60: minik.cri.v1.RuntimeService.ListPodSandbox:output_type -> minik.cri.v1.ListPodSandboxResponse
+	25, // 61: minik.cri.v1.RuntimeService.CreateContainer:output_type -> minik.cri.v1.CreateContainerResponse
+	27, // 62: minik.cri.v1.RuntimeService.StartContainer:output_type -> minik.cri.v1.StartContainerResponse
+	29, // 63: minik.cri.v1.RuntimeService.StopContainer:output_type -> minik.cri.v1.StopContainerResponse
+	31, // 64: minik.cri.v1.RuntimeService.RemoveContainer:output_type -> minik.cri.v1.RemoveContainerResponse
+	34, // 65: minik.cri.v1.RuntimeService.ListContainers:output_type -> minik.cri.v1.ListContainersResponse
+	37, // 66: minik.cri.v1.RuntimeService.ContainerStatus:output_type -> minik.cri.v1.ContainerStatusResponse
+	39, // 67: minik.cri.v1.RuntimeService.ExecSync:output_type -> minik.cri.v1.ExecSyncResponse
+	41, // 68: minik.cri.v1.RuntimeService.ReadLog:output_type -> minik.cri.v1.LogChunk
+	43, // 69: minik.cri.v1.RuntimeService.ListContainerStats:output_type -> minik.cri.v1.ListContainerStatsResponse
+	48, // 70: minik.cri.v1.ImageService.ListImages:output_type -> minik.cri.v1.ListImagesResponse
+	50, // 71: minik.cri.v1.ImageService.ImageStatus:output_type -> minik.cri.v1.ImageStatusResponse
+	52, // 72: minik.cri.v1.ImageService.PullImage:output_type -> minik.cri.v1.PullImageResponse
+	54, // 73: minik.cri.v1.ImageService.RemoveImage:output_type -> minik.cri.v1.RemoveImageResponse
+	55, // [55:74] is the sub-list for method output_type
+	36, // [36:55] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_cri_proto_init() }
@@ -3348,7 +3526,7 @@ func file_cri_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cri_proto_rawDesc), len(file_cri_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   61,
+			NumMessages:   64,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -37,6 +37,7 @@ const (
 	RuntimeService_ContainerStatus_FullMethodName     = "/minik.cri.v1.RuntimeService/ContainerStatus"
 	RuntimeService_ExecSync_FullMethodName            = "/minik.cri.v1.RuntimeService/ExecSync"
 	RuntimeService_ReadLog_FullMethodName             = "/minik.cri.v1.RuntimeService/ReadLog"
+	RuntimeService_ListContainerStats_FullMethodName  = "/minik.cri.v1.RuntimeService/ListContainerStats"
 )
 
 // RuntimeServiceClient is the client API for RuntimeService service.
@@ -62,6 +63,9 @@ type RuntimeServiceClient interface {
 	ExecSync(ctx context.Context, in *ExecSyncRequest, opts ...grpc.CallOption) (*ExecSyncResponse, error)
 	// ReadLog streams a container's log (stdout and stderr, interleaved).
 	ReadLog(ctx context.Context, in *ReadLogRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error)
+	// ListContainerStats reports every container's resource usage (for the
+	// kubelet's eviction manager).
+	ListContainerStats(ctx context.Context, in *ListContainerStatsRequest, opts ...grpc.CallOption) (*ListContainerStatsResponse, error)
 }
 
 type runtimeServiceClient struct {
@@ -221,6 +225,16 @@ func (c *runtimeServiceClient) ReadLog(ctx context.Context, in *ReadLogRequest, 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RuntimeService_ReadLogClient = grpc.ServerStreamingClient[LogChunk]
 
+func (c *runtimeServiceClient) ListContainerStats(ctx context.Context, in *ListContainerStatsRequest, opts ...grpc.CallOption) (*ListContainerStatsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListContainerStatsResponse)
+	err := c.cc.Invoke(ctx, RuntimeService_ListContainerStats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RuntimeServiceServer is the server API for RuntimeService service.
 // All implementations must embed UnimplementedRuntimeServiceServer
 // for forward compatibility.
@@ -244,6 +258,9 @@ type RuntimeServiceServer interface {
 	ExecSync(context.Context, *ExecSyncRequest) (*ExecSyncResponse, error)
 	// ReadLog streams a container's log (stdout and stderr, interleaved).
 	ReadLog(*ReadLogRequest, grpc.ServerStreamingServer[LogChunk]) error
+	// ListContainerStats reports every container's resource usage (for the
+	// kubelet's eviction manager).
+	ListContainerStats(context.Context, *ListContainerStatsRequest) (*ListContainerStatsResponse, error)
 	mustEmbedUnimplementedRuntimeServiceServer()
 }
 
@@ -295,6 +312,9 @@ func (UnimplementedRuntimeServiceServer) ExecSync(context.Context, *ExecSyncRequ
 }
 func (UnimplementedRuntimeServiceServer) ReadLog(*ReadLogRequest, grpc.ServerStreamingServer[LogChunk]) error {
 	return status.Errorf(codes.Unimplemented, "method ReadLog not implemented")
+}
+func (UnimplementedRuntimeServiceServer) ListContainerStats(context.Context, *ListContainerStatsRequest) (*ListContainerStatsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListContainerStats not implemented")
 }
 func (UnimplementedRuntimeServiceServer) mustEmbedUnimplementedRuntimeServiceServer() {}
 func (UnimplementedRuntimeServiceServer) testEmbeddedByValue()                        {}
@@ -562,6 +582,24 @@ func _RuntimeService_ReadLog_Handler(srv interface{}, stream grpc.ServerStream) 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RuntimeService_ReadLogServer = grpc.ServerStreamingServer[LogChunk]
 
+func _RuntimeService_ListContainerStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListContainerStatsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServiceServer).ListContainerStats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RuntimeService_ListContainerStats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServiceServer).ListContainerStats(ctx, req.(*ListContainerStatsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RuntimeService_ServiceDesc is the grpc.ServiceDesc for RuntimeService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -620,6 +658,10 @@ var RuntimeService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExecSync",
 			Handler:    _RuntimeService_ExecSync_Handler,
+		},
+		{
+			MethodName: "ListContainerStats",
+			Handler:    _RuntimeService_ListContainerStats_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -42,6 +42,8 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, o Options)
 		{"a container's exit code and log are reported", testExitCodeAndLogs, true},
 		{"exec runs in the container and reports its exit code", testExec, true},
 		{"containers of one pod share its network namespace and environment reaches them", testEnvAndNetwork, true},
+		{"stats list every container, with processes only while it runs", testStatsLifecycle, false},
+		{"stats report a container's memory, processes and writable layer", testStatsUsage, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.proc && !o.RunsProcesses {
@@ -368,5 +370,76 @@ func testEnvAndNetwork(t *testing.T, rt runtime.Runtime, o Options) {
 	}
 	if logs != "hello\n1\n" {
 		t.Errorf("log %q, want the variable and one eth0", logs)
+	}
+}
+
+func statsOf(t *testing.T, rt runtime.Runtime, id string) *cri.ContainerStats {
+	t.Helper()
+	list, err := rt.ListContainerStats(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range list {
+		if st.ContainerId == id {
+			return st
+		}
+	}
+	return nil
+}
+
+func testStatsLifecycle(t *testing.T, rt runtime.Runtime, o Options) {
+	c := ctx(t)
+	sbCfg := sandboxConfig(t, "stats")
+	sb, err := rt.RunPodSandbox(c, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, sb)
+	id, err := rt.CreateContainer(c, sb, containerConfig(o, "main"), sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(c, id); err != nil {
+		t.Fatal(err)
+	}
+	if st := statsOf(t, rt, id); st == nil || st.ProcessCount == 0 {
+		t.Errorf("stats of a running container: %+v, want listed with a process", st)
+	}
+	if err := rt.StopContainer(c, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	if st := statsOf(t, rt, id); st == nil || st.ProcessCount != 0 || st.MemoryWorkingSetBytes != 0 {
+		t.Errorf("stats of an exited container: %+v, want listed with no process and no memory", st)
+	}
+}
+
+func testStatsUsage(t *testing.T, rt runtime.Runtime, o Options) {
+	c := ctx(t)
+	sbCfg := sandboxConfig(t, "usage")
+	sb, err := rt.RunPodSandbox(c, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, sb)
+	// Two processes (sh and sleep) and 4MiB written to the rootfs.
+	cfg := containerConfig(o, "main", "sh", "-c", "dd if=/dev/zero of=/fill bs=1048576 count=4 2>/dev/null; sleep 3600 & wait")
+	id, err := rt.CreateContainer(c, sb, cfg, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(c, id); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.StopContainer(c, id, 0)
+	var st *cri.ContainerStats
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if st = statsOf(t, rt, id); st != nil && st.WritableLayerBytes >= 4<<20 && st.ProcessCount >= 2 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st == nil || st.WritableLayerBytes < 4<<20 || st.WritableLayerInodes == 0 || st.ProcessCount < 2 || st.MemoryWorkingSetBytes == 0 {
+		t.Errorf("stats %+v, want a writable layer of at least 4MiB, 2 processes and some memory", st)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -80,9 +79,9 @@ func newRuntime(t *testing.T) *containerd.Runtime {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(stateDir) })
+	cidr := fmt.Sprintf("10.%d.%d.0/24", 200+seq/250, seq%250)
 	rt, err := containerd.New(ctx, containerd.Config{
-		Address: addr, Namespace: ns, StateDir: filepath.Join(stateDir, "state"),
-		PodCIDR: fmt.Sprintf("10.%d.%d.0/24", 200+seq/250, seq%250),
+		Address: addr, Namespace: ns, StateDir: filepath.Join(stateDir, "state"), PodCIDR: cidr,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +92,7 @@ func newRuntime(t *testing.T) *containerd.Runtime {
 			_ = rt.RemovePodSandbox(context.Background(), sb.Id)
 		}
 		rt.Close()
-		_ = exec.Command("ip", "link", "del", containerd.BridgeName(ns)).Run()
+		containerd.RemoveNodeNetwork(ns, cidr) // the bridge and its iptables rules
 	})
 	return rt
 }

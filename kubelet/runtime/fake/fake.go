@@ -51,6 +51,8 @@ type container struct {
 	c      *cri.Container
 	status *cri.ContainerStatus
 	logs   []byte
+	// usage is what SetStats set; a running container has one process.
+	usage *cri.ContainerStats
 }
 
 var _ runtime.Runtime = &Runtime{}
@@ -311,6 +313,39 @@ func (r *Runtime) ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Wri
 	}
 	_, err := w.Write(runtime.Tail(data, req.TailLines))
 	return err
+}
+
+// SetStats sets the usage ListContainerStats reports for container
+// st.ContainerId (tests drive the eviction manager with it).
+func (r *Runtime) SetStats(st *cri.ContainerStats) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[st.ContainerId]
+	if !ok {
+		return fmt.Errorf("container %s: %w", st.ContainerId, runtime.ErrNotFound)
+	}
+	c.usage = proto.Clone(st).(*cri.ContainerStats)
+	return nil
+}
+
+func (r *Runtime) ListContainerStats(context.Context) ([]*cri.ContainerStats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*cri.ContainerStats, 0, len(r.containers))
+	for id, c := range r.containers {
+		st := &cri.ContainerStats{ContainerId: id}
+		if c.usage != nil {
+			st = proto.Clone(c.usage).(*cri.ContainerStats)
+		}
+		if c.c.State != cri.ContainerState_CONTAINER_RUNNING {
+			st.MemoryWorkingSetBytes, st.ProcessCount = 0, 0
+		} else if st.ProcessCount == 0 {
+			st.ProcessCount = 1
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ContainerId < out[j].ContainerId })
+	return out, nil
 }
 
 func (r *Runtime) ListImages(context.Context) ([]*cri.Image, error) {
