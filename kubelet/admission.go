@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"minik/kubelet/eviction"
 )
 
 // Admission rejection reasons, as Kubernetes' kubelet reports them.
@@ -19,6 +21,28 @@ const (
 	reasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
 	reasonSysctlForbidden          = "SysctlForbidden"
 )
+
+// nodeConditionMessageFmt is the kubelet's message for a pod rejected
+// under node pressure (trailing space included).
+const nodeConditionMessageFmt = "The node had condition: %v. "
+
+// admitUnderPressure is the eviction manager's admission rule, checked
+// before the others as in the kubelet: under MemoryPressure alone the
+// node takes every pod but BestEffort ones (unless they tolerate the
+// memory-pressure taint); under any other pressure it takes none.
+// Critical pods are always taken.
+func admitUnderPressure(pod *corev1.Pod, pressure []corev1.NodeConditionType) *admitResult {
+	if len(pressure) == 0 || eviction.IsCritical(pod) {
+		return nil
+	}
+	if len(pressure) == 1 && pressure[0] == corev1.NodeMemoryPressure {
+		memTaint := corev1.Taint{Key: corev1.TaintNodeMemoryPressure, Effect: corev1.TaintEffectNoSchedule}
+		if qosClass(pod) != corev1.PodQOSBestEffort || tolerated(pod, memTaint) {
+			return nil
+		}
+	}
+	return &admitResult{eviction.Reason, fmt.Sprintf(nodeConditionMessageFmt, pressure)}
+}
 
 // admitResult is a rejection: data, not an error.
 type admitResult struct {

@@ -74,6 +74,51 @@ func TestAdmit(t *testing.T) {
 	}
 }
 
+func TestAdmitUnderPressure(t *testing.T) {
+	burstable := requesting("100m", "10Mi")
+	tolerant := makePod("a").Obj()
+	tolerant.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeMemoryPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	static := makePod("a").Obj()
+	static.Annotations = map[string]string{annotationConfigSource: "file"}
+	critical := makePod("a").Obj()
+	prio := int32(2000001000)
+	critical.Spec.Priority = &prio
+	mem, disk, pid := corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure
+	for _, tc := range []struct {
+		name     string
+		pod      *corev1.Pod
+		pressure []corev1.NodeConditionType
+		want     string // the rejection message, "" to admit
+	}{
+		{"without pressure every pod is admitted", makePod("a").Obj(), nil, ""},
+		{"under MemoryPressure a BestEffort pod is rejected", makePod("a").Obj(), []corev1.NodeConditionType{mem},
+			"The node had condition: [MemoryPressure]. "},
+		{"under MemoryPressure a Burstable pod is admitted", burstable, []corev1.NodeConditionType{mem}, ""},
+		{"a BestEffort pod tolerating the memory-pressure taint is admitted", tolerant, []corev1.NodeConditionType{mem}, ""},
+		{"under DiskPressure every pod is rejected", burstable, []corev1.NodeConditionType{disk},
+			"The node had condition: [DiskPressure]. "},
+		{"under PIDPressure every pod is rejected", burstable, []corev1.NodeConditionType{pid},
+			"The node had condition: [PIDPressure]. "},
+		{"memory and disk pressure reject a Burstable pod", burstable, []corev1.NodeConditionType{disk, mem},
+			"The node had condition: [DiskPressure MemoryPressure]. "},
+		{"a static pod is critical and admitted", static, []corev1.NodeConditionType{disk}, ""},
+		{"a system-node-critical pod is admitted", critical, []corev1.NodeConditionType{disk}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if res := admitUnderPressure(tc.pod, tc.pressure); res != nil {
+				if res.Reason != "Evicted" {
+					t.Errorf("reason %q, want Evicted", res.Reason)
+				}
+				got = res.Message
+			}
+			if got != tc.want {
+				t.Errorf("admitUnderPressure = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestExpand(t *testing.T) {
 	env := []corev1.EnvVar{{Name: "A", Value: "x"}}
 	for _, tc := range []struct{ in, want string }{

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"minik/client"
+	"minik/kubelet/eviction"
 	"minik/kubelet/runtime"
 )
 
@@ -54,6 +55,21 @@ type Config struct {
 	// InsecureRegistries may be pulled from over plain HTTP ("host:port").
 	InsecureRegistries []string
 
+	// EvictionHard are the hard eviction thresholds (--eviction-hard). nil
+	// means the kubelet's defaults (eviction.DefaultHard); an empty,
+	// non-nil slice means none, as an empty --eviction-hard does.
+	EvictionHard []eviction.Threshold
+	// EvictionPressureTransitionPeriod is how long a pressure condition
+	// stays True after its threshold was last met (default 5m).
+	EvictionPressureTransitionPeriod time.Duration
+	// EvictionMonitoringInterval is how often the thresholds are checked
+	// (default 10s, as in the kubelet, where it is not configurable).
+	EvictionMonitoringInterval time.Duration
+	// Stats reads the node's signals and the pods' usage for eviction
+	// (default: the host, the runtime's container stats and the pod
+	// directories). Tests drive node pressure with a fake.
+	Stats StatsProvider
+
 	// LeaseDuration is the node Lease's duration (default 40s); it is
 	// renewed every LeaseRenewInterval (default 10s).
 	LeaseDuration      time.Duration
@@ -96,6 +112,12 @@ func (c *Config) defaults() {
 	}
 	if c.NodeStatusReportInterval == 0 {
 		c.NodeStatusReportInterval = time.Minute
+	}
+	if c.EvictionHard == nil {
+		c.EvictionHard, _ = eviction.ParseThresholds(eviction.DefaultHard)
+	}
+	if c.EvictionMonitoringInterval == 0 {
+		c.EvictionMonitoringInterval = 10 * time.Second
 	}
 	if c.RelistPeriod == 0 {
 		c.RelistPeriod = time.Second

@@ -548,6 +548,11 @@ func (k *Kubelet) prepareVolumes(ctx context.Context, pod *corev1.Pod, podIP str
 	return k.writeHosts(pod, podIP)
 }
 
+// removeVolumes removes the pod's volume directories.
+func (k *Kubelet) removeVolumes(pod *corev1.Pod) error {
+	return os.RemoveAll(filepath.Join(k.podDir(string(pod.UID)), "volumes"))
+}
+
 // writeVolumeFiles writes data (all keys, or only items) into dir.
 func writeVolumeFiles(dir string, data map[string][]byte, items []corev1.KeyToPath, defaultMode *int32) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -30,47 +30,11 @@ func TestHollowNode(t *testing.T) {
 	}
 	c := testcluster.Start(t)
 	const node = "hollow-1"
-	ca, err := pki.LoadCA(filepath.Join(c.DataDir, "pki"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM, keyPEM, err := ca.IssueClient(pki.NodeUser(node), []string{pki.NodesGroup})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.CertPEM())
-	cl, err := client.New(client.Config{Host: "https://" + c.Listen, TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rt := fake.New(fake.Config{Images: []string{"busybox"}, MissingImages: []string{"example.invalid/missing:1"}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		done <- kubelet.Run(ctx, kubelet.Config{NodeName: node, Client: cl, Runtime: rt, RootDir: t.TempDir(),
-			NodeIP: "127.0.0.1", PodCIDR: "10.99.0.0/24", NodeLabels: map[string]string{"hollow": "true"}, Ready: ready})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("kubelet.Run: %v", err)
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("kubelet.Run ended: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("kubelet not ready after 30s")
-	}
+	startHollowKubelet(t, c, kubelet.Config{NodeName: node, Runtime: rt, NodeLabels: map[string]string{"hollow": "true"}})
 	cs := c.Clientset()
 	bg := context.Background()
+	var err error
 
 	t.Run("the node registers with its labels, capacity and Ready condition", func(t *testing.T) {
 		n, err := cs.CoreV1().Nodes().Get(bg, node, metav1.GetOptions{})
@@ -151,6 +115,49 @@ func TestHollowNode(t *testing.T) {
 				p.Status.ContainerStatuses[0].State.Waiting.Reason == "ImagePullBackOff"
 		})
 	})
+}
+
+// startHollowKubelet runs a kubelet for cfg.NodeName with its Runtime
+// against the cluster, as user system:node:NAME, until the test ends.
+func startHollowKubelet(t *testing.T, c *testcluster.Cluster, cfg kubelet.Config) {
+	t.Helper()
+	ca, err := pki.LoadCA(filepath.Join(c.DataDir, "pki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.IssueClient(pki.NodeUser(cfg.NodeName), []string{pki.NodesGroup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.CertPEM())
+	cfg.Client, err = client.New(client.Config{Host: "https://" + c.Listen, TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RootDir, cfg.NodeIP, cfg.PodCIDR = t.TempDir(), "127.0.0.1", "10.99.0.0/24"
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	ready := make(chan struct{})
+	cfg.Ready = ready
+	go func() { done <- kubelet.Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("kubelet.Run: %v", err)
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("kubelet.Run ended: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("kubelet not ready after 30s")
+	}
 }
 
 func waitUntil(t *testing.T, d time.Duration, cond func() bool) {

@@ -15,6 +15,7 @@ import (
 
 	"minik/client/informer"
 	"minik/client/record"
+	"minik/kubelet/eviction"
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
 )
@@ -27,6 +28,9 @@ type Kubelet struct {
 	recorder *record.Recorder
 	pods     *informer.Informer[corev1.Pod]
 	probes   *prober
+	// evictions is the eviction policy; stats feeds it.
+	evictions *eviction.Manager
+	stats     StatsProvider
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
@@ -54,6 +58,11 @@ func Run(ctx context.Context, cfg Config) error {
 		workers:  map[types.UID]*podWorker{}, nodeStatusKick: make(chan struct{}, 1),
 	}
 	k.probes = newProber(k)
+	k.evictions = eviction.NewManager(cfg.EvictionHard, cfg.EvictionPressureTransitionPeriod)
+	k.stats = cfg.Stats
+	if k.stats == nil {
+		k.stats = hostStats{k}
+	}
 	if err := os.MkdirAll(cfg.RootDir, 0o755); err != nil {
 		return err
 	}
@@ -129,10 +138,12 @@ func Run(ctx context.Context, cfg Config) error {
 		k.log.Warn("cleaning up orphaned pods", "err", err)
 	}
 	goRun(k.relistLoop)
+	goRun(k.evictionLoop)
 	if cfg.Ready != nil {
 		close(cfg.Ready)
 	}
-	k.log.Info("kubelet running", "runtime", k.runtimeVersion, "endpoint", fmt.Sprintf("%s:%d", cfg.NodeIP, k.servingPort))
+	k.log.Info("kubelet running", "runtime", k.runtimeVersion, "endpoint", fmt.Sprintf("%s:%d", cfg.NodeIP, k.servingPort),
+		"evictionHard", eviction.FormatThresholds(cfg.EvictionHard))
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
@@ -187,7 +198,8 @@ func (k *Kubelet) worker(ctx context.Context, uid types.UID) *podWorker {
 	return w
 }
 
-// runningPods are the pods admitted and not finished (for admission).
+// runningPods are the pods admitted and not finished or being evicted
+// (for admission and eviction).
 func (k *Kubelet) runningPods(except types.UID) []*corev1.Pod {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -197,9 +209,9 @@ func (k *Kubelet) runningPods(except types.UID) []*corev1.Pod {
 			continue
 		}
 		w.mu.Lock()
-		p, admitted := w.pod, w.state.admitted
+		p, admitted, finishing := w.pod, w.state.admitted, w.state.terminal || w.state.evicted != nil
 		w.mu.Unlock()
-		if p != nil && admitted && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		if p != nil && admitted && !finishing && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			out = append(out, p)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -152,6 +153,7 @@ func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
 	if !force && apiequality.Semantic.DeepEqual(stripHeartbeats(want), stripHeartbeats(node.Status)) {
 		return nil
 	}
+	oldConditions := node.Status.Conditions
 	node = node.DeepCopy()
 	node.Status = want
 	updated, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
@@ -159,6 +161,7 @@ func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
 		return err
 	}
 	k.setNode(updated)
+	k.recordConditionEvents(oldConditions, want.Conditions)
 	return nil
 }
 
@@ -207,12 +210,15 @@ func (k *Kubelet) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.
 		}
 		return c
 	}
-	s.Conditions = []corev1.NodeCondition{
-		cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-		cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-		cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
+	pressure := k.evictions.Conditions()
+	for _, p := range pressureConditions {
+		c := p.ok
+		if slices.Contains(pressure, p.typ) {
+			c = p.pressure
+		}
+		s.Conditions = append(s.Conditions, cond(p.typ, c.status, c.reason, c.message))
 	}
+	s.Conditions = append(s.Conditions, cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"))
 	if imgs, err := k.rt.ListImages(ctx); err == nil {
 		for _, img := range imgs {
 			names := append(append([]string{}, img.RepoDigests...), img.RepoTags...)
@@ -220,6 +226,50 @@ func (k *Kubelet) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.
 		}
 	}
 	return s
+}
+
+// conditionState is a node condition's status with its reason and message.
+type conditionState struct {
+	status          corev1.ConditionStatus
+	reason, message string
+}
+
+// pressureConditions are the node conditions the eviction manager sets,
+// with the kubelet's reasons and messages.
+var pressureConditions = []struct {
+	typ          corev1.NodeConditionType
+	ok, pressure conditionState
+}{
+	{corev1.NodeMemoryPressure,
+		conditionState{corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+		conditionState{corev1.ConditionTrue, "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"}},
+	{corev1.NodeDiskPressure,
+		conditionState{corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+		conditionState{corev1.ConditionTrue, "KubeletHasDiskPressure", "kubelet has disk pressure"}},
+	{corev1.NodePIDPressure,
+		conditionState{corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+		conditionState{corev1.ConditionTrue, "KubeletHasInsufficientPID", "kubelet has insufficient PID available"}},
+}
+
+// recordConditionEvents sends the kubelet's node events for conditions
+// whose status changed ("Node N status is now: NodeHasDiskPressure"); the
+// event reason is the condition's reason with Kubelet replaced by Node.
+func (k *Kubelet) recordConditionEvents(old, cur []corev1.NodeCondition) {
+	for _, c := range cur {
+		if c.Type == corev1.NodeReady {
+			continue
+		}
+		changed := true
+		for _, o := range old {
+			if o.Type == c.Type && o.Status == c.Status {
+				changed = false
+			}
+		}
+		if changed {
+			reason := "Node" + strings.TrimPrefix(c.Reason, "Kubelet")
+			k.recorder.Eventf(k.nodeRef(), corev1.EventTypeNormal, reason, "Node %s status is now: %s", k.cfg.NodeName, reason)
+		}
+	}
 }
 
 func readTrim(path string) string {

@@ -183,6 +183,8 @@ func computePodStatus(pod *corev1.Pod, obs *observed, st *podState, now time.Tim
 	switch {
 	case old.Phase == corev1.PodSucceeded || old.Phase == corev1.PodFailed:
 		s.Phase = old.Phase // terminal phases never change
+	case st.evicted != nil:
+		s.Phase = corev1.PodFailed
 	case initFailed:
 		s.Phase = corev1.PodFailed
 	case !initDone:
@@ -225,12 +227,18 @@ func computePodStatus(pod *corev1.Pod, obs *observed, st *podState, now time.Tim
 		readyReason, readyMsg = "PodCompleted", ""
 	}
 	allReady := len(unready) == 0 && !terminal && initDone
-	s.Conditions = conditions(old.Conditions, now, []corev1.PodCondition{
+	conds := []corev1.PodCondition{
 		initCond,
 		cond(corev1.PodReady, allReady, readyReason, readyMsg),
 		cond(corev1.ContainersReady, allReady, readyReason, readyMsg),
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
-	})
+	}
+	if ev := st.evicted; ev != nil {
+		s.Reason, s.Message = ev.Reason, ev.Message
+		conds = append(conds, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: corev1.PodReasonTerminationByKubelet, Message: ev.Message})
+	}
+	s.Conditions = conditions(old.Conditions, now, conds)
 	return s
 }
 

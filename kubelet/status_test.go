@@ -107,6 +107,31 @@ func TestComputePodStatus(t *testing.T) {
 	}
 }
 
+func TestEvictedPodStatus(t *testing.T) {
+	msg := "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. "
+	st := newPodState()
+	st.evicted = &admitResult{Reason: "Evicted", Message: msg}
+	s := computePodStatus(makePod("a").Obj(), makeObs().Sandbox(false).Exited("a", 137, 0, t0).Obj(), st, t0, "192.168.1.1")
+	if s.Phase != corev1.PodFailed || s.Reason != "Evicted" || s.Message != msg {
+		t.Errorf("phase %s reason %q message %q, want Failed, Evicted and the eviction message", s.Phase, s.Reason, s.Message)
+	}
+	if term := s.ContainerStatuses[0].State.Terminated; term == nil || term.ExitCode != 137 {
+		t.Errorf("container state %+v, want terminated with 137 (restartPolicy Always does not restart an evicted pod)", s.ContainerStatuses[0].State)
+	}
+	var target *corev1.PodCondition
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == corev1.DisruptionTarget {
+			target = &s.Conditions[i]
+		}
+	}
+	if target == nil || target.Status != corev1.ConditionTrue || target.Reason != "TerminationByKubelet" || target.Message != msg {
+		t.Errorf("DisruptionTarget condition %+v, want True, TerminationByKubelet, the message", target)
+	}
+	if condition(s, corev1.PodReady) != corev1.ConditionFalse {
+		t.Errorf("Ready %s, want False", condition(s, corev1.PodReady))
+	}
+}
+
 func TestQOSClass(t *testing.T) {
 	q := resource.MustParse
 	for _, tc := range []struct {

@@ -41,6 +41,16 @@ func (o *observed) latest(name string) (cur, prev *cri.ContainerStatus) {
 	return cur, prev
 }
 
+// anyRunning reports whether a container of the pod still runs.
+func (o *observed) anyRunning() bool {
+	for _, c := range o.Containers {
+		if c.State == cri.ContainerState_CONTAINER_RUNNING {
+			return true
+		}
+	}
+	return false
+}
+
 // readySandbox returns the newest ready sandbox, if any.
 func (o *observed) readySandbox() *cri.PodSandbox {
 	for _, sb := range o.Sandboxes {
@@ -80,6 +90,14 @@ type podState struct {
 	admitted bool
 	// terminal: every container finished for good and the sandbox is stopped.
 	terminal bool
+	// evicted is set by the eviction manager: the pod fails, its
+	// containers are killed without grace period.
+	evicted *admitResult
+	// cleanedUp, made with evicted, is closed once the evicted pod's
+	// containers are stopped and its volumes removed.
+	cleanedUp chan struct{}
+	// volumesRemoved: the finished pod's volumes are torn down.
+	volumesRemoved bool
 }
 
 func newPodState() *podState {
@@ -284,10 +302,10 @@ func nextBackOff(cur time.Duration, prev *cri.ContainerStatus) time.Duration {
 }
 
 // podIsTerminal reports whether the pod is done for good: its phase is
-// Succeeded or Failed.
+// Succeeded or Failed, or it is being evicted.
 func podIsTerminal(pod *corev1.Pod, st *podState) bool {
 	p := pod.Status.Phase
-	return st.terminal || p == corev1.PodSucceeded || p == corev1.PodFailed
+	return st.terminal || st.evicted != nil || p == corev1.PodSucceeded || p == corev1.PodFailed
 }
 
 func backOffMessage(d time.Duration, c, pod string) string {

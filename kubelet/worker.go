@@ -110,7 +110,10 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 			st.admitted = true
 			w.mu.Unlock()
 		} else if node := k.currentNode(); node != nil {
-			res := admit(node, pod, k.runningPods(pod.UID), k.cfg.AllowedUnsafeSysctls)
+			res := admitUnderPressure(pod, k.evictions.Conditions())
+			if res == nil {
+				res = admit(node, pod, k.runningPods(pod.UID), k.cfg.AllowedUnsafeSysctls)
+			}
 			w.mu.Lock()
 			if res != nil {
 				st.rejected = res
@@ -158,6 +161,18 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		var err error
 		if obs, err = k.observe(ctx, pod.UID); err != nil {
 			return now.Add(time.Second), false
+		}
+	}
+	w.mu.Lock()
+	finished := podIsTerminal(pod, st) && !st.volumesRemoved
+	w.mu.Unlock()
+	if finished && !obs.anyRunning() {
+		// A finished pod's volumes go, as in the kubelet: an emptyDir lives
+		// only as long as the pod runs.
+		if err := k.removeVolumes(pod); err != nil {
+			k.log.Warn("removing volumes", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		} else {
+			w.markCleanedUp()
 		}
 	}
 	k.probes.sync(w, pod, obs)
@@ -239,11 +254,17 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *observed,
 		}
 	}
 	if a.Terminal {
+		grace := gracePeriod(pod)
+		w.mu.Lock()
+		if st.evicted != nil {
+			grace = 0 // a hard eviction threshold allows no grace period
+		}
+		w.mu.Unlock()
 		for _, sb := range obs.Sandboxes {
 			if sb.State != cri.PodSandboxState_SANDBOX_READY {
 				continue
 			}
-			if err := k.killSandboxContainers(ctx, sb.Id, gracePeriod(pod)); err != nil {
+			if err := k.killSandboxContainers(ctx, sb.Id, grace); err != nil {
 				return err
 			}
 			if err := k.rt.StopPodSandbox(ctx, sb.Id); err != nil {
@@ -469,9 +490,24 @@ func (w *podWorker) terminate(ctx context.Context, pod *corev1.Pod, removed bool
 			k.log.Warn("removing sandbox", "err", err)
 		}
 	}
+	if err := k.removeVolumes(pod); err != nil {
+		k.log.Warn("removing volumes", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+	w.markCleanedUp()
 	_ = os.RemoveAll(k.podDir(string(pod.UID)))
 	_ = os.RemoveAll(k.logDir(pod))
 	return time.Time{}, true
+}
+
+// markCleanedUp records that the pod's volumes are gone and tells the
+// eviction manager, if it waits.
+func (w *podWorker) markCleanedUp() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state.cleanedUp != nil && !w.state.volumesRemoved {
+		close(w.state.cleanedUp)
+	}
+	w.state.volumesRemoved = true
 }
 
 // pushStatus sends the pod's status when it changed.

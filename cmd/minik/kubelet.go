@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	"minik/client/kubeconfig"
 	"minik/internal/pki"
 	"minik/kubelet"
+	"minik/kubelet/eviction"
 	"minik/kubelet/runtime"
 	ctdrt "minik/kubelet/runtime/containerd"
 )
@@ -36,6 +38,8 @@ type kubeletOptions struct {
 	maxPods                           int
 	unsafeSysctls, insecureRegistries []string
 	preloadImages                     []string
+	evictionHard                      string
+	evictionTransition                time.Duration
 }
 
 func kubeletCommand() *cobra.Command {
@@ -68,6 +72,8 @@ func kubeletCommand() *cobra.Command {
 	f.StringSliceVar(&o.unsafeSysctls, "allowed-unsafe-sysctls", nil, "unsafe sysctls (or patterns like net.core.*) pods may set")
 	f.StringSliceVar(&o.insecureRegistries, "insecure-registry", nil, "registries (host:port) to pull from over plain HTTP")
 	f.StringSliceVar(&o.preloadImages, "preload-images", nil, "image archives (OCI or docker) to import at start")
+	f.StringVar(&o.evictionHard, "eviction-hard", eviction.DefaultHard, "hard eviction thresholds, SIGNAL<QUANTITY or SIGNAL<PERCENT% (signals: memory.available, nodefs.available, nodefs.inodesFree, pid.available); \"\" for none")
+	f.DurationVar(&o.evictionTransition, "eviction-pressure-transition-period", eviction.DefaultPressureTransitionPeriod, "how long a pressure condition stays True after its threshold was last met")
 	return cmd
 }
 
@@ -117,6 +123,10 @@ func runKubelet(ctx context.Context, o *kubeletOptions) error {
 	if o.rootDir == "" {
 		o.rootDir = filepath.Join("/var/lib/minik/kubelet", o.nodeName)
 	}
+	thresholds, err := eviction.ParseThresholds(o.evictionHard)
+	if err != nil {
+		return fmt.Errorf("--eviction-hard: %w", err)
+	}
 	rt, stop, err := openRuntime(ctx, o)
 	if err != nil {
 		return err
@@ -131,6 +141,7 @@ func runKubelet(ctx context.Context, o *kubeletOptions) error {
 		return err
 	}
 	cfg := kubelet.Config{
+		EvictionHard: thresholds, EvictionPressureTransitionPeriod: o.evictionTransition,
 		NodeName: o.nodeName, Client: c, Runtime: rt, RootDir: o.rootDir, NodeIP: o.nodeIP,
 		NodeLabels: labels, RegisterWithTaints: taints, MaxPods: o.maxPods, PodCIDR: o.podCIDR,
 		TLSCertFile: o.certFile, TLSKeyFile: o.keyFile, ClientCAFile: o.clientCAFile,

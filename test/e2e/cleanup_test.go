@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,6 +55,11 @@ func (e *env) cleanup(t *testing.T) {
 
 // shims are the containerd shims of this test's nodes.
 func (e *env) shims() []int {
+	return shimsOf(ctdrt.NamespaceFor(e.nodes[0]), ctdrt.NamespaceFor(e.nodes[1]))
+}
+
+// shimsOf are the containerd shims serving the given namespaces.
+func shimsOf(namespaces ...string) []int {
 	var out []int
 	entries, _ := os.ReadDir("/proc")
 	for _, ent := range entries {
@@ -70,7 +76,7 @@ func (e *env) shims() []int {
 			continue
 		}
 		for i, a := range args {
-			if a == "-namespace" && i+1 < len(args) && (args[i+1] == "minik-"+e.nodes[0] || args[i+1] == "minik-"+e.nodes[1]) {
+			if a == "-namespace" && i+1 < len(args) && slices.Contains(namespaces, args[i+1]) {
 				out = append(out, pid)
 			}
 		}
