@@ -5,11 +5,16 @@
 //	   eligible, no pod        ─▶ create (pinned by node affinity metadata.name=NODE)
 //	   not eligible any more   ─▶ delete (only an untolerated NoExecute taint evicts a running one)
 //	   extra or failed pods    ─▶ delete
-//	   RollingUpdate           ─▶ delete old-hash pods, at most maxUnavailable nodes down at once
-//	   ─▶ status (desired/current/misscheduled/ready/available/updated)
+//	   (only when none of the above is needed, one RollingUpdate step:)
+//	   maxUnavailable          ─▶ delete old-hash pods, at most maxUnavailable nodes down at once
+//	   maxSurge                ─▶ start the updated pod beside the old one on up to maxSurge nodes;
+//	                              delete the old one once the new is available (minReadySeconds)
+//	   ─▶ status (desired/current/misscheduled/ready/available/updated; a node's oldest pod counts)
 package daemonset
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -82,17 +87,23 @@ type Plan struct {
 }
 
 // Reconcile plans ds over nodes; podsByNode are its pods keyed by the node
-// they are on (or pinned to).
+// they are on (or pinned to). As in Kubernetes, a sync first makes every
+// node run the right number of pods (the manage step); only when that has
+// nothing to do does it take one step of a RollingUpdate.
 func Reconcile(ds *appsv1.DaemonSet, nodes []*corev1.Node, podsByNode map[string][]*corev1.Pod, hash string, now time.Time) Plan {
 	var plan Plan
 	st := appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, CollisionCount: ds.Status.CollisionCount,
 		Conditions: ds.Status.Conditions}
 	minReady := ds.Spec.MinReadySeconds
-	var oldAvailable, oldUnavailable []*corev1.Pod
-	unavailableNodes := 0
+	surge := allowsSurge(ds)
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	// running holds the pods of the nodes the DaemonSet may stay on,
+	// oldest first, for the rolling update.
+	running := map[string][]*corev1.Pod{}
+	shouldRunOn := map[string]bool{}
 	for _, node := range nodes {
 		shouldRun, shouldContinue := eligibility(ds, node)
+		shouldRunOn[node.Name] = shouldRun
 		var active []*corev1.Pod
 		for _, p := range podsByNode[node.Name] {
 			switch {
@@ -103,79 +114,52 @@ func Reconcile(ds *appsv1.DaemonSet, nodes []*corev1.Node, podsByNode map[string
 				active = append(active, p)
 			}
 		}
+		sort.SliceStable(active, func(i, j int) bool { return olderPod(active[i], active[j]) })
 		if shouldRun {
 			st.DesiredNumberScheduled++
 		}
-		if !shouldContinue {
+		switch {
+		case !shouldContinue:
 			plan.Delete = append(plan.Delete, active...)
 			if len(active) > 0 {
 				st.NumberMisscheduled++
 			}
 			continue
-		}
-		if len(active) == 0 {
+		case len(active) == 0:
 			if shouldRun {
 				plan.CreateOn = append(plan.CreateOn, node.Name)
-				unavailableNodes++
 			}
 			continue
 		}
+		running[node.Name] = active
+		plan.Delete = append(plan.Delete, extraPods(active, hash, surge, minReady, now)...)
 		if !shouldRun {
 			st.NumberMisscheduled++
-		}
-		// Keep the oldest pod; extras go.
-		sort.Slice(active, func(i, j int) bool { return active[i].CreationTimestamp.Before(&active[j].CreationTimestamp) })
-		plan.Delete = append(plan.Delete, active[1:]...)
-		p := active[0]
-		if !shouldRun {
 			continue
 		}
+		// The node's oldest pod speaks for it, as in Kubernetes.
+		p := active[0]
 		st.CurrentNumberScheduled++
 		if framework.IsPodReady(p) {
 			st.NumberReady++
 		}
-		available := framework.IsPodAvailable(p, minReady, now)
-		if available {
+		if framework.IsPodAvailable(p, minReady, now) {
 			st.NumberAvailable++
-		} else {
-			unavailableNodes++
 		}
 		if p.Labels[RevisionHashLabel] == hash {
 			st.UpdatedNumberScheduled++
-		} else if available {
-			oldAvailable = append(oldAvailable, p)
-		} else {
-			oldUnavailable = append(oldUnavailable, p)
 		}
 	}
 	st.NumberUnavailable = max(0, st.DesiredNumberScheduled-st.NumberAvailable)
-	if ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
-		maxUnavailable := 1
-		if ru := ds.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
-			if v, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, int(st.DesiredNumberScheduled), true); err == nil {
-				maxUnavailable = v
-			}
-		}
-		// Old pods that are down anyway can always go; available ones only
-		// while fewer than maxUnavailable nodes are down.
-		plan.Delete = append(plan.Delete, oldUnavailable...)
-		budget := maxUnavailable - unavailableNodes
-		for _, p := range oldAvailable {
-			if budget <= 0 {
-				break
-			}
-			plan.Delete = append(plan.Delete, p)
-			budget--
-		}
-	}
+
 	// Pods follow nodes: those of nodes that left go too.
 	known := map[string]bool{}
 	for _, n := range nodes {
 		known[n.Name] = true
 	}
-	var ready []*corev1.Pod
+	var all []*corev1.Pod
 	for node, ps := range podsByNode {
-		ready = append(ready, ps...)
+		all = append(all, ps...)
 		if !known[node] {
 			for _, p := range ps {
 				if p.DeletionTimestamp == nil {
@@ -184,9 +168,195 @@ func Reconcile(ds *appsv1.DaemonSet, nodes []*corev1.Node, podsByNode map[string
 			}
 		}
 	}
-	plan.RequeueAfter = framework.NextAvailableIn(ready, minReady, now)
+
+	if len(plan.CreateOn) == 0 && len(plan.Delete) == 0 && ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
+		desired := int(st.DesiredNumberScheduled)
+		maxSurge, maxUnavailable := surgeCount(ds, desired), unavailableCount(ds, desired)
+		if desired > 0 && maxSurge == 0 && maxUnavailable == 0 {
+			// Validation forbids it; obey the default rather than stall.
+			maxUnavailable = 1
+		}
+		if surge {
+			plan.CreateOn, plan.Delete = surgeStep(running, shouldRunOn, hash, maxSurge, desired, minReady, now)
+		} else {
+			plan.Delete = unavailableStep(running, hash, maxUnavailable, minReady, now)
+		}
+	}
+	plan.RequeueAfter = framework.NextAvailableIn(all, minReady, now)
 	plan.Status = st
 	return plan
+}
+
+// olderPod orders a node's pods oldest first, as Kubernetes keeps the
+// oldest: by creation, running before pending on a tie, then by name.
+func olderPod(a, b *corev1.Pod) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	if ra, rb := a.Status.Phase == corev1.PodRunning, b.Status.Phase == corev1.PodRunning; ra != rb {
+		return ra
+	}
+	return a.Name < b.Name
+}
+
+// extraPods returns the pods a node has too many of (active, oldest
+// first). Without surge the oldest pod stays. With surge a node may run
+// one old and one updated pod: the oldest of each stay while the new one
+// is not yet available and the old one still ready; any other goes.
+func extraPods(active []*corev1.Pod, hash string, surge bool, minReady int32, now time.Time) []*corev1.Pod {
+	if len(active) <= 1 {
+		return nil
+	}
+	if !surge {
+		return active[1:]
+	}
+	var extra []*corev1.Pod
+	var oldestNew, oldestOld *corev1.Pod
+	for _, p := range active {
+		switch {
+		case p.Labels[RevisionHashLabel] == hash && oldestNew == nil:
+			oldestNew = p
+		case p.Labels[RevisionHashLabel] != hash && oldestOld == nil:
+			oldestOld = p
+		default:
+			extra = append(extra, p)
+		}
+	}
+	if oldestNew != nil && oldestOld != nil &&
+		(!framework.IsPodReady(oldestOld) || framework.IsPodAvailable(oldestNew, minReady, now)) {
+		extra = append(extra, oldestOld)
+	}
+	return extra
+}
+
+// updatedAndOld returns a node's updated and old pod, or ok=false when it
+// has more than one of either (the manage step cleans that up first).
+func updatedAndOld(pods []*corev1.Pod, hash string) (updated, old *corev1.Pod, ok bool) {
+	for _, p := range pods {
+		if p.Labels[RevisionHashLabel] == hash {
+			if updated != nil {
+				return nil, nil, false
+			}
+			updated = p
+		} else {
+			if old != nil {
+				return nil, nil, false
+			}
+			old = p
+		}
+	}
+	return updated, old, true
+}
+
+// unavailableStep is a RollingUpdate step without surge: it deletes old
+// pods (the manage step then creates their replacements) while fewer than
+// maxUnavailable nodes are without an available pod; old pods that are
+// not available anyway always go.
+func unavailableStep(running map[string][]*corev1.Pod, hash string, maxUnavailable int, minReady int32, now time.Time) []*corev1.Pod {
+	var replace, candidates []*corev1.Pod
+	unavailable := 0
+	for _, node := range slices.Sorted(maps.Keys(running)) {
+		updated, old, ok := updatedAndOld(running[node], hash)
+		switch {
+		case !ok || updated != nil && old != nil:
+			unavailable++
+		case updated != nil:
+			if !framework.IsPodAvailable(updated, minReady, now) {
+				unavailable++
+			}
+		case !framework.IsPodAvailable(old, minReady, now):
+			replace = append(replace, old)
+			unavailable++
+		case unavailable < maxUnavailable:
+			candidates = append(candidates, old)
+		}
+	}
+	budget := min(max(0, maxUnavailable-unavailable), len(candidates))
+	return append(replace, candidates[:budget]...)
+}
+
+// surgeStep is a RollingUpdate step with maxSurge: it starts an updated
+// pod next to an old one on up to maxSurge nodes at a time (at once where
+// the old pod is not available anyway), and deletes an old pod once the
+// updated pod beside it is available, so the node never goes without.
+// Old pods on nodes the DaemonSet should no longer run on go only while
+// more pods are available than desired.
+func surgeStep(running map[string][]*corev1.Pod, shouldRun map[string]bool, hash string, maxSurge, desired int, minReady int32, now time.Time) (createOn []string, del []*corev1.Pod) {
+	var candidates, offNodes []string
+	var offPods []*corev1.Pod
+	surging, available := 0, 0
+	for _, node := range slices.Sorted(maps.Keys(running)) {
+		updated, old, ok := updatedAndOld(running[node], hash)
+		if !ok {
+			surging++
+			continue
+		}
+		if old != nil && framework.IsPodAvailable(old, minReady, now) || old == nil && framework.IsPodAvailable(updated, minReady, now) {
+			available++
+		}
+		switch {
+		case old == nil:
+			// Up to date; the manage step looks after it.
+		case updated == nil && !framework.IsPodAvailable(old, minReady, now):
+			if !shouldRun[node] {
+				del = append(del, old)
+				continue
+			}
+			createOn = append(createOn, node)
+		case updated == nil:
+			if !shouldRun[node] {
+				offNodes = append(offNodes, node)
+				offPods = append(offPods, old)
+				continue
+			}
+			if surging < maxSurge {
+				candidates = append(candidates, node)
+			}
+		case !framework.IsPodAvailable(updated, minReady, now):
+			surging++
+		default:
+			del = append(del, old)
+		}
+	}
+	if spare := available - desired; spare > 0 {
+		del = append(del, offPods[:min(spare, len(offPods))]...)
+	}
+	budget := min(max(0, maxSurge-surging), len(candidates))
+	return append(createOn, candidates[:budget]...), del
+}
+
+// surgeCount is the RollingUpdate's maxSurge scaled to desired nodes
+// (percentages round up); 0 without one.
+func surgeCount(ds *appsv1.DaemonSet, desired int) int {
+	ru := ds.Spec.UpdateStrategy.RollingUpdate
+	if ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType || ru == nil || ru.MaxSurge == nil {
+		return 0
+	}
+	v, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxSurge, desired, true)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// unavailableCount is the RollingUpdate's maxUnavailable scaled the same
+// way; 0 without one.
+func unavailableCount(ds *appsv1.DaemonSet, desired int) int {
+	ru := ds.Spec.UpdateStrategy.RollingUpdate
+	if ru == nil || ru.MaxUnavailable == nil {
+		return 0
+	}
+	v, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, desired, true)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// allowsSurge says whether ds rolls out by surging; as in Kubernetes,
+// any non-zero maxSurge does, even a percentage of few nodes.
+func allowsSurge(ds *appsv1.DaemonSet) bool {
+	return surgeCount(ds, 1) > 0
 }
 
 // PinnedNode returns the node a DaemonSet pod runs on or is pinned to by

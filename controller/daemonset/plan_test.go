@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -116,6 +117,119 @@ func TestNewPod(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if !tc.ok {
 				t.Fatalf("pod %+v", p)
+			}
+		})
+	}
+}
+
+func surgeDS(maxSurge intstr.IntOrString, minReadySeconds int32) *appsv1.DaemonSet {
+	ds := makeDS()
+	zero := intstr.FromInt32(0)
+	ds.Spec.MinReadySeconds = minReadySeconds
+	ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxSurge: &maxSurge, MaxUnavailable: &zero}}
+	return ds
+}
+
+func TestReconcileSurge(t *testing.T) {
+	now := testutil.T0
+	long := now.Add(-time.Hour)
+	nodes := func() []*corev1.Node {
+		return []*corev1.Node{testutil.Node("n1").Obj(), testutil.Node("n2").Obj(), testutil.Node("n3").Obj()}
+	}
+	old := func(name, node string) *corev1.Pod {
+		return testutil.Pod(name).Node(node).Label(RevisionHashLabel, "old").Ready(long).Created(long).Obj()
+	}
+	updated := func(name, node string, readySince time.Time) *corev1.Pod {
+		return testutil.Pod(name).Node(node).Label(RevisionHashLabel, "h").Ready(readySince).Created(readySince).Obj()
+	}
+	allOld := func() map[string][]*corev1.Pod {
+		return map[string][]*corev1.Pod{"n1": {old("o1", "n1")}, "n2": {old("o2", "n2")}, "n3": {old("o3", "n3")}}
+	}
+	cases := []struct {
+		name        string
+		ds          *appsv1.DaemonSet
+		nodes       []*corev1.Node
+		pods        map[string][]*corev1.Pod
+		wantCreate  []string
+		wantDelete  []string
+		wantUpdated int32
+		wantRequeue time.Duration
+	}{
+		{name: "the update starts a new pod beside an old one on maxSurge nodes, deleting nothing",
+			ds: surgeDS(intstr.FromInt32(1), 0), pods: allOld(), wantCreate: []string{"n1"}},
+		{name: "a percentage rounds up: 50% of 3 nodes surges on 2",
+			ds: surgeDS(intstr.FromString("50%"), 0), pods: allOld(), wantCreate: []string{"n1", "n2"}},
+		{name: "while the new pod is not available for minReadySeconds, nothing more happens",
+			ds: surgeDS(intstr.FromInt32(1), 10),
+			pods: func() map[string][]*corev1.Pod {
+				m := allOld()
+				m["n1"] = append(m["n1"], updated("u1", "n1", now.Add(-4*time.Second)))
+				return m
+			}(),
+			wantRequeue: 7 * time.Second},
+		{name: "once the new pod is available the old one beside it is deleted",
+			ds: surgeDS(intstr.FromInt32(1), 10),
+			pods: func() map[string][]*corev1.Pod {
+				m := allOld()
+				m["n1"] = append(m["n1"], updated("u1", "n1", now.Add(-11*time.Second)))
+				return m
+			}(),
+			wantDelete: []string{"o1"}},
+		{name: "the next node surges once the first is done",
+			ds: surgeDS(intstr.FromInt32(1), 0),
+			pods: func() map[string][]*corev1.Pod {
+				m := allOld()
+				m["n1"] = []*corev1.Pod{updated("u1", "n1", long)}
+				return m
+			}(),
+			wantCreate: []string{"n2"}, wantUpdated: 1},
+		{name: "an old pod that is not available gets its replacement at once, beyond maxSurge",
+			ds: surgeDS(intstr.FromInt32(1), 0),
+			pods: func() map[string][]*corev1.Pod {
+				m := allOld()
+				m["n3"] = []*corev1.Pod{testutil.Pod("o3").Node("n3").Label(RevisionHashLabel, "old").Created(long).Obj()}
+				return m
+			}(),
+			wantCreate: []string{"n3", "n1"}},
+		{name: "a not ready old pod beside a new one goes at once",
+			ds: surgeDS(intstr.FromInt32(1), 10),
+			pods: func() map[string][]*corev1.Pod {
+				m := allOld()
+				m["n1"] = []*corev1.Pod{testutil.Pod("o1").Node("n1").Label(RevisionHashLabel, "old").Created(long).Obj(), updated("u1", "n1", now)}
+				return m
+			}(),
+			wantDelete: []string{"o1"}, wantRequeue: 11 * time.Second},
+		{name: "an old pod on a node the DaemonSet left stays until the others give a spare available pod",
+			ds: func() *appsv1.DaemonSet {
+				ds := surgeDS(intstr.FromInt32(1), 0)
+				ds.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "a"}
+				return ds
+			}(),
+			nodes: []*corev1.Node{testutil.Node("n1").Label("pool", "a").Obj(), testutil.Node("n2").Label("pool", "a").Obj(), testutil.Node("n3").Obj()},
+			pods: map[string][]*corev1.Pod{"n1": {updated("u1", "n1", long)}, "n2": {updated("u2", "n2", long)}, "n3": {old("o3", "n3")}},
+			wantDelete: []string{"o3"}, wantUpdated: 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := tc.nodes
+			if ns == nil {
+				ns = nodes()
+			}
+			plan := Reconcile(tc.ds, ns, tc.pods, "h", now)
+			if !slices.Equal(plan.CreateOn, tc.wantCreate) {
+				t.Errorf("create on %v, want %v", plan.CreateOn, tc.wantCreate)
+			}
+			del := testutil.Names(plan.Delete)
+			sort.Strings(del)
+			if !slices.Equal(del, tc.wantDelete) {
+				t.Errorf("delete %v, want %v", del, tc.wantDelete)
+			}
+			if plan.Status.UpdatedNumberScheduled != tc.wantUpdated {
+				t.Errorf("updatedNumberScheduled %d, want %d (a node's oldest pod counts)", plan.Status.UpdatedNumberScheduled, tc.wantUpdated)
+			}
+			if plan.RequeueAfter != tc.wantRequeue {
+				t.Errorf("requeue %v, want %v", plan.RequeueAfter, tc.wantRequeue)
 			}
 		})
 	}
