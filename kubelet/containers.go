@@ -464,10 +464,9 @@ func (k *Kubelet) prepareVolumes(ctx context.Context, pod *corev1.Pod, podIP str
 		target := filepath.Join(dir, "volumes", v.Name)
 		switch {
 		case v.EmptyDir != nil:
-			if err := os.MkdirAll(target, 0o777); err != nil {
+			if err := k.setUpEmptyDir(pod, &v, target); err != nil {
 				return err
 			}
-			_ = os.Chmod(target, 0o777)
 		case v.HostPath != nil:
 			t := corev1.HostPathUnset
 			if v.HostPath.Type != nil {
@@ -546,11 +545,6 @@ func (k *Kubelet) prepareVolumes(ctx context.Context, pod *corev1.Pod, podIP str
 		}
 	}
 	return k.writeHosts(pod, podIP)
-}
-
-// removeVolumes removes the pod's volume directories.
-func (k *Kubelet) removeVolumes(pod *corev1.Pod) error {
-	return os.RemoveAll(filepath.Join(k.podDir(string(pod.UID)), "volumes"))
 }
 
 // writeVolumeFiles writes data (all keys, or only items) into dir.

@@ -312,6 +312,9 @@ func (k *Kubelet) cleanupOrphans(ctx context.Context) error {
 		if err := k.rt.RemovePodSandbox(ctx, sb.Id); err != nil {
 			return err
 		}
+		if err := k.removeVolumes(uid); err != nil {
+			k.log.Warn("removing the volumes of a deleted pod", "uid", uid, "err", err)
+		}
 		_ = os.RemoveAll(k.podDir(uid))
 	}
 	return nil

@@ -169,7 +169,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 	if finished && !obs.anyRunning() {
 		// A finished pod's volumes go, as in the kubelet: an emptyDir lives
 		// only as long as the pod runs.
-		if err := k.removeVolumes(pod); err != nil {
+		if err := k.removeVolumes(string(pod.UID)); err != nil {
 			k.log.Warn("removing volumes", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		} else {
 			w.markCleanedUp()
@@ -472,6 +472,13 @@ func (w *podWorker) terminate(ctx context.Context, pod *corev1.Pod, removed bool
 		}
 	}
 	k.probes.removePod(pod.UID)
+	// Volumes go before the pod object, as in the kubelet: a pod is gone
+	// from the API only once its resources are reclaimed.
+	if err := k.removeVolumes(string(pod.UID)); err != nil {
+		k.log.Warn("removing volumes", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		return k.cfg.Clock.Now().Add(time.Second), false
+	}
+	w.markCleanedUp()
 	w.mu.Lock()
 	static := w.static
 	w.mu.Unlock()
@@ -490,10 +497,6 @@ func (w *podWorker) terminate(ctx context.Context, pod *corev1.Pod, removed bool
 			k.log.Warn("removing sandbox", "err", err)
 		}
 	}
-	if err := k.removeVolumes(pod); err != nil {
-		k.log.Warn("removing volumes", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-	}
-	w.markCleanedUp()
 	_ = os.RemoveAll(k.podDir(string(pod.UID)))
 	_ = os.RemoveAll(k.logDir(pod))
 	return time.Time{}, true

@@ -489,6 +489,46 @@ func TestKubelet(t *testing.T) {
 			})
 		})
 
+		t.Run("a Memory emptyDir is a tmpfs of the pod's size, unmounted when the pod goes away", func(t *testing.T) {
+			t.Parallel()
+			memory := func(size string) *resource.Quantity { q := resource.MustParse(size); return &q }
+			p := e.create(t, makePod("tmpfs", a).Sh("grep -E ' /(cache|scratch) ' /proc/mounts; sleep 3600").With(func(p *corev1.Pod) {
+				c := &p.Spec.Containers[0]
+				c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+				c.VolumeMounts = []corev1.VolumeMount{{Name: "cache", MountPath: "/cache"}, {Name: "scratch", MountPath: "/scratch"}}
+				p.Spec.Volumes = []corev1.Volume{
+					{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: memory("16Mi")}}},
+					{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+				}
+			}).Obj())
+			e.waitPod(t, "tmpfs", 60*time.Second, "Running", running)
+			var mounts string
+			waitFor(t, 10*time.Second, "both mounts printed", func() (bool, string) {
+				mounts = e.logs(t, "tmpfs")
+				return strings.Count(mounts, "\n") == 2, mounts
+			})
+			// The sizeLimit, and without one the pod's memory limit.
+			for _, want := range []string{"tmpfs /cache tmpfs", "size=16384k", "tmpfs /scratch tmpfs", "size=65536k"} {
+				if !strings.Contains(mounts, want) {
+					t.Errorf("/proc/mounts of the container lacks %q:\n%s", want, mounts)
+				}
+			}
+			host := filepath.Join(e.dataDir, "kubelet", a, "pods", string(p.UID), "volumes", "cache")
+			if fstype := mountedAt(host); fstype != "tmpfs" {
+				t.Errorf("the node has %q mounted at %s, want tmpfs", fstype, host)
+			}
+			if err := e.cs.CoreV1().Pods("default").Delete(context.Background(), "tmpfs", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 30*time.Second, "pod tmpfs gone", func() (bool, string) {
+				_, err := e.cs.CoreV1().Pods("default").Get(context.Background(), "tmpfs", metav1.GetOptions{})
+				return apierrors.IsNotFound(err), fmt.Sprint(err)
+			})
+			if fstype := mountedAt(host); fstype != "" {
+				t.Errorf("%s is still mounted (%s) after the pod went away", host, fstype)
+			}
+		})
+
 		t.Run("a missing image ends in ImagePullBackOff", func(t *testing.T) {
 			t.Parallel()
 			e.create(t, makePod("missing", a).With(func(p *corev1.Pod) {
@@ -572,6 +612,24 @@ func TestKubelet(t *testing.T) {
 			return n == 0, fmt.Sprintf("%d left", n)
 		})
 	})
+}
+
+// mountedAt is the filesystem type mounted at path on the node, "" for none.
+func mountedAt(path string) string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... - FSTYPE SOURCE SUPEROPTIONS
+		fields := strings.Fields(line)
+		if len(fields) > 4 && fields[4] == path {
+			if _, after, ok := strings.Cut(line, " - "); ok {
+				return strings.Fields(after)[0]
+			}
+		}
+	}
+	return ""
 }
 
 // countProcs counts processes whose argv is exactly args.
