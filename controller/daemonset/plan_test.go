@@ -206,8 +206,8 @@ func TestReconcileSurge(t *testing.T) {
 				ds.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "a"}
 				return ds
 			}(),
-			nodes: []*corev1.Node{testutil.Node("n1").Label("pool", "a").Obj(), testutil.Node("n2").Label("pool", "a").Obj(), testutil.Node("n3").Obj()},
-			pods: map[string][]*corev1.Pod{"n1": {updated("u1", "n1", long)}, "n2": {updated("u2", "n2", long)}, "n3": {old("o3", "n3")}},
+			nodes:      []*corev1.Node{testutil.Node("n1").Label("pool", "a").Obj(), testutil.Node("n2").Label("pool", "a").Obj(), testutil.Node("n3").Obj()},
+			pods:       map[string][]*corev1.Pod{"n1": {updated("u1", "n1", long)}, "n2": {updated("u2", "n2", long)}, "n3": {old("o3", "n3")}},
 			wantDelete: []string{"o3"}, wantUpdated: 2},
 	}
 	for _, tc := range cases {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -159,15 +160,21 @@ func (rc *Controller[T]) sync(ctx context.Context, key string) (framework.Result
 		}
 	}
 	satisfied := rc.expect.Satisfied(key)
-	plan := Reconcile(w, pods, satisfied, rc.clock.Now())
+	now := rc.clock.Now()
+	plan := Reconcile(w, pods, satisfied, now)
 
 	var errs []error
 	errs = append(errs, rc.claim(ctx, obj, plan)...)
-	if plan.Create > 0 {
-		errs = append(errs, rc.create(ctx, key, obj, plan.Create))
+	var manageErr error
+	switch {
+	case plan.Create > 0:
+		manageErr = rc.create(ctx, key, obj, plan.Create)
+	case len(plan.Delete) > 0:
+		manageErr = rc.delete(ctx, key, obj, plan.Delete)
 	}
-	if len(plan.Delete) > 0 {
-		errs = append(errs, rc.delete(ctx, key, obj, plan.Delete))
+	plan.Status.ReplicaFailure = ReplicaFailureAfter(w.ReplicaFailure, manageErr, plan.Diff, now)
+	if manageErr != nil {
+		errs = append(errs, fmt.Errorf("manage pods: %w", manageErr))
 	}
 	if updated, changed := rc.kind.SetStatus(obj, plan.Status); changed {
 		if _, err := rc.kind.API.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -232,7 +239,8 @@ func NewPod(template *corev1.PodTemplateSpec, owner metav1.Object, apiVersion, k
 }
 
 // create makes n pods in slow-start batches, stopping at the first batch
-// with an error; expectations of pods never created are lowered.
+// with an error, which it returns as the apiserver gave it; expectations
+// of pods never created are lowered.
 func (rc *Controller[T]) create(ctx context.Context, key string, obj *T, n int) error {
 	rc.expect.Expect(key, n, nil)
 	m := meta(obj)
@@ -272,7 +280,7 @@ func (rc *Controller[T]) create(ctx context.Context, key string, obj *T, n int) 
 				rc.expect.CreationObserved(key)
 			}
 			rc.rec.Eventf(any(obj).(client.Object), corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", firstErr)
-			return fmt.Errorf("create pods: %w", firstErr)
+			return firstErr
 		}
 		last = size
 	}
@@ -288,10 +296,18 @@ func (rc *Controller[T]) delete(ctx context.Context, key string, obj *T, pods []
 		uids[i] = p.UID
 	}
 	rc.expect.Expect(key, 0, uids)
-	if err := framework.DeletePods(ctx, rc.c, rc.rec, any(obj).(client.Object), key, rc.expect, pods); err != nil {
-		return fmt.Errorf("delete pods: %w", err)
+	return firstError(framework.DeletePods(ctx, rc.c, rc.rec, any(obj).(client.Object), key, rc.expect, pods))
+}
+
+// firstError returns the first of the errors err joins (the one the
+// ReplicaFailure condition reports), or err itself.
+func firstError(err error) error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		if errs := joined.Unwrap(); len(errs) > 0 {
+			return firstError(errs[0])
+		}
 	}
-	return nil
+	return err
 }
 
 // NewReplicaSets returns the ReplicaSet controller.
@@ -305,21 +321,54 @@ func NewReplicaSets(c *client.Client, inf *framework.Informers, rec *record.Reco
 				return Workload{}, err
 			}
 			return Workload{Meta: rs, Replicas: replicas(rs.Spec.Replicas), Selector: sel, TemplateLabels: rs.Spec.Template.Labels,
-				MinReadySeconds: rs.Spec.MinReadySeconds, Generation: rs.Generation}, nil
+				MinReadySeconds: rs.Spec.MinReadySeconds, Generation: rs.Generation, ReplicaFailure: rsReplicaFailure(rs.Status.Conditions)}, nil
 		},
-		Template: func(rs *appsv1.ReplicaSet) *corev1.PodTemplateSpec { return &rs.Spec.Template },
-		SetStatus: func(rs *appsv1.ReplicaSet, st Status) (*appsv1.ReplicaSet, bool) {
-			s := rs.Status
-			if s.Replicas == st.Replicas && s.FullyLabeledReplicas == st.FullyLabeledReplicas && s.ReadyReplicas == st.ReadyReplicas &&
-				s.AvailableReplicas == st.AvailableReplicas && s.ObservedGeneration == st.ObservedGeneration {
-				return rs, false
-			}
-			cp := rs.DeepCopy()
-			cp.Status.Replicas, cp.Status.FullyLabeledReplicas, cp.Status.ReadyReplicas = st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas
-			cp.Status.AvailableReplicas, cp.Status.ObservedGeneration = st.AvailableReplicas, st.ObservedGeneration
-			return cp, true
-		},
+		Template:  func(rs *appsv1.ReplicaSet) *corev1.PodTemplateSpec { return &rs.Spec.Template },
+		SetStatus: setReplicaSetStatus,
 	}, c, inf, rec, clk, log)
+}
+
+// setReplicaSetStatus returns a copy of rs with st, and whether that
+// changed anything.
+func setReplicaSetStatus(rs *appsv1.ReplicaSet, st Status) (*appsv1.ReplicaSet, bool) {
+	s := rs.Status
+	if s.Replicas == st.Replicas && s.FullyLabeledReplicas == st.FullyLabeledReplicas && s.ReadyReplicas == st.ReadyReplicas &&
+		s.AvailableReplicas == st.AvailableReplicas && s.ObservedGeneration == st.ObservedGeneration &&
+		EqualReplicaFailures(rsReplicaFailure(s.Conditions), st.ReplicaFailure) {
+		return rs, false
+	}
+	cp := rs.DeepCopy()
+	cp.Status.Replicas, cp.Status.FullyLabeledReplicas, cp.Status.ReadyReplicas = st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas
+	cp.Status.AvailableReplicas, cp.Status.ObservedGeneration = st.AvailableReplicas, st.ObservedGeneration
+	cp.Status.Conditions = slices.DeleteFunc(cp.Status.Conditions, func(c appsv1.ReplicaSetCondition) bool {
+		return c.Type == appsv1.ReplicaSetReplicaFailure
+	})
+	if f := st.ReplicaFailure; f != nil {
+		cp.Status.Conditions = append(cp.Status.Conditions, appsv1.ReplicaSetCondition{Type: appsv1.ReplicaSetReplicaFailure,
+			Status: corev1.ConditionTrue, LastTransitionTime: f.LastTransitionTime, Reason: f.Reason, Message: f.Message})
+	}
+	return cp, true
+}
+
+// rsReplicaFailure returns a ReplicaSet's ReplicaFailure condition, if
+// True.
+func rsReplicaFailure(conds []appsv1.ReplicaSetCondition) *ReplicaFailure {
+	for _, c := range conds {
+		if c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue {
+			return &ReplicaFailure{Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+		}
+	}
+	return nil
+}
+
+// EqualReplicaFailures reports whether two ReplicaFailure conditions say
+// the same (transition times compared to the second, as the API keeps
+// them).
+func EqualReplicaFailures(a, b *ReplicaFailure) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Reason == b.Reason && a.Message == b.Message && a.LastTransitionTime.Unix() == b.LastTransitionTime.Unix()
 }
 
 func replicas(p *int32) int32 {

@@ -4,7 +4,8 @@
 //	rs/pod event ─▶ queue(rs key) ─▶ expectations met?
 //	   ─▶ Plan(workload, pods in namespace, now): adopt, release, create N, delete ranked
 //	   ─▶ driver: patch ownerReferences, create in slow-start batches, delete
-//	   ─▶ status: replicas, fullyLabeled, ready, available, observedGeneration
+//	   ─▶ status: replicas, fullyLabeled, ready, available, observedGeneration,
+//	      condition ReplicaFailure (FailedCreate/FailedDelete) while creates or deletes fail
 package replicaset
 
 import (
@@ -31,6 +32,44 @@ type Workload struct {
 	TemplateLabels  map[string]string
 	MinReadySeconds int32
 	Generation      int64
+	// ReplicaFailure is the object's ReplicaFailure condition, if True.
+	ReplicaFailure *ReplicaFailure
+}
+
+// ReplicaFailure is the condition ReplicaFailure=True both kinds share:
+// pods could not be created or deleted.
+type ReplicaFailure struct {
+	// Reason is FailedCreate or FailedDelete.
+	Reason, Message    string
+	LastTransitionTime metav1.Time
+}
+
+// Condition reasons of ReplicaFailure, as in Kubernetes.
+const (
+	ReasonFailedCreate = "FailedCreate"
+	ReasonFailedDelete = "FailedDelete"
+)
+
+// ReplicaFailureAfter returns the ReplicaFailure condition after a sync
+// whose pod creations or deletions failed with manageErr (nil when they
+// succeeded or none were needed), diff being the active pods minus
+// spec.replicas before it. As in Kubernetes, the first failure sets the
+// condition with the error's message, and it stays as it was through
+// more failures; a sync without failure clears it.
+func ReplicaFailureAfter(current *ReplicaFailure, manageErr error, diff int, now time.Time) *ReplicaFailure {
+	switch {
+	case manageErr == nil:
+		return nil
+	case current != nil:
+		return current
+	}
+	reason := ""
+	if diff < 0 {
+		reason = ReasonFailedCreate
+	} else if diff > 0 {
+		reason = ReasonFailedDelete
+	}
+	return &ReplicaFailure{Reason: reason, Message: manageErr.Error(), LastTransitionTime: metav1.NewTime(now)}
 }
 
 // Status is the status the step computes (the fields both kinds share).
@@ -40,6 +79,8 @@ type Status struct {
 	ReadyReplicas        int32
 	AvailableReplicas    int32
 	ObservedGeneration   int64
+	// ReplicaFailure is the ReplicaFailure condition, nil when absent.
+	ReplicaFailure *ReplicaFailure
 }
 
 // Plan is what one sync should do.
@@ -52,6 +93,8 @@ type Plan struct {
 	Status Status
 	// RequeueAfter is when a ready pod becomes available (minReadySeconds).
 	RequeueAfter time.Duration
+	// Diff is the active pods minus spec.replicas, before the plan.
+	Diff int
 }
 
 // Reconcile compares w with pods (every pod of its namespace) at now.
@@ -65,7 +108,7 @@ func Reconcile(w Workload, pods []*corev1.Pod, expectationsSatisfied bool, now t
 			active = append(active, p)
 		}
 	}
-	plan := Plan{Adopt: claim.Adopt, Release: claim.Release}
+	plan := Plan{Adopt: claim.Adopt, Release: claim.Release, Diff: len(active) - int(w.Replicas)}
 	if expectationsSatisfied && w.Meta.GetDeletionTimestamp() == nil {
 		diff := len(active) - int(w.Replicas)
 		switch {
@@ -98,7 +141,7 @@ func podsToDelete(active, related []*corev1.Pod, n int) []*corev1.Pod {
 }
 
 func status(w Workload, active []*corev1.Pod, now time.Time) Status {
-	st := Status{Replicas: int32(len(active)), ObservedGeneration: w.Generation}
+	st := Status{Replicas: int32(len(active)), ObservedGeneration: w.Generation, ReplicaFailure: w.ReplicaFailure}
 	tmpl := labels.SelectorFromSet(w.TemplateLabels)
 	for _, p := range active {
 		if tmpl.Matches(labels.Set(p.Labels)) {

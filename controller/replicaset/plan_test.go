@@ -1,6 +1,7 @@
 package replicaset
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -108,5 +109,60 @@ func TestSlowStartBatches(t *testing.T) {
 				t.Fatalf("SlowStartBatches(%d, %d) = %v, want %v", tc.n, tc.first, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestReplicaFailureAfter(t *testing.T) {
+	now := testutil.T0
+	earlier := &ReplicaFailure{Reason: ReasonFailedCreate, Message: "old", LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}
+	quota := errors.New(`pods "web-x" is forbidden: exceeded quota`)
+	cases := []struct {
+		name    string
+		current *ReplicaFailure
+		err     error
+		diff    int
+		want    *ReplicaFailure
+	}{
+		{name: "a failed create with pods missing sets FailedCreate with the error's message", err: quota, diff: -2,
+			want: &ReplicaFailure{Reason: ReasonFailedCreate, Message: quota.Error(), LastTransitionTime: metav1.NewTime(now)}},
+		{name: "a failed delete with pods extra sets FailedDelete", err: quota, diff: 1,
+			want: &ReplicaFailure{Reason: ReasonFailedDelete, Message: quota.Error(), LastTransitionTime: metav1.NewTime(now)}},
+		{name: "a condition already set stays as it was through more failures", current: earlier, err: quota, diff: -1, want: earlier},
+		{name: "a sync without failure clears it", current: earlier, diff: -1},
+		{name: "no failure, no condition", diff: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ReplicaFailureAfter(tc.current, tc.err, tc.diff, now)
+			if !EqualReplicaFailures(got, tc.want) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReconcileReportsDiffAndKeepsTheCondition(t *testing.T) {
+	w := workload(3, 0)
+	w.ReplicaFailure = &ReplicaFailure{Reason: ReasonFailedCreate, Message: "m"}
+	plan := Reconcile(w, []*corev1.Pod{pod("a").Obj()}, true, testutil.T0)
+	if plan.Diff != -2 || plan.Status.ReplicaFailure != w.ReplicaFailure {
+		t.Fatalf("diff %d failure %+v", plan.Diff, plan.Status.ReplicaFailure)
+	}
+}
+
+func TestReplicaSetStatusCarriesReplicaFailure(t *testing.T) {
+	obj := &appsv1.ReplicaSet{Status: appsv1.ReplicaSetStatus{Conditions: []appsv1.ReplicaSetCondition{{Type: "Other", Status: corev1.ConditionTrue}}}}
+	failure := &ReplicaFailure{Reason: ReasonFailedCreate, Message: "no", LastTransitionTime: metav1.NewTime(testutil.T0)}
+	set, changed := setReplicaSetStatus(obj, Status{ReplicaFailure: failure})
+	if !changed || len(set.Status.Conditions) != 2 || set.Status.Conditions[1].Type != appsv1.ReplicaSetReplicaFailure ||
+		set.Status.Conditions[1].Reason != ReasonFailedCreate || set.Status.Conditions[1].Message != "no" {
+		t.Fatalf("conditions %+v", set.Status.Conditions)
+	}
+	if _, changed := setReplicaSetStatus(set, Status{ReplicaFailure: failure}); changed {
+		t.Fatal("an unchanged condition must not cause a write")
+	}
+	cleared, changed := setReplicaSetStatus(set, Status{})
+	if !changed || len(cleared.Status.Conditions) != 1 || cleared.Status.Conditions[0].Type != "Other" {
+		t.Fatalf("clearing left %+v", cleared.Status.Conditions)
 	}
 }

@@ -6,6 +6,7 @@ package replication
 import (
 	"errors"
 	"log/slog"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -34,19 +35,43 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk c
 				replicas = *rc.Spec.Replicas
 			}
 			return replicaset.Workload{Meta: rc, Replicas: replicas, Selector: labels.SelectorFromSet(rc.Spec.Selector),
-				TemplateLabels: rc.Spec.Template.Labels, MinReadySeconds: rc.Spec.MinReadySeconds, Generation: rc.Generation}, nil
+				TemplateLabels: rc.Spec.Template.Labels, MinReadySeconds: rc.Spec.MinReadySeconds, Generation: rc.Generation,
+				ReplicaFailure: replicaFailure(rc.Status.Conditions)}, nil
 		},
-		Template: func(rc *corev1.ReplicationController) *corev1.PodTemplateSpec { return rc.Spec.Template },
-		SetStatus: func(rc *corev1.ReplicationController, st replicaset.Status) (*corev1.ReplicationController, bool) {
-			s := rc.Status
-			if s.Replicas == st.Replicas && s.FullyLabeledReplicas == st.FullyLabeledReplicas && s.ReadyReplicas == st.ReadyReplicas &&
-				s.AvailableReplicas == st.AvailableReplicas && s.ObservedGeneration == st.ObservedGeneration {
-				return rc, false
-			}
-			cp := rc.DeepCopy()
-			cp.Status.Replicas, cp.Status.FullyLabeledReplicas, cp.Status.ReadyReplicas = st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas
-			cp.Status.AvailableReplicas, cp.Status.ObservedGeneration = st.AvailableReplicas, st.ObservedGeneration
-			return cp, true
-		},
+		Template:  func(rc *corev1.ReplicationController) *corev1.PodTemplateSpec { return rc.Spec.Template },
+		SetStatus: setStatus,
 	}, c, inf, rec, clk, log)
+}
+
+// setStatus returns a copy of rc with st, and whether that changed
+// anything.
+func setStatus(rc *corev1.ReplicationController, st replicaset.Status) (*corev1.ReplicationController, bool) {
+	s := rc.Status
+	sameFailure := replicaset.EqualReplicaFailures(replicaFailure(s.Conditions), st.ReplicaFailure)
+	if s.Replicas == st.Replicas && s.FullyLabeledReplicas == st.FullyLabeledReplicas && s.ReadyReplicas == st.ReadyReplicas &&
+		s.AvailableReplicas == st.AvailableReplicas && s.ObservedGeneration == st.ObservedGeneration && sameFailure {
+		return rc, false
+	}
+	cp := rc.DeepCopy()
+	cp.Status.Replicas, cp.Status.FullyLabeledReplicas, cp.Status.ReadyReplicas = st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas
+	cp.Status.AvailableReplicas, cp.Status.ObservedGeneration = st.AvailableReplicas, st.ObservedGeneration
+	cp.Status.Conditions = slices.DeleteFunc(cp.Status.Conditions, func(c corev1.ReplicationControllerCondition) bool {
+		return c.Type == corev1.ReplicationControllerReplicaFailure
+	})
+	if f := st.ReplicaFailure; f != nil {
+		cp.Status.Conditions = append(cp.Status.Conditions, corev1.ReplicationControllerCondition{Type: corev1.ReplicationControllerReplicaFailure,
+			Status: corev1.ConditionTrue, LastTransitionTime: f.LastTransitionTime, Reason: f.Reason, Message: f.Message})
+	}
+	return cp, true
+}
+
+// replicaFailure returns a ReplicationController's ReplicaFailure
+// condition, if True.
+func replicaFailure(conds []corev1.ReplicationControllerCondition) *replicaset.ReplicaFailure {
+	for _, c := range conds {
+		if c.Type == corev1.ReplicationControllerReplicaFailure && c.Status == corev1.ConditionTrue {
+			return &replicaset.ReplicaFailure{Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
+		}
+	}
+	return nil
 }
