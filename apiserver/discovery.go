@@ -60,6 +60,7 @@ func (s *Server) routes(openapiHandler http.Handler) *mux.Router {
 	authed.HandleFunc("/api/{version}", s.serveResourceList).Methods(http.MethodGet)
 	authed.HandleFunc("/apis/{group}", s.serveAPIGroup).Methods(http.MethodGet)
 	authed.HandleFunc("/apis/{group}/{version}", s.serveResourceList).Methods(http.MethodGet)
+	authed.PathPrefix("/debug/pprof/").HandlerFunc(s.profiling)
 	authed.PathPrefix("/api/").HandlerFunc(s.serveResource)
 	authed.PathPrefix("/apis/").HandlerFunc(s.serveResource)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

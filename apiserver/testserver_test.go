@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"minik/client"
@@ -17,6 +18,8 @@ import (
 type testServer struct {
 	srv    *Server
 	config client.Config
+	ca     *pki.CA
+	pkiDir string
 }
 
 // startTestServer runs a whole apiserver in-process, so that a profile of
@@ -68,8 +71,28 @@ func startTestServer(tb testing.TB) *testServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &testServer{srv: srv, config: client.Config{Host: "https://" + ln.Addr().String(),
+	return &testServer{srv: srv, ca: ca, pkiDir: pkiDir, config: client.Config{Host: "https://" + ln.Addr().String(),
 		TLS: &tls.Config{RootCAs: ca.CertPool(), Certificates: []tls.Certificate{pair}}}}
+}
+
+// clientAs returns a client authenticated as user in groups.
+func (ts *testServer) clientAs(tb testing.TB, user string, groups ...string) *client.Client {
+	tb.Helper()
+	certFile, keyFile, err := ts.ca.EnsureClient(ts.pkiDir, strings.ReplaceAll(user, ":", "-"), user, groups)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg := ts.config
+	cfg.TLS = &tls.Config{RootCAs: ts.ca.CertPool(), Certificates: []tls.Certificate{pair}}
+	c, err := client.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }
 
 // client returns a new client: its own HTTP/2 connection.

@@ -154,9 +154,9 @@ func NewTransport(tlsCfg *tls.Config) *http.Transport {
 func (c *Client) Host() string { return c.base.String() }
 
 // Do sends a request to path (e.g. "/api/v1/namespaces/default/pods") and
-// decodes the JSON answer into out, unless out is nil. body is sent as is if
-// it is a []byte and as JSON otherwise; nil sends no body. A non-2xx answer
-// is returned as *apierrors.StatusError.
+// decodes the JSON answer into out, unless out is nil; a *[]byte gets the
+// raw body. body is sent as is if it is a []byte and as JSON otherwise; nil
+// sends no body. A non-2xx answer is returned as *apierrors.StatusError.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) error {
 	return c.do(ctx, call{method: method, path: path, query: query, body: body, contentType: "application/json"}, out)
 }
@@ -193,6 +193,10 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 		return decodeError(resp, data, cl)
 	}
 	if out == nil || len(data) == 0 {
+		return nil
+	}
+	if raw, ok := out.(*[]byte); ok {
+		*raw = data
 		return nil
 	}
 	if isProtobuf(resp) {

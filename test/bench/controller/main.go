@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -66,6 +67,7 @@ type options struct {
 	real     bool
 	progress bool
 	cpuprof  string
+	apiprof  string
 	keep     bool
 	timeout  time.Duration
 }
@@ -80,6 +82,7 @@ func main() {
 	flag.BoolVar(&o.real, "real", true, "run minik's scheduler and one hollow kubelet (fake runtime) per node in this process; false: the stand-ins")
 	flag.BoolVar(&o.progress, "progress", false, "print the created and running counts every second on stderr")
 	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of this process (controller, stand-ins or scheduler and kubelets) to this file")
+	flag.StringVar(&o.apiprof, "apiserver-cpuprofile", "", "write a CPU profile of minik up (apiserver and etcd) during the first 10s of the scale-up, from its /debug/pprof, to this file")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (minik's log is in it)")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	flag.Parse()
@@ -223,6 +226,13 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if o.apiprof != "" {
+		wg.Go(func() {
+			if err := saveAPIServerProfile(ctx, bc, o.apiprof); err != nil {
+				fmt.Fprintln(os.Stderr, "apiserver profile:", err)
+			}
+		})
 	}
 	start := time.Now()
 	cpu0, mcpu0 := selfCPU(), procCPU(pid)
@@ -525,4 +535,15 @@ func startMinik(ctx context.Context, bin, dir string) (stop func(), kubeconfigPa
 func moduleRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// saveAPIServerProfile fetches a 10s CPU profile from the apiserver's
+// /debug/pprof (the bench's client is an admin).
+func saveAPIServerProfile(ctx context.Context, c *client.Client, file string) error {
+	var raw []byte
+	q := url.Values{"seconds": {"10"}}
+	if err := c.Do(ctx, "GET", "/debug/pprof/profile", q, nil, &raw); err != nil {
+		return err
+	}
+	return os.WriteFile(file, raw, 0o644)
 }
