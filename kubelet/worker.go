@@ -2,7 +2,6 @@ package kubelet
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -521,24 +520,26 @@ func (w *podWorker) pushStatus(ctx context.Context, pod *corev1.Pod, status core
 	if last != nil && statusEqual(*last, status) {
 		return nil
 	}
-	ns, name := pod.Namespace, pod.Name
+	ns, name, uid := pod.Namespace, pod.Name, pod.UID
 	if static {
 		mirror := w.k.static.mirrorFor(pod)
 		if mirror == nil {
 			return nil // the static source creates it; status follows
 		}
-		ns, name = mirror.Namespace, mirror.Name
+		ns, name, uid = mirror.Namespace, mirror.Name, mirror.UID
 	}
-	data, err := json.Marshal(map[string]any{"status": status})
-	if err != nil {
-		return err
-	}
+	// A PUT to pods/NAME/status replaces only the status, keeps everything
+	// else as stored, and with no resourceVersion is unconditional; the UID
+	// makes sure it is this pod and not a new one of the same name. It
+	// travels as protobuf, where a merge patch would cost the apiserver a
+	// JSON round trip of the whole pod.
+	update := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid}, Status: status}
 	t0 := time.Now()
-	_, err = w.k.cfg.Client.Pods().Patch(ctx, ns, name, types.MergePatchType, data, metav1.PatchOptions{}, "status")
+	_, err := w.k.cfg.Client.Pods().UpdateStatus(ctx, update, metav1.UpdateOptions{})
 	w.k.log.Debug("status sent", "pod", ns+"/"+name, "phase", status.Phase, "took", time.Since(t0))
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil // gone, or replaced by a pod of the same name (the UID differs)
 		}
 		return err
 	}
