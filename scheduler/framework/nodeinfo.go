@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"maps"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,10 @@ type NodeInfo struct {
 	UsedPorts        HostPortInfo
 	// ImageStates is keyed by normalized image name (docker.io/library/x:tag).
 	ImageStates map[string]*ImageStateSummary
+	// controllerPods counts the pods of each controller (by UID) that are
+	// not being deleted, so that default topology spreading counts a
+	// ReplicaSet's pods on a node without walking them.
+	controllerPods map[types.UID]int
 
 	// Generation changes on every change of the NodeInfo.
 	Generation int64
@@ -96,7 +101,20 @@ func (n *NodeInfo) RemovePod(pod *corev1.Pod) bool {
 	return false
 }
 
+// ControllerPods returns how many of the node's pods, not being deleted,
+// belong to the controller with this UID.
+func (n *NodeInfo) ControllerPods(uid types.UID) int { return n.controllerPods[uid] }
+
 func (n *NodeInfo) update(pi *PodInfo, sign int64) {
+	if pi.ControllerUID != "" && pi.Pod.DeletionTimestamp == nil {
+		if n.controllerPods == nil {
+			n.controllerPods = map[types.UID]int{}
+		}
+		n.controllerPods[pi.ControllerUID] += int(sign)
+		if n.controllerPods[pi.ControllerUID] == 0 {
+			delete(n.controllerPods, pi.ControllerUID)
+		}
+	}
 	n.Requested.AddResource(pi.Requests, sign)
 	n.NonZeroRequested.AddResource(pi.NonZeroRequests, sign)
 	for _, c := range pi.Pod.Spec.Containers {
@@ -146,6 +164,7 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		NonZeroRequested:             n.NonZeroRequested.Clone(),
 		UsedPorts:                    n.UsedPorts.clone(),
 		ImageStates:                  n.ImageStates,
+		controllerPods:               maps.Clone(n.controllerPods),
 		Generation:                   n.Generation,
 	}
 	return c

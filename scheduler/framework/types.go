@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
@@ -198,11 +199,16 @@ type PodInfo struct {
 	// ParseError is set when a term's selector is invalid; such a pod
 	// cannot be scheduled.
 	ParseError error
+	// ControllerUID is the UID of the pod's controller, "" if it has none.
+	ControllerUID types.UID
 }
 
 // NewPodInfo computes a PodInfo.
 func NewPodInfo(pod *corev1.Pod) *PodInfo {
 	pi := &PodInfo{Pod: pod, Requests: PodRequests(pod, false), NonZeroRequests: PodRequests(pod, true)}
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		pi.ControllerUID = ref.UID
+	}
 	if a := pod.Spec.Affinity; a != nil {
 		if pa := a.PodAffinity; pa != nil {
 			pi.RequiredAffinityTerms = pi.terms(pa.RequiredDuringSchedulingIgnoredDuringExecution)

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"minik/scheduler/framework"
@@ -71,6 +72,9 @@ type constraint struct {
 	honorTaints   bool // nodeTaintsPolicy Honor (default Ignore)
 	matches       func(*corev1.Pod) bool
 	selfMatch     int64
+	// controllerUID is set for the default constraints, which match the
+	// pods of one controller: NodeInfo counts those without a walk.
+	controllerUID types.UID
 }
 
 func buildConstraints(pod *corev1.Pod, want corev1.UnsatisfiableConstraintAction) ([]constraint, error) {
@@ -132,6 +136,7 @@ func defaultConstraints(pod *corev1.Pod) []constraint {
 	out := make([]constraint, len(DefaultConstraints))
 	for i, c := range DefaultConstraints {
 		out[i] = newConstraint(pod, c, matches)
+		out[i].controllerUID = uid
 	}
 	return out
 }
@@ -152,6 +157,9 @@ func (c *constraint) eligible(pod *corev1.Pod, node *corev1.Node) bool {
 }
 
 func countMatching(c *constraint, ni *framework.NodeInfo) int64 {
+	if c.controllerUID != "" {
+		return int64(ni.ControllerPods(c.controllerUID))
+	}
 	var n int64
 	for _, pi := range ni.Pods {
 		if pi.Pod.DeletionTimestamp == nil && c.matches(pi.Pod) {
