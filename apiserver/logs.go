@@ -11,9 +11,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // log serves pods/log by proxying to the kubelet of the pod's node:
@@ -29,6 +32,10 @@ func (h *resourceHandler) log(w http.ResponseWriter, r *http.Request, ri *reques
 	}
 	pod := obj.(*corev1.Pod)
 	q := r.URL.Query()
+	if errs := validateLogOptions(q); len(errs) > 0 {
+		writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Kind: "PodLogOptions"}, pod.Name, errs))
+		return
+	}
 	container := q.Get("container")
 	if container == "" {
 		if len(pod.Spec.Containers) != 1 {
@@ -107,6 +114,34 @@ func (h *resourceHandler) log(w http.ResponseWriter, r *http.Request, ri *reques
 			return
 		}
 	}
+}
+
+// validateLogOptions checks the numeric pods/log options as Kubernetes'
+// ValidatePodLogOptions does; the kubelet reads the rest.
+func validateLogOptions(q url.Values) field.ErrorList {
+	var errs field.ErrorList
+	atLeast := func(name string, min int64, msg string) {
+		if v := q.Get(name); v != "" {
+			if n, err := strconv.ParseInt(v, 10, 64); err != nil {
+				errs = append(errs, field.Invalid(field.NewPath(name), v, "must be an integer"))
+			} else if n < min {
+				errs = append(errs, field.Invalid(field.NewPath(name), n, msg))
+			}
+		}
+	}
+	atLeast("tailLines", 0, "must be greater than or equal to 0")
+	atLeast("limitBytes", 1, "must be greater than 0")
+	if q.Get("sinceSeconds") != "" && q.Get("sinceTime") != "" {
+		errs = append(errs, field.Forbidden(field.NewPath(""), "at most one of `sinceTime` or `sinceSeconds` may be specified"))
+	} else {
+		atLeast("sinceSeconds", 1, "must be greater than 0")
+	}
+	if v := q.Get("sinceTime"); v != "" {
+		if _, err := time.Parse(time.RFC3339, v); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("sinceTime"), v, "must be an RFC 3339 time"))
+		}
+	}
+	return errs
 }
 
 func hasContainer(pod *corev1.Pod, name string) bool {

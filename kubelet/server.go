@@ -8,15 +8,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
-	"minik/kubelet/runtime"
 	"minik/proto/cri"
 )
 
@@ -98,17 +95,11 @@ func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	previous, _ := strconv.ParseBool(q.Get("previous"))
-	follow, _ := strconv.ParseBool(q.Get("follow"))
-	tail := int64(-1)
-	if v := q.Get("tailLines"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			http.Error(w, "tailLines must be a non-negative integer", http.StatusBadRequest)
-			return
-		}
-		tail = n
+	req, err := logRequest(q, k.cfg.Clock.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
-	limit, _ := strconv.ParseInt(q.Get("limitBytes"), 10, 64)
 	obs, err := k.observe(r.Context(), pw.uid)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -138,7 +129,65 @@ func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
 	if f, ok := w.(http.Flusher); ok {
 		fw.f = f
 	}
-	_ = k.rt.ReadLog(r.Context(), &cri.ReadLogRequest{ContainerId: target.Id, Follow: follow, TailLines: tail, LimitBytes: limit}, fw)
+	req.ContainerId = target.Id
+	_ = k.rt.ReadLog(r.Context(), req, fw)
+}
+
+// logRequest reads the pod log options of a containerLogs query
+// (follow, tailLines, limitBytes, timestamps, sinceSeconds, sinceTime),
+// checked as the API checks PodLogOptions. A sinceSeconds is counted
+// back from now; with both, the later time wins, as in the kubelet.
+func logRequest(q url.Values, now time.Time) (*cri.ReadLogRequest, error) {
+	req := &cri.ReadLogRequest{TailLines: -1}
+	var err error
+	if v := q.Get("follow"); v != "" {
+		if req.Follow, err = strconv.ParseBool(v); err != nil {
+			return nil, fmt.Errorf("follow: %w", err)
+		}
+	}
+	if v := q.Get("timestamps"); v != "" {
+		if req.Timestamps, err = strconv.ParseBool(v); err != nil {
+			return nil, fmt.Errorf("timestamps: %w", err)
+		}
+	}
+	positive := func(name string, min int64) (int64, bool, error) {
+		v := q.Get(name)
+		if v == "" {
+			return 0, false, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < min {
+			return 0, false, fmt.Errorf("%s: Invalid value: %q: must be greater than or equal to %d", name, v, min)
+		}
+		return n, true, nil
+	}
+	if n, ok, err := positive("tailLines", 0); err != nil {
+		return nil, err
+	} else if ok {
+		req.TailLines = n
+	}
+	if req.LimitBytes, _, err = positive("limitBytes", 1); err != nil {
+		return nil, err
+	}
+	seconds, hasSeconds, err := positive("sinceSeconds", 1)
+	if err != nil {
+		return nil, err
+	}
+	sinceTime := q.Get("sinceTime")
+	if hasSeconds && sinceTime != "" {
+		return nil, errors.New("at most one of `sinceTime` or `sinceSeconds` may be specified")
+	}
+	if hasSeconds {
+		req.SinceTime = now.Add(-time.Duration(seconds) * time.Second).UnixNano()
+	}
+	if sinceTime != "" {
+		t, err := time.Parse(time.RFC3339, sinceTime)
+		if err != nil {
+			return nil, fmt.Errorf("sinceTime: %w", err)
+		}
+		req.SinceTime = t.UnixNano()
+	}
+	return req, nil
 }
 
 func waitingReason(pw *podWorker, container string) string {
@@ -162,7 +211,3 @@ func (f *flushWriter) Write(p []byte) (int, error) {
 	}
 	return n, err
 }
-
-var _ = runtime.Tail
-var _ = strings.TrimSpace
-var _ corev1.Pod

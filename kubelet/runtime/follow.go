@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,8 +11,42 @@ import (
 	"minik/proto/cri"
 )
 
-// FollowFile copies a log file to w, honouring tail_lines, limit_bytes and
-// follow. Following polls the file every 100ms and stops once exited()
+// CopyLog writes a container's CRI-format log data to w as kubectl logs
+// prints it, honouring tail_lines, since_time, timestamps and
+// limit_bytes. It reports whether the byte limit was reached.
+func CopyLog(data []byte, req *cri.ReadLogRequest, w io.Writer) (bool, error) {
+	f := newFormatter(req, w)
+	return f.lines(Tail(data, req.TailLines))
+}
+
+func newFormatter(req *cri.ReadLogRequest, w io.Writer) *logFormatter {
+	f := &logFormatter{w: w, timestamps: req.Timestamps, remaining: -1}
+	if req.LimitBytes > 0 {
+		f.remaining = req.LimitBytes
+	}
+	if req.SinceTime != 0 {
+		f.since = time.Unix(0, req.SinceTime)
+	}
+	return f
+}
+
+// lines writes every complete line of data.
+func (f *logFormatter) lines(data []byte) (bool, error) {
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			i = len(data) - 1 // an unterminated last line
+		}
+		if done, err := f.write(data[:i+1]); done || err != nil {
+			return done, err
+		}
+		data = data[i+1:]
+	}
+	return false, nil
+}
+
+// FollowFile copies a CRI-format log file to w as CopyLog does; with
+// follow it then polls the file every 100ms and stops once exited()
 // reports the writer gone and the file is drained, or when ctx ends.
 func FollowFile(ctx context.Context, path string, req *cri.ReadLogRequest, w io.Writer, exited func() bool) error {
 	f, err := os.Open(path)
@@ -25,29 +60,26 @@ func FollowFile(ctx context.Context, path string, req *cri.ReadLogRequest, w io.
 	if err != nil {
 		return err
 	}
-	out := Tail(data, req.TailLines)
-	limit := req.LimitBytes
-	write := func(p []byte) (bool, error) {
-		if limit > 0 && int64(len(p)) >= limit {
-			_, err := w.Write(p[:limit])
-			return true, err
-		}
-		if limit > 0 {
-			limit -= int64(len(p))
-		}
-		_, err := w.Write(p)
-		return false, err
+	// Only whole lines: a line being written is read with the next poll.
+	complete := len(data)
+	if req.Follow {
+		complete = bytes.LastIndexByte(data, '\n') + 1
 	}
-	if done, err := write(out); done || err != nil || !req.Follow {
+	out := newFormatter(req, w)
+	if done, err := out.lines(Tail(data[:complete], req.TailLines)); done || err != nil || !req.Follow {
 		return err
 	}
+	pending := append([]byte(nil), data[complete:]...)
 	buf := make([]byte, 32*1024)
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
-			if done, werr := write(buf[:n]); done || werr != nil {
+			pending = append(pending, buf[:n]...)
+			end := bytes.LastIndexByte(pending, '\n') + 1
+			if done, werr := out.lines(pending[:end]); done || werr != nil {
 				return werr
 			}
+			pending = append(pending[:0], pending[end:]...)
 			continue
 		}
 		if err != nil && err != io.EOF {
@@ -56,7 +88,7 @@ func FollowFile(ctx context.Context, path string, req *cri.ReadLogRequest, w io.
 		if exited() {
 			// Drain what was written before the exit.
 			rest, _ := io.ReadAll(f)
-			_, err := write(rest)
+			_, err := out.lines(append(pending, rest...))
 			return err
 		}
 		select {

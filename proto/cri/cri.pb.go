@@ -2330,11 +2330,16 @@ func (x *ExecSyncResponse) GetExitCode() int32 {
 }
 
 type ReadLogRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ContainerId   string                 `protobuf:"bytes,1,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
-	Follow        bool                   `protobuf:"varint,2,opt,name=follow,proto3" json:"follow,omitempty"`
-	TailLines     int64                  `protobuf:"varint,3,opt,name=tail_lines,json=tailLines,proto3" json:"tail_lines,omitempty"`    // negative: all
-	LimitBytes    int64                  `protobuf:"varint,4,opt,name=limit_bytes,json=limitBytes,proto3" json:"limit_bytes,omitempty"` // 0: no limit
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ContainerId string                 `protobuf:"bytes,1,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
+	Follow      bool                   `protobuf:"varint,2,opt,name=follow,proto3" json:"follow,omitempty"`
+	TailLines   int64                  `protobuf:"varint,3,opt,name=tail_lines,json=tailLines,proto3" json:"tail_lines,omitempty"`    // negative: all
+	LimitBytes  int64                  `protobuf:"varint,4,opt,name=limit_bytes,json=limitBytes,proto3" json:"limit_bytes,omitempty"` // 0: no limit
+	// timestamps prefixes each line with the time it was written (RFC 3339,
+	// nanoseconds), as kubectl logs --timestamps shows it.
+	Timestamps bool `protobuf:"varint,5,opt,name=timestamps,proto3" json:"timestamps,omitempty"`
+	// since_time skips lines written before it (unix nanoseconds, 0: none).
+	SinceTime     int64 `protobuf:"varint,6,opt,name=since_time,json=sinceTime,proto3" json:"since_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2393,6 +2398,20 @@ func (x *ReadLogRequest) GetTailLines() int64 {
 func (x *ReadLogRequest) GetLimitBytes() int64 {
 	if x != nil {
 		return x.LimitBytes
+	}
+	return 0
+}
+
+func (x *ReadLogRequest) GetTimestamps() bool {
+	if x != nil {
+		return x.Timestamps
+	}
+	return false
+}
+
+func (x *ReadLogRequest) GetSinceTime() int64 {
+	if x != nil {
+		return x.SinceTime
 	}
 	return 0
 }
@@ -3277,14 +3296,19 @@ const file_cri_proto_rawDesc = "" +
 	"\x10ExecSyncResponse\x12\x16\n" +
 	"\x06stdout\x18\x01 \x01(\fR\x06stdout\x12\x16\n" +
 	"\x06stderr\x18\x02 \x01(\fR\x06stderr\x12\x1b\n" +
-	"\texit_code\x18\x03 \x01(\x05R\bexitCode\"\x8b\x01\n" +
+	"\texit_code\x18\x03 \x01(\x05R\bexitCode\"\xca\x01\n" +
 	"\x0eReadLogRequest\x12!\n" +
 	"\fcontainer_id\x18\x01 \x01(\tR\vcontainerId\x12\x16\n" +
 	"\x06follow\x18\x02 \x01(\bR\x06follow\x12\x1d\n" +
 	"\n" +
 	"tail_lines\x18\x03 \x01(\x03R\ttailLines\x12\x1f\n" +
 	"\vlimit_bytes\x18\x04 \x01(\x03R\n" +
-	"limitBytes\"\x1e\n" +
+	"limitBytes\x12\x1e\n" +
+	"\n" +
+	"timestamps\x18\x05 \x01(\bR\n" +
+	"timestamps\x12\x1d\n" +
+	"\n" +
+	"since_time\x18\x06 \x01(\x03R\tsinceTime\"\x1e\n" +
 	"\bLogChunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"\x1b\n" +
 	"\x19ListContainerStatsRequest\"P\n" +

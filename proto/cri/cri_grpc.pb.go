@@ -61,7 +61,8 @@ type RuntimeServiceClient interface {
 	ContainerStatus(ctx context.Context, in *ContainerStatusRequest, opts ...grpc.CallOption) (*ContainerStatusResponse, error)
 	// ExecSync runs a command in a running container (exec probes).
 	ExecSync(ctx context.Context, in *ExecSyncRequest, opts ...grpc.CallOption) (*ExecSyncResponse, error)
-	// ReadLog streams a container's log (stdout and stderr, interleaved).
+	// ReadLog streams a container's log (stdout and stderr, interleaved),
+	// kept in the CRI log format (see kubelet/runtime/crilog.go).
 	ReadLog(ctx context.Context, in *ReadLogRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error)
 	// ListContainerStats reports every container's resource usage (for the
 	// kubelet's eviction manager).
@@ -256,7 +257,8 @@ type RuntimeServiceServer interface {
 	ContainerStatus(context.Context, *ContainerStatusRequest) (*ContainerStatusResponse, error)
 	// ExecSync runs a command in a running container (exec probes).
 	ExecSync(context.Context, *ExecSyncRequest) (*ExecSyncResponse, error)
-	// ReadLog streams a container's log (stdout and stderr, interleaved).
+	// ReadLog streams a container's log (stdout and stderr, interleaved),
+	// kept in the CRI log format (see kubelet/runtime/crilog.go).
 	ReadLog(*ReadLogRequest, grpc.ServerStreamingServer[LogChunk]) error
 	// ListContainerStats reports every container's resource usage (for the
 	// kubelet's eviction manager).

@@ -232,6 +232,50 @@ func TestKubelet(t *testing.T) {
 			}
 		})
 
+		t.Run("kubectl logs --timestamps, --since-time, --since and --limit-bytes", func(t *testing.T) {
+			t.Parallel()
+			e.create(t, makePod("stamps", b).Sh("echo first; sleep 2; echo second; sleep 3600").Obj())
+			waitFor(t, 60*time.Second, "both lines logged", func() (bool, string) {
+				out, _ := e.c.Kubectl(context.Background(), "", "logs", "stamps")
+				return out == "first\nsecond\n", out
+			})
+			lines := strings.Split(strings.TrimSuffix(e.logs(t, "stamps", "--timestamps"), "\n"), "\n")
+			if len(lines) != 2 {
+				t.Fatalf("--timestamps printed %q, want two lines", lines)
+			}
+			var at [2]time.Time
+			for i, want := range []string{"first", "second"} {
+				ts, text, _ := strings.Cut(lines[i], " ")
+				var err error
+				// The kubelet's format: RFC 3339 with always nine digits.
+				if at[i], err = time.Parse(time.RFC3339Nano, ts); err != nil || len(ts) != len("2006-01-02T15:04:05.000000000Z") || text != want {
+					t.Fatalf("line %q: want a fixed-width RFC 3339 time, then %q (%v)", lines[i], want, err)
+				}
+			}
+			if d := at[1].Sub(at[0]); d < 1500*time.Millisecond || d > 10*time.Second {
+				t.Errorf("the lines are stamped %v apart; the container slept 2s between them", d)
+			}
+			// kubectl sends --since-time to the second; the lines are 2s apart.
+			if got := e.logs(t, "stamps", "--since-time", at[1].UTC().Format(time.RFC3339)); got != "second\n" {
+				t.Errorf("--since-time of the second line: %q", got)
+			}
+			if got := e.logs(t, "stamps", "--limit-bytes", "3"); got != "fir" {
+				t.Errorf("--limit-bytes 3: %q", got)
+			}
+			if got := e.logs(t, "stamps", "--since", "1h"); got != "first\nsecond\n" {
+				t.Errorf("--since 1h: %q", got)
+			}
+			time.Sleep(time.Until(at[1].Add(2500 * time.Millisecond)))
+			if got := e.logs(t, "stamps", "--since", "2s"); got != "" {
+				t.Errorf("--since 2s, 2.5s after the last line: %q, want nothing", got)
+			}
+			zero := int64(0)
+			err := e.cs.CoreV1().Pods("default").GetLogs("stamps", &corev1.PodLogOptions{LimitBytes: &zero}).Do(context.Background()).Error()
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "limitBytes") {
+				t.Errorf("limitBytes=0: %v, want 422 Invalid about limitBytes", err)
+			}
+		})
+
 		t.Run("a crashing pod reaches CrashLoopBackOff with a growing restartCount", func(t *testing.T) {
 			t.Parallel()
 			e.create(t, makePod("crash", a).Sh("echo boom; exit 2").Obj())
@@ -583,6 +627,9 @@ func TestKubelet(t *testing.T) {
 		// A pod deleted while the kubelet is down is cleaned up on restart.
 		e.create(t, makePod("orphan", a).Sh("exec sleep "+marker+"1").Obj())
 		e.waitPod(t, "orphan", 60*time.Second, "Running", running)
+		// Its output keeps reaching its log across the restart.
+		e.create(t, makePod("chatty", a).Sh("while true; do echo tick; sleep 0.2; done").Obj())
+		e.waitPod(t, "chatty", 60*time.Second, "Running", running)
 		e.c.Stop()
 		if n := countProcs("sleep", marker); n != 1 {
 			t.Fatalf("%d `sleep %s` processes after minik stopped, want the 1 that keeps running", n, marker)
@@ -607,6 +654,10 @@ func TestKubelet(t *testing.T) {
 		if n := countProcs("sleep", marker); n != 1 {
 			t.Errorf("%d `sleep %s` processes, want 1", n, marker)
 		}
+		waitFor(t, 30*time.Second, "chatty's new output in its log", func() (bool, string) {
+			out, err := e.c.Kubectl(context.Background(), "", "logs", "chatty", "--since", "1s")
+			return err == nil && strings.HasPrefix(out, "tick\n"), out
+		})
 		waitFor(t, 30*time.Second, "the orphan's container gone", func() (bool, string) {
 			n := countProcs("sleep", marker+"1")
 			return n == 0, fmt.Sprintf("%d left", n)

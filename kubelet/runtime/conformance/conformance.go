@@ -40,6 +40,7 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, o Options)
 		{"an invalid image name is refused", testInvalidImage, false},
 		{"removing a sandbox removes its containers", testRemoveSandboxRemovesContainers, false},
 		{"a container's exit code and log are reported", testExitCodeAndLogs, true},
+		{"log lines carry the time they were written", testLogTimestamps, true},
 		{"exec runs in the container and reports its exit code", testExec, true},
 		{"containers of one pod share its network namespace and environment reaches them", testEnvAndNetwork, true},
 		{"stats list every container, with processes only while it runs", testStatsLifecycle, false},
@@ -333,6 +334,38 @@ func testExitCodeAndLogs(t *testing.T, rt runtime.Runtime, o Options) {
 	st, _ = runToExit(t, rt, o, "ok", containerConfig(o, "main", "true"))
 	if st.ExitCode != 0 || st.Reason != "Completed" {
 		t.Errorf("exit code %d reason %q, want 0 Completed", st.ExitCode, st.Reason)
+	}
+}
+
+func testLogTimestamps(t *testing.T, rt runtime.Runtime, o Options) {
+	st, _ := runToExit(t, rt, o, "stamps", containerConfig(o, "main", "sh", "-c", "echo one; sleep 1; echo two >&2"))
+	read := func(req *cri.ReadLogRequest) string {
+		t.Helper()
+		req.ContainerId, req.TailLines = st.Id, -1
+		var buf bytes.Buffer
+		if err := rt.ReadLog(ctx(t), req, &buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	lines := strings.Split(strings.TrimSuffix(read(&cri.ReadLogRequest{Timestamps: true}), "\n"), "\n")
+	var times []time.Time
+	for i, want := range []string{"one", "two"} {
+		if i >= len(lines) {
+			t.Fatalf("log with timestamps %q has no line %q", lines, want)
+		}
+		ts, text, _ := strings.Cut(lines[i], " ")
+		at, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil || text != want || len(ts) != len("2006-01-02T15:04:05.000000000Z") {
+			t.Fatalf("line %q: want a fixed-width RFC 3339 time and %q (%v)", lines[i], want, err)
+		}
+		times = append(times, at)
+	}
+	if d := times[1].Sub(times[0]); d < 900*time.Millisecond || d > 5*time.Second {
+		t.Errorf("the lines were stamped %v apart, around the 1s the container slept", d)
+	}
+	if got := read(&cri.ReadLogRequest{SinceTime: times[1].Add(-100 * time.Millisecond).UnixNano()}); got != "two\n" {
+		t.Errorf("since the second line: %q, want only it", got)
 	}
 }
 

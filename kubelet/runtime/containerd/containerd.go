@@ -80,8 +80,8 @@ const (
 )
 
 // taskReapDelay is how long an exited task is kept before it is deleted
-// (its exit kept in labels), so that its shim can finish copying the
-// container's output to the log.
+// (its exit kept in labels), so that the container's last output can
+// reach the log.
 const taskReapDelay = 2 * time.Second
 
 // Runtime implements runtime.Runtime on containerd.
@@ -97,6 +97,9 @@ type Runtime struct {
 	sandboxes map[string]*sandboxRecord
 	// imageRefs caches image name → config digest.
 	imageRefs map[string]string
+	// logging holds the containers whose output is being copied to their
+	// log (logs.go).
+	logging map[string]bool
 }
 
 var _ runtime.Runtime = &Runtime{}
@@ -162,9 +165,14 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	r := &Runtime{
 		cfg: cfg, client: client, cidr: cfg.PodCIDR, sandboxes: map[string]*sandboxRecord{}, imageRefs: map[string]string{},
+		logging: map[string]bool{},
 		net: &cniNetwork{binDir: cfg.CNIBinDir, dataDir: filepath.Join(cfg.StateDir, "ipam"), bridge: bridgeName(cfg.Namespace)},
 	}
 	if err := r.loadSandboxes(); err != nil {
+		client.Close()
+		return nil, err
+	}
+	if err := r.reattachLogs(ctx); err != nil {
 		client.Close()
 		return nil, err
 	}
@@ -635,12 +643,21 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		return err
 	}
 	creator := cio.NullIO
+	var sink *logSink
 	if p := labels[labelLogPath]; p != "" {
-		creator = cio.LogFile(p)
+		if creator, sink, err = r.logCreator(p); err != nil {
+			return err
+		}
 	}
 	task, err := c.NewTask(ctx, creator)
 	if err != nil {
+		if sink != nil {
+			_ = sink.close()
+		}
 		return fmt.Errorf("creating task: %w", err)
+	}
+	if sink != nil {
+		r.drainLogs(id, task.IO(), sink)
 	}
 	if err := task.Start(ctx); err != nil {
 		_, _ = task.Delete(ctx, containerd.WithProcessKill)

@@ -5,6 +5,7 @@
 package fake
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -50,7 +51,9 @@ type Runtime struct {
 type container struct {
 	c      *cri.Container
 	status *cri.ContainerStatus
-	logs   []byte
+	// logs is the container's log in the CRI format, written through stdout.
+	logs   bytes.Buffer
+	stdout io.WriteCloser
 	// usage is what SetStats set; a running container has one process.
 	usage *cri.ContainerStats
 }
@@ -178,6 +181,7 @@ func (r *Runtime) CreateContainer(_ context.Context, sandboxID string, cfg *cri.
 	}
 	c.status = &cri.ContainerStatus{Id: id, Metadata: cfg.Metadata, State: cri.ContainerState_CONTAINER_CREATED,
 		CreatedAt: now, Image: ref, ImageRef: img.Id, Labels: cfg.Labels, Annotations: cfg.Annotations, LogPath: cfg.LogPath}
+	c.stdout = runtime.NewLogWriter(&c.logs, r.cfg.Now).Stream("stdout")
 	r.containers[id] = c
 	return id, nil
 }
@@ -236,12 +240,13 @@ func (r *Runtime) Exit(id string, code int32) error {
 	return nil
 }
 
-// WriteLog appends data to a container's log.
+// WriteLog appends data to a container's log, as if it printed it on
+// its standard output.
 func (r *Runtime) WriteLog(id string, data string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.containers[id]; ok {
-		c.logs = append(c.logs, data...)
+		_, _ = c.stdout.Write([]byte(data))
 	}
 }
 
@@ -305,13 +310,13 @@ func (r *Runtime) ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Wri
 	c, ok := r.containers[req.ContainerId]
 	var data []byte
 	if ok {
-		data = append(data, c.logs...)
+		data = append(data, c.logs.Bytes()...)
 	}
 	r.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("container %s: %w", req.ContainerId, runtime.ErrNotFound)
 	}
-	_, err := w.Write(runtime.Tail(data, req.TailLines))
+	_, err := runtime.CopyLog(data, req, w)
 	return err
 }
 
