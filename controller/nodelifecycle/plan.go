@@ -5,10 +5,22 @@
 //	lease/node event ─▶ Observe: heartbeat changed? probe time := now (our clock)
 //	every monitor period, per node ─▶ Reconcile(node, health, now)
 //	   silent > grace ─▶ Ready/MemoryPressure/DiskPressure/PIDPressure := Unknown
-//	   Ready False    ─▶ taint node.kubernetes.io/not-ready:NoExecute
-//	   Ready Unknown  ─▶ taint node.kubernetes.io/unreachable:NoExecute
+//	   Ready False    ─▶ taint node.kubernetes.io/not-ready:NoSchedule, and queue for :NoExecute
+//	   Ready Unknown  ─▶ the same with node.kubernetes.io/unreachable
+//	   Ready True     ─▶ the NoExecute taints come off, out of the queue
 //	   conditions     ─▶ matching NoSchedule taints (memory/disk/pid pressure, ...)
 //	   not Ready      ─▶ its pods get Ready=False
+//	every monitor period, and when a node is queued ─▶ zone pass:
+//	   JudgeZones(nodes by topology.kubernetes.io/zone): Normal / PartialDisruption / FullDisruption
+//	      ─▶ per zone rate: --node-eviction-rate; partial: --secondary-node-eviction-rate, 0 if small
+//	      ─▶ every zone fully disrupted: no NoExecute taint anywhere (the taints come off)
+//	   TaintQueue.Pop(now) ─▶ the nodes whose turn came get their NoExecute taint
+//	   ─▶ requeue when the next token is due
+//
+// The NoExecute taint is what evicts a node's pods (see tainteviction),
+// so, as in Kubernetes, it is rate limited per zone, and withheld when
+// the whole cluster looks down (the control plane is then more likely
+// cut off than every node dead).
 //
 // Silence is judged by when this controller saw the heartbeat change,
 // not by the timestamps in it, so the clocks of nodes do not matter.
@@ -54,6 +66,8 @@ type Config struct {
 	GracePeriod time.Duration
 	// StartupGracePeriod is how long a node that never reported may be.
 	StartupGracePeriod time.Duration
+	// Eviction rate limits the NoExecute taints per zone.
+	Eviction EvictionConfig
 }
 
 // Taint keys the controller manages.
@@ -78,6 +92,9 @@ type Plan struct {
 	MarkPodsNotReady bool
 	// BecameNotReady says Ready just left True (for an event).
 	BecameNotReady bool
+	// AwaitNoExecute says the node should get a NoExecute taint it lacks:
+	// it waits for its turn in its zone's TaintQueue.
+	AwaitNoExecute bool
 }
 
 // unknownConditions are set to Unknown when a node goes silent.
@@ -119,26 +136,47 @@ func Reconcile(node *corev1.Node, h Health, cfg Config, now time.Time) Plan {
 		plan.MarkPodsNotReady = ready != nil
 		plan.BecameNotReady = wasReady
 	}
-	plan.Taints, plan.TaintsChanged = desiredTaints(n, now)
+	plan.Taints, plan.TaintsChanged, plan.AwaitNoExecute = desiredTaints(n, now, false)
 	return plan
 }
 
+// noExecuteKey returns the NoExecute taint n's Ready condition calls for:
+// not-ready when False, unreachable when Unknown, none otherwise.
+func noExecuteKey(n *corev1.Node) string {
+	if c := condition(n, corev1.NodeReady); c != nil {
+		switch c.Status {
+		case corev1.ConditionFalse:
+			return TaintNotReady
+		case corev1.ConditionUnknown:
+			return TaintUnreachable
+		}
+	}
+	return ""
+}
+
 // desiredTaints returns n's taints with the managed ones matching its
-// conditions, and whether that differs from what it has.
-func desiredTaints(n *corev1.Node, now time.Time) ([]corev1.Taint, bool) {
+// conditions, and whether that differs from what it has. The NoSchedule
+// taints follow the conditions at once; so does a NoExecute taint coming
+// off, or replacing the other one (not-ready and unreachable swap, as
+// in Kubernetes). A NoExecute taint the node lacks altogether evicts its
+// pods, so it is added only with addNoExecute (its zone's turn came);
+// otherwise awaitNoExecute reports that it is due.
+func desiredTaints(n *corev1.Node, now time.Time, addNoExecute bool) (taints []corev1.Taint, changed, awaitNoExecute bool) {
 	type key struct {
 		k string
 		e corev1.TaintEffect
 	}
 	want := map[key]bool{}
-	if c := condition(n, corev1.NodeReady); c != nil {
-		switch c.Status {
-		case corev1.ConditionFalse:
-			want[key{TaintNotReady, corev1.TaintEffectNoExecute}] = true
-			want[key{TaintNotReady, corev1.TaintEffectNoSchedule}] = true
-		case corev1.ConditionUnknown:
-			want[key{TaintUnreachable, corev1.TaintEffectNoExecute}] = true
-			want[key{TaintUnreachable, corev1.TaintEffectNoSchedule}] = true
+	if k := noExecuteKey(n); k != "" {
+		want[key{k, corev1.TaintEffectNoSchedule}] = true
+		hasEither := false
+		for _, t := range n.Spec.Taints {
+			hasEither = hasEither || t.Effect == corev1.TaintEffectNoExecute && (t.Key == TaintNotReady || t.Key == TaintUnreachable)
+		}
+		if hasEither || addNoExecute {
+			want[key{k, corev1.TaintEffectNoExecute}] = true
+		} else {
+			awaitNoExecute = true
 		}
 	}
 	for typ, k := range map[corev1.NodeConditionType]string{corev1.NodeMemoryPressure: TaintMemoryPressure,
@@ -155,7 +193,6 @@ func desiredTaints(n *corev1.Node, now time.Time) ([]corev1.Taint, bool) {
 			TaintNetworkUnavailable, TaintUnschedulable}, k)
 	}
 	var out []corev1.Taint
-	changed := false
 	have := map[key]bool{}
 	for _, t := range n.Spec.Taints {
 		k := key{t.Key, t.Effect}
@@ -181,7 +218,20 @@ func desiredTaints(n *corev1.Node, now time.Time) ([]corev1.Taint, bool) {
 			changed = true
 		}
 	}
-	return out, changed
+	return out, changed, awaitNoExecute
+}
+
+// withoutNoExecute returns n's taints less the NoExecute not-ready and
+// unreachable ones, and whether it had any.
+func withoutNoExecute(n *corev1.Node) ([]corev1.Taint, bool) {
+	var out []corev1.Taint
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoExecute && (t.Key == TaintNotReady || t.Key == TaintUnreachable) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, len(out) != len(n.Spec.Taints)
 }
 
 func condition(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {

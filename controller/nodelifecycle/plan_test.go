@@ -62,22 +62,30 @@ func TestReconcile(t *testing.T) {
 		wantReady    corev1.ConditionStatus // "" if status is not rewritten
 		wantTaints   []string               // nil: taints unchanged
 		wantMarkPods bool
+		wantAwait    bool // the NoExecute taint waits for the zone's turn
 	}{
 		{name: "a healthy node within the grace period is left alone",
 			node: testutil.Node("n").Condition(corev1.NodeReady, corev1.ConditionTrue, t0).Obj(), h: fresh, now: t0.Add(39 * time.Second)},
-		{name: "a silent node past the grace period goes Unknown and gets the unreachable taints",
+		{name: "a silent node past the grace period goes Unknown, gets the unreachable NoSchedule taint and awaits the NoExecute one",
 			node: testutil.Node("n").Condition(corev1.NodeReady, corev1.ConditionTrue, t0).Obj(), h: fresh, now: t0.Add(41 * time.Second),
 			wantReady:    corev1.ConditionUnknown,
-			wantTaints:   []string{"node.kubernetes.io/unreachable:NoExecute", "node.kubernetes.io/unreachable:NoSchedule"},
-			wantMarkPods: true},
+			wantTaints:   []string{"node.kubernetes.io/unreachable:NoSchedule"},
+			wantMarkPods: true, wantAwait: true},
 		{name: "a node that never reported gets the startup grace period",
 			node: testutil.Node("n").Obj(), h: fresh, now: t0.Add(50 * time.Second)},
 		{name: "a node that never reported and outlived the startup grace goes Unknown",
 			node: testutil.Node("n").Obj(), h: fresh, now: t0.Add(61 * time.Second), wantReady: corev1.ConditionUnknown,
-			wantTaints: []string{"node.kubernetes.io/unreachable:NoExecute", "node.kubernetes.io/unreachable:NoSchedule"}, wantMarkPods: true},
-		{name: "a kubelet reporting NotReady gets the not-ready taints",
+			wantTaints: []string{"node.kubernetes.io/unreachable:NoSchedule"}, wantMarkPods: true, wantAwait: true},
+		{name: "a kubelet reporting NotReady gets the not-ready NoSchedule taint and awaits the NoExecute one",
 			node: testutil.Node("n").Condition(corev1.NodeReady, corev1.ConditionFalse, t0).Obj(), h: fresh, now: t0,
-			wantTaints: []string{"node.kubernetes.io/not-ready:NoExecute", "node.kubernetes.io/not-ready:NoSchedule"}, wantMarkPods: true},
+			wantTaints: []string{"node.kubernetes.io/not-ready:NoSchedule"}, wantMarkPods: true, wantAwait: true},
+		{name: "a NotReady node that has its NoExecute taint keeps it",
+			node: testutil.Node("n").Condition(corev1.NodeReady, corev1.ConditionFalse, t0).Taint(TaintNotReady, corev1.TaintEffectNoExecute).
+				Taint(TaintNotReady, corev1.TaintEffectNoSchedule).Obj(), h: fresh, now: t0, wantMarkPods: true},
+		{name: "a tainted node going from NotReady to Unknown swaps not-ready for unreachable at once",
+			node: testutil.Node("n").Condition(corev1.NodeReady, corev1.ConditionUnknown, t0).Taint(TaintNotReady, corev1.TaintEffectNoExecute).
+				Taint(TaintNotReady, corev1.TaintEffectNoSchedule).Obj(), h: fresh, now: t0,
+			wantTaints: []string{"node.kubernetes.io/unreachable:NoExecute", "node.kubernetes.io/unreachable:NoSchedule"}, wantMarkPods: true},
 		{name: "pressure conditions get their NoSchedule taints",
 			node: testutil.Node("n").Condition(corev1.NodeReady, corev1.ConditionTrue, t0).Condition(corev1.NodeMemoryPressure, corev1.ConditionTrue, t0).
 				Condition(corev1.NodeDiskPressure, corev1.ConditionTrue, t0).Condition(corev1.NodePIDPressure, corev1.ConditionTrue, t0).Obj(), h: fresh, now: t0,
@@ -120,6 +128,9 @@ func TestReconcile(t *testing.T) {
 						t.Errorf("missing taint %s in %v", w, got)
 					}
 				}
+			}
+			if plan.AwaitNoExecute != tc.wantAwait {
+				t.Errorf("AwaitNoExecute = %v, want %v", plan.AwaitNoExecute, tc.wantAwait)
 			}
 			if plan.MarkPodsNotReady != tc.wantMarkPods {
 				t.Errorf("MarkPodsNotReady = %v", plan.MarkPodsNotReady)

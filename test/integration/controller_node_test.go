@@ -150,7 +150,9 @@ func tolerate(key string, seconds int64) corev1.Toleration {
 
 func TestControllerNodeLifecycleAndTaintEviction(t *testing.T) {
 	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{NodeMonitorGracePeriod: 2 * time.Second, NodeMonitorPeriod: 200 * time.Millisecond})
+	// A high eviction rate: this test is about the taints, not their pace
+	// (see TestNodeLifecycleZoneEvictionRateLimiting).
+	startController(t, c, controller.Config{NodeMonitorGracePeriod: 2 * time.Second, NodeMonitorPeriod: 200 * time.Millisecond, NodeEvictionRate: 10})
 	cs := c.Clientset()
 	ctx := ctxT(t)
 	ns := "default"
@@ -165,6 +167,10 @@ func TestControllerNodeLifecycleAndTaintEviction(t *testing.T) {
 			return got["10.244.0.0/24"] && got["10.244.1.0/24"] && len(b.Spec.PodCIDRs) == 1, fmt.Sprintf("%q %q", a.Spec.PodCIDR, b.Spec.PodCIDR)
 		})
 	})
+
+	// A third node that stays Ready: with every node down, the cluster
+	// would look fully disrupted and get no NoExecute taint at all.
+	fakeNode(t, ctx, cs, "node-c")
 
 	short := makePod("short", nil)
 	short.Spec.Tolerations = []corev1.Toleration{tolerate(corev1.TaintNodeUnreachable, 1)}
