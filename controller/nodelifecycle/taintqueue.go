@@ -48,13 +48,14 @@ func newBucket(r float64) *rate.Limiter {
 	return rate.NewLimiter(rate.Limit(r), 1)
 }
 
-// Add queues node in zone, unless it waits already; it reports whether
-// it was added.
+// Add queues node in zone, unless it waits there already; it reports
+// whether it was added. A node that moved zones leaves its old queue.
 func (q *TaintQueue) Add(zone, node string) bool {
 	z := q.zone(zone)
 	if slices.Contains(z.nodes, node) {
 		return false
 	}
+	q.Remove(node)
 	z.nodes = append(z.nodes, node)
 	return true
 }

@@ -217,6 +217,9 @@ func TestTaintQueue(t *testing.T) {
 		if got := q.Waiting("z"); !slices.Equal(got, []string{"b"}) {
 			t.Fatalf("waiting %v", got)
 		}
+		if !q.Add("other", "b") || len(q.Waiting("z")) != 0 || !slices.Equal(q.Waiting("other"), []string{"b"}) {
+			t.Fatalf("a node that changed zones waits in both: %v %v", q.Waiting("z"), q.Waiting("other"))
+		}
 	})
 }
 
