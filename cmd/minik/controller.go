@@ -53,6 +53,10 @@ func controllerCommand() *cobra.Command {
 	f.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "range the nodes' podCIDRs are cut from")
 	f.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "prefix length of each node's podCIDR")
 	f.BoolVar(&cfg.DisableNodeIPAM, "disable-node-ipam", false, "do not assign podCIDRs to nodes")
+	f.Float64Var(&cfg.NodeEvictionRate, "node-eviction-rate", 0.1, "nodes per second, per zone, that get the NoExecute taint evicting their pods")
+	f.Float64Var(&cfg.SecondaryNodeEvictionRate, "secondary-node-eviction-rate", 0.01, "the same in a partially disrupted zone larger than --large-cluster-size-threshold")
+	f.Float64Var(&cfg.UnhealthyZoneThreshold, "unhealthy-zone-threshold", 0.55, "fraction of not-ready nodes (more than 2) that makes a zone partially disrupted")
+	f.IntVar(&cfg.LargeClusterSizeThreshold, "large-cluster-size-threshold", 50, "zone size up to which a partially disrupted zone gets no NoExecute taints")
 	f.StringSliceVar(&cfg.Controllers, "controllers", nil, "controllers to run (default all): "+strings.Join(controller.Names(), ", "))
 	return cmd
 }
