@@ -37,8 +37,11 @@ type Kind[T any] struct {
 	Workload func(obj *T) (Workload, error)
 	// Template returns the pod template.
 	Template func(obj *T) *corev1.PodTemplateSpec
-	// SetStatus returns a copy of obj with st, and whether it changed.
-	SetStatus func(obj *T, st Status) (*T, bool)
+	// Status returns obj's status in the form of a ReplicaSet's, and
+	// WithStatus a copy of obj with st: the status code is shared, and a
+	// ReplicationController, whose status has the same fields, converts.
+	Status     func(obj *T) appsv1.ReplicaSetStatus
+	WithStatus func(obj *T, st appsv1.ReplicaSetStatus) *T
 }
 
 // Controller keeps the replicas of one Kind.
@@ -126,7 +129,7 @@ func (rc *Controller[T]) enqueueMatching(p *corev1.Pod) {
 		return
 	}
 	for _, o := range rc.kind.Informer.Store().ByIndex(informer.NamespaceIndex, p.Namespace) {
-		w, err := rc.kind.Workload(o)
+		w, err := rc.workload(o)
 		if err == nil && !w.Selector.Empty() && w.Selector.Matches(labels.Set(p.Labels)) {
 			rc.queue.Add(framework.KeyOf(meta(o)))
 		}
@@ -147,7 +150,7 @@ func (rc *Controller[T]) sync(ctx context.Context, key string) (framework.Result
 		rc.expect.Delete(key)
 		return framework.Result{}, nil
 	}
-	w, err := rc.kind.Workload(obj)
+	w, err := rc.workload(obj)
 	if err != nil {
 		return framework.Result{}, nil // invalid selector: nothing to do until it changes
 	}
@@ -176,12 +179,19 @@ func (rc *Controller[T]) sync(ctx context.Context, key string) (framework.Result
 	if manageErr != nil {
 		errs = append(errs, fmt.Errorf("manage pods: %w", manageErr))
 	}
-	if updated, changed := rc.kind.SetStatus(obj, plan.Status); changed {
-		if _, err := rc.kind.API.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if st, changed := applyStatus(rc.kind.Status(obj), plan.Status); changed {
+		if _, err := rc.kind.API.UpdateStatus(ctx, rc.kind.WithStatus(obj, st), metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("update status: %w", err))
 		}
 	}
 	return framework.Result{RequeueAfter: plan.RequeueAfter}, errors.Join(errs...)
+}
+
+// workload is the step's input for obj, with its ReplicaFailure condition.
+func (rc *Controller[T]) workload(obj *T) (Workload, error) {
+	w, err := rc.kind.Workload(obj)
+	w.ReplicaFailure = ReplicaFailureOf(rc.kind.Status(obj).Conditions)
+	return w, err
 }
 
 func (rc *Controller[T]) claim(ctx context.Context, obj *T, plan Plan) []error {
@@ -321,38 +331,42 @@ func NewReplicaSets(c *client.Client, inf *framework.Informers, rec *record.Reco
 				return Workload{}, err
 			}
 			return Workload{Meta: rs, Replicas: replicas(rs.Spec.Replicas), Selector: sel, TemplateLabels: rs.Spec.Template.Labels,
-				MinReadySeconds: rs.Spec.MinReadySeconds, Generation: rs.Generation, ReplicaFailure: rsReplicaFailure(rs.Status.Conditions)}, nil
+				MinReadySeconds: rs.Spec.MinReadySeconds, Generation: rs.Generation}, nil
 		},
-		Template:  func(rs *appsv1.ReplicaSet) *corev1.PodTemplateSpec { return &rs.Spec.Template },
-		SetStatus: setReplicaSetStatus,
+		Template: func(rs *appsv1.ReplicaSet) *corev1.PodTemplateSpec { return &rs.Spec.Template },
+		Status:   func(rs *appsv1.ReplicaSet) appsv1.ReplicaSetStatus { return rs.Status },
+		WithStatus: func(rs *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) *appsv1.ReplicaSet {
+			cp := rs.DeepCopy()
+			cp.Status = st
+			return cp
+		},
 	}, c, inf, rec, clk, log)
 }
 
-// setReplicaSetStatus returns a copy of rs with st, and whether that
-// changed anything.
-func setReplicaSetStatus(rs *appsv1.ReplicaSet, st Status) (*appsv1.ReplicaSet, bool) {
-	s := rs.Status
+// applyStatus returns s with the step's st, and whether that changed
+// anything.
+func applyStatus(s appsv1.ReplicaSetStatus, st Status) (appsv1.ReplicaSetStatus, bool) {
 	if s.Replicas == st.Replicas && s.FullyLabeledReplicas == st.FullyLabeledReplicas && s.ReadyReplicas == st.ReadyReplicas &&
 		s.AvailableReplicas == st.AvailableReplicas && s.ObservedGeneration == st.ObservedGeneration &&
-		EqualReplicaFailures(rsReplicaFailure(s.Conditions), st.ReplicaFailure) {
-		return rs, false
+		EqualReplicaFailures(ReplicaFailureOf(s.Conditions), st.ReplicaFailure) {
+		return s, false
 	}
-	cp := rs.DeepCopy()
-	cp.Status.Replicas, cp.Status.FullyLabeledReplicas, cp.Status.ReadyReplicas = st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas
-	cp.Status.AvailableReplicas, cp.Status.ObservedGeneration = st.AvailableReplicas, st.ObservedGeneration
-	cp.Status.Conditions = slices.DeleteFunc(cp.Status.Conditions, func(c appsv1.ReplicaSetCondition) bool {
+	s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas = st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas
+	s.AvailableReplicas, s.ObservedGeneration = st.AvailableReplicas, st.ObservedGeneration
+	// A clone: s.Conditions is the cached object's.
+	s.Conditions = slices.DeleteFunc(slices.Clone(s.Conditions), func(c appsv1.ReplicaSetCondition) bool {
 		return c.Type == appsv1.ReplicaSetReplicaFailure
 	})
 	if f := st.ReplicaFailure; f != nil {
-		cp.Status.Conditions = append(cp.Status.Conditions, appsv1.ReplicaSetCondition{Type: appsv1.ReplicaSetReplicaFailure,
+		s.Conditions = append(s.Conditions, appsv1.ReplicaSetCondition{Type: appsv1.ReplicaSetReplicaFailure,
 			Status: corev1.ConditionTrue, LastTransitionTime: f.LastTransitionTime, Reason: f.Reason, Message: f.Message})
 	}
-	return cp, true
+	return s, true
 }
 
-// rsReplicaFailure returns a ReplicaSet's ReplicaFailure condition, if
+// ReplicaFailureOf returns the ReplicaFailure condition among conds, if
 // True.
-func rsReplicaFailure(conds []appsv1.ReplicaSetCondition) *ReplicaFailure {
+func ReplicaFailureOf(conds []appsv1.ReplicaSetCondition) *ReplicaFailure {
 	for _, c := range conds {
 		if c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue {
 			return &ReplicaFailure{Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}

@@ -150,19 +150,26 @@ func TestReconcileReportsDiffAndKeepsTheCondition(t *testing.T) {
 	}
 }
 
-func TestReplicaSetStatusCarriesReplicaFailure(t *testing.T) {
-	obj := &appsv1.ReplicaSet{Status: appsv1.ReplicaSetStatus{Conditions: []appsv1.ReplicaSetCondition{{Type: "Other", Status: corev1.ConditionTrue}}}}
+func TestApplyStatusCarriesReplicaFailure(t *testing.T) {
+	other := appsv1.ReplicaSetCondition{Type: "Other", Status: corev1.ConditionTrue}
+	cached := appsv1.ReplicaSetStatus{Conditions: []appsv1.ReplicaSetCondition{other}}
 	failure := &ReplicaFailure{Reason: ReasonFailedCreate, Message: "no", LastTransitionTime: metav1.NewTime(testutil.T0)}
-	set, changed := setReplicaSetStatus(obj, Status{ReplicaFailure: failure})
-	if !changed || len(set.Status.Conditions) != 2 || set.Status.Conditions[1].Type != appsv1.ReplicaSetReplicaFailure ||
-		set.Status.Conditions[1].Reason != ReasonFailedCreate || set.Status.Conditions[1].Message != "no" {
-		t.Fatalf("conditions %+v", set.Status.Conditions)
+	set, changed := applyStatus(cached, Status{ReplicaFailure: failure})
+	if !changed || len(set.Conditions) != 2 || set.Conditions[1].Type != appsv1.ReplicaSetReplicaFailure ||
+		set.Conditions[1].Reason != ReasonFailedCreate || set.Conditions[1].Message != "no" {
+		t.Fatalf("conditions %+v", set.Conditions)
 	}
-	if _, changed := setReplicaSetStatus(set, Status{ReplicaFailure: failure}); changed {
+	if !EqualReplicaFailures(ReplicaFailureOf(set.Conditions), failure) {
+		t.Fatalf("read back %+v", ReplicaFailureOf(set.Conditions))
+	}
+	if _, changed := applyStatus(set, Status{ReplicaFailure: failure}); changed {
 		t.Fatal("an unchanged condition must not cause a write")
 	}
-	cleared, changed := setReplicaSetStatus(set, Status{})
-	if !changed || len(cleared.Status.Conditions) != 1 || cleared.Status.Conditions[0].Type != "Other" {
-		t.Fatalf("clearing left %+v", cleared.Status.Conditions)
+	cleared, changed := applyStatus(set, Status{})
+	if !changed || len(cleared.Conditions) != 1 || cleared.Conditions[0].Type != "Other" {
+		t.Fatalf("clearing left %+v", cleared.Conditions)
+	}
+	if len(set.Conditions) != 2 || len(cached.Conditions) != 1 || cached.Conditions[0] != other {
+		t.Fatalf("the input's conditions changed: %+v, %+v", set.Conditions, cached.Conditions)
 	}
 }

@@ -6,8 +6,8 @@ package replication
 import (
 	"errors"
 	"log/slog"
-	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
@@ -35,43 +35,38 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk c
 				replicas = *rc.Spec.Replicas
 			}
 			return replicaset.Workload{Meta: rc, Replicas: replicas, Selector: labels.SelectorFromSet(rc.Spec.Selector),
-				TemplateLabels: rc.Spec.Template.Labels, MinReadySeconds: rc.Spec.MinReadySeconds, Generation: rc.Generation,
-				ReplicaFailure: replicaFailure(rc.Status.Conditions)}, nil
+				TemplateLabels: rc.Spec.Template.Labels, MinReadySeconds: rc.Spec.MinReadySeconds, Generation: rc.Generation}, nil
 		},
-		Template:  func(rc *corev1.ReplicationController) *corev1.PodTemplateSpec { return rc.Spec.Template },
-		SetStatus: setStatus,
+		Template: func(rc *corev1.ReplicationController) *corev1.PodTemplateSpec { return rc.Spec.Template },
+		Status:   func(rc *corev1.ReplicationController) appsv1.ReplicaSetStatus { return toReplicaSetStatus(rc.Status) },
+		WithStatus: func(rc *corev1.ReplicationController, st appsv1.ReplicaSetStatus) *corev1.ReplicationController {
+			cp := rc.DeepCopy()
+			cp.Status = fromReplicaSetStatus(st)
+			return cp
+		},
 	}, c, inf, rec, clk, log)
 }
 
-// setStatus returns a copy of rc with st, and whether that changed
-// anything.
-func setStatus(rc *corev1.ReplicationController, st replicaset.Status) (*corev1.ReplicationController, bool) {
-	s := rc.Status
-	sameFailure := replicaset.EqualReplicaFailures(replicaFailure(s.Conditions), st.ReplicaFailure)
-	if s.Replicas == st.Replicas && s.FullyLabeledReplicas == st.FullyLabeledReplicas && s.ReadyReplicas == st.ReadyReplicas &&
-		s.AvailableReplicas == st.AvailableReplicas && s.ObservedGeneration == st.ObservedGeneration && sameFailure {
-		return rc, false
+// toReplicaSetStatus converts a ReplicationController's status to a
+// ReplicaSet's, which has the same fields (as Kubernetes' replication
+// manager converts ReplicationControllers to run the ReplicaSet code).
+func toReplicaSetStatus(s corev1.ReplicationControllerStatus) appsv1.ReplicaSetStatus {
+	out := appsv1.ReplicaSetStatus{Replicas: s.Replicas, FullyLabeledReplicas: s.FullyLabeledReplicas, ReadyReplicas: s.ReadyReplicas,
+		AvailableReplicas: s.AvailableReplicas, ObservedGeneration: s.ObservedGeneration}
+	for _, c := range s.Conditions {
+		out.Conditions = append(out.Conditions, appsv1.ReplicaSetCondition{Type: appsv1.ReplicaSetConditionType(c.Type),
+			Status: c.Status, LastTransitionTime: c.LastTransitionTime, Reason: c.Reason, Message: c.Message})
 	}
-	cp := rc.DeepCopy()
-	cp.Status.Replicas, cp.Status.FullyLabeledReplicas, cp.Status.ReadyReplicas = st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas
-	cp.Status.AvailableReplicas, cp.Status.ObservedGeneration = st.AvailableReplicas, st.ObservedGeneration
-	cp.Status.Conditions = slices.DeleteFunc(cp.Status.Conditions, func(c corev1.ReplicationControllerCondition) bool {
-		return c.Type == corev1.ReplicationControllerReplicaFailure
-	})
-	if f := st.ReplicaFailure; f != nil {
-		cp.Status.Conditions = append(cp.Status.Conditions, corev1.ReplicationControllerCondition{Type: corev1.ReplicationControllerReplicaFailure,
-			Status: corev1.ConditionTrue, LastTransitionTime: f.LastTransitionTime, Reason: f.Reason, Message: f.Message})
-	}
-	return cp, true
+	return out
 }
 
-// replicaFailure returns a ReplicationController's ReplicaFailure
-// condition, if True.
-func replicaFailure(conds []corev1.ReplicationControllerCondition) *replicaset.ReplicaFailure {
-	for _, c := range conds {
-		if c.Type == corev1.ReplicationControllerReplicaFailure && c.Status == corev1.ConditionTrue {
-			return &replicaset.ReplicaFailure{Reason: c.Reason, Message: c.Message, LastTransitionTime: c.LastTransitionTime}
-		}
+// fromReplicaSetStatus is the inverse of toReplicaSetStatus.
+func fromReplicaSetStatus(s appsv1.ReplicaSetStatus) corev1.ReplicationControllerStatus {
+	out := corev1.ReplicationControllerStatus{Replicas: s.Replicas, FullyLabeledReplicas: s.FullyLabeledReplicas, ReadyReplicas: s.ReadyReplicas,
+		AvailableReplicas: s.AvailableReplicas, ObservedGeneration: s.ObservedGeneration}
+	for _, c := range s.Conditions {
+		out.Conditions = append(out.Conditions, corev1.ReplicationControllerCondition{Type: corev1.ReplicationControllerConditionType(c.Type),
+			Status: c.Status, LastTransitionTime: c.LastTransitionTime, Reason: c.Reason, Message: c.Message})
 	}
-	return nil
+	return out
 }

@@ -3,31 +3,26 @@ package replication
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/controller/internal/testutil"
-	"minik/controller/replicaset"
 )
 
-func TestStatusCarriesReplicaFailure(t *testing.T) {
-	rc := &corev1.ReplicationController{Status: corev1.ReplicationControllerStatus{Replicas: 1}}
-	failure := &replicaset.ReplicaFailure{Reason: replicaset.ReasonFailedCreate, Message: `pods "web-x" is forbidden`, LastTransitionTime: metav1.NewTime(testutil.T0)}
-	set, changed := setStatus(rc, replicaset.Status{Replicas: 1, ReplicaFailure: failure})
-	if !changed || len(set.Status.Conditions) != 1 {
-		t.Fatalf("changed %v conditions %+v", changed, set.Status.Conditions)
+func TestStatusConvertsToAReplicaSetsAndBack(t *testing.T) {
+	rc := corev1.ReplicationControllerStatus{Replicas: 3, FullyLabeledReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 1, ObservedGeneration: 4,
+		Conditions: []corev1.ReplicationControllerCondition{{Type: corev1.ReplicationControllerReplicaFailure, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(testutil.T0), Reason: "FailedCreate", Message: `pods "web-x" is forbidden`}}}
+	rs := toReplicaSetStatus(rc)
+	want := appsv1.ReplicaSetStatus{Replicas: 3, FullyLabeledReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 1, ObservedGeneration: 4,
+		Conditions: []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(testutil.T0), Reason: "FailedCreate", Message: `pods "web-x" is forbidden`}}}
+	if !apiequality.Semantic.DeepEqual(rs, want) {
+		t.Fatalf("as a ReplicaSet's: %+v, want %+v", rs, want)
 	}
-	c := set.Status.Conditions[0]
-	if c.Type != corev1.ReplicationControllerReplicaFailure || c.Status != corev1.ConditionTrue || c.Reason != "FailedCreate" || c.Message != failure.Message {
-		t.Fatalf("condition %+v", c)
-	}
-	if got := replicaFailure(set.Status.Conditions); !replicaset.EqualReplicaFailures(got, failure) {
-		t.Fatalf("read back %+v", got)
-	}
-	if _, changed := setStatus(set, replicaset.Status{Replicas: 1, ReplicaFailure: failure}); changed {
-		t.Fatal("an unchanged condition must not cause a write")
-	}
-	if cleared, changed := setStatus(set, replicaset.Status{Replicas: 1}); !changed || len(cleared.Status.Conditions) != 0 {
-		t.Fatalf("not cleared: %+v", cleared.Status.Conditions)
+	if back := fromReplicaSetStatus(rs); !apiequality.Semantic.DeepEqual(back, rc) {
+		t.Fatalf("back: %+v, want %+v", back, rc)
 	}
 }

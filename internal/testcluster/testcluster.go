@@ -1,5 +1,6 @@
 // Package testcluster starts the real `minik up` binary for integration
-// tests and hands out clients for it: client-go and the kubectl on PATH.
+// tests and hands out clients for it: client-go, minik's own client and
+// the kubectl on PATH.
 package testcluster
 
 import (
@@ -22,6 +23,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"minik/client"
+	"minik/client/kubeconfig"
 )
 
 var (
@@ -190,6 +194,22 @@ func (c *Cluster) Clientset() *kubernetes.Clientset {
 		c.t.Fatal(err)
 	}
 	return cs
+}
+
+// Client returns minik's own client for the cluster, as the components a
+// test runs in its own process (controller, scheduler, hollow kubelets)
+// use it.
+func (c *Cluster) Client() *client.Client {
+	c.t.Helper()
+	kc, err := kubeconfig.Load(c.Kubeconfig)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cl, err := client.NewFromKubeconfig(kc)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cl
 }
 
 // Kubectl runs the real kubectl against the cluster and returns its

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"minik/controller"
-	"minik/internal/testcluster"
 )
 
 // fakeKubelet marks every pod in ns Running and Ready (unless it has the
@@ -111,10 +110,7 @@ func ownedReplicaSets(t *testing.T, ctx context.Context, cs kubernetes.Interface
 }
 
 func TestControllerDeploymentRollouts(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{})
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	c, cs, ctx := startWithController(t, controller.Config{})
 	ns := "default"
 	fakeKubelet(t, cs, ns)
 
@@ -250,10 +246,7 @@ func TestControllerDeploymentRollouts(t *testing.T) {
 }
 
 func TestControllerDeploymentRecreateHistoryAndDeadline(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{})
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	c, cs, ctx := startWithController(t, controller.Config{})
 	ns := "default"
 	fakeKubelet(t, cs, ns)
 
@@ -344,10 +337,15 @@ func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType)
 }
 
 func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
+	c := readyCondition(p)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+func readyCondition(p *corev1.Pod) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == corev1.PodReady {
+			return &p.Status.Conditions[i]
 		}
 	}
-	return false
+	return nil
 }

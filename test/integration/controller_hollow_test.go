@@ -1,71 +1,24 @@
 package integration
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"minik/client"
-	"minik/client/kubeconfig"
 	"minik/controller"
-	"minik/internal/testcluster"
-	"minik/kubelet"
-	"minik/kubelet/runtime/fake"
 )
-
-// runHollowKubelet runs a real kubelet with the fake runtime for node in
-// this process; stop ends it as if the machine died (no goodbye).
-func runHollowKubelet(t *testing.T, c *testcluster.Cluster, node string) (stop func()) {
-	t.Helper()
-	kc, err := kubeconfig.Load(c.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.NewFromKubeconfig(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	cfg := kubelet.Config{NodeName: node, Client: cl, Runtime: fake.New(fake.Config{}), RootDir: filepath.Join(t.TempDir(), node),
-		NodeIP: "127.0.0.1", LeaseRenewInterval: 500 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}
-	go func() {
-		defer close(done)
-		_ = kubelet.Run(ctx, cfg)
-	}()
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-done
-		}
-	}
-	t.Cleanup(stop)
-	return stop
-}
 
 // TestControllerHollowNodeLost runs the controller with minik's scheduler
 // and two hollow kubelets (real kubelets, fake runtime): when one kubelet
 // stops, its node goes Unknown, its pods are evicted after their
 // (shortened) toleration and the replicas run again on the other node.
 func TestControllerHollowNodeLost(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{NodeMonitorGracePeriod: 3 * time.Second, NodeMonitorPeriod: 200 * time.Millisecond})
-	runSchedulerInProcess(t, c)
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	_, cs, ctx, nodes := startWithHollowNodes(t, controller.Config{NodeMonitorGracePeriod: 3 * time.Second, NodeMonitorPeriod: 200 * time.Millisecond},
+		"hollow-a", "hollow-b")
 	ns := "default"
-	runHollowKubelet(t, c, "hollow-a")
-	stopB := runHollowKubelet(t, c, "hollow-b")
 
 	d := makeDeployment("web", 6, "busybox")
 	d.Spec.Template.Spec.Tolerations = []corev1.Toleration{tolerate(corev1.TaintNodeUnreachable, 2), tolerate(corev1.TaintNodeNotReady, 2)}
@@ -98,7 +51,7 @@ func TestControllerHollowNodeLost(t *testing.T) {
 		}
 	})
 	t.Run("stopping hollow-b's kubelet makes it Unknown and moves its replicas to hollow-a", func(t *testing.T) {
-		stopB()
+		nodes["hollow-b"].stop()
 		eventually(t, 30*time.Second, "hollow-b Unknown with the unreachable taint", func() (bool, string) {
 			n, err := cs.CoreV1().Nodes().Get(ctx, "hollow-b", metav1.GetOptions{})
 			if err != nil {

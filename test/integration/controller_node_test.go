@@ -3,35 +3,26 @@ package integration
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"minik/client"
-	"minik/client/kubeconfig"
 	"minik/controller"
-	"minik/internal/testcluster"
-	"minik/scheduler"
 )
 
 // fakeNode registers node name as a kubelet would: the Node with Ready,
-// then a Lease in kube-node-lease. While heartbeat is open it renews the
-// lease every 200ms.
+// then a Lease in kube-node-lease, renewed until stop is called (the node
+// goes silent) or the test ends.
 func fakeNode(t *testing.T, ctx context.Context, cs kubernetes.Interface, name string) (stop func()) {
 	t.Helper()
-	n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_ = n
 	updateNode(t, ctx, cs, name, true, func(n *corev1.Node) {
 		now := metav1.Now()
 		n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"),
@@ -42,37 +33,7 @@ func fakeNode(t *testing.T, ctx context.Context, cs kubernetes.Interface, name s
 			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, LastHeartbeatTime: now, LastTransitionTime: now},
 		}
 	})
-	holder := name
-	renew := metav1.NewMicroTime(time.Now())
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: int32p(40), RenewTime: &renew}}
-	if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, lease, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	hbCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for hbCtx.Err() == nil {
-			l, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(hbCtx, name, metav1.GetOptions{})
-			if err == nil {
-				r := metav1.NewMicroTime(time.Now())
-				l.Spec.RenewTime = &r
-				_, _ = cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(hbCtx, l, metav1.UpdateOptions{})
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}()
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-done
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	return renewLease(t, ctx, cs, name)
 }
 
 // updateNode applies change to the latest node (its status if status),
@@ -149,12 +110,9 @@ func tolerate(key string, seconds int64) corev1.Toleration {
 }
 
 func TestControllerNodeLifecycleAndTaintEviction(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
 	// A high eviction rate: this test is about the taints, not their pace
 	// (see TestNodeLifecycleZoneEvictionRateLimiting).
-	startController(t, c, controller.Config{NodeMonitorGracePeriod: 2 * time.Second, NodeMonitorPeriod: 200 * time.Millisecond, NodeEvictionRate: 10})
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	_, cs, ctx := startWithController(t, controller.Config{NodeMonitorGracePeriod: 2 * time.Second, NodeMonitorPeriod: 200 * time.Millisecond, NodeEvictionRate: 10})
 	ns := "default"
 	fakeNode(t, ctx, cs, "node-a")
 	stopB := fakeNode(t, ctx, cs, "node-b")
@@ -290,11 +248,8 @@ func TestControllerNodeLifecycleAndTaintEviction(t *testing.T) {
 // are evicted once their (shortened) toleration runs out, and the
 // Deployment's replacements are scheduled on the node that is left.
 func TestControllerWithSchedulerReplacesPodsOfALostNode(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{NodeMonitorGracePeriod: 2 * time.Second, NodeMonitorPeriod: 200 * time.Millisecond})
+	c, cs, ctx := startWithController(t, controller.Config{NodeMonitorGracePeriod: 2 * time.Second, NodeMonitorPeriod: 200 * time.Millisecond})
 	runSchedulerInProcess(t, c)
-	cs := c.Clientset()
-	ctx := ctxT(t)
 	ns := "default"
 	fakeKubelet(t, cs, ns)
 	fakeNode(t, ctx, cs, "n1")
@@ -342,24 +297,4 @@ func TestControllerWithSchedulerReplacesPodsOfALostNode(t *testing.T) {
 			t.Error("no TaintManagerEviction event")
 		}
 	})
-}
-
-// runSchedulerInProcess runs minik's scheduler in this process until the test ends.
-func runSchedulerInProcess(t *testing.T, c *testcluster.Cluster) {
-	t.Helper()
-	kc, err := kubeconfig.Load(c.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.NewFromKubeconfig(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = scheduler.Run(ctx, scheduler.Config{Client: cl, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
 }

@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -15,59 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"minik/client"
-	"minik/client/kubeconfig"
 	"minik/controller"
 	"minik/internal/testcluster"
 )
-
-// startController runs the controller manager against c in this process
-// until the test ends, on a cluster started with StartAPIOnly: tests set
-// short grace periods that `minik up` has no flags for.
-func startController(t *testing.T, c *testcluster.Cluster, cfg controller.Config) {
-	t.Helper()
-	kc, err := kubeconfig.Load(c.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.NewFromKubeconfig(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Client = cl
-	if cfg.Logger == nil {
-		level := slog.LevelWarn
-		if os.Getenv("MINIK_TEST_DEBUG") != "" {
-			level = slog.LevelDebug
-		}
-		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- controller.Run(ctx, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller.Run: %v", err)
-		}
-	})
-}
-
-// eventually polls cond every 50ms until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v waiting for %s; last: %s", timeout, what, last)
-}
 
 func int32p(i int32) *int32 { return &i }
 
@@ -101,10 +49,7 @@ func countPods(ctx context.Context, cs kubernetes.Interface, ns, sel string) (in
 }
 
 func TestControllerReplicaSetKeepsReplicas(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{})
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	_, cs, ctx := startWithController(t, controller.Config{})
 	ns := "default"
 
 	if _, err := cs.AppsV1().ReplicaSets(ns).Create(ctx, makeRS("web", 3, map[string]string{"app": "web"}), metav1.CreateOptions{}); err != nil {
@@ -195,10 +140,7 @@ func TestControllerReplicaSetKeepsReplicas(t *testing.T) {
 }
 
 func TestControllerNamespaceDeletionEmptiesAndRemovesIt(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{})
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	_, cs, ctx := startWithController(t, controller.Config{})
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

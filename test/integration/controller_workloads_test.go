@@ -19,14 +19,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"minik/controller"
-	"minik/internal/testcluster"
 )
 
 func TestControllerGarbageCollectionModes(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{})
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	_, cs, ctx := startWithController(t, controller.Config{})
 	ns := "default"
 	fakeKubelet(t, cs, ns)
 
@@ -113,10 +109,7 @@ func TestControllerGarbageCollectionModes(t *testing.T) {
 }
 
 func TestControllerReplicationController(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{})
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	c, cs, ctx := startWithController(t, controller.Config{})
 	ns := "default"
 	fakeKubelet(t, cs, ns)
 	rc := &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Name: "legacy"}, Spec: corev1.ReplicationControllerSpec{
@@ -178,10 +171,7 @@ func makeJob(name string, completions, parallelism, backoff int32, restart corev
 }
 
 func TestControllerJobs(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{})
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	_, cs, ctx := startWithController(t, controller.Config{})
 	ns := "default"
 	fakeKubelet(t, cs, ns)
 
@@ -189,25 +179,22 @@ func TestControllerJobs(t *testing.T) {
 		if _, err := cs.BatchV1().Jobs(ns).Create(ctx, makeJob("work", 3, 2, 6, corev1.RestartPolicyNever), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "Complete", func() (bool, string) {
-			j, _ := cs.BatchV1().Jobs(ns).Get(ctx, "work", metav1.GetOptions{})
+		waitJob(t, ctx, cs, ns, "work", "Complete", func(j *batchv1.Job) bool {
 			if j.Status.Active > 2 {
 				t.Errorf("%d active pods with parallelism 2", j.Status.Active)
 			}
 			finishJobPods(ctx, cs, ns, "work", corev1.PodSucceeded, 1)
-			return jobCondition(j, batchv1.JobComplete) != nil && j.Status.Succeeded == 3 && j.Status.CompletionTime != nil,
-				fmt.Sprintf("%+v", j.Status)
+			return jobCondition(j, batchv1.JobComplete) != nil && j.Status.Succeeded == 3 && j.Status.CompletionTime != nil
 		})
 	})
 	t.Run("backoffLimit 1 with restartPolicy Never fails after 2 pod failures", func(t *testing.T) {
 		if _, err := cs.BatchV1().Jobs(ns).Create(ctx, makeJob("flaky", 1, 1, 1, corev1.RestartPolicyNever), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "Failed BackoffLimitExceeded", func() (bool, string) {
-			j, _ := cs.BatchV1().Jobs(ns).Get(ctx, "flaky", metav1.GetOptions{})
+		waitJob(t, ctx, cs, ns, "flaky", "Failed BackoffLimitExceeded", func(j *batchv1.Job) bool {
 			finishJobPods(ctx, cs, ns, "flaky", corev1.PodFailed, 1)
 			c := jobCondition(j, batchv1.JobFailed)
-			return c != nil && c.Reason == "BackoffLimitExceeded" && j.Status.Failed == 2, fmt.Sprintf("%+v", j.Status)
+			return c != nil && c.Reason == "BackoffLimitExceeded" && j.Status.Failed == 2
 		})
 	})
 	t.Run("activeDeadlineSeconds fails a job that runs too long and removes its pods", func(t *testing.T) {
@@ -216,11 +203,10 @@ func TestControllerJobs(t *testing.T) {
 		if _, err := cs.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 20*time.Second, "Failed DeadlineExceeded", func() (bool, string) {
-			j, _ := cs.BatchV1().Jobs(ns).Get(ctx, "slow", metav1.GetOptions{})
+		waitJob(t, ctx, cs, ns, "slow", "Failed DeadlineExceeded and no pod left", func(j *batchv1.Job) bool {
 			n, _ := countPods(ctx, cs, ns, "job-name=slow")
 			c := jobCondition(j, batchv1.JobFailed)
-			return c != nil && c.Reason == "DeadlineExceeded" && n == 0, fmt.Sprintf("%+v, %d pods", j.Status, n)
+			return c != nil && c.Reason == "DeadlineExceeded" && n == 0
 		})
 	})
 	t.Run("ttlSecondsAfterFinished deletes a finished job", func(t *testing.T) {
@@ -237,32 +223,38 @@ func TestControllerJobs(t *testing.T) {
 	})
 }
 
+// makeDaemonSet returns a DaemonSet whose pods, labelled app=name, run image.
+func makeDaemonSet(name, image string) *appsv1.DaemonSet {
+	labels := map[string]string{"app": name}
+	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appsv1.DaemonSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: image}}}}}}
+}
+
+// daemonPodsByNode returns the active pods of DaemonSet name by the node
+// their node affinity pins them to.
+func daemonPodsByNode(ctx context.Context, cs kubernetes.Interface, ns, name string) map[string][]corev1.Pod {
+	_, pods := countPods(ctx, cs, ns, "app="+name)
+	out := map[string][]corev1.Pod{}
+	for _, p := range pods {
+		terms := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		node := terms[0].MatchFields[0].Values[0]
+		out[node] = append(out[node], p)
+	}
+	return out
+}
+
 func TestControllerDaemonSet(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{})
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	c, cs, ctx := startWithController(t, controller.Config{})
 	ns := "default"
 	fakeKubelet(t, cs, ns)
 	fakeNode(t, ctx, cs, "n1")
 	fakeNode(t, ctx, cs, "n2")
-	labels := map[string]string{"app": "agent"}
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent"}, Spec: appsv1.DaemonSetSpec{
-		Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "agent:1"}}}}}}
-	if _, err := cs.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.AppsV1().DaemonSets(ns).Create(ctx, makeDaemonSet("agent", "agent:1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	podsByNode := func() map[string][]corev1.Pod {
-		_, pods := countPods(ctx, cs, ns, "app=agent")
-		out := map[string][]corev1.Pod{}
-		for _, p := range pods {
-			terms := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-			out[terms[0].MatchFields[0].Values[0]] = append(out[terms[0].MatchFields[0].Values[0]], p)
-		}
-		return out
-	}
+	podsByNode := func() map[string][]corev1.Pod { return daemonPodsByNode(ctx, cs, ns, "agent") }
 	t.Run("one pod per node, pinned by node affinity, with the DaemonSet tolerations", func(t *testing.T) {
 		eventually(t, 20*time.Second, "a pod on n1 and n2", func() (bool, string) {
 			m := podsByNode()
@@ -327,10 +319,7 @@ func TestControllerDaemonSet(t *testing.T) {
 }
 
 func TestControllerDisruptionBudgetEvictionAndDrain(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{})
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	c, cs, ctx := startWithController(t, controller.Config{})
 	ns := "default"
 	fakeKubelet(t, cs, ns)
 	fakeNode(t, ctx, cs, "n1")

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"minik/controller"
-	"minik/internal/testcluster"
 )
 
 // TestDaemonSetRollingUpdateWithMaxSurge updates a DaemonSet with maxSurge
@@ -22,24 +21,17 @@ import (
 // one, and that the old one goes only once the new one was ready for
 // minReadySeconds.
 func TestDaemonSetRollingUpdateWithMaxSurge(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{})
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	c, cs, ctx := startWithController(t, controller.Config{})
 	ns := "default"
 	fakeKubelet(t, cs, ns)
 	fakeNode(t, ctx, cs, "n1")
 	fakeNode(t, ctx, cs, "n2")
 
-	labels := map[string]string{"app": "surge"}
 	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "surge"}, Spec: appsv1.DaemonSetSpec{
-		Selector:        &metav1.LabelSelector{MatchLabels: labels},
-		MinReadySeconds: 2,
-		UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType,
-			RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxSurge: &one}},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "agent:1"}}}}}}
+	ds := makeDaemonSet("surge", "agent:1")
+	ds.Spec.MinReadySeconds = 2
+	ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxSurge: &one}}
 
 	t.Run("maxSurge needs maxUnavailable 0, which does not default to it", func(t *testing.T) {
 		_, err := cs.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{})
@@ -51,16 +43,6 @@ func TestDaemonSetRollingUpdateWithMaxSurge(t *testing.T) {
 	if _, err := cs.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	podsByNode := func() map[string][]corev1.Pod {
-		_, pods := countPods(ctx, cs, ns, "app=surge")
-		out := map[string][]corev1.Pod{}
-		for _, p := range pods {
-			terms := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-			node := terms[0].MatchFields[0].Values[0]
-			out[node] = append(out[node], p)
-		}
-		return out
-	}
 	eventually(t, 20*time.Second, "an available pod on each node", func() (bool, string) {
 		got, _ := cs.AppsV1().DaemonSets(ns).Get(ctx, "surge", metav1.GetOptions{})
 		return got.Status.NumberAvailable == 2, fmt.Sprintf("%+v", got.Status)
@@ -70,7 +52,7 @@ func TestDaemonSetRollingUpdateWithMaxSurge(t *testing.T) {
 	sawTwoOnANode := false
 	deadline := time.Now().Add(40 * time.Second)
 	for {
-		byNode := podsByNode()
+		byNode := daemonPodsByNode(ctx, cs, ns, "surge")
 		done := len(byNode) == 2
 		for _, node := range []string{"n1", "n2"} {
 			pods := byNode[node]
@@ -114,13 +96,4 @@ func TestDaemonSetRollingUpdateWithMaxSurge(t *testing.T) {
 		got, _ := cs.AppsV1().DaemonSets(ns).Get(ctx, "surge", metav1.GetOptions{})
 		return got.Status.UpdatedNumberScheduled == 2 && got.Status.NumberAvailable == 2, fmt.Sprintf("%+v", got.Status)
 	})
-}
-
-func readyCondition(p *corev1.Pod) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == corev1.PodReady {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
 }

@@ -46,38 +46,66 @@ func jobPods(ctx context.Context, cs kubernetes.Interface, ns, name string) []co
 	return l.Items
 }
 
-// runningJobPod waits for the only running pod of job name and returns it.
-func runningJobPod(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, name string) corev1.Pod {
+// runningJobPods returns the running pods of job name that are not being
+// deleted.
+func runningJobPods(ctx context.Context, cs kubernetes.Interface, ns, name string) []corev1.Pod {
+	var running []corev1.Pod
+	for _, p := range jobPods(ctx, cs, ns, name) {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			running = append(running, p)
+		}
+	}
+	return running
+}
+
+// waitRunningJobPods waits until job name has n running pods and returns
+// them.
+func waitRunningJobPods(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, name string, n int) []corev1.Pod {
 	t.Helper()
-	var pod corev1.Pod
-	eventually(t, 20*time.Second, "a running pod of "+name, func() (bool, string) {
-		var running []corev1.Pod
-		for _, p := range jobPods(ctx, cs, ns, name) {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				running = append(running, p)
-			}
-		}
-		if len(running) != 1 {
-			return false, fmt.Sprintf("%d running", len(running))
-		}
-		pod = running[0]
-		return true, ""
+	var running []corev1.Pod
+	eventually(t, 30*time.Second, fmt.Sprintf("%d running pods of %s", n, name), func() (bool, string) {
+		running = runningJobPods(ctx, cs, ns, name)
+		return len(running) == n, fmt.Sprintf("%d running", len(running))
 	})
-	return pod
+	return running
+}
+
+// waitJob waits until cond holds for Job name and returns the Job.
+func waitJob(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, name, what string, cond func(*batchv1.Job) bool) *batchv1.Job {
+	t.Helper()
+	var j *batchv1.Job
+	eventually(t, 30*time.Second, what, func() (bool, string) {
+		var err error
+		if j, err = cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, err.Error()
+		}
+		return cond(j), fmt.Sprintf("%+v", j.Status)
+	})
+	return j
+}
+
+// kubectlWaitJob waits for condition (complete, failed...) of Job name in
+// the default namespace with `kubectl wait`, as users do, and returns the
+// Job.
+func kubectlWaitJob(t *testing.T, ctx context.Context, c *testcluster.Cluster, name, condition string) *batchv1.Job {
+	t.Helper()
+	c.MustKubectl(t, "", "wait", "--for=condition="+condition, "job/"+name, "--timeout=40s")
+	j, err := c.Clientset().BatchV1().Jobs("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
 }
 
 func TestJobPodFailureBackoff(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{})
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	_, cs, ctx := startWithController(t, controller.Config{})
 	ns := "default"
 	fakeKubelet(t, cs, ns)
 
 	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, makeJob("retry", 1, 1, 3, corev1.RestartPolicyNever), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	first := runningJobPod(t, ctx, cs, ns, "retry")
+	first := waitRunningJobPods(t, ctx, cs, ns, "retry", 1)[0]
 	failedAt := time.Now()
 	if err := exitPod(ctx, cs, &first, 1); err != nil {
 		t.Fatal(err)
@@ -104,13 +132,12 @@ func TestJobPodFailureBackoff(t *testing.T) {
 	if j.Status.Failed != 1 {
 		t.Fatalf("status.failed %d, want 1", j.Status.Failed)
 	}
-	second := runningJobPod(t, ctx, cs, ns, "retry")
+	second := waitRunningJobPods(t, ctx, cs, ns, "retry", 1)[0]
 	if err := exitPod(ctx, cs, &second, 0); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "Complete", func() (bool, string) {
-		j, _ := cs.BatchV1().Jobs(ns).Get(ctx, "retry", metav1.GetOptions{})
-		return jobCondition(j, batchv1.JobComplete) != nil && j.Status.Succeeded == 1, fmt.Sprintf("%+v", j.Status)
+	waitJob(t, ctx, cs, ns, "retry", "Complete", func(j *batchv1.Job) bool {
+		return jobCondition(j, batchv1.JobComplete) != nil && j.Status.Succeeded == 1
 	})
 }
 
@@ -126,8 +153,8 @@ func podOfIndex(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, 
 	t.Helper()
 	var pod corev1.Pod
 	eventually(t, 20*time.Second, "a running pod of index "+ix, func() (bool, string) {
-		for _, p := range jobPods(ctx, cs, ns, name) {
-			if p.Annotations[batchv1.JobCompletionIndexAnnotation] == ix && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+		for _, p := range runningJobPods(ctx, cs, ns, name) {
+			if p.Annotations[batchv1.JobCompletionIndexAnnotation] == ix {
 				pod = p
 				return true, ""
 			}
@@ -138,10 +165,7 @@ func podOfIndex(t *testing.T, ctx context.Context, cs kubernetes.Interface, ns, 
 }
 
 func TestJobIndexed(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{})
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	c, cs, ctx := startWithController(t, controller.Config{})
 	ns := "default"
 	fakeKubelet(t, cs, ns)
 
@@ -173,9 +197,8 @@ func TestJobIndexed(t *testing.T) {
 			t.Fatal(err)
 		}
 		podOfIndex(t, ctx, cs, ns, "idx", "2")
-		eventually(t, 20*time.Second, "completedIndexes 1", func() (bool, string) {
-			j, _ := cs.BatchV1().Jobs(ns).Get(ctx, "idx", metav1.GetOptions{})
-			return j.Status.CompletedIndexes == "1" && j.Status.Succeeded == 1 && j.Status.Active == 2, fmt.Sprintf("%+v", j.Status)
+		waitJob(t, ctx, cs, ns, "idx", "completedIndexes 1", func(j *batchv1.Job) bool {
+			return j.Status.CompletedIndexes == "1" && j.Status.Succeeded == 1 && j.Status.Active == 2
 		})
 	})
 	t.Run("once every index succeeded the Job completes, which kubectl wait sees", func(t *testing.T) {
@@ -185,11 +208,7 @@ func TestJobIndexed(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		c.MustKubectl(t, "", "wait", "--for=condition=complete", "job/idx", "--timeout=30s")
-		j, err := cs.BatchV1().Jobs(ns).Get(ctx, "idx", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		j := kubectlWaitJob(t, ctx, c, "idx", "complete")
 		if j.Status.CompletedIndexes != "0-2" || j.Status.Succeeded != 3 || jobCondition(j, batchv1.JobSuccessCriteriaMet) == nil {
 			t.Fatalf("status %+v", j.Status)
 		}
@@ -197,10 +216,7 @@ func TestJobIndexed(t *testing.T) {
 }
 
 func TestJobBackoffLimitPerIndex(t *testing.T) {
-	c := testcluster.StartAPIOnly(t)
-	startController(t, c, controller.Config{})
-	cs := c.Clientset()
-	ctx := ctxT(t)
+	c, cs, ctx := startWithController(t, controller.Config{})
 	ns := "default"
 	fakeKubelet(t, cs, ns)
 
@@ -218,19 +234,14 @@ func TestJobBackoffLimitPerIndex(t *testing.T) {
 	if err := exitPod(ctx, cs, &failed, 3); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "failedIndexes 0", func() (bool, string) {
-		j, _ := cs.BatchV1().Jobs(ns).Get(ctx, "per-index", metav1.GetOptions{})
-		return j.Status.FailedIndexes != nil && *j.Status.FailedIndexes == "0" && j.Status.Failed == 1, fmt.Sprintf("%+v", j.Status)
+	waitJob(t, ctx, cs, ns, "per-index", "failedIndexes 0", func(j *batchv1.Job) bool {
+		return j.Status.FailedIndexes != nil && *j.Status.FailedIndexes == "0" && j.Status.Failed == 1
 	})
 	ok := podOfIndex(t, ctx, cs, ns, "per-index", "1")
 	if err := exitPod(ctx, cs, &ok, 0); err != nil {
 		t.Fatal(err)
 	}
-	c.MustKubectl(t, "", "wait", "--for=condition=failed", "job/per-index", "--timeout=30s")
-	got, err := cs.BatchV1().Jobs(ns).Get(ctx, "per-index", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := kubectlWaitJob(t, ctx, c, "per-index", "failed")
 	if c := jobCondition(got, batchv1.JobFailed); c == nil || c.Reason != "FailedIndexes" || c.Message != "Job has failed indexes" || got.Status.CompletedIndexes != "1" {
 		t.Fatalf("status %+v", got.Status)
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,27 +28,7 @@ func zonedNode(t *testing.T, ctx context.Context, cs kubernetes.Interface, name,
 		n.Status.Allocatable = n.Status.Capacity
 	})
 	setNodeReady(t, ctx, cs, name, ready)
-	holder := name
-	renew := metav1.NewMicroTime(time.Now())
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: int32p(40), RenewTime: &renew}}
-	if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, lease, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	hbCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for hbCtx.Err() == nil {
-			if l, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(hbCtx, name, metav1.GetOptions{}); err == nil {
-				r := metav1.NewMicroTime(time.Now())
-				l.Spec.RenewTime = &r
-				_, _ = cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(hbCtx, l, metav1.UpdateOptions{})
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	renewLease(t, ctx, cs, name)
 }
 
 // setNodeReady posts node name's Ready condition, as its kubelet would.

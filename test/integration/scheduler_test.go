@@ -225,27 +225,11 @@ func (e *schedEnv) create(t *testing.T, ns string, p *corev1.Pod) {
 	}
 }
 
-// waitFor polls cond every 25ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("%s: not true after %v; last state: %s", what, timeout, last)
-}
-
 // boundNode waits until pod ns/name is bound and returns its node.
 func (e *schedEnv) boundNode(t *testing.T, ns, name string, timeout time.Duration) string {
 	t.Helper()
 	var node string
-	waitFor(t, timeout, "pod "+ns+"/"+name+" bound", func() (bool, string) {
+	eventually(t, timeout, "pod "+ns+"/"+name+" bound", func() (bool, string) {
 		p, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -260,7 +244,7 @@ func (e *schedEnv) boundNode(t *testing.T, ns, name string, timeout time.Duratio
 // FailedScheduling event, both containing want, and checks it is unbound.
 func (e *schedEnv) failedScheduling(t *testing.T, ns, name, want string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "pod "+name+" reported unschedulable with "+want, func() (bool, string) {
+	eventually(t, 10*time.Second, "pod "+name+" reported unschedulable with "+want, func() (bool, string) {
 		p, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -312,7 +296,7 @@ func TestSchedulerPlacementRules(t *testing.T) {
 		if got := e.boundNode(t, ns, "p", 10*time.Second); got != "sel-a" {
 			t.Fatalf("bound to %s, want sel-a", got)
 		}
-		waitFor(t, 5*time.Second, "Scheduled event", func() (bool, string) {
+		eventually(t, 5*time.Second, "Scheduled event", func() (bool, string) {
 			return len(e.events(t, ns, "p", "Scheduled", "Successfully assigned selector/p to sel-a")) == 1, "no event"
 		})
 		e.create(t, ns, makeSchedPod("nowhere").NodeSelector("disk", "nvme").Obj())
@@ -406,7 +390,7 @@ func TestSchedulerPlacementRules(t *testing.T) {
 		e.create(t, ns, makeSchedPod("p").NodeName("preset-a").Obj())
 		e.create(t, ns, makeSchedPod("marker").Obj()) // scheduled after p was seen
 		e.boundNode(t, ns, "marker", 10*time.Second)
-		waitFor(t, 5*time.Second, "marker's Scheduled event", func() (bool, string) {
+		eventually(t, 5*time.Second, "marker's Scheduled event", func() (bool, string) {
 			return len(e.events(t, ns, "marker", "Scheduled", "")) == 1, "none"
 		})
 		if evs := e.events(t, ns, "p", "Scheduled", ""); len(evs) != 0 {
@@ -482,7 +466,7 @@ func TestSchedulerPreemptionByPriority(t *testing.T) {
 	t.Run("a higher-priority pod nominates the node, victims get Preempted, it binds once they are gone", func(t *testing.T) {
 		e.create(t, ns, makeSchedPod("urgent").PriorityClass("high").CPU("1").Obj())
 		var victim string
-		waitFor(t, 10*time.Second, "a low pod terminating", func() (bool, string) {
+		eventually(t, 10*time.Second, "a low pod terminating", func() (bool, string) {
 			for _, name := range []string{"low-1", "low-2"} {
 				p, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, name, metav1.GetOptions{})
 				if err == nil && p.DeletionTimestamp != nil {
@@ -499,7 +483,7 @@ func TestSchedulerPreemptionByPriority(t *testing.T) {
 		if u.Spec.NodeName != "" {
 			t.Fatalf("urgent bound to %s before its victim was gone", u.Spec.NodeName)
 		}
-		waitFor(t, 5*time.Second, "Preempted event on "+victim, func() (bool, string) {
+		eventually(t, 5*time.Second, "Preempted event on "+victim, func() (bool, string) {
 			return len(e.events(t, ns, victim, "Preempted", "Preempted by pod "+string(u.UID)+" on node pre-a")) > 0, "none"
 		})
 		// Play the kubelet: the victim's containers stopped, remove it.
@@ -528,7 +512,7 @@ func TestSchedulerSeveralSchedulersAndLeaderElection(t *testing.T) {
 		e.create(t, ns, makeSchedPod("mine").SchedulerName("my-scheduler").Obj())
 		e.create(t, ns, makeSchedPod("orphan").SchedulerName("ghost-scheduler").Obj())
 		e.boundNode(t, ns, "mine", 10*time.Second)
-		waitFor(t, 5*time.Second, "Scheduled event from my-scheduler", func() (bool, string) {
+		eventually(t, 5*time.Second, "Scheduled event from my-scheduler", func() (bool, string) {
 			evs := e.events(t, ns, "mine", "Scheduled", "")
 			return len(evs) == 1 && evs[0].Source.Component == "my-scheduler", fmt.Sprintf("%+v", evs)
 		})
