@@ -147,8 +147,18 @@ func (dc *Controller) do(ctx context.Context, d *appsv1.Deployment, a Action) er
 	switch a.Type {
 	case CreateReplicaSet:
 		_, err = dc.c.ReplicaSets().Create(ctx, a.RS, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
+		switch {
+		case apierrors.IsAlreadyExists(err):
 			err = dc.handleCollision(ctx, d, a.RS)
+		case err != nil:
+			failed, msg := CreateFailed(d, a.RS.Name, err, dc.clock.Now())
+			if !statusEqual(d.Status, failed.Status) {
+				// The create error is the one to return; a failed status
+				// write is retried with the sync.
+				_, _ = dc.c.Deployments().UpdateStatus(ctx, failed, metav1.UpdateOptions{})
+			}
+			dc.rec.Eventf(d, corev1.EventTypeWarning, ReasonFailedRSCreate, "%s", msg)
+			return err
 		}
 	case UpdateReplicaSet:
 		_, err = dc.c.ReplicaSets().Update(ctx, a.RS, metav1.UpdateOptions{})

@@ -207,6 +207,19 @@ func (p *planner) createNewRS(newRevision string) {
 	}
 }
 
+// CreateFailed returns a copy of d, whose new ReplicaSet rsName could not
+// be created, with Progressing False ReplicaSetCreateError if it has a
+// progress deadline, and the message of the warning event, as Kubernetes
+// reports it.
+func CreateFailed(d *appsv1.Deployment, rsName string, err error, now time.Time) (*appsv1.Deployment, string) {
+	msg := fmt.Sprintf("Failed to create new replica set %q: %v", rsName, err)
+	cp := d.DeepCopy()
+	if hasProgressDeadline(d) {
+		setCondition(&cp.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonFailedRSCreate, msg, now))
+	}
+	return cp, msg
+}
+
 // setReplicasAnnotations records desired and max replicas on rs.
 func (p *planner) setReplicasAnnotations(rs *appsv1.ReplicaSet) bool {
 	desired := strconv.Itoa(int(replicas(p.d)))
@@ -511,8 +524,7 @@ func (p *planner) rolloutRecreate() {
 // ReplicaSets report.
 func (p *planner) complete() bool {
 	st := p.computeStatus()
-	n := replicas(p.d)
-	return st.UpdatedReplicas == n && st.Replicas == n && st.AvailableReplicas == n
+	return deploymentComplete(p.d, &st)
 }
 
 // cleanup deletes the oldest old ReplicaSets with no pods beyond
@@ -559,7 +571,8 @@ func (p *planner) computeStatus() appsv1.DeploymentStatus {
 }
 
 // syncStatus computes the status and conditions; rollout says whether a
-// rollout is under way (Progressing is judged then).
+// rollout is under way (Progressing and ReplicaFailure are judged then, as
+// in Kubernetes, whose scaling and paused syncs keep them as they are).
 func (p *planner) syncStatus(rollout bool) {
 	d := p.d
 	now := p.in.Now
@@ -569,45 +582,10 @@ func (p *planner) syncStatus(rollout bool) {
 	} else {
 		setCondition(&st, newCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse, ReasonMinimumUnavailable, "Deployment does not have minimum availability.", now))
 	}
-	if hasProgressDeadline(d) {
-		cond := getCondition(st, appsv1.DeploymentProgressing)
-		switch {
-		case d.Spec.Paused:
-			if cond == nil || cond.Reason != ReasonPaused {
-				setCondition(&st, newCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, ReasonPaused, "Deployment is paused", now))
-			}
-		case cond != nil && cond.Reason == ReasonPaused:
-			setCondition(&st, newCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, ReasonResumed, "Deployment is resumed", now))
-		case !rollout:
-		case st.UpdatedReplicas == replicas(d) && st.Replicas == replicas(d) && st.AvailableReplicas == replicas(d) && p.newRS != nil:
-			msg := fmt.Sprintf("ReplicaSet %q has successfully progressed.", p.newRS.Name)
-			if cond == nil || cond.Reason != ReasonNewRSAvailable {
-				setCondition(&st, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewRSAvailable, msg, now))
-			}
-		case progressing(p.in.Deployment.Status, st):
-			msg := "Deployment is progressing."
-			if p.newRS != nil {
-				msg = fmt.Sprintf("ReplicaSet %q is progressing.", p.newRS.Name)
-			}
-			c := newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonRSUpdated, msg, now)
-			if cond != nil && cond.Status == corev1.ConditionTrue {
-				c.LastTransitionTime = cond.LastTransitionTime
-			}
-			// Progress restarts the deadline: lastUpdateTime moves on.
-			removeCondition(&st, c.Type)
-			st.Conditions = append(st.Conditions, c)
-		case cond != nil && cond.Reason == ReasonTimedOut:
-		case cond != nil && timedOut(d, cond, now):
-			msg := "Deployment has timed out progressing."
-			if p.newRS != nil {
-				msg = fmt.Sprintf("ReplicaSet %q has timed out progressing.", p.newRS.Name)
-			}
-			setCondition(&st, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonTimedOut, msg, now))
-		case cond != nil && cond.Status == corev1.ConditionTrue && cond.Reason != ReasonNewRSAvailable:
-			// Not done, not stuck yet: look again when the deadline passes.
-			deadline := cond.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second)
-			p.requeue(deadline.Sub(now) + time.Second)
-		}
+	p.pausedCondition(&st)
+	if rollout {
+		p.progressCondition(&st)
+		p.replicaFailureCondition(&st)
 	}
 	if rsMinReady := d.Spec.MinReadySeconds; rsMinReady > 0 && st.ReadyReplicas > st.AvailableReplicas {
 		p.requeue(time.Duration(rsMinReady) * time.Second)
@@ -616,6 +594,84 @@ func (p *planner) syncStatus(rollout bool) {
 		d.Status = st
 		p.act(Action{Type: UpdateStatus, Deployment: d})
 	}
+}
+
+// pausedCondition says DeploymentPaused while paused and DeploymentResumed
+// once resumed, unless the rollout has already timed out.
+func (p *planner) pausedCondition(st *appsv1.DeploymentStatus) {
+	d := p.d
+	cond := getCondition(*st, appsv1.DeploymentProgressing)
+	if d.DeletionTimestamp != nil || !hasProgressDeadline(d) || cond != nil && cond.Reason == ReasonTimedOut {
+		return
+	}
+	paused := cond != nil && cond.Reason == ReasonPaused
+	switch {
+	case d.Spec.Paused && !paused:
+		setCondition(st, newCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, ReasonPaused, "Deployment is paused", p.in.Now))
+	case !d.Spec.Paused && paused:
+		setCondition(st, newCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, ReasonResumed, "Deployment is resumed", p.in.Now))
+	}
+}
+
+// progressCondition judges the rollout's progress, as Kubernetes'
+// syncRolloutStatus: NewReplicaSetAvailable once complete, and then left
+// alone until a new rollout; ReplicaSetUpdated (lastUpdateTime moving on)
+// while replicas are updated, become ready or available; and
+// ProgressDeadlineExceeded once progressDeadlineSeconds passed without.
+func (p *planner) progressCondition(st *appsv1.DeploymentStatus) {
+	d, now := p.d, p.in.Now
+	if !hasProgressDeadline(d) {
+		removeCondition(st, appsv1.DeploymentProgressing)
+		return
+	}
+	cond := getCondition(*st, appsv1.DeploymentProgressing)
+	if st.Replicas == st.UpdatedReplicas && cond != nil && cond.Reason == ReasonNewRSAvailable {
+		return // a finished rollout, resynced (or scaled): no progress to judge
+	}
+	subject := fmt.Sprintf("Deployment %q", d.Name)
+	if p.newRS != nil {
+		subject = fmt.Sprintf("ReplicaSet %q", p.newRS.Name)
+	}
+	switch {
+	case deploymentComplete(d, st):
+		setCondition(st, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewRSAvailable,
+			subject+" has successfully progressed.", now))
+	case progressing(p.in.Deployment.Status, *st):
+		c := newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonRSUpdated, subject+" is progressing.", now)
+		if cond != nil && cond.Status == corev1.ConditionTrue {
+			c.LastTransitionTime = cond.LastTransitionTime
+		}
+		// Progress restarts the deadline: lastUpdateTime moves on, even
+		// with the reason unchanged (which setCondition would ignore).
+		removeCondition(st, c.Type)
+		st.Conditions = append(st.Conditions, c)
+	case timedOut(d, cond, now):
+		setCondition(st, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonTimedOut,
+			subject+" has timed out progressing.", now))
+	case cond != nil && cond.Reason != ReasonTimedOut && cond.Reason != ReasonNewRSAvailable:
+		// Not done, not stuck yet: look again when the deadline passes.
+		deadline := cond.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second)
+		p.requeue(deadline.Sub(now) + time.Second)
+	}
+}
+
+// replicaFailureCondition copies the ReplicaFailure condition of the new
+// ReplicaSet, or else of an old one, onto the Deployment, and removes the
+// Deployment's once none has it, as Kubernetes does.
+func (p *planner) replicaFailureCondition(st *appsv1.DeploymentStatus) {
+	for _, rs := range append([]*appsv1.ReplicaSet{p.newRS}, p.old...) {
+		if rs == nil {
+			continue
+		}
+		for _, c := range rs.Status.Conditions {
+			if c.Type == appsv1.ReplicaSetReplicaFailure {
+				setCondition(st, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: c.Status,
+					Reason: c.Reason, Message: c.Message, LastUpdateTime: c.LastTransitionTime, LastTransitionTime: c.LastTransitionTime})
+				return
+			}
+		}
+	}
+	removeCondition(st, appsv1.DeploymentReplicaFailure)
 }
 
 func (p *planner) requeue(d time.Duration) {
@@ -631,6 +687,13 @@ func hasProgressDeadline(d *appsv1.Deployment) bool {
 	return d.Spec.ProgressDeadlineSeconds != nil && *d.Spec.ProgressDeadlineSeconds != math.MaxInt32
 }
 
+// deploymentComplete reports whether st has every replica updated and
+// available.
+func deploymentComplete(d *appsv1.Deployment, st *appsv1.DeploymentStatus) bool {
+	n := replicas(d)
+	return st.UpdatedReplicas == n && st.Replicas == n && st.AvailableReplicas == n && st.ObservedGeneration >= d.Generation
+}
+
 // progressing reports whether the rollout moved since the old status.
 func progressing(old, cur appsv1.DeploymentStatus) bool {
 	return cur.UpdatedReplicas > old.UpdatedReplicas ||
@@ -639,7 +702,15 @@ func progressing(old, cur appsv1.DeploymentStatus) bool {
 		cur.AvailableReplicas > old.AvailableReplicas
 }
 
+// timedOut reports whether progressDeadlineSeconds passed since cond (the
+// Progressing condition) last moved; a finished rollout never times out.
 func timedOut(d *appsv1.Deployment, cond *appsv1.DeploymentCondition, now time.Time) bool {
+	if cond == nil || cond.Reason == ReasonNewRSAvailable {
+		return false
+	}
+	if cond.Reason == ReasonTimedOut {
+		return true
+	}
 	deadline := cond.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second)
 	return deadline.Before(now)
 }
@@ -659,11 +730,12 @@ func getCondition(st appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) 
 }
 
 // setCondition replaces the condition of c's type, keeping its
-// lastTransitionTime if the status did not change, and leaving it alone if
-// nothing but the times would change.
+// lastTransitionTime if the status did not change. As in Kubernetes, a
+// condition with the same status and reason is left alone, message and
+// times included.
 func setCondition(st *appsv1.DeploymentStatus, c appsv1.DeploymentCondition) {
 	cur := getCondition(*st, c.Type)
-	if cur != nil && cur.Status == c.Status && cur.Reason == c.Reason && cur.Message == c.Message {
+	if cur != nil && cur.Status == c.Status && cur.Reason == c.Reason {
 		return
 	}
 	if cur != nil && cur.Status == c.Status {

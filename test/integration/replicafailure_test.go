@@ -17,11 +17,12 @@ import (
 	"minik/controller"
 )
 
-// TestReplicaFailureCondition gives a ReplicaSet and a
-// ReplicationController a pod template the apiserver rejects at pod
-// creation (its PriorityClass does not exist): the condition
-// ReplicaFailure=True with reason FailedCreate and the apiserver's message
-// appears, and goes once the PriorityClass exists and creates succeed.
+// TestReplicaFailureCondition gives a ReplicaSet, a ReplicationController
+// and a Deployment a pod template the apiserver rejects at pod creation
+// (its PriorityClass does not exist): the condition ReplicaFailure=True
+// with reason FailedCreate and the apiserver's message appears (on the
+// Deployment, copied from its ReplicaSet), and goes once the PriorityClass
+// exists and creates succeed.
 func TestReplicaFailureCondition(t *testing.T) {
 	c, cs, ctx := startWithController(t, controller.Config{})
 	ns := "default"
@@ -40,19 +41,38 @@ func TestReplicaFailureCondition(t *testing.T) {
 	if _, err := cs.CoreV1().ReplicationControllers(ns).Create(ctx, rc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	d := makeDeployment("rejected-deploy", 1, "busybox")
+	d.Spec.Template.Spec.PriorityClassName = "missing-class"
+	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	dyn := dynamic.NewForConfigOrDie(c.RESTConfig())
-	rsFailure := func() string { return replicaFailure(ctx, dyn, "apps/v1", "replicasets", ns, "rejected") }
-	rcFailure := func() string { return replicaFailure(ctx, dyn, "v1", "replicationcontrollers", ns, "rejected-rc") }
+	// failures returns the ReplicaFailure condition of each object.
+	failures := func() map[string]string {
+		return map[string]string{
+			"rs":         replicaFailure(ctx, dyn, "apps/v1", "replicasets", ns, "rejected"),
+			"rc":         replicaFailure(ctx, dyn, "v1", "replicationcontrollers", ns, "rejected-rc"),
+			"deployment": replicaFailure(ctx, dyn, "apps/v1", "deployments", ns, "rejected-deploy"),
+		}
+	}
 	const wantFailure = "True FailedCreate: " // then the apiserver's message
-	eventually(t, 20*time.Second, "ReplicaFailure FailedCreate on both", func() (bool, string) {
-		a, b := rsFailure(), rcFailure()
-		ok := strings.HasPrefix(a, wantFailure) && strings.Contains(a, wantMsg) && strings.HasPrefix(b, wantFailure) && strings.Contains(b, wantMsg)
-		return ok, fmt.Sprintf("rs %q, rc %q", a, b)
+	eventually(t, 20*time.Second, "ReplicaFailure FailedCreate on all three", func() (bool, string) {
+		got := failures()
+		for _, f := range got {
+			if !strings.HasPrefix(f, wantFailure) || !strings.Contains(f, wantMsg) {
+				return false, fmt.Sprint(got)
+			}
+		}
+		return true, ""
 	})
 	out := c.MustKubectl(t, "", "get", "rs", "rejected", "-o", "jsonpath={.status.conditions[0].type}={.status.conditions[0].reason}")
 	if out != "ReplicaFailure=FailedCreate" {
 		t.Fatalf("kubectl sees %q", out)
+	}
+	out = c.MustKubectl(t, "", "get", "deployment", "rejected-deploy", "-o", `jsonpath={.status.conditions[?(@.type=="ReplicaFailure")].reason}`)
+	if out != "FailedCreate" {
+		t.Fatalf("kubectl sees the Deployment's ReplicaFailure reason as %q", out)
 	}
 
 	if _, err := cs.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "missing-class"}, Value: 10}, metav1.CreateOptions{}); err != nil {
@@ -61,8 +81,10 @@ func TestReplicaFailureCondition(t *testing.T) {
 	eventually(t, 30*time.Second, "pods created and ReplicaFailure gone", func() (bool, string) {
 		n, _ := countPods(ctx, cs, ns, "app=rejected")
 		m, _ := countPods(ctx, cs, ns, "app=rejected-rc")
-		a, b := rsFailure(), rcFailure()
-		return n == 2 && m == 1 && a == "" && b == "", fmt.Sprintf("%d+%d pods, rs %q, rc %q", n, m, a, b)
+		k, _ := countPods(ctx, cs, ns, "app=rejected-deploy")
+		got := failures()
+		return n == 2 && m == 1 && k == 1 && got["rs"] == "" && got["rc"] == "" && got["deployment"] == "",
+			fmt.Sprintf("%d+%d+%d pods, conditions %v", n, m, k, got)
 	})
 }
 
