@@ -305,6 +305,70 @@ func TestCreate(t *testing.T) {
 			want: []want{{field.ErrorTypeInvalid, "spec.backoffLimitPerIndex", "requires indexed completion mode"}},
 		},
 		{
+			name: "an indexed job with a success policy is valid", namespaced: true,
+			obj: job(func(j *batchv1.Job) {
+				j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+				j.Spec.Completions = ptr.To[int32](10)
+				j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{
+					{SucceededIndexes: ptr.To("0,2-5,9")}, {SucceededIndexes: ptr.To("1-3"), SucceededCount: ptr.To[int32](3)}, {SucceededCount: ptr.To[int32](10)}}}
+			}),
+		},
+		{
+			name: "a success policy requires indexed completion mode", namespaced: true,
+			obj: job(func(j *batchv1.Job) {
+				j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededCount: ptr.To[int32](1)}}}
+			}),
+			want: []want{{field.ErrorTypeInvalid, "spec.successPolicy", "requires indexed completion mode"}},
+		},
+		{
+			name: "a success policy needs rules, and each rule succeededIndexes or succeededCount", namespaced: true,
+			obj: job(func(j *batchv1.Job) {
+				j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+				j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{}
+			}),
+			want: []want{{field.ErrorTypeRequired, "spec.successPolicy.rules", "at least one rules must be specified when the successPolicy is specified"}},
+		},
+		{
+			name: "success policy rules are checked as upstream checks them", namespaced: true,
+			obj: job(func(j *batchv1.Job) {
+				j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+				j.Spec.Completions = ptr.To[int32](5)
+				j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{
+					{},
+					{SucceededIndexes: ptr.To("0-2,7")},
+					{SucceededIndexes: ptr.To("3,1")},
+					{SucceededIndexes: ptr.To("2-2")},
+					{SucceededIndexes: ptr.To("1-2-3")},
+					{SucceededIndexes: ptr.To("a")},
+					{SucceededCount: ptr.To[int32](6)},
+					{SucceededIndexes: ptr.To("0,1"), SucceededCount: ptr.To[int32](3)},
+					{SucceededCount: ptr.To[int32](-1)},
+				}}
+			}),
+			want: []want{
+				{field.ErrorTypeRequired, "spec.successPolicy.rules[0]", "at least one of succeededCount or succeededIndexes must be specified"},
+				{field.ErrorTypeInvalid, "spec.successPolicy.rules[1].succeededIndexes", `error parsing succeededIndexes: too large index: "7"`},
+				{field.ErrorTypeInvalid, "spec.successPolicy.rules[2].succeededIndexes", "error parsing succeededIndexes: non-increasing order, previous: 3, current: 1"},
+				{field.ErrorTypeInvalid, "spec.successPolicy.rules[3].succeededIndexes", "error parsing succeededIndexes: non-increasing order, previous: 2, current: 2"},
+				{field.ErrorTypeInvalid, "spec.successPolicy.rules[4].succeededIndexes", `error parsing succeededIndexes: the fragment "1-2-3" violates the requirement that an index interval can have at most two parts separated by '-'`},
+				{field.ErrorTypeInvalid, "spec.successPolicy.rules[5].succeededIndexes", `error parsing succeededIndexes: cannot convert string to integer for index: "a"`},
+				{field.ErrorTypeInvalid, "spec.successPolicy.rules[6].succeededCount", "must be less than or equal to 5 (the number of specified completions)"},
+				{field.ErrorTypeInvalid, "spec.successPolicy.rules[7].succeededCount", "must be less than or equal to 2 (the number of indexes in the specified succeededIndexes field)"},
+				{field.ErrorTypeInvalid, "spec.successPolicy.rules[8].succeededCount", "must be greater than or equal to 0"},
+			},
+		},
+		{
+			name: "a success policy has at most 20 rules", namespaced: true,
+			obj: job(func(j *batchv1.Job) {
+				j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+				j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{}
+				for range 21 {
+					j.Spec.SuccessPolicy.Rules = append(j.Spec.SuccessPolicy.Rules, batchv1.SuccessPolicyRule{SucceededCount: ptr.To[int32](1)})
+				}
+			}),
+			want: []want{{field.ErrorTypeTooMany, "spec.successPolicy.rules", "must have at most 20 items"}},
+		},
+		{
 			name: "a job with a full pod failure policy is valid", namespaced: true,
 			obj: job(func(j *batchv1.Job) {
 				j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -268,6 +269,9 @@ func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList
 	}
 	if indexed {
 		errs = append(errs, validateIndexedJobLimits(spec, fldPath)...)
+		if spec.SuccessPolicy != nil {
+			errs = append(errs, validateSuccessPolicy(spec, fldPath.Child("successPolicy"))...)
+		}
 	}
 	if !indexed {
 		if spec.BackoffLimitPerIndex != nil {
@@ -352,6 +356,107 @@ func validateIndexedJobLimits(spec *batchv1.JobSpec, fldPath *field.Path) field.
 		}
 	}
 	return errs
+}
+
+// Caps of spec.successPolicy, as upstream.
+const (
+	maxSuccessPolicyRules         = 20
+	maxSuccessPolicyIndexesLength = 64 * 1024
+)
+
+// validateSuccessPolicy checks an Indexed Job's success policy: 1 to 20
+// rules, each with succeededIndexes (ascending intervals below
+// completions) or succeededCount (at most completions, and at most the
+// indexes of succeededIndexes) or both.
+func validateSuccessPolicy(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	rulesPath := fldPath.Child("rules")
+	rules := spec.SuccessPolicy.Rules
+	if len(rules) == 0 {
+		errs = append(errs, field.Required(rulesPath, "at least one rules must be specified when the successPolicy is specified"))
+	}
+	if len(rules) > maxSuccessPolicyRules {
+		errs = append(errs, field.TooMany(rulesPath, len(rules), maxSuccessPolicyRules))
+	}
+	completions := ptr.Deref(spec.Completions, 0)
+	for i, rule := range rules {
+		rulePath := rulesPath.Index(i)
+		if rule.SucceededCount == nil && rule.SucceededIndexes == nil {
+			errs = append(errs, field.Required(rulePath, "at least one of succeededCount or succeededIndexes must be specified"))
+		}
+		var indexes int32
+		if rule.SucceededIndexes != nil {
+			indexesPath := rulePath.Child("succeededIndexes")
+			if len(*rule.SucceededIndexes) > maxSuccessPolicyIndexesLength {
+				errs = append(errs, field.TooLong(indexesPath, *rule.SucceededIndexes, maxSuccessPolicyIndexesLength))
+			}
+			var err error
+			if indexes, err = countIndexes(*rule.SucceededIndexes, completions); err != nil {
+				errs = append(errs, field.Invalid(indexesPath, *rule.SucceededIndexes, "error parsing succeededIndexes: "+err.Error()))
+			}
+		}
+		if c := rule.SucceededCount; c != nil {
+			countPath := rulePath.Child("succeededCount")
+			errs = append(errs, nonNegative(int64(*c), countPath)...)
+			if *c > completions {
+				errs = append(errs, field.Invalid(countPath, *c, fmt.Sprintf("must be less than or equal to %d (the number of specified completions)", completions)))
+			}
+			if rule.SucceededIndexes != nil && *c > indexes {
+				errs = append(errs, field.Invalid(countPath, *c, fmt.Sprintf("must be less than or equal to %d (the number of indexes in the specified succeededIndexes field)", indexes)))
+			}
+		}
+	}
+	return errs
+}
+
+// countIndexes parses a list of indexes in the form of
+// status.completedIndexes ("1,3-5"), whose intervals must ascend and stay
+// below completions, and returns how many indexes it holds.
+func countIndexes(list string, completions int32) (int32, error) {
+	if list == "" {
+		return 0, nil
+	}
+	var total int32
+	last := int32(-1)
+	for _, part := range strings.Split(list, ",") {
+		first, end, err := parseIndexInterval(part, completions)
+		if err != nil {
+			return 0, err
+		}
+		if first <= last {
+			return 0, fmt.Errorf("non-increasing order, previous: %d, current: %d", last, first)
+		}
+		total += end - first + 1
+		last = end
+	}
+	return total, nil
+}
+
+// parseIndexInterval parses "3" or "3-5" into its first and last index,
+// with upstream's messages.
+func parseIndexInterval(part string, completions int32) (int32, int32, error) {
+	bounds := strings.Split(part, "-")
+	if len(bounds) > 2 {
+		return 0, 0, fmt.Errorf("the fragment %q violates the requirement that an index interval can have at most two parts separated by '-'", part)
+	}
+	var ends [2]int32
+	for i, b := range bounds {
+		v, err := strconv.Atoi(b)
+		if err != nil {
+			return 0, 0, fmt.Errorf("cannot convert string to integer for index: %q", b)
+		}
+		if v >= int(completions) {
+			return 0, 0, fmt.Errorf("too large index: %q", b)
+		}
+		ends[i] = int32(v)
+	}
+	if len(bounds) == 1 {
+		return ends[0], ends[0], nil
+	}
+	if ends[0] >= ends[1] {
+		return 0, 0, fmt.Errorf("non-increasing order, previous: %d, current: %d", ends[0], ends[1])
+	}
+	return ends[0], ends[1], nil
 }
 
 // Caps of spec.podFailurePolicy, as upstream.

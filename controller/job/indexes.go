@@ -101,6 +101,24 @@ func (iv intervals) merge(other intervals) intervals {
 	return out
 }
 
+// intersect returns the indexes in both sets.
+func (iv intervals) intersect(other intervals) intervals {
+	var out intervals
+	for i, j := 0, 0; i < len(iv) && j < len(other); {
+		first, last := max(iv[i].First, other[j].First), min(iv[i].Last, other[j].Last)
+		if first <= last {
+			out = append(out, interval{first, last})
+		}
+		// Move past whichever interval ends first.
+		if iv[i].Last < other[j].Last {
+			i++
+		} else {
+			j++
+		}
+	}
+	return out
+}
+
 // has reports whether ix is in the set.
 func (iv intervals) has(ix int) bool {
 	i := sort.Search(len(iv), func(i int) bool { return iv[i].Last >= ix })

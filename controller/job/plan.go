@@ -7,6 +7,7 @@
 //	   failures > backoffLimit          ─▶ the same with BackoffLimitExceeded
 //	   active past activeDeadlineSeconds ─▶ the same with DeadlineExceeded
 //	   failed indexes (backoffLimitPerIndex) ─▶ the same with MaxFailedIndexesExceeded / FailedIndexes
+//	   a successPolicy rule met (Indexed) ─▶ SuccessCriteriaMet (SuccessPolicy), delete active pods ─▶ Complete
 //	   otherwise                        ─▶ active := min(parallelism, completions − succeeded)
 //	                                       (Indexed: the lowest pending indexes, one pod each)
 //	   new pods after failures          ─▶ wait 10s·2^(failures since the last success − 1), ≤ 6m
@@ -29,7 +30,10 @@
 // hostname <job>-<index>); an index is complete once one of its pods
 // succeeded. With backoffLimitPerIndex each pod also carries the failures
 // of its index so far (batch.kubernetes.io/job-index-failure-count), and
-// an index that fails more often than the limit is failed for good.
+// an index that fails more often than the limit is failed for good. A
+// successPolicy ends an Indexed Job early, as succeeded, once the indexes
+// of one of its rules completed (all of succeededIndexes, or
+// succeededCount of them, or of any).
 package job
 
 import (
@@ -223,9 +227,13 @@ func Reconcile(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Plan {
 	} else {
 		st.Succeeded = max(st.Succeeded, int32(len(o.succeeded)))
 	}
-	st.Failed = max(st.Failed, o.countedFailures)
-	if o.failedIndexes != nil {
-		st.FailedIndexes = ptr.To(o.failedIndexes.String())
+	// Once the Job succeeded, the pods it terminates do not fail it or
+	// its indexes, as in Kubernetes.
+	if hasCondition(job.Status, batchv1.JobSuccessCriteriaMet) == nil {
+		st.Failed = max(st.Failed, o.countedFailures)
+		if o.failedIndexes != nil {
+			st.FailedIndexes = ptr.To(o.failedIndexes.String())
+		}
 	}
 
 	active := o.active
@@ -246,6 +254,12 @@ func Reconcile(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Plan {
 			// As in Kubernetes, the pods a failing Job terminates count
 			// as failed, from now on.
 			st.Failed = max(st.Failed, o.countedFailures+int32(len(o.terminating)+len(active)))
+			active = nil
+		} else if msg, met := matchSuccessPolicy(job, o.completed); met {
+			// The success policy is met: the pods still running are not
+			// needed any more.
+			setCondition(&st, batchv1.JobSuccessCriteriaMet, batchv1.JobReasonSuccessPolicy, msg, now)
+			plan.Delete = active
 			active = nil
 		} else {
 			plan.RequeueAfter = requeue
