@@ -33,7 +33,7 @@ import (
 )
 
 // Config configures the controller manager. Durations are wall-clock; zero
-// fields take the defaults given.
+// fields take the defaults given (nil ones for pointers).
 type Config struct {
 	// Client talks to the apiserver. Required.
 	Client *client.Client
@@ -53,22 +53,13 @@ type Config struct {
 	NodeStartupGracePeriod time.Duration
 	// NodeMonitorPeriod is how often node health is checked. Default 5s.
 	NodeMonitorPeriod time.Duration
-	// NodeEvictionRate is how many not-ready nodes per second get the
-	// NoExecute taint that evicts their pods, per zone
-	// (--node-eviction-rate). Default 0.1.
-	NodeEvictionRate float64
-	// SecondaryNodeEvictionRate replaces it in a partially disrupted zone
-	// larger than LargeClusterSizeThreshold nodes
-	// (--secondary-node-eviction-rate). Default 0.01.
-	SecondaryNodeEvictionRate float64
-	// UnhealthyZoneThreshold is the fraction of not-ready nodes (more than
-	// two) that makes a zone partially disrupted
-	// (--unhealthy-zone-threshold). Default 0.55.
-	UnhealthyZoneThreshold float64
-	// LargeClusterSizeThreshold is the zone size up to which a partially
-	// disrupted zone gets no NoExecute taints at all
-	// (--large-cluster-size-threshold). Default 50.
-	LargeClusterSizeThreshold int
+	// Eviction is how fast the NoExecute taints that evict the pods of
+	// not-ready nodes come, per zone (--node-eviction-rate,
+	// --secondary-node-eviction-rate, --unhealthy-zone-threshold,
+	// --large-cluster-size-threshold). Its fields are taken as they are,
+	// zero too: a rate of 0 taints no node. Default (nil):
+	// nodelifecycle.DefaultEvictionConfig(), Kubernetes' defaults.
+	Eviction *nodelifecycle.EvictionConfig
 	// ClusterCIDR is the range node pod CIDRs are cut from. Default
 	// 10.244.0.0/16.
 	ClusterCIDR string
@@ -108,10 +99,10 @@ func (cfg *Config) defaults() error {
 	if cfg.NodeMonitorPeriod <= 0 {
 		cfg.NodeMonitorPeriod = 5 * time.Second
 	}
-	eviction := nodelifecycle.EvictionConfig{Rate: cfg.NodeEvictionRate, SecondaryRate: cfg.SecondaryNodeEvictionRate,
-		UnhealthyZoneThreshold: cfg.UnhealthyZoneThreshold, LargeClusterSizeThreshold: cfg.LargeClusterSizeThreshold}.WithDefaults()
-	cfg.NodeEvictionRate, cfg.SecondaryNodeEvictionRate = eviction.Rate, eviction.SecondaryRate
-	cfg.UnhealthyZoneThreshold, cfg.LargeClusterSizeThreshold = eviction.UnhealthyZoneThreshold, eviction.LargeClusterSizeThreshold
+	if cfg.Eviction == nil {
+		eviction := nodelifecycle.DefaultEvictionConfig()
+		cfg.Eviction = &eviction
+	}
 	if cfg.ClusterCIDR == "" {
 		cfg.ClusterCIDR = "10.244.0.0/16"
 	}
@@ -247,8 +238,7 @@ var builders = []struct {
 	{nodelifecycle.Name, func(d deps) (runnable, error) {
 		return nodelifecycle.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock,
 			nodelifecycle.Config{GracePeriod: d.cfg.NodeMonitorGracePeriod, StartupGracePeriod: d.cfg.NodeStartupGracePeriod,
-				Eviction: nodelifecycle.EvictionConfig{Rate: d.cfg.NodeEvictionRate, SecondaryRate: d.cfg.SecondaryNodeEvictionRate,
-					UnhealthyZoneThreshold: d.cfg.UnhealthyZoneThreshold, LargeClusterSizeThreshold: d.cfg.LargeClusterSizeThreshold}},
+				Eviction: *d.cfg.Eviction},
 			d.cfg.NodeMonitorPeriod, d.log), nil
 	}},
 	{tainteviction.Name, func(d deps) (runnable, error) {

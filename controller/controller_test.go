@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"minik/client"
+	"minik/controller/nodelifecycle"
 )
 
 func TestRunRejectsBadConfig(t *testing.T) {
@@ -42,5 +43,33 @@ func TestNamesListsEveryControllerOnce(t *testing.T) {
 	}
 	if len(slices.Compact(slices.Sorted(slices.Values(names)))) != len(names) {
 		t.Errorf("duplicate names in %v", names)
+	}
+}
+
+func TestEvictionPolicyDefaultsOnlyWhenUnset(t *testing.T) {
+	c, err := client.New(client.Config{Host: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noEviction := nodelifecycle.EvictionConfig{Rate: 0, SecondaryRate: 0, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 50}
+	cases := []struct {
+		name     string
+		eviction *nodelifecycle.EvictionConfig
+		want     nodelifecycle.EvictionConfig
+	}{
+		{"a config that leaves the policy out gets Kubernetes' defaults", nil, nodelifecycle.DefaultEvictionConfig()},
+		{"rates of 0 (--node-eviction-rate 0) are kept: no node is tainted", &noEviction, noEviction},
+		{"an all-zero policy is kept as it is", &nodelifecycle.EvictionConfig{}, nodelifecycle.EvictionConfig{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Client: c, Eviction: tc.eviction}
+			if err := cfg.defaults(); err != nil {
+				t.Fatal(err)
+			}
+			if *cfg.Eviction != tc.want {
+				t.Fatalf("eviction policy %+v, want %+v", *cfg.Eviction, tc.want)
+			}
+		})
 	}
 }

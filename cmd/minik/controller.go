@@ -8,13 +8,17 @@ import (
 	"minik/client"
 	"minik/client/kubeconfig"
 	"minik/controller"
+	"minik/controller/nodelifecycle"
 )
 
 // controllerCommand runs the controller manager as its own process.
 func controllerCommand() *cobra.Command {
 	var (
 		kubeconfigPath string
-		cfg            controller.Config
+		// The eviction flags always set the policy, so that an explicit 0
+		// is kept (a rate of 0 taints no node).
+		eviction = nodelifecycle.DefaultEvictionConfig()
+		cfg      = controller.Config{Eviction: &eviction}
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -53,10 +57,10 @@ func controllerCommand() *cobra.Command {
 	f.StringVar(&cfg.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "range the nodes' podCIDRs are cut from")
 	f.IntVar(&cfg.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "prefix length of each node's podCIDR")
 	f.BoolVar(&cfg.DisableNodeIPAM, "disable-node-ipam", false, "do not assign podCIDRs to nodes")
-	f.Float64Var(&cfg.NodeEvictionRate, "node-eviction-rate", 0.1, "nodes per second, per zone, that get the NoExecute taint evicting their pods")
-	f.Float64Var(&cfg.SecondaryNodeEvictionRate, "secondary-node-eviction-rate", 0.01, "the same in a partially disrupted zone larger than --large-cluster-size-threshold")
-	f.Float64Var(&cfg.UnhealthyZoneThreshold, "unhealthy-zone-threshold", 0.55, "fraction of not-ready nodes (more than 2) that makes a zone partially disrupted")
-	f.IntVar(&cfg.LargeClusterSizeThreshold, "large-cluster-size-threshold", 50, "zone size up to which a partially disrupted zone gets no NoExecute taints")
+	f.Float64Var(&eviction.Rate, "node-eviction-rate", eviction.Rate, "nodes per second, per zone, that get the NoExecute taint evicting their pods (0: none)")
+	f.Float64Var(&eviction.SecondaryRate, "secondary-node-eviction-rate", eviction.SecondaryRate, "the same in a partially disrupted zone larger than --large-cluster-size-threshold")
+	f.Float64Var(&eviction.UnhealthyZoneThreshold, "unhealthy-zone-threshold", eviction.UnhealthyZoneThreshold, "fraction of not-ready nodes (more than 2) that makes a zone partially disrupted")
+	f.IntVar(&eviction.LargeClusterSizeThreshold, "large-cluster-size-threshold", eviction.LargeClusterSizeThreshold, "zone size up to which a partially disrupted zone gets no NoExecute taints")
 	f.StringSliceVar(&cfg.Controllers, "controllers", nil, "controllers to run (default all): "+strings.Join(controller.Names(), ", "))
 	return cmd
 }

@@ -49,7 +49,6 @@ type Controller struct {
 // New registers the controller. period is how often every node is
 // checked.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.WithTicker, cfg Config, period time.Duration, log *slog.Logger) *Controller {
-	cfg.Eviction = cfg.Eviction.WithDefaults()
 	nc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk, cfg: cfg, period: period,
 		queue: framework.NewQueue(framework.QueueConfig{Clock: clk}), zoneQueue: framework.NewQueue(framework.QueueConfig{Clock: clk}),
 		healths: map[string]Health{}, zoneStates: map[string]ZoneState{}, tainting: NewTaintQueue(cfg.Eviction.Rate)}

@@ -66,7 +66,8 @@ type Config struct {
 	GracePeriod time.Duration
 	// StartupGracePeriod is how long a node that never reported may be.
 	StartupGracePeriod time.Duration
-	// Eviction rate limits the NoExecute taints per zone.
+	// Eviction rate limits the NoExecute taints per zone, every field as
+	// given (DefaultEvictionConfig has Kubernetes' defaults).
 	Eviction EvictionConfig
 }
 

@@ -25,41 +25,30 @@ const (
 const LabelExcludeDisruption = "node.kubernetes.io/exclude-disruption"
 
 // EvictionConfig is the policy for how fast not-ready nodes get their
-// NoExecute taint (which evicts their pods), per zone. Zero fields take
-// the defaults given, which are Kubernetes'.
+// NoExecute taint (which evicts their pods), per zone. Every field is
+// taken as it is, zero too: a rate of 0 taints no node.
+// DefaultEvictionConfig has Kubernetes' defaults.
 type EvictionConfig struct {
 	// Rate is how many nodes per second get the taint in a zone that is
-	// not partially disrupted (--node-eviction-rate). Default 0.1.
+	// not partially disrupted (--node-eviction-rate).
 	Rate float64
 	// SecondaryRate replaces Rate in a partially disrupted zone of more
 	// than LargeClusterSizeThreshold nodes (--secondary-node-eviction-rate).
-	// Default 0.01.
 	SecondaryRate float64
 	// UnhealthyZoneThreshold is the fraction of not-ready nodes (when more
 	// than two) that makes a zone partially disrupted
-	// (--unhealthy-zone-threshold). Default 0.55.
+	// (--unhealthy-zone-threshold).
 	UnhealthyZoneThreshold float64
 	// LargeClusterSizeThreshold is the zone size up to which a partially
 	// disrupted zone gets no taints at all (--large-cluster-size-threshold).
-	// Default 50.
 	LargeClusterSizeThreshold int
 }
 
-// WithDefaults returns cfg with its zero fields set to the defaults.
-func (cfg EvictionConfig) WithDefaults() EvictionConfig {
-	if cfg.Rate == 0 {
-		cfg.Rate = 0.1
-	}
-	if cfg.SecondaryRate == 0 {
-		cfg.SecondaryRate = 0.01
-	}
-	if cfg.UnhealthyZoneThreshold == 0 {
-		cfg.UnhealthyZoneThreshold = 0.55
-	}
-	if cfg.LargeClusterSizeThreshold == 0 {
-		cfg.LargeClusterSizeThreshold = 50
-	}
-	return cfg
+// DefaultEvictionConfig returns Kubernetes' defaults: a rate of 0.1 nodes
+// per second, 0.01 in a large partially disrupted zone, zones partially
+// disrupted from 55% of their nodes not ready, large beyond 50 nodes.
+func DefaultEvictionConfig() EvictionConfig {
+	return EvictionConfig{Rate: 0.1, SecondaryRate: 0.01, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 50}
 }
 
 // ZoneKey returns the zone of node: its topology.kubernetes.io/region and

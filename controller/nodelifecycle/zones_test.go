@@ -11,7 +11,7 @@ import (
 	"minik/controller/internal/testutil"
 )
 
-var evictionCfg = EvictionConfig{}.WithDefaults()
+var evictionCfg = DefaultEvictionConfig()
 
 // zoneNodes returns ready and notReady nodes labeled with zone.
 func zoneNodes(zone string, ready, notReady int) []*corev1.Node {
@@ -136,6 +136,37 @@ func TestJudgeZones(t *testing.T) {
 	}
 }
 
+func TestJudgeZonesTakesAZeroPolicyAsGiven(t *testing.T) {
+	cases := []struct {
+		name      string
+		cfg       EvictionConfig
+		nodes     []*corev1.Node
+		wantState ZoneState
+		wantRate  float64
+	}{
+		{name: "a rate of 0 taints no node of a healthy zone",
+			cfg:   EvictionConfig{Rate: 0, SecondaryRate: 0.01, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 50},
+			nodes: zoneNodes("a", 3, 1), wantState: StateNormal, wantRate: 0},
+		{name: "unhealthy zone threshold 0: more than two not-ready nodes make any zone partially disrupted",
+			cfg:   EvictionConfig{Rate: 0.1, SecondaryRate: 0.01, UnhealthyZoneThreshold: 0, LargeClusterSizeThreshold: 50},
+			nodes: zoneNodes("a", 20, 3), wantState: StatePartialDisruption, wantRate: 0},
+		{name: "large cluster size threshold 0: every partially disrupted zone is large and taints at the secondary rate",
+			cfg:   EvictionConfig{Rate: 0.1, SecondaryRate: 0.01, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 0},
+			nodes: zoneNodes("a", 1, 3), wantState: StatePartialDisruption, wantRate: 0.01},
+		{name: "a secondary rate of 0 taints no node of a large partially disrupted zone",
+			cfg:   EvictionConfig{Rate: 0.1, SecondaryRate: 0, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 0},
+			nodes: zoneNodes("a", 1, 3), wantState: StatePartialDisruption, wantRate: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := JudgeZones(tc.nodes, nil, tc.cfg)
+			if d.States[zk("a")] != tc.wantState || d.Rates[zk("a")] != tc.wantRate {
+				t.Fatalf("state %s rate %v, want %s %v", d.States[zk("a")], d.Rates[zk("a")], tc.wantState, tc.wantRate)
+			}
+		})
+	}
+}
+
 func always(string) bool { return true }
 
 func TestTaintQueue(t *testing.T) {
@@ -168,6 +199,13 @@ func TestTaintQueue(t *testing.T) {
 		q.Add("z2", "c")
 		if got := q.Pop(t0, always); !slices.Equal(got, []string{"a", "c"}) {
 			t.Fatalf("got %v", got)
+		}
+	})
+	t.Run("a queue whose default rate is 0 lets nobody out of a new zone", func(t *testing.T) {
+		q := NewTaintQueue(0)
+		q.Add("z", "a")
+		if got := q.Pop(t0.Add(time.Hour), always); len(got) != 0 || q.NextIn(t0) != 0 {
+			t.Fatalf("got %v, next %v", got, q.NextIn(t0))
 		}
 	})
 	t.Run("rate 0 lets nobody out and has no next time", func(t *testing.T) {

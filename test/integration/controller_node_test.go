@@ -112,7 +112,7 @@ func tolerate(key string, seconds int64) corev1.Toleration {
 func TestControllerNodeLifecycleAndTaintEviction(t *testing.T) {
 	// A high eviction rate: this test is about the taints, not their pace
 	// (see TestNodeLifecycleZoneEvictionRateLimiting).
-	_, cs, ctx := startWithController(t, controller.Config{NodeMonitorGracePeriod: 2 * time.Second, NodeMonitorPeriod: 200 * time.Millisecond, NodeEvictionRate: 10})
+	_, cs, ctx := startWithController(t, controller.Config{NodeMonitorGracePeriod: 2 * time.Second, NodeMonitorPeriod: 200 * time.Millisecond, Eviction: evictionAtRate(10)})
 	ns := "default"
 	fakeNode(t, ctx, cs, "node-a")
 	stopB := fakeNode(t, ctx, cs, "node-b")

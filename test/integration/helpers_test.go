@@ -1,11 +1,15 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"minik/controller"
+	"minik/controller/nodelifecycle"
 	"minik/internal/testcluster"
 	"minik/kubelet"
 	"minik/kubelet/runtime/fake"
@@ -63,6 +68,14 @@ func startController(t *testing.T, c *testcluster.Cluster, cfg controller.Config
 			t.Errorf("controller.Run: %v", err)
 		}
 	})
+}
+
+// evictionAtRate is Kubernetes' eviction policy with a rate of rate nodes
+// per second.
+func evictionAtRate(rate float64) *nodelifecycle.EvictionConfig {
+	eviction := nodelifecycle.DefaultEvictionConfig()
+	eviction.Rate = rate
+	return &eviction
 }
 
 // startWithController starts the apiserver alone with the controller
@@ -167,6 +180,54 @@ func renewLease(t *testing.T, ctx context.Context, cs kubernetes.Interface, name
 			}
 		}
 	})
+}
+
+// minikProc is a minik component (`minik scheduler`, `minik controller`)
+// run as its own process, as users run it.
+type minikProc struct {
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+	done chan struct{}
+}
+
+// startMinikProcess runs `minik component --kubeconfig ADMIN args...`
+// until the test ends, and shows its log if the test failed.
+func startMinikProcess(t *testing.T, c *testcluster.Cluster, component string, args ...string) *minikProc {
+	t.Helper()
+	p := &minikProc{log: &bytes.Buffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(testcluster.Binary(t), append([]string{component, "--kubeconfig", c.Kubeconfig}, args...)...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.stop(os.Interrupt)
+		if strings.Contains(p.log.String(), "DATA RACE") { // a binary built with -race
+			t.Errorf("minik %s reported a data race", component)
+		}
+		if t.Failed() {
+			t.Logf("minik %s %v log:\n%s", component, args, p.log.String())
+		}
+	})
+	return p
+}
+
+// stop sends sig and waits for the process to exit (killing it after 10s).
+func (p *minikProc) stop(sig os.Signal) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
 }
 
 // eventually polls cond every 50ms until it holds or timeout passes.

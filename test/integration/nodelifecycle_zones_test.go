@@ -61,7 +61,7 @@ func TestNodeLifecycleZoneEvictionRateLimiting(t *testing.T) {
 		zonedNode(t, ctx, cs, n, "b", false)
 	}
 	const interval = 4 * time.Second
-	startController(t, c, controller.Config{NodeMonitorPeriod: 200 * time.Millisecond, NodeEvictionRate: 0.25})
+	startController(t, c, controller.Config{NodeMonitorPeriod: 200 * time.Millisecond, Eviction: evictionAtRate(0.25)})
 
 	noExecute := func(name string) bool {
 		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -130,4 +130,35 @@ func TestNodeLifecycleZoneEvictionRateLimiting(t *testing.T) {
 			t.Fatalf("a1 and a2 tainted %v apart, want about %v", g, interval)
 		}
 	})
+}
+
+// TestNodeLifecycleEvictionRateZero runs `minik controller
+// --node-eviction-rate 0`, as users do: a not-ready node gets its
+// NoSchedule taint, but never the NoExecute taint that would evict its
+// pods. (Any other rate taints the first not-ready node of a zone at once:
+// its bucket starts with a token.)
+func TestNodeLifecycleEvictionRateZero(t *testing.T) {
+	c := testcluster.StartAPIOnly(t)
+	cs := c.Clientset()
+	ctx := ctxT(t)
+	zonedNode(t, ctx, cs, "up", "a", true)
+	zonedNode(t, ctx, cs, "down", "a", false)
+	startMinikProcess(t, c, "controller", "--node-eviction-rate", "0", "--node-monitor-period", "200ms")
+
+	down := func() *corev1.Node {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "down", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	eventually(t, 20*time.Second, "the not-ready NoSchedule taint", func() (bool, string) {
+		n := down()
+		return hasTaint(n, corev1.TaintNodeNotReady, corev1.TaintEffectNoSchedule), fmt.Sprint(n.Spec.Taints)
+	})
+	// The zone is judged every 200ms: 3s gives a wrong rate every chance.
+	time.Sleep(3 * time.Second)
+	if n := down(); hasTaint(n, corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute) {
+		t.Fatalf("a NoExecute taint with --node-eviction-rate 0: %v", n.Spec.Taints)
+	}
 }

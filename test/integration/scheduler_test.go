@@ -1,10 +1,8 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -21,53 +19,11 @@ import (
 	"minik/internal/testcluster"
 )
 
-// schedProc is a `minik scheduler` child process.
-type schedProc struct {
-	cmd  *exec.Cmd
-	log  *bytes.Buffer
-	done chan struct{}
-}
-
-// startScheduler runs `minik scheduler --kubeconfig ADMIN args...` as users
-// do; it is stopped at test end.
-func startScheduler(t *testing.T, c *testcluster.Cluster, args ...string) *schedProc {
+// startScheduler runs `minik scheduler --kubeconfig ADMIN --seed 1
+// args...` as users do; it is stopped at test end.
+func startScheduler(t *testing.T, c *testcluster.Cluster, args ...string) *minikProc {
 	t.Helper()
-	if out, err := exec.Command(testcluster.Binary(t), "scheduler", "--help").CombinedOutput(); err != nil {
-		t.Fatalf("minik has no scheduler command (is schedulerCommand() added in cmd/minik/main.go?): %v\n%s", err, out)
-	}
-	p := &schedProc{log: &bytes.Buffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(testcluster.Binary(t), append([]string{"scheduler", "--kubeconfig", c.Kubeconfig, "--seed", "1"}, args...)...)
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.stop(os.Interrupt)
-		if strings.Contains(p.log.String(), "DATA RACE") { // a binary built with -race
-			t.Errorf("the scheduler reported a data race")
-		}
-		if t.Failed() {
-			t.Logf("scheduler %v log:\n%s", args, p.log.String())
-		}
-	})
-	return p
-}
-
-func (p *schedProc) stop(sig os.Signal) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	return startMinikProcess(t, c, "scheduler", append([]string{"--seed", "1"}, args...)...)
 }
 
 // nodeBuilder builds Node objects: makeNode("a").Label("zone", "z1").Obj().
