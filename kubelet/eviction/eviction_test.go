@@ -203,7 +203,9 @@ func names(pods []*corev1.Pod) string {
 }
 
 func TestPodsAreRankedAsTheKubeletDoes(t *testing.T) {
-	memory := func(b int64) PodStats { return PodStats{Containers: []ContainerStats{{Name: "main", MemoryWorkingSetBytes: b}}} }
+	memory := func(b int64) PodStats {
+		return PodStats{Containers: []ContainerStats{{Name: "main", MemoryWorkingSetBytes: b}}}
+	}
 	for _, tc := range []struct {
 		name       string
 		thresholds string

@@ -166,7 +166,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	r := &Runtime{
 		cfg: cfg, client: client, cidr: cfg.PodCIDR, sandboxes: map[string]*sandboxRecord{}, imageRefs: map[string]string{},
 		logging: map[string]bool{},
-		net: &cniNetwork{binDir: cfg.CNIBinDir, dataDir: filepath.Join(cfg.StateDir, "ipam"), bridge: bridgeName(cfg.Namespace)},
+		net:     &cniNetwork{binDir: cfg.CNIBinDir, dataDir: filepath.Join(cfg.StateDir, "ipam"), bridge: bridgeName(cfg.Namespace)},
 	}
 	if err := r.loadSandboxes(); err != nil {
 		client.Close()
