@@ -167,6 +167,8 @@ func subresourceDiscovery(rs *registry.Resource, sub string) metav1.APIResource 
 		out.Verbs = []string{"create"}
 	case "log":
 		out.Verbs = []string{"get"}
+	case "exec":
+		out.Kind, out.Verbs = "PodExecOptions", []string{"create", "get"}
 	case "finalize":
 		out.Verbs = []string{"update"}
 	}

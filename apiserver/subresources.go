@@ -18,8 +18,8 @@ import (
 	"minik/apiserver/storage"
 )
 
-// serveSubresource dispatches /status, /scale, /binding, /eviction, /log
-// and /finalize.
+// serveSubresource dispatches /status, /scale, /binding, /eviction, /log,
+// /exec and /finalize.
 func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 	switch {
 	case ri.subresource == "status" && ri.verb == "get":
@@ -36,6 +36,8 @@ func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Reques
 		h.evict(w, r, ri)
 	case ri.subresource == "log" && ri.verb == "get":
 		h.log(w, r, ri)
+	case ri.subresource == "exec" && (ri.verb == "get" || ri.verb == "create"):
+		h.exec(w, r, ri)
 	case ri.subresource == "finalize" && ri.verb == "update":
 		h.finalize(w, r, ri)
 	default:

@@ -18,8 +18,9 @@ import (
 )
 
 // serve runs the kubelet's HTTPS endpoint: /containerLogs for the
-// apiserver's pods/log, and /healthz. Clients must present a certificate
-// signed by the cluster CA, of the apiserver (group system:masters).
+// apiserver's pods/log, /exec for its pods/exec (exec.go), and /healthz.
+// Clients must present a certificate signed by the cluster CA, of the
+// apiserver (group system:masters).
 func (k *Kubelet) serve(ctx context.Context, l net.Listener) error {
 	cert, err := tls.LoadX509KeyPair(k.cfg.TLSCertFile, k.cfg.TLSKeyFile)
 	if err != nil {
@@ -36,6 +37,7 @@ func (k *Kubelet) serve(ctx context.Context, l net.Listener) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") })
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.containerLogs)
+	mux.HandleFunc("GET /exec/{namespace}/{pod}/{container}", k.exec)
 	srv := &http.Server{
 		Handler: authorizeClient(mux),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,

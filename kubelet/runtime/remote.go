@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -112,6 +114,76 @@ func (r *Remote) ContainerStatus(ctx context.Context, id string) (*cri.Container
 func (r *Remote) ExecSync(ctx context.Context, id string, cmd []string, timeout int64) (*cri.ExecSyncResponse, error) {
 	resp, err := r.rs.ExecSync(ctx, &cri.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: timeout})
 	return resp, fromStatus(err)
+}
+
+func (r *Remote) Exec(ctx context.Context, id string, opts ExecOptions) (int32, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the input goroutines and, on the server, the command
+	stream, err := r.rs.Exec(ctx)
+	if err != nil {
+		return 0, fromStatus(err)
+	}
+	var sendMu sync.Mutex
+	send := func(in *cri.ExecInput) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(in)
+	}
+	start := &cri.ExecStart{ContainerId: id, Cmd: opts.Cmd, Tty: opts.TTY, Stdin: opts.Stdin != nil}
+	if err := send(&cri.ExecInput{Start: start}); err != nil {
+		return 0, fromStatus(err)
+	}
+	if opts.Stdin != nil {
+		go func() {
+			buf := make([]byte, 32*1024)
+			for {
+				n, err := opts.Stdin.Read(buf)
+				if n > 0 && send(&cri.ExecInput{Stdin: append([]byte(nil), buf[:n]...)}) != nil {
+					return
+				}
+				if err != nil {
+					_ = send(&cri.ExecInput{StdinClose: true})
+					return
+				}
+			}
+		}()
+	}
+	if opts.Resize != nil {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case sz, ok := <-opts.Resize:
+					if !ok || send(&cri.ExecInput{Resize: &cri.TerminalSize{Width: uint32(sz.Width), Height: uint32(sz.Height)}}) != nil {
+						return
+					}
+				}
+			}
+		}()
+	}
+	for {
+		out, err := stream.Recv()
+		if err != nil {
+			if err == io.EOF {
+				err = errors.New("exec: the runtime ended the stream without an exit code")
+			}
+			return 0, fromStatus(err)
+		}
+		if len(out.Stdout) > 0 && opts.Stdout != nil {
+			if _, err := opts.Stdout.Write(out.Stdout); err != nil {
+				return 0, err
+			}
+		}
+		if len(out.Stderr) > 0 && opts.Stderr != nil {
+			if _, err := opts.Stderr.Write(out.Stderr); err != nil {
+				return 0, err
+			}
+		}
+		if out.Exited {
+			return out.ExitCode, nil
+		}
+	}
 }
 
 func (r *Remote) ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Writer) error {
@@ -250,6 +322,77 @@ func (s *server) ContainerStatus(ctx context.Context, req *cri.ContainerStatusRe
 func (s *server) ExecSync(ctx context.Context, req *cri.ExecSyncRequest) (*cri.ExecSyncResponse, error) {
 	resp, err := s.rt.ExecSync(ctx, req.ContainerId, req.Cmd, req.Timeout)
 	return resp, toStatus(err)
+}
+
+func (s *server) Exec(stream cri.RuntimeService_ExecServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	start := first.GetStart()
+	if start == nil {
+		return errors.New("exec: the first message must be the start")
+	}
+	var sendMu sync.Mutex
+	send := func(out *cri.ExecOutput) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(out)
+	}
+	opts := ExecOptions{Cmd: start.Cmd, TTY: start.Tty,
+		Stdout: writerFunc(func(p []byte) error { return send(&cri.ExecOutput{Stdout: append([]byte(nil), p...)}) }),
+		Stderr: writerFunc(func(p []byte) error { return send(&cri.ExecOutput{Stderr: append([]byte(nil), p...)}) }),
+	}
+	var stdin *io.PipeWriter
+	if start.Stdin {
+		var r *io.PipeReader
+		r, stdin = io.Pipe()
+		defer r.Close() // unblocks the input loop if the command stopped reading
+		opts.Stdin = r
+	}
+	resize := make(chan TerminalSize, 4)
+	opts.Resize = resize
+	go func() {
+		for {
+			in, err := stream.Recv()
+			if err != nil {
+				if stdin != nil {
+					stdin.CloseWithError(err)
+				}
+				return
+			}
+			if stdin != nil && len(in.Stdin) > 0 {
+				if _, err := stdin.Write(in.Stdin); err != nil {
+					stdin = nil
+				}
+			}
+			if stdin != nil && in.StdinClose {
+				stdin.Close()
+				stdin = nil
+			}
+			if sz := in.GetResize(); sz != nil {
+				select {
+				case resize <- TerminalSize{Width: uint16(sz.Width), Height: uint16(sz.Height)}:
+				default: // a newer size follows
+				}
+			}
+		}
+	}()
+	code, err := s.rt.Exec(stream.Context(), start.ContainerId, opts)
+	if err != nil {
+		return toStatus(err)
+	}
+	return send(&cri.ExecOutput{Exited: true, ExitCode: code})
+}
+
+// writerFunc adapts a function to io.Writer.
+type writerFunc func(p []byte) error
+
+func (f writerFunc) Write(p []byte) (int, error) {
+	if err := f(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func (s *server) ReadLog(req *cri.ReadLogRequest, stream cri.RuntimeService_ReadLogServer) error {

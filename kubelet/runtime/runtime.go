@@ -36,6 +36,10 @@ type Runtime interface {
 	ListContainers(ctx context.Context, sandboxID string) ([]*cri.Container, error)
 	ContainerStatus(ctx context.Context, id string) (*cri.ContainerStatus, error)
 	ExecSync(ctx context.Context, id string, cmd []string, timeoutSeconds int64) (*cri.ExecSyncResponse, error)
+	// Exec runs a command in a running container with streamed input and
+	// output, and returns its exit code once it exited and its output is
+	// written. Ending ctx kills the command.
+	Exec(ctx context.Context, id string, opts ExecOptions) (exitCode int32, err error)
 	// ReadLog copies a container's log to w; with follow it keeps copying
 	// until ctx ends or the container has exited and its log is drained.
 	ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Writer) error
@@ -48,6 +52,23 @@ type Runtime interface {
 	PullImage(ctx context.Context, ref string, insecure bool) (string, error)
 	RemoveImage(ctx context.Context, ref string) error
 }
+
+// ExecOptions are the streams of an Exec.
+type ExecOptions struct {
+	Cmd []string
+	// TTY runs the command on a terminal; its output all goes to Stdout.
+	TTY bool
+	// Stdin is the command's input until EOF; nil for none (/dev/null).
+	// Exec may still be reading it when it returns: the caller closes it.
+	Stdin io.Reader
+	// Stdout and Stderr receive its output; nil discards it.
+	Stdout, Stderr io.Writer
+	// Resize sets the terminal's size (TTY only); nil for none.
+	Resize <-chan TerminalSize
+}
+
+// TerminalSize is a terminal's size in characters.
+type TerminalSize struct{ Width, Height uint16 }
 
 // Labels the kubelet puts on sandboxes and containers, so that it can
 // find its own objects again after a restart.

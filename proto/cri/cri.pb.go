@@ -2329,6 +2329,269 @@ func (x *ExecSyncResponse) GetExitCode() int32 {
 	return 0
 }
 
+type ExecStart struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ContainerId string                 `protobuf:"bytes,1,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
+	Cmd         []string               `protobuf:"bytes,2,rep,name=cmd,proto3" json:"cmd,omitempty"`
+	// tty runs the command on a terminal; its output all comes as stdout.
+	Tty bool `protobuf:"varint,3,opt,name=tty,proto3" json:"tty,omitempty"`
+	// stdin: the command reads input (ExecInput.stdin), else /dev/null.
+	Stdin         bool `protobuf:"varint,4,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecStart) Reset() {
+	*x = ExecStart{}
+	mi := &file_cri_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecStart) ProtoMessage() {}
+
+func (x *ExecStart) ProtoReflect() protoreflect.Message {
+	mi := &file_cri_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecStart.ProtoReflect.Descriptor instead.
+func (*ExecStart) Descriptor() ([]byte, []int) {
+	return file_cri_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ExecStart) GetContainerId() string {
+	if x != nil {
+		return x.ContainerId
+	}
+	return ""
+}
+
+func (x *ExecStart) GetCmd() []string {
+	if x != nil {
+		return x.Cmd
+	}
+	return nil
+}
+
+func (x *ExecStart) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
+func (x *ExecStart) GetStdin() bool {
+	if x != nil {
+		return x.Stdin
+	}
+	return false
+}
+
+type TerminalSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Width         uint32                 `protobuf:"varint,1,opt,name=width,proto3" json:"width,omitempty"`
+	Height        uint32                 `protobuf:"varint,2,opt,name=height,proto3" json:"height,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TerminalSize) Reset() {
+	*x = TerminalSize{}
+	mi := &file_cri_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TerminalSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TerminalSize) ProtoMessage() {}
+
+func (x *TerminalSize) ProtoReflect() protoreflect.Message {
+	mi := &file_cri_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
+func (*TerminalSize) Descriptor() ([]byte, []int) {
+	return file_cri_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *TerminalSize) GetWidth() uint32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *TerminalSize) GetHeight() uint32 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+// ExecInput is one message of an exec's input stream; the first one
+// carries start and nothing else.
+type ExecInput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Start *ExecStart             `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	Stdin []byte                 `protobuf:"bytes,2,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	// stdin_close ends the command's input.
+	StdinClose    bool          `protobuf:"varint,3,opt,name=stdin_close,json=stdinClose,proto3" json:"stdin_close,omitempty"`
+	Resize        *TerminalSize `protobuf:"bytes,4,opt,name=resize,proto3" json:"resize,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecInput) Reset() {
+	*x = ExecInput{}
+	mi := &file_cri_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecInput) ProtoMessage() {}
+
+func (x *ExecInput) ProtoReflect() protoreflect.Message {
+	mi := &file_cri_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecInput.ProtoReflect.Descriptor instead.
+func (*ExecInput) Descriptor() ([]byte, []int) {
+	return file_cri_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ExecInput) GetStart() *ExecStart {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *ExecInput) GetStdin() []byte {
+	if x != nil {
+		return x.Stdin
+	}
+	return nil
+}
+
+func (x *ExecInput) GetStdinClose() bool {
+	if x != nil {
+		return x.StdinClose
+	}
+	return false
+}
+
+func (x *ExecInput) GetResize() *TerminalSize {
+	if x != nil {
+		return x.Resize
+	}
+	return nil
+}
+
+// ExecOutput is one message of an exec's output stream; the last one has
+// exited set.
+type ExecOutput struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Stdout        []byte                 `protobuf:"bytes,1,opt,name=stdout,proto3" json:"stdout,omitempty"`
+	Stderr        []byte                 `protobuf:"bytes,2,opt,name=stderr,proto3" json:"stderr,omitempty"`
+	Exited        bool                   `protobuf:"varint,3,opt,name=exited,proto3" json:"exited,omitempty"`
+	ExitCode      int32                  `protobuf:"varint,4,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecOutput) Reset() {
+	*x = ExecOutput{}
+	mi := &file_cri_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecOutput) ProtoMessage() {}
+
+func (x *ExecOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_cri_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecOutput.ProtoReflect.Descriptor instead.
+func (*ExecOutput) Descriptor() ([]byte, []int) {
+	return file_cri_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ExecOutput) GetStdout() []byte {
+	if x != nil {
+		return x.Stdout
+	}
+	return nil
+}
+
+func (x *ExecOutput) GetStderr() []byte {
+	if x != nil {
+		return x.Stderr
+	}
+	return nil
+}
+
+func (x *ExecOutput) GetExited() bool {
+	if x != nil {
+		return x.Exited
+	}
+	return false
+}
+
+func (x *ExecOutput) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
 type ReadLogRequest struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	ContainerId string                 `protobuf:"bytes,1,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
@@ -2346,7 +2609,7 @@ type ReadLogRequest struct {
 
 func (x *ReadLogRequest) Reset() {
 	*x = ReadLogRequest{}
-	mi := &file_cri_proto_msgTypes[38]
+	mi := &file_cri_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2358,7 +2621,7 @@ func (x *ReadLogRequest) String() string {
 func (*ReadLogRequest) ProtoMessage() {}
 
 func (x *ReadLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[38]
+	mi := &file_cri_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2371,7 +2634,7 @@ func (x *ReadLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadLogRequest.ProtoReflect.Descriptor instead.
 func (*ReadLogRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{38}
+	return file_cri_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReadLogRequest) GetContainerId() string {
@@ -2425,7 +2688,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_cri_proto_msgTypes[39]
+	mi := &file_cri_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2437,7 +2700,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[39]
+	mi := &file_cri_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2450,7 +2713,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{39}
+	return file_cri_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *LogChunk) GetData() []byte {
@@ -2468,7 +2731,7 @@ type ListContainerStatsRequest struct {
 
 func (x *ListContainerStatsRequest) Reset() {
 	*x = ListContainerStatsRequest{}
-	mi := &file_cri_proto_msgTypes[40]
+	mi := &file_cri_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2480,7 +2743,7 @@ func (x *ListContainerStatsRequest) String() string {
 func (*ListContainerStatsRequest) ProtoMessage() {}
 
 func (x *ListContainerStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[40]
+	mi := &file_cri_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2493,7 +2756,7 @@ func (x *ListContainerStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListContainerStatsRequest.ProtoReflect.Descriptor instead.
 func (*ListContainerStatsRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{40}
+	return file_cri_proto_rawDescGZIP(), []int{44}
 }
 
 type ListContainerStatsResponse struct {
@@ -2505,7 +2768,7 @@ type ListContainerStatsResponse struct {
 
 func (x *ListContainerStatsResponse) Reset() {
 	*x = ListContainerStatsResponse{}
-	mi := &file_cri_proto_msgTypes[41]
+	mi := &file_cri_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2517,7 +2780,7 @@ func (x *ListContainerStatsResponse) String() string {
 func (*ListContainerStatsResponse) ProtoMessage() {}
 
 func (x *ListContainerStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[41]
+	mi := &file_cri_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2530,7 +2793,7 @@ func (x *ListContainerStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListContainerStatsResponse.ProtoReflect.Descriptor instead.
 func (*ListContainerStatsResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{41}
+	return file_cri_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListContainerStatsResponse) GetStats() []*ContainerStats {
@@ -2560,7 +2823,7 @@ type ContainerStats struct {
 
 func (x *ContainerStats) Reset() {
 	*x = ContainerStats{}
-	mi := &file_cri_proto_msgTypes[42]
+	mi := &file_cri_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2572,7 +2835,7 @@ func (x *ContainerStats) String() string {
 func (*ContainerStats) ProtoMessage() {}
 
 func (x *ContainerStats) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[42]
+	mi := &file_cri_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2585,7 +2848,7 @@ func (x *ContainerStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStats.ProtoReflect.Descriptor instead.
 func (*ContainerStats) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{42}
+	return file_cri_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ContainerStats) GetContainerId() string {
@@ -2632,7 +2895,7 @@ type ImageSpec struct {
 
 func (x *ImageSpec) Reset() {
 	*x = ImageSpec{}
-	mi := &file_cri_proto_msgTypes[43]
+	mi := &file_cri_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2644,7 +2907,7 @@ func (x *ImageSpec) String() string {
 func (*ImageSpec) ProtoMessage() {}
 
 func (x *ImageSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[43]
+	mi := &file_cri_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2657,7 +2920,7 @@ func (x *ImageSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageSpec.ProtoReflect.Descriptor instead.
 func (*ImageSpec) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{43}
+	return file_cri_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ImageSpec) GetImage() string {
@@ -2684,7 +2947,7 @@ type Image struct {
 
 func (x *Image) Reset() {
 	*x = Image{}
-	mi := &file_cri_proto_msgTypes[44]
+	mi := &file_cri_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2696,7 +2959,7 @@ func (x *Image) String() string {
 func (*Image) ProtoMessage() {}
 
 func (x *Image) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[44]
+	mi := &file_cri_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2709,7 +2972,7 @@ func (x *Image) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Image.ProtoReflect.Descriptor instead.
 func (*Image) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{44}
+	return file_cri_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Image) GetId() string {
@@ -2762,7 +3025,7 @@ type ListImagesRequest struct {
 
 func (x *ListImagesRequest) Reset() {
 	*x = ListImagesRequest{}
-	mi := &file_cri_proto_msgTypes[45]
+	mi := &file_cri_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2774,7 +3037,7 @@ func (x *ListImagesRequest) String() string {
 func (*ListImagesRequest) ProtoMessage() {}
 
 func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[45]
+	mi := &file_cri_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2787,7 +3050,7 @@ func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImagesRequest.ProtoReflect.Descriptor instead.
 func (*ListImagesRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{45}
+	return file_cri_proto_rawDescGZIP(), []int{49}
 }
 
 type ListImagesResponse struct {
@@ -2799,7 +3062,7 @@ type ListImagesResponse struct {
 
 func (x *ListImagesResponse) Reset() {
 	*x = ListImagesResponse{}
-	mi := &file_cri_proto_msgTypes[46]
+	mi := &file_cri_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2811,7 +3074,7 @@ func (x *ListImagesResponse) String() string {
 func (*ListImagesResponse) ProtoMessage() {}
 
 func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[46]
+	mi := &file_cri_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2824,7 +3087,7 @@ func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImagesResponse.ProtoReflect.Descriptor instead.
 func (*ListImagesResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{46}
+	return file_cri_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListImagesResponse) GetImages() []*Image {
@@ -2843,7 +3106,7 @@ type ImageStatusRequest struct {
 
 func (x *ImageStatusRequest) Reset() {
 	*x = ImageStatusRequest{}
-	mi := &file_cri_proto_msgTypes[47]
+	mi := &file_cri_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2855,7 +3118,7 @@ func (x *ImageStatusRequest) String() string {
 func (*ImageStatusRequest) ProtoMessage() {}
 
 func (x *ImageStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[47]
+	mi := &file_cri_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2868,7 +3131,7 @@ func (x *ImageStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageStatusRequest.ProtoReflect.Descriptor instead.
 func (*ImageStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{47}
+	return file_cri_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ImageStatusRequest) GetImage() *ImageSpec {
@@ -2888,7 +3151,7 @@ type ImageStatusResponse struct {
 
 func (x *ImageStatusResponse) Reset() {
 	*x = ImageStatusResponse{}
-	mi := &file_cri_proto_msgTypes[48]
+	mi := &file_cri_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2900,7 +3163,7 @@ func (x *ImageStatusResponse) String() string {
 func (*ImageStatusResponse) ProtoMessage() {}
 
 func (x *ImageStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[48]
+	mi := &file_cri_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2913,7 +3176,7 @@ func (x *ImageStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageStatusResponse.ProtoReflect.Descriptor instead.
 func (*ImageStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{48}
+	return file_cri_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ImageStatusResponse) GetImage() *Image {
@@ -2934,7 +3197,7 @@ type PullImageRequest struct {
 
 func (x *PullImageRequest) Reset() {
 	*x = PullImageRequest{}
-	mi := &file_cri_proto_msgTypes[49]
+	mi := &file_cri_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2946,7 +3209,7 @@ func (x *PullImageRequest) String() string {
 func (*PullImageRequest) ProtoMessage() {}
 
 func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[49]
+	mi := &file_cri_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2959,7 +3222,7 @@ func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageRequest.ProtoReflect.Descriptor instead.
 func (*PullImageRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{49}
+	return file_cri_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PullImageRequest) GetImage() *ImageSpec {
@@ -2985,7 +3248,7 @@ type PullImageResponse struct {
 
 func (x *PullImageResponse) Reset() {
 	*x = PullImageResponse{}
-	mi := &file_cri_proto_msgTypes[50]
+	mi := &file_cri_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2997,7 +3260,7 @@ func (x *PullImageResponse) String() string {
 func (*PullImageResponse) ProtoMessage() {}
 
 func (x *PullImageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[50]
+	mi := &file_cri_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3010,7 +3273,7 @@ func (x *PullImageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageResponse.ProtoReflect.Descriptor instead.
 func (*PullImageResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{50}
+	return file_cri_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PullImageResponse) GetImageRef() string {
@@ -3029,7 +3292,7 @@ type RemoveImageRequest struct {
 
 func (x *RemoveImageRequest) Reset() {
 	*x = RemoveImageRequest{}
-	mi := &file_cri_proto_msgTypes[51]
+	mi := &file_cri_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3041,7 +3304,7 @@ func (x *RemoveImageRequest) String() string {
 func (*RemoveImageRequest) ProtoMessage() {}
 
 func (x *RemoveImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[51]
+	mi := &file_cri_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3054,7 +3317,7 @@ func (x *RemoveImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveImageRequest.ProtoReflect.Descriptor instead.
 func (*RemoveImageRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{51}
+	return file_cri_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RemoveImageRequest) GetImage() *ImageSpec {
@@ -3072,7 +3335,7 @@ type RemoveImageResponse struct {
 
 func (x *RemoveImageResponse) Reset() {
 	*x = RemoveImageResponse{}
-	mi := &file_cri_proto_msgTypes[52]
+	mi := &file_cri_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3084,7 +3347,7 @@ func (x *RemoveImageResponse) String() string {
 func (*RemoveImageResponse) ProtoMessage() {}
 
 func (x *RemoveImageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[52]
+	mi := &file_cri_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3097,7 +3360,7 @@ func (x *RemoveImageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveImageResponse.ProtoReflect.Descriptor instead.
 func (*RemoveImageResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{52}
+	return file_cri_proto_rawDescGZIP(), []int{56}
 }
 
 var File_cri_proto protoreflect.FileDescriptor
@@ -3296,7 +3559,27 @@ const file_cri_proto_rawDesc = "" +
 	"\x10ExecSyncResponse\x12\x16\n" +
 	"\x06stdout\x18\x01 \x01(\fR\x06stdout\x12\x16\n" +
 	"\x06stderr\x18\x02 \x01(\fR\x06stderr\x12\x1b\n" +
-	"\texit_code\x18\x03 \x01(\x05R\bexitCode\"\xca\x01\n" +
+	"\texit_code\x18\x03 \x01(\x05R\bexitCode\"h\n" +
+	"\tExecStart\x12!\n" +
+	"\fcontainer_id\x18\x01 \x01(\tR\vcontainerId\x12\x10\n" +
+	"\x03cmd\x18\x02 \x03(\tR\x03cmd\x12\x10\n" +
+	"\x03tty\x18\x03 \x01(\bR\x03tty\x12\x14\n" +
+	"\x05stdin\x18\x04 \x01(\bR\x05stdin\"<\n" +
+	"\fTerminalSize\x12\x14\n" +
+	"\x05width\x18\x01 \x01(\rR\x05width\x12\x16\n" +
+	"\x06height\x18\x02 \x01(\rR\x06height\"\xa5\x01\n" +
+	"\tExecInput\x12-\n" +
+	"\x05start\x18\x01 \x01(\v2\x17.minik.cri.v1.ExecStartR\x05start\x12\x14\n" +
+	"\x05stdin\x18\x02 \x01(\fR\x05stdin\x12\x1f\n" +
+	"\vstdin_close\x18\x03 \x01(\bR\n" +
+	"stdinClose\x122\n" +
+	"\x06resize\x18\x04 \x01(\v2\x1a.minik.cri.v1.TerminalSizeR\x06resize\"q\n" +
+	"\n" +
+	"ExecOutput\x12\x16\n" +
+	"\x06stdout\x18\x01 \x01(\fR\x06stdout\x12\x16\n" +
+	"\x06stderr\x18\x02 \x01(\fR\x06stderr\x12\x16\n" +
+	"\x06exited\x18\x03 \x01(\bR\x06exited\x12\x1b\n" +
+	"\texit_code\x18\x04 \x01(\x05R\bexitCode\"\xca\x01\n" +
 	"\x0eReadLogRequest\x12!\n" +
 	"\fcontainer_id\x18\x01 \x01(\tR\vcontainerId\x12\x16\n" +
 	"\x06follow\x18\x02 \x01(\bR\x06follow\x12\x1d\n" +
@@ -3351,7 +3634,7 @@ const file_cri_proto_rawDesc = "" +
 	"\x11CONTAINER_CREATED\x10\x00\x12\x15\n" +
 	"\x11CONTAINER_RUNNING\x10\x01\x12\x14\n" +
 	"\x10CONTAINER_EXITED\x10\x02\x12\x15\n" +
-	"\x11CONTAINER_UNKNOWN\x10\x032\x84\v\n" +
+	"\x11CONTAINER_UNKNOWN\x10\x032\xc5\v\n" +
 	"\x0eRuntimeService\x12H\n" +
 	"\aVersion\x12\x1c.minik.cri.v1.VersionRequest\x1a\x1d.minik.cri.v1.VersionResponse\"\x00\x12l\n" +
 	"\x13UpdateRuntimeConfig\x12(.minik.cri.v1.UpdateRuntimeConfigRequest\x1a).minik.cri.v1.UpdateRuntimeConfigResponse\"\x00\x12Z\n" +
@@ -3365,7 +3648,8 @@ const file_cri_proto_rawDesc = "" +
 	"\x0fRemoveContainer\x12$.minik.cri.v1.RemoveContainerRequest\x1a%.minik.cri.v1.RemoveContainerResponse\"\x00\x12]\n" +
 	"\x0eListContainers\x12#.minik.cri.v1.ListContainersRequest\x1a$.minik.cri.v1.ListContainersResponse\"\x00\x12`\n" +
 	"\x0fContainerStatus\x12$.minik.cri.v1.ContainerStatusRequest\x1a%.minik.cri.v1.ContainerStatusResponse\"\x00\x12K\n" +
-	"\bExecSync\x12\x1d.minik.cri.v1.ExecSyncRequest\x1a\x1e.minik.cri.v1.ExecSyncResponse\"\x00\x12C\n" +
+	"\bExecSync\x12\x1d.minik.cri.v1.ExecSyncRequest\x1a\x1e.minik.cri.v1.ExecSyncResponse\"\x00\x12?\n" +
+	"\x04Exec\x12\x17.minik.cri.v1.ExecInput\x1a\x18.minik.cri.v1.ExecOutput\"\x00(\x010\x01\x12C\n" +
 	"\aReadLog\x12\x1c.minik.cri.v1.ReadLogRequest\x1a\x16.minik.cri.v1.LogChunk\"\x000\x01\x12i\n" +
 	"\x12ListContainerStats\x12'.minik.cri.v1.ListContainerStatsRequest\x1a(.minik.cri.v1.ListContainerStatsResponse\"\x002\xdd\x02\n" +
 	"\fImageService\x12Q\n" +
@@ -3388,7 +3672,7 @@ func file_cri_proto_rawDescGZIP() []byte {
 }
 
 var file_cri_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_cri_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
+var file_cri_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_cri_proto_goTypes = []any{
 	(PodSandboxState)(0),                  // 0: minik.cri.v1.PodSandboxState
 	(ContainerState)(0),                   // 1: minik.cri.v1.ContainerState
@@ -3430,113 +3714,121 @@ var file_cri_proto_goTypes = []any{
 	(*ContainerStatusResponse)(nil),       // 37: minik.cri.v1.ContainerStatusResponse
 	(*ExecSyncRequest)(nil),               // 38: minik.cri.v1.ExecSyncRequest
 	(*ExecSyncResponse)(nil),              // 39: minik.cri.v1.ExecSyncResponse
-	(*ReadLogRequest)(nil),                // 40: minik.cri.v1.ReadLogRequest
-	(*LogChunk)(nil),                      // 41: minik.cri.v1.LogChunk
-	(*ListContainerStatsRequest)(nil),     // 42: minik.cri.v1.ListContainerStatsRequest
-	(*ListContainerStatsResponse)(nil),    // 43: minik.cri.v1.ListContainerStatsResponse
-	(*ContainerStats)(nil),                // 44: minik.cri.v1.ContainerStats
-	(*ImageSpec)(nil),                     // 45: minik.cri.v1.ImageSpec
-	(*Image)(nil),                         // 46: minik.cri.v1.Image
-	(*ListImagesRequest)(nil),             // 47: minik.cri.v1.ListImagesRequest
-	(*ListImagesResponse)(nil),            // 48: minik.cri.v1.ListImagesResponse
-	(*ImageStatusRequest)(nil),            // 49: minik.cri.v1.ImageStatusRequest
-	(*ImageStatusResponse)(nil),           // 50: minik.cri.v1.ImageStatusResponse
-	(*PullImageRequest)(nil),              // 51: minik.cri.v1.PullImageRequest
-	(*PullImageResponse)(nil),             // 52: minik.cri.v1.PullImageResponse
-	(*RemoveImageRequest)(nil),            // 53: minik.cri.v1.RemoveImageRequest
-	(*RemoveImageResponse)(nil),           // 54: minik.cri.v1.RemoveImageResponse
-	nil,                                   // 55: minik.cri.v1.PodSandboxConfig.LabelsEntry
-	nil,                                   // 56: minik.cri.v1.PodSandboxConfig.AnnotationsEntry
-	nil,                                   // 57: minik.cri.v1.PodSandboxConfig.SysctlsEntry
-	nil,                                   // 58: minik.cri.v1.PodSandbox.LabelsEntry
-	nil,                                   // 59: minik.cri.v1.PodSandbox.AnnotationsEntry
-	nil,                                   // 60: minik.cri.v1.ContainerConfig.LabelsEntry
-	nil,                                   // 61: minik.cri.v1.ContainerConfig.AnnotationsEntry
-	nil,                                   // 62: minik.cri.v1.Container.LabelsEntry
-	nil,                                   // 63: minik.cri.v1.Container.AnnotationsEntry
-	nil,                                   // 64: minik.cri.v1.ContainerStatus.LabelsEntry
-	nil,                                   // 65: minik.cri.v1.ContainerStatus.AnnotationsEntry
+	(*ExecStart)(nil),                     // 40: minik.cri.v1.ExecStart
+	(*TerminalSize)(nil),                  // 41: minik.cri.v1.TerminalSize
+	(*ExecInput)(nil),                     // 42: minik.cri.v1.ExecInput
+	(*ExecOutput)(nil),                    // 43: minik.cri.v1.ExecOutput
+	(*ReadLogRequest)(nil),                // 44: minik.cri.v1.ReadLogRequest
+	(*LogChunk)(nil),                      // 45: minik.cri.v1.LogChunk
+	(*ListContainerStatsRequest)(nil),     // 46: minik.cri.v1.ListContainerStatsRequest
+	(*ListContainerStatsResponse)(nil),    // 47: minik.cri.v1.ListContainerStatsResponse
+	(*ContainerStats)(nil),                // 48: minik.cri.v1.ContainerStats
+	(*ImageSpec)(nil),                     // 49: minik.cri.v1.ImageSpec
+	(*Image)(nil),                         // 50: minik.cri.v1.Image
+	(*ListImagesRequest)(nil),             // 51: minik.cri.v1.ListImagesRequest
+	(*ListImagesResponse)(nil),            // 52: minik.cri.v1.ListImagesResponse
+	(*ImageStatusRequest)(nil),            // 53: minik.cri.v1.ImageStatusRequest
+	(*ImageStatusResponse)(nil),           // 54: minik.cri.v1.ImageStatusResponse
+	(*PullImageRequest)(nil),              // 55: minik.cri.v1.PullImageRequest
+	(*PullImageResponse)(nil),             // 56: minik.cri.v1.PullImageResponse
+	(*RemoveImageRequest)(nil),            // 57: minik.cri.v1.RemoveImageRequest
+	(*RemoveImageResponse)(nil),           // 58: minik.cri.v1.RemoveImageResponse
+	nil,                                   // 59: minik.cri.v1.PodSandboxConfig.LabelsEntry
+	nil,                                   // 60: minik.cri.v1.PodSandboxConfig.AnnotationsEntry
+	nil,                                   // 61: minik.cri.v1.PodSandboxConfig.SysctlsEntry
+	nil,                                   // 62: minik.cri.v1.PodSandbox.LabelsEntry
+	nil,                                   // 63: minik.cri.v1.PodSandbox.AnnotationsEntry
+	nil,                                   // 64: minik.cri.v1.ContainerConfig.LabelsEntry
+	nil,                                   // 65: minik.cri.v1.ContainerConfig.AnnotationsEntry
+	nil,                                   // 66: minik.cri.v1.Container.LabelsEntry
+	nil,                                   // 67: minik.cri.v1.Container.AnnotationsEntry
+	nil,                                   // 68: minik.cri.v1.ContainerStatus.LabelsEntry
+	nil,                                   // 69: minik.cri.v1.ContainerStatus.AnnotationsEntry
 }
 var file_cri_proto_depIdxs = []int32{
 	6,  // 0: minik.cri.v1.PodSandboxConfig.metadata:type_name -> minik.cri.v1.PodSandboxMetadata
 	7,  // 1: minik.cri.v1.PodSandboxConfig.port_mappings:type_name -> minik.cri.v1.PortMapping
-	55, // 2: minik.cri.v1.PodSandboxConfig.labels:type_name -> minik.cri.v1.PodSandboxConfig.LabelsEntry
-	56, // 3: minik.cri.v1.PodSandboxConfig.annotations:type_name -> minik.cri.v1.PodSandboxConfig.AnnotationsEntry
-	57, // 4: minik.cri.v1.PodSandboxConfig.sysctls:type_name -> minik.cri.v1.PodSandboxConfig.SysctlsEntry
+	59, // 2: minik.cri.v1.PodSandboxConfig.labels:type_name -> minik.cri.v1.PodSandboxConfig.LabelsEntry
+	60, // 3: minik.cri.v1.PodSandboxConfig.annotations:type_name -> minik.cri.v1.PodSandboxConfig.AnnotationsEntry
+	61, // 4: minik.cri.v1.PodSandboxConfig.sysctls:type_name -> minik.cri.v1.PodSandboxConfig.SysctlsEntry
 	8,  // 5: minik.cri.v1.RunPodSandboxRequest.config:type_name -> minik.cri.v1.PodSandboxConfig
 	6,  // 6: minik.cri.v1.PodSandbox.metadata:type_name -> minik.cri.v1.PodSandboxMetadata
 	0,  // 7: minik.cri.v1.PodSandbox.state:type_name -> minik.cri.v1.PodSandboxState
-	58, // 8: minik.cri.v1.PodSandbox.labels:type_name -> minik.cri.v1.PodSandbox.LabelsEntry
-	59, // 9: minik.cri.v1.PodSandbox.annotations:type_name -> minik.cri.v1.PodSandbox.AnnotationsEntry
+	62, // 8: minik.cri.v1.PodSandbox.labels:type_name -> minik.cri.v1.PodSandbox.LabelsEntry
+	63, // 9: minik.cri.v1.PodSandbox.annotations:type_name -> minik.cri.v1.PodSandbox.AnnotationsEntry
 	15, // 10: minik.cri.v1.ListPodSandboxResponse.items:type_name -> minik.cri.v1.PodSandbox
 	18, // 11: minik.cri.v1.ContainerConfig.metadata:type_name -> minik.cri.v1.ContainerMetadata
 	19, // 12: minik.cri.v1.ContainerConfig.envs:type_name -> minik.cri.v1.KeyValue
 	20, // 13: minik.cri.v1.ContainerConfig.mounts:type_name -> minik.cri.v1.Mount
-	60, // 14: minik.cri.v1.ContainerConfig.labels:type_name -> minik.cri.v1.ContainerConfig.LabelsEntry
-	61, // 15: minik.cri.v1.ContainerConfig.annotations:type_name -> minik.cri.v1.ContainerConfig.AnnotationsEntry
+	64, // 14: minik.cri.v1.ContainerConfig.labels:type_name -> minik.cri.v1.ContainerConfig.LabelsEntry
+	65, // 15: minik.cri.v1.ContainerConfig.annotations:type_name -> minik.cri.v1.ContainerConfig.AnnotationsEntry
 	21, // 16: minik.cri.v1.ContainerConfig.resources:type_name -> minik.cri.v1.LinuxContainerResources
 	22, // 17: minik.cri.v1.ContainerConfig.security_context:type_name -> minik.cri.v1.LinuxContainerSecurityContext
 	23, // 18: minik.cri.v1.CreateContainerRequest.config:type_name -> minik.cri.v1.ContainerConfig
 	8,  // 19: minik.cri.v1.CreateContainerRequest.sandbox_config:type_name -> minik.cri.v1.PodSandboxConfig
 	18, // 20: minik.cri.v1.Container.metadata:type_name -> minik.cri.v1.ContainerMetadata
 	1,  // 21: minik.cri.v1.Container.state:type_name -> minik.cri.v1.ContainerState
-	62, // 22: minik.cri.v1.Container.labels:type_name -> minik.cri.v1.Container.LabelsEntry
-	63, // 23: minik.cri.v1.Container.annotations:type_name -> minik.cri.v1.Container.AnnotationsEntry
+	66, // 22: minik.cri.v1.Container.labels:type_name -> minik.cri.v1.Container.LabelsEntry
+	67, // 23: minik.cri.v1.Container.annotations:type_name -> minik.cri.v1.Container.AnnotationsEntry
 	32, // 24: minik.cri.v1.ListContainersResponse.containers:type_name -> minik.cri.v1.Container
 	18, // 25: minik.cri.v1.ContainerStatus.metadata:type_name -> minik.cri.v1.ContainerMetadata
 	1,  // 26: minik.cri.v1.ContainerStatus.state:type_name -> minik.cri.v1.ContainerState
-	64, // 27: minik.cri.v1.ContainerStatus.labels:type_name -> minik.cri.v1.ContainerStatus.LabelsEntry
-	65, // 28: minik.cri.v1.ContainerStatus.annotations:type_name -> minik.cri.v1.ContainerStatus.AnnotationsEntry
+	68, // 27: minik.cri.v1.ContainerStatus.labels:type_name -> minik.cri.v1.ContainerStatus.LabelsEntry
+	69, // 28: minik.cri.v1.ContainerStatus.annotations:type_name -> minik.cri.v1.ContainerStatus.AnnotationsEntry
 	35, // 29: minik.cri.v1.ContainerStatusResponse.status:type_name -> minik.cri.v1.ContainerStatus
-	44, // 30: minik.cri.v1.ListContainerStatsResponse.stats:type_name -> minik.cri.v1.ContainerStats
-	46, // 31: minik.cri.v1.ListImagesResponse.images:type_name -> minik.cri.v1.Image
-	45, // 32: minik.cri.v1.ImageStatusRequest.image:type_name -> minik.cri.v1.ImageSpec
-	46, // 33: minik.cri.v1.ImageStatusResponse.image:type_name -> minik.cri.v1.Image
-	45, // 34: minik.cri.v1.PullImageRequest.image:type_name -> minik.cri.v1.ImageSpec
-	45, // 35: minik.cri.v1.RemoveImageRequest.image:type_name -> minik.cri.v1.ImageSpec
-	2,  // 36: minik.cri.v1.RuntimeService.Version:input_type -> minik.cri.v1.VersionRequest
-	4,  // 37: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:input_type -> minik.cri.v1.UpdateRuntimeConfigRequest
-	9,  // 38: minik.cri.v1.RuntimeService.RunPodSandbox:input_type -> minik.cri.v1.RunPodSandboxRequest
-	11, // 39: minik.cri.v1.RuntimeService.StopPodSandbox:input_type -> minik.cri.v1.StopPodSandboxRequest
-	13, // 40: minik.cri.v1.RuntimeService.RemovePodSandbox:input_type -> minik.cri.v1.RemovePodSandboxRequest
-	16, // 41: minik.cri.v1.RuntimeService.ListPodSandbox:input_type -> minik.cri.v1.ListPodSandboxRequest
-	24, // 42: minik.cri.v1.RuntimeService.CreateContainer:input_type -> minik.cri.v1.CreateContainerRequest
-	26, // 43: minik.cri.v1.RuntimeService.StartContainer:input_type -> minik.cri.v1.StartContainerRequest
-	28, // 44: minik.cri.v1.RuntimeService.StopContainer:input_type -> minik.cri.v1.StopContainerRequest
-	30, // 45: minik.cri.v1.RuntimeService.RemoveContainer:input_type -> minik.cri.v1.RemoveContainerRequest
-	33, // 46: minik.cri.v1.RuntimeService.ListContainers:input_type -> minik.cri.v1.ListContainersRequest
-	36, // 47: minik.cri.v1.RuntimeService.ContainerStatus:input_type -> minik.cri.v1.ContainerStatusRequest
-	38, // 48: minik.cri.v1.RuntimeService.ExecSync:input_type -> minik.cri.v1.ExecSyncRequest
-	40, // 49: minik.cri.v1.RuntimeService.ReadLog:input_type -> minik.cri.v1.ReadLogRequest
-	42, // 50: minik.cri.v1.RuntimeService.ListContainerStats:input_type -> minik.cri.v1.ListContainerStatsRequest
-	47, // 51: minik.cri.v1.ImageService.ListImages:input_type -> minik.cri.v1.ListImagesRequest
-	49, // 52: minik.cri.v1.ImageService.ImageStatus:input_type -> minik.cri.v1.ImageStatusRequest
-	51, // 53: minik.cri.v1.ImageService.PullImage:input_type -> minik.cri.v1.PullImageRequest
-	53, // 54: minik.cri.v1.ImageService.RemoveImage:input_type -> minik.cri.v1.RemoveImageRequest
-	3,  // 55: minik.cri.v1.RuntimeService.Version:output_type -> minik.cri.v1.VersionResponse
-	5,  // 56: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:output_type -> minik.cri.v1.UpdateRuntimeConfigResponse
-	10, // 57: minik.cri.v1.RuntimeService.RunPodSandbox:output_type -> minik.cri.v1.RunPodSandboxResponse
-	12, // 58: minik.cri.v1.RuntimeService.StopPodSandbox:output_type -> minik.cri.v1.StopPodSandboxResponse
-	14, // 59: minik.cri.v1.RuntimeService.RemovePodSandbox:output_type -> minik.cri.v1.RemovePodSandboxResponse
-	17, // 60: minik.cri.v1.RuntimeService.ListPodSandbox:output_type -> minik.cri.v1.ListPodSandboxResponse
-	25, // 61: minik.cri.v1.RuntimeService.CreateContainer:output_type -> minik.cri.v1.CreateContainerResponse
-	27, // 62: minik.cri.v1.RuntimeService.StartContainer:output_type -> minik.cri.v1.StartContainerResponse
-	29, // 63: minik.cri.v1.RuntimeService.StopContainer:output_type -> minik.cri.v1.StopContainerResponse
-	31, // 64: minik.cri.v1.RuntimeService.RemoveContainer:output_type -> minik.cri.v1.RemoveContainerResponse
-	34, // 65: minik.cri.v1.RuntimeService.ListContainers:output_type -> minik.cri.v1.ListContainersResponse
-	37, // 66: minik.cri.v1.RuntimeService.ContainerStatus:output_type -> minik.cri.v1.ContainerStatusResponse
-	39, // 67: minik.cri.v1.RuntimeService.ExecSync:output_type -> minik.cri.v1.ExecSyncResponse
-	41, // 68: minik.cri.v1.RuntimeService.ReadLog:output_type -> minik.cri.v1.LogChunk
-	43, // 69: minik.cri.v1.RuntimeService.ListContainerStats:output_type -> minik.cri.v1.ListContainerStatsResponse
-	48, // 70: minik.cri.v1.ImageService.ListImages:output_type -> minik.cri.v1.ListImagesResponse
-	50, // 71: minik.cri.v1.ImageService.ImageStatus:output_type -> minik.cri.v1.ImageStatusResponse
-	52, // 72: minik.cri.v1.ImageService.PullImage:output_type -> minik.cri.v1.PullImageResponse
-	54, // 73: minik.cri.v1.ImageService.RemoveImage:output_type -> minik.cri.v1.RemoveImageResponse
-	55, // [55:74] is the sub-list for method output_type
-	36, // [36:55] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	40, // 30: minik.cri.v1.ExecInput.start:type_name -> minik.cri.v1.ExecStart
+	41, // 31: minik.cri.v1.ExecInput.resize:type_name -> minik.cri.v1.TerminalSize
+	48, // 32: minik.cri.v1.ListContainerStatsResponse.stats:type_name -> minik.cri.v1.ContainerStats
+	50, // 33: minik.cri.v1.ListImagesResponse.images:type_name -> minik.cri.v1.Image
+	49, // 34: minik.cri.v1.ImageStatusRequest.image:type_name -> minik.cri.v1.ImageSpec
+	50, // 35: minik.cri.v1.ImageStatusResponse.image:type_name -> minik.cri.v1.Image
+	49, // 36: minik.cri.v1.PullImageRequest.image:type_name -> minik.cri.v1.ImageSpec
+	49, // 37: minik.cri.v1.RemoveImageRequest.image:type_name -> minik.cri.v1.ImageSpec
+	2,  // 38: minik.cri.v1.RuntimeService.Version:input_type -> minik.cri.v1.VersionRequest
+	4,  // 39: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:input_type -> minik.cri.v1.UpdateRuntimeConfigRequest
+	9,  // 40: minik.cri.v1.RuntimeService.RunPodSandbox:input_type -> minik.cri.v1.RunPodSandboxRequest
+	11, // 41: minik.cri.v1.RuntimeService.StopPodSandbox:input_type -> minik.cri.v1.StopPodSandboxRequest
+	13, // 42: minik.cri.v1.RuntimeService.RemovePodSandbox:input_type -> minik.cri.v1.RemovePodSandboxRequest
+	16, // 43: minik.cri.v1.RuntimeService.ListPodSandbox:input_type -> minik.cri.v1.ListPodSandboxRequest
+	24, // 44: minik.cri.v1.RuntimeService.CreateContainer:input_type -> minik.cri.v1.CreateContainerRequest
+	26, // 45: minik.cri.v1.RuntimeService.StartContainer:input_type -> minik.cri.v1.StartContainerRequest
+	28, // 46: minik.cri.v1.RuntimeService.StopContainer:input_type -> minik.cri.v1.StopContainerRequest
+	30, // 47: minik.cri.v1.RuntimeService.RemoveContainer:input_type -> minik.cri.v1.RemoveContainerRequest
+	33, // 48: minik.cri.v1.RuntimeService.ListContainers:input_type -> minik.cri.v1.ListContainersRequest
+	36, // 49: minik.cri.v1.RuntimeService.ContainerStatus:input_type -> minik.cri.v1.ContainerStatusRequest
+	38, // 50: minik.cri.v1.RuntimeService.ExecSync:input_type -> minik.cri.v1.ExecSyncRequest
+	42, // 51: minik.cri.v1.RuntimeService.Exec:input_type -> minik.cri.v1.ExecInput
+	44, // 52: minik.cri.v1.RuntimeService.ReadLog:input_type -> minik.cri.v1.ReadLogRequest
+	46, // 53: minik.cri.v1.RuntimeService.ListContainerStats:input_type -> minik.cri.v1.ListContainerStatsRequest
+	51, // 54: minik.cri.v1.ImageService.ListImages:input_type -> minik.cri.v1.ListImagesRequest
+	53, // 55: minik.cri.v1.ImageService.ImageStatus:input_type -> minik.cri.v1.ImageStatusRequest
+	55, // 56: minik.cri.v1.ImageService.PullImage:input_type -> minik.cri.v1.PullImageRequest
+	57, // 57: minik.cri.v1.ImageService.RemoveImage:input_type -> minik.cri.v1.RemoveImageRequest
+	3,  // 58: minik.cri.v1.RuntimeService.Version:output_type -> minik.cri.v1.VersionResponse
+	5,  // 59: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:output_type -> minik.cri.v1.UpdateRuntimeConfigResponse
+	10, // 60: minik.cri.v1.RuntimeService.RunPodSandbox:output_type -> minik.cri.v1.RunPodSandboxResponse
+	12, // 61: minik.cri.v1.RuntimeService.StopPodSandbox:output_type -> minik.cri.v1.StopPodSandboxResponse
+	14, // 62: minik.cri.v1.RuntimeService.RemovePodSandbox:output_type -> minik.cri.v1.RemovePodSandboxResponse
+	17, // 63: minik.cri.v1.RuntimeService.ListPodSandbox:output_type -> minik.cri.v1.ListPodSandboxResponse
+	25, // 64: minik.cri.v1.RuntimeService.CreateContainer:output_type -> minik.cri.v1.CreateContainerResponse
+	27, // 65: minik.cri.v1.RuntimeService.StartContainer:output_type -> minik.cri.v1.StartContainerResponse
+	29, // 66: minik.cri.v1.RuntimeService.StopContainer:output_type -> minik.cri.v1.StopContainerResponse
+	31, // 67: minik.cri.v1.RuntimeService.RemoveContainer:output_type -> minik.cri.v1.RemoveContainerResponse
+	34, // 68: minik.cri.v1.RuntimeService.ListContainers:output_type -> minik.cri.v1.ListContainersResponse
+	37, // 69: minik.cri.v1.RuntimeService.ContainerStatus:output_type -> minik.cri.v1.ContainerStatusResponse
+	39, // 70: minik.cri.v1.RuntimeService.ExecSync:output_type -> minik.cri.v1.ExecSyncResponse
+	43, // 71: minik.cri.v1.RuntimeService.Exec:output_type -> minik.cri.v1.ExecOutput
+	45, // 72: minik.cri.v1.RuntimeService.ReadLog:output_type -> minik.cri.v1.LogChunk
+	47, // 73: minik.cri.v1.RuntimeService.ListContainerStats:output_type -> minik.cri.v1.ListContainerStatsResponse
+	52, // 74: minik.cri.v1.ImageService.ListImages:output_type -> minik.cri.v1.ListImagesResponse
+	54, // 75: minik.cri.v1.ImageService.ImageStatus:output_type -> minik.cri.v1.ImageStatusResponse
+	56, // 76: minik.cri.v1.ImageService.PullImage:output_type -> minik.cri.v1.PullImageResponse
+	58, // 77: minik.cri.v1.ImageService.RemoveImage:output_type -> minik.cri.v1.RemoveImageResponse
+	58, // [58:78] is the sub-list for method output_type
+	38, // [38:58] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_cri_proto_init() }
@@ -3550,7 +3842,7 @@ func file_cri_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cri_proto_rawDesc), len(file_cri_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   64,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

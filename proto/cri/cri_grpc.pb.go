@@ -36,6 +36,7 @@ const (
 	RuntimeService_ListContainers_FullMethodName      = "/minik.cri.v1.RuntimeService/ListContainers"
 	RuntimeService_ContainerStatus_FullMethodName     = "/minik.cri.v1.RuntimeService/ContainerStatus"
 	RuntimeService_ExecSync_FullMethodName            = "/minik.cri.v1.RuntimeService/ExecSync"
+	RuntimeService_Exec_FullMethodName                = "/minik.cri.v1.RuntimeService/Exec"
 	RuntimeService_ReadLog_FullMethodName             = "/minik.cri.v1.RuntimeService/ReadLog"
 	RuntimeService_ListContainerStats_FullMethodName  = "/minik.cri.v1.RuntimeService/ListContainerStats"
 )
@@ -61,6 +62,10 @@ type RuntimeServiceClient interface {
 	ContainerStatus(ctx context.Context, in *ContainerStatusRequest, opts ...grpc.CallOption) (*ContainerStatusResponse, error)
 	// ExecSync runs a command in a running container (exec probes).
 	ExecSync(ctx context.Context, in *ExecSyncRequest, opts ...grpc.CallOption) (*ExecSyncResponse, error)
+	// Exec runs a command in a running container with its input and output
+	// streamed (kubectl exec): the client sends the start, then input and
+	// terminal sizes; the server sends output, then the exit code.
+	Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecInput, ExecOutput], error)
 	// ReadLog streams a container's log (stdout and stderr, interleaved),
 	// kept in the CRI log format (see kubelet/runtime/crilog.go).
 	ReadLog(ctx context.Context, in *ReadLogRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error)
@@ -207,9 +212,22 @@ func (c *runtimeServiceClient) ExecSync(ctx context.Context, in *ExecSyncRequest
 	return out, nil
 }
 
+func (c *runtimeServiceClient) Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecInput, ExecOutput], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RuntimeService_ServiceDesc.Streams[0], RuntimeService_Exec_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecInput, ExecOutput]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RuntimeService_ExecClient = grpc.BidiStreamingClient[ExecInput, ExecOutput]
+
 func (c *runtimeServiceClient) ReadLog(ctx context.Context, in *ReadLogRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &RuntimeService_ServiceDesc.Streams[0], RuntimeService_ReadLog_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &RuntimeService_ServiceDesc.Streams[1], RuntimeService_ReadLog_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +275,10 @@ type RuntimeServiceServer interface {
 	ContainerStatus(context.Context, *ContainerStatusRequest) (*ContainerStatusResponse, error)
 	// ExecSync runs a command in a running container (exec probes).
 	ExecSync(context.Context, *ExecSyncRequest) (*ExecSyncResponse, error)
+	// Exec runs a command in a running container with its input and output
+	// streamed (kubectl exec): the client sends the start, then input and
+	// terminal sizes; the server sends output, then the exit code.
+	Exec(grpc.BidiStreamingServer[ExecInput, ExecOutput]) error
 	// ReadLog streams a container's log (stdout and stderr, interleaved),
 	// kept in the CRI log format (see kubelet/runtime/crilog.go).
 	ReadLog(*ReadLogRequest, grpc.ServerStreamingServer[LogChunk]) error
@@ -311,6 +333,9 @@ func (UnimplementedRuntimeServiceServer) ContainerStatus(context.Context, *Conta
 }
 func (UnimplementedRuntimeServiceServer) ExecSync(context.Context, *ExecSyncRequest) (*ExecSyncResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ExecSync not implemented")
+}
+func (UnimplementedRuntimeServiceServer) Exec(grpc.BidiStreamingServer[ExecInput, ExecOutput]) error {
+	return status.Errorf(codes.Unimplemented, "method Exec not implemented")
 }
 func (UnimplementedRuntimeServiceServer) ReadLog(*ReadLogRequest, grpc.ServerStreamingServer[LogChunk]) error {
 	return status.Errorf(codes.Unimplemented, "method ReadLog not implemented")
@@ -573,6 +598,13 @@ func _RuntimeService_ExecSync_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RuntimeService_Exec_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RuntimeServiceServer).Exec(&grpc.GenericServerStream[ExecInput, ExecOutput]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RuntimeService_ExecServer = grpc.BidiStreamingServer[ExecInput, ExecOutput]
+
 func _RuntimeService_ReadLog_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ReadLogRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -667,6 +699,12 @@ var RuntimeService_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Exec",
+			Handler:       _RuntimeService_Exec_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
 		{
 			StreamName:    "ReadLog",
 			Handler:       _RuntimeService_ReadLog_Handler,

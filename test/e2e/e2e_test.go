@@ -7,10 +7,12 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -273,6 +275,32 @@ func TestKubelet(t *testing.T) {
 			err := e.cs.CoreV1().Pods("default").GetLogs("stamps", &corev1.PodLogOptions{LimitBytes: &zero}).Do(context.Background()).Error()
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "limitBytes") {
 				t.Errorf("limitBytes=0: %v, want 422 Invalid about limitBytes", err)
+			}
+		})
+
+		t.Run("kubectl exec runs commands with their output, input and exit code", func(t *testing.T) {
+			t.Parallel()
+			e.create(t, makePod("execme", a).Obj())
+			e.waitPod(t, "execme", 60*time.Second, "Running", running)
+			if got := e.c.MustKubectl(t, "", "exec", "execme", "--", "echo", "hi"); got != "hi\n" {
+				t.Errorf("kubectl exec echo hi printed %q", got)
+			}
+			if got := e.c.MustKubectl(t, "hello\n", "exec", "-i", "execme", "--", "cat"); got != "hello\n" {
+				t.Errorf("kubectl exec -i cat printed %q, want its input", got)
+			}
+			if got := e.c.MustKubectl(t, "", "exec", "execme", "-c", "main", "--", "sh", "-c", "echo oops >&2"); got != "oops\n" {
+				t.Errorf("stderr came back as %q", got)
+			}
+			out, err := e.c.Kubectl(context.Background(), "", "exec", "execme", "--", "sh", "-c", "exit 3")
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+				t.Errorf("kubectl exec of exit 3: %v (%q), want kubectl to exit with 3", err, out)
+			}
+			// script (util-linux) gives kubectl a terminal, so that -t is honoured.
+			tty, err := exec.Command("script", "-qec", "kubectl --kubeconfig "+e.c.Kubeconfig+" exec -it execme -- tty", "/dev/null").CombinedOutput()
+			// (script's own terminal may echo a stray ^@ as its input ends.)
+			if err != nil || !strings.HasPrefix(string(tty), "/dev/pts/") {
+				t.Errorf("kubectl exec -it tty: %v, %q; want a /dev/pts terminal", err, tty)
 			}
 		})
 

@@ -42,6 +42,8 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, o Options)
 		{"a container's exit code and log are reported", testExitCodeAndLogs, true},
 		{"log lines carry the time they were written", testLogTimestamps, true},
 		{"exec runs in the container and reports its exit code", testExec, true},
+		{"a streamed exec passes input, output, a terminal and the exit code", testExecStreams, true},
+		{"a streamed exec in an unknown container is not found", testExecNotFound, false},
 		{"containers of one pod share its network namespace and environment reaches them", testEnvAndNetwork, true},
 		{"stats list every container, with processes only while it runs", testStatsLifecycle, false},
 		{"stats report a container's memory, processes and writable layer", testStatsUsage, true},
@@ -475,4 +477,71 @@ func testStatsUsage(t *testing.T, rt runtime.Runtime, o Options) {
 	if st == nil || st.WritableLayerBytes < 4<<20 || st.WritableLayerInodes == 0 || st.ProcessCount < 2 || st.MemoryWorkingSetBytes == 0 {
 		t.Errorf("stats %+v, want a writable layer of at least 4MiB, 2 processes and some memory", st)
 	}
+}
+
+func testExecStreams(t *testing.T, rt runtime.Runtime, o Options) {
+	c := ctx(t)
+	sbCfg := sandboxConfig(t, "streams")
+	sb, err := rt.RunPodSandbox(c, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, sb)
+	id, err := rt.CreateContainer(c, sb, containerConfig(o, "main"), sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(c, id); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.StopContainer(c, id, 0)
+	exec := func(opts runtime.ExecOptions) (int32, string, string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		opts.Stdout, opts.Stderr = &stdout, &stderr
+		ectx, cancel := context.WithTimeout(c, 20*time.Second)
+		defer cancel()
+		code, err := rt.Exec(ectx, id, opts)
+		if err != nil {
+			t.Fatalf("exec %v: %v", opts.Cmd, err)
+		}
+		return code, stdout.String(), stderr.String()
+	}
+	if code, out, errOut := exec(runtime.ExecOptions{Cmd: []string{"sh", "-c", "echo out; echo err >&2; exit 5"}}); code != 5 || out != "out\n" || errOut != "err\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 5, out, err", code, out, errOut)
+	}
+	// cat ends only when its input does.
+	if code, out, _ := exec(runtime.ExecOptions{Cmd: []string{"cat"}, Stdin: strings.NewReader("hello\n")}); code != 0 || out != "hello\n" {
+		t.Errorf("cat: exit %d, stdout %q; want 0 and the input", code, out)
+	}
+	// A command still reading when its exec is cancelled is killed.
+	cctx, cancel := context.WithTimeout(c, 500*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	if _, err := rt.Exec(cctx, id, runtime.ExecOptions{Cmd: []string{"cat"}, Stdin: blockingReader{cctx}}); err == nil {
+		t.Error("a cancelled exec reported no error")
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Errorf("a cancelled exec took %v to return", d)
+	}
+	resize := make(chan runtime.TerminalSize, 1)
+	resize <- runtime.TerminalSize{Width: 100, Height: 40}
+	code, out, _ := exec(runtime.ExecOptions{Cmd: []string{"sh", "-c", "sleep 0.5; tty; stty size"}, TTY: true, Resize: resize})
+	if code != 0 || !strings.HasPrefix(out, "/dev/pts/") || !strings.Contains(out, "40 100") {
+		t.Errorf("on a terminal: exit %d, output %q; want a /dev/pts terminal of 40 rows and 100 columns", code, out)
+	}
+}
+
+func testExecNotFound(t *testing.T, rt runtime.Runtime, _ Options) {
+	if _, err := rt.Exec(ctx(t), "nope", runtime.ExecOptions{Cmd: []string{"true"}}); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("Exec(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+// blockingReader has no input until ctx ends: a user who never types.
+type blockingReader struct{ ctx context.Context }
+
+func (b blockingReader) Read([]byte) (int, error) {
+	<-b.ctx.Done()
+	return 0, b.ctx.Err()
 }

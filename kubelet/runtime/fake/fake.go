@@ -33,6 +33,9 @@ type Config struct {
 	FailStart map[string]error
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Exec plays the commands run by Exec (default: exit 0 without
+	// output); it returns the exit code.
+	Exec func(opts runtime.ExecOptions) int32
 }
 
 // Runtime is the fake. Its zero value is not usable: call New.
@@ -303,6 +306,22 @@ func (r *Runtime) ExecSync(_ context.Context, id string, _ []string, _ int64) (*
 		return nil, fmt.Errorf("container %s is not running", id)
 	}
 	return &cri.ExecSyncResponse{}, nil
+}
+
+func (r *Runtime) Exec(_ context.Context, id string, opts runtime.ExecOptions) (int32, error) {
+	r.mu.Lock()
+	c, ok := r.containers[id]
+	running := ok && c.c.State == cri.ContainerState_CONTAINER_RUNNING
+	r.mu.Unlock()
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+	case !running:
+		return 0, fmt.Errorf("container %s is not running", id)
+	case r.cfg.Exec == nil:
+		return 0, nil
+	}
+	return r.cfg.Exec(opts), nil
 }
 
 func (r *Runtime) ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Writer) error {

@@ -1,0 +1,154 @@
+package apiserver
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// exec serves pods/exec by proxying the client's protocol upgrade to the
+// kubelet of the pod's node, which runs the command:
+//
+//	kubectl exec → apiserver /api/v1/namespaces/NS/pods/P/exec?command=…&stdin=true
+//	             → https://NODE:10250/exec/NS/P/C?command=…&input=1  (WebSocket, v5.channel.k8s.io)
+//
+// Once the kubelet switches protocols, the two connections are spliced.
+// The kubelet speaks WebSocket only; kubectl tries it first and falls
+// back to SPDY only when the upgrade fails.
+func (h *resourceHandler) exec(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	ctx := r.Context()
+	// Kubernetes authorizes pods/exec as create, the WebSocket GET too.
+	if err := h.srv.authorizeAttrs(UserFrom(ctx), "create", h, "exec", ri.namespace, ri.name); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	obj, err := h.store.Get(ctx, ri.namespace, ri.name)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	pod := obj.(*corev1.Pod)
+	q := r.URL.Query()
+	if len(q["command"]) == 0 {
+		writeError(w, r, apierrors.NewBadRequest("you must specify at least 1 command"))
+		return
+	}
+	container := q.Get("container")
+	if container == "" {
+		if len(pod.Spec.Containers) != 1 {
+			var names []string
+			for _, c := range pod.Spec.Containers {
+				names = append(names, c.Name)
+			}
+			writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: [%s]", pod.Name, strings.Join(names, " "))))
+			return
+		}
+		container = pod.Spec.Containers[0].Name
+	} else if !hasContainer(pod, container) {
+		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", container, pod.Name)))
+		return
+	}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("cannot exec into a container in a completed pod; current phase is %s", pod.Status.Phase)))
+		return
+	}
+	if pod.Spec.NodeName == "" {
+		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name)))
+		return
+	}
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		writeError(w, r, apierrors.NewBadRequest("pods/exec is served over WebSocket (v5.channel.k8s.io) only"))
+		return
+	}
+	nodeObj, err := h.srv.nodes.Get(ctx, "", pod.Spec.NodeName)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	node := nodeObj.(*corev1.Node)
+	host, port := nodeAddress(node), node.Status.DaemonEndpoints.KubeletEndpoint.Port
+	if host == "" || port == 0 {
+		writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no kubelet endpoint", node.Name)))
+		return
+	}
+	// PodExecOptions become the kubelet's parameters.
+	params := url.Values{"command": q["command"]}
+	for api, kubelet := range map[string]string{"stdin": "input", "stdout": "output", "stderr": "error", "tty": "tty"} {
+		if v, _ := strconv.ParseBool(q.Get(api)); v {
+			params.Set(kubelet, "1")
+		}
+	}
+	target := fmt.Sprintf("https://%s/exec/%s/%s/%s?%s", net.JoinHostPort(host, strconv.Itoa(int(port))),
+		url.PathEscape(pod.Namespace), url.PathEscape(pod.Name), url.PathEscape(container), params.Encode())
+	client, err := h.srv.kubeletClient()
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	for _, k := range []string{"Connection", "Upgrade", "Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Protocol", "Sec-Websocket-Extensions"} {
+		if v := r.Header.Values(k); len(v) > 0 {
+			req.Header[k] = v
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the kubelet on %s: %v", node.Name, err)))
+		return
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		defer resp.Body.Close()
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		writeError(w, r, statusError(int32(resp.StatusCode), "", strings.TrimSpace(string(msg))))
+		return
+	}
+	backend := resp.Body.(io.ReadWriteCloser) // the upgraded connection to the kubelet
+	defer backend.Close()
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		writeError(w, r, apierrors.NewInternalError(fmt.Errorf("the connection cannot be upgraded")))
+		return
+	}
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	splice(conn, buf, resp, backend)
+}
+
+// splice answers the client with the kubelet's 101 response, then copies
+// bytes both ways until either side closes.
+func splice(conn net.Conn, buf *bufio.ReadWriter, resp *http.Response, backend io.ReadWriteCloser) {
+	fmt.Fprintf(buf, "HTTP/1.1 101 Switching Protocols\r\n")
+	if err := resp.Header.Write(buf); err != nil {
+		return
+	}
+	buf.WriteString("\r\n")
+	if err := buf.Flush(); err != nil {
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() {
+		// What the client sent past the request, then the rest.
+		_, _ = io.Copy(backend, buf.Reader)
+		done <- struct{}{}
+	}()
+	go func() {
+		_, _ = io.Copy(conn, backend)
+		done <- struct{}{}
+	}()
+	<-done
+}
