@@ -85,7 +85,10 @@ func (s *Server) authorizeAttrs(u *User, verb string, h *resourceHandler, sub, n
 				return nil
 			}
 		case res == "pods":
-			if sub == "status" || verb == "create" || verb == "delete" {
+			// Status, and mirror pods (create, delete). Not exec, binding or
+			// eviction: as Kubernetes' node authorizer, a kubelet may not
+			// run commands in pods or place them.
+			if sub == "status" || (sub == "" && (verb == "create" || verb == "delete")) {
 				return nil
 			}
 		case res == "events":

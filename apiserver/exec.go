@@ -41,42 +41,17 @@ func (h *resourceHandler) exec(w http.ResponseWriter, r *http.Request, ri *reque
 		writeError(w, r, apierrors.NewBadRequest("you must specify at least 1 command"))
 		return
 	}
-	container := q.Get("container")
-	if container == "" {
-		if len(pod.Spec.Containers) != 1 {
-			var names []string
-			for _, c := range pod.Spec.Containers {
-				names = append(names, c.Name)
-			}
-			writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: [%s]", pod.Name, strings.Join(names, " "))))
-			return
-		}
-		container = pod.Spec.Containers[0].Name
-	} else if !hasContainer(pod, container) {
-		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", container, pod.Name)))
+	container, err := podContainer(pod, q.Get("container"))
+	if err != nil {
+		writeError(w, r, err)
 		return
 	}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("cannot exec into a container in a completed pod; current phase is %s", pod.Status.Phase)))
 		return
 	}
-	if pod.Spec.NodeName == "" {
-		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name)))
-		return
-	}
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		writeError(w, r, apierrors.NewBadRequest("pods/exec is served over WebSocket (v5.channel.k8s.io) only"))
-		return
-	}
-	nodeObj, err := h.srv.nodes.Get(ctx, "", pod.Spec.NodeName)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	node := nodeObj.(*corev1.Node)
-	host, port := nodeAddress(node), node.Status.DaemonEndpoints.KubeletEndpoint.Port
-	if host == "" || port == 0 {
-		writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no kubelet endpoint", node.Name)))
 		return
 	}
 	// PodExecOptions become the kubelet's parameters.
@@ -86,8 +61,11 @@ func (h *resourceHandler) exec(w http.ResponseWriter, r *http.Request, ri *reque
 			params.Set(kubelet, "1")
 		}
 	}
-	target := fmt.Sprintf("https://%s/exec/%s/%s/%s?%s", net.JoinHostPort(host, strconv.Itoa(int(port))),
-		url.PathEscape(pod.Namespace), url.PathEscape(pod.Name), url.PathEscape(container), params.Encode())
+	target, nodeName, err := h.kubeletURL(ctx, pod, "exec", container, params)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
 	client, err := h.srv.kubeletClient()
 	if err != nil {
 		writeError(w, r, err)
@@ -105,7 +83,7 @@ func (h *resourceHandler) exec(w http.ResponseWriter, r *http.Request, ri *reque
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the kubelet on %s: %v", node.Name, err)))
+		writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the kubelet on %s: %v", nodeName, err)))
 		return
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {

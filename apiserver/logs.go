@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -36,35 +37,9 @@ func (h *resourceHandler) log(w http.ResponseWriter, r *http.Request, ri *reques
 		writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Kind: "PodLogOptions"}, pod.Name, errs))
 		return
 	}
-	container := q.Get("container")
-	if container == "" {
-		if len(pod.Spec.Containers) != 1 {
-			var names []string
-			for _, c := range pod.Spec.Containers {
-				names = append(names, c.Name)
-			}
-			writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: [%s]", pod.Name, strings.Join(names, " "))))
-			return
-		}
-		container = pod.Spec.Containers[0].Name
-	} else if !hasContainer(pod, container) {
-		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", container, pod.Name)))
-		return
-	}
-	if pod.Spec.NodeName == "" {
-		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name)))
-		return
-	}
-	nodeObj, err := h.srv.nodes.Get(ctx, "", pod.Spec.NodeName)
+	container, err := podContainer(pod, q.Get("container"))
 	if err != nil {
 		writeError(w, r, err)
-		return
-	}
-	node := nodeObj.(*corev1.Node)
-	host := nodeAddress(node)
-	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
-	if host == "" || port == 0 {
-		writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no kubelet endpoint", node.Name)))
 		return
 	}
 	params := url.Values{}
@@ -73,8 +48,11 @@ func (h *resourceHandler) log(w http.ResponseWriter, r *http.Request, ri *reques
 			params.Set(k, v)
 		}
 	}
-	target := fmt.Sprintf("https://%s/containerLogs/%s/%s/%s?%s", net.JoinHostPort(host, strconv.Itoa(int(port))),
-		pod.Namespace, pod.Name, container, params.Encode())
+	target, nodeName, err := h.kubeletURL(ctx, pod, "containerLogs", container, params)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
 	client, err := h.srv.kubeletClient()
 	if err != nil {
 		writeError(w, r, err)
@@ -87,7 +65,7 @@ func (h *resourceHandler) log(w http.ResponseWriter, r *http.Request, ri *reques
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the kubelet on %s: %v", node.Name, err)))
+		writeError(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("reaching the kubelet on %s: %v", nodeName, err)))
 		return
 	}
 	defer resp.Body.Close()
@@ -142,6 +120,45 @@ func validateLogOptions(q url.Values) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// podContainer picks the container a log or exec request is about: the one
+// named, or the only one; errors are worded as Kubernetes words them.
+func podContainer(pod *corev1.Pod, name string) (string, error) {
+	if name == "" {
+		if len(pod.Spec.Containers) != 1 {
+			var names []string
+			for _, c := range pod.Spec.Containers {
+				names = append(names, c.Name)
+			}
+			return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: [%s]", pod.Name, strings.Join(names, " ")))
+		}
+		return pod.Spec.Containers[0].Name, nil
+	}
+	if !hasContainer(pod, name) {
+		return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, pod.Name))
+	}
+	return name, nil
+}
+
+// kubeletURL is the address of endpoint (containerLogs, exec) on the
+// kubelet of the pod's node: https://NODE:PORT/ENDPOINT/NS/POD/CONTAINER?params.
+func (h *resourceHandler) kubeletURL(ctx context.Context, pod *corev1.Pod, endpoint, container string, params url.Values) (target, nodeName string, err error) {
+	if pod.Spec.NodeName == "" {
+		return "", "", apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
+	}
+	nodeObj, err := h.srv.nodes.Get(ctx, "", pod.Spec.NodeName)
+	if err != nil {
+		return "", "", err
+	}
+	node := nodeObj.(*corev1.Node)
+	host, port := nodeAddress(node), node.Status.DaemonEndpoints.KubeletEndpoint.Port
+	if host == "" || port == 0 {
+		return "", "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no kubelet endpoint", node.Name))
+	}
+	target = fmt.Sprintf("https://%s/%s/%s/%s/%s?%s", net.JoinHostPort(host, strconv.Itoa(int(port))), endpoint,
+		url.PathEscape(pod.Namespace), url.PathEscape(pod.Name), url.PathEscape(container), params.Encode())
+	return target, node.Name, nil
 }
 
 func hasContainer(pod *corev1.Pod, name string) bool {
