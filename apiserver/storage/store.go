@@ -190,7 +190,14 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, namespace, name string, up
 			return nil, false, err
 		}
 		if ShouldDelete(next) {
-			return s.deleteAt(ctx, key, name, kv.ModRevision, current)
+			obj, deleted, err := s.deleteAt(ctx, key, name, kv.ModRevision, current)
+			if err != nil || deleted {
+				return obj, deleted, err
+			}
+			// Lost a race (say, to a status update): read again and
+			// decide afresh, rather than answer a delete that did not happen.
+			resp, err = s.client.Get(ctx, key)
+			continue
 		}
 		data, err := s.encode(next)
 		if err != nil {

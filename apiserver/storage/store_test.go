@@ -406,3 +406,37 @@ func TestListPaging(t *testing.T) {
 		}
 	})
 }
+
+// A delete decided inside GuaranteedUpdate (the object is marked deleted
+// with nothing left to wait for) that loses a race to another write must
+// be retried on the new state, never reported as done.
+func TestGuaranteedUpdateDeleteRetriesALostRace(t *testing.T) {
+	s := newPodStore(t, nil, 100)
+	s.create(t, makePod("a").Obj())
+	attempts := 0
+	obj, deleted, err := s.GuaranteedUpdate(ctxT(t), "ns", "a", func(cur runtime.Object) (runtime.Object, error) {
+		attempts++
+		if attempts == 1 {
+			// Another writer (a kubelet's status update) gets in first.
+			if _, _, err := s.GuaranteedUpdate(ctxT(t), "ns", "a", func(o runtime.Object) (runtime.Object, error) {
+				o.(*corev1.Pod).Status.Phase = corev1.PodRunning
+				return o, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now := metav1.Now()
+		zero := int64(0)
+		cur.(*corev1.Pod).DeletionTimestamp, cur.(*corev1.Pod).DeletionGracePeriodSeconds = &now, &zero
+		return cur, nil
+	})
+	if err != nil || !deleted || obj == nil {
+		t.Fatalf("deleted=%v obj=%v err=%v, want the object deleted", deleted, obj, err)
+	}
+	if attempts != 2 {
+		t.Fatalf("update ran %d times, want 2 (once more after the lost race)", attempts)
+	}
+	if resp, _ := s.client.Get(ctxT(t), s.Key("ns", "a")); len(resp.Kvs) != 0 {
+		t.Fatal("the object is still in etcd")
+	}
+}
