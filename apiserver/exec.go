@@ -61,17 +61,7 @@ func (h *resourceHandler) exec(w http.ResponseWriter, r *http.Request, ri *reque
 			params.Set(kubelet, "1")
 		}
 	}
-	target, nodeName, err := h.kubeletURL(ctx, pod, "exec", container, params)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	client, err := h.srv.kubeletClient()
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	client, req, nodeName, err := h.kubeletRequest(ctx, pod, "exec", container, params)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -48,17 +48,7 @@ func (h *resourceHandler) log(w http.ResponseWriter, r *http.Request, ri *reques
 			params.Set(k, v)
 		}
 	}
-	target, nodeName, err := h.kubeletURL(ctx, pod, "containerLogs", container, params)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	client, err := h.srv.kubeletClient()
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	client, req, nodeName, err := h.kubeletRequest(ctx, pod, "containerLogs", container, params)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -141,24 +131,33 @@ func podContainer(pod *corev1.Pod, name string) (string, error) {
 	return name, nil
 }
 
-// kubeletURL is the address of endpoint (containerLogs, exec) on the
-// kubelet of the pod's node: https://NODE:PORT/ENDPOINT/NS/POD/CONTAINER?params.
-func (h *resourceHandler) kubeletURL(ctx context.Context, pod *corev1.Pod, endpoint, container string, params url.Values) (target, nodeName string, err error) {
+// kubeletRequest is a GET of endpoint (containerLogs, exec) on the kubelet
+// of the pod's node, https://NODE:PORT/ENDPOINT/NS/POD/CONTAINER?params,
+// with the client that trusts and authenticates to kubelets.
+func (h *resourceHandler) kubeletRequest(ctx context.Context, pod *corev1.Pod, endpoint, container string, params url.Values) (*http.Client, *http.Request, string, error) {
 	if pod.Spec.NodeName == "" {
-		return "", "", apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
+		return nil, nil, "", apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
 	}
 	nodeObj, err := h.srv.nodes.Get(ctx, "", pod.Spec.NodeName)
 	if err != nil {
-		return "", "", err
+		return nil, nil, "", err
 	}
 	node := nodeObj.(*corev1.Node)
 	host, port := nodeAddress(node), node.Status.DaemonEndpoints.KubeletEndpoint.Port
 	if host == "" || port == 0 {
-		return "", "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no kubelet endpoint", node.Name))
+		return nil, nil, "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no kubelet endpoint", node.Name))
 	}
-	target = fmt.Sprintf("https://%s/%s/%s/%s/%s?%s", net.JoinHostPort(host, strconv.Itoa(int(port))), endpoint,
+	target := fmt.Sprintf("https://%s/%s/%s/%s/%s?%s", net.JoinHostPort(host, strconv.Itoa(int(port))), endpoint,
 		url.PathEscape(pod.Namespace), url.PathEscape(pod.Name), url.PathEscape(container), params.Encode())
-	return target, node.Name, nil
+	client, err := h.srv.kubeletClient()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return client, req, node.Name, nil
 }
 
 func hasContainer(pod *corev1.Pod, name string) bool {
