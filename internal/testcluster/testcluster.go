@@ -243,3 +243,20 @@ func freeAddr(t testing.TB) string {
 	defer l.Close()
 	return l.Addr().String()
 }
+
+// StopProcess sends sig to a process the test started and waits until done
+// is closed (the process was reaped), killing it after grace.
+func StopProcess(p *os.Process, done <-chan struct{}, sig os.Signal, grace time.Duration) {
+	select {
+	case <-done:
+		return
+	default:
+	}
+	_ = p.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = p.Kill()
+		<-done
+	}
+}

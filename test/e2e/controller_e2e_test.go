@@ -83,18 +83,7 @@ func (p *proc) stop(sig syscall.Signal) {
 	if p == nil {
 		return
 	}
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	testcluster.StopProcess(p.cmd.Process, p.done, sig, 15*time.Second)
 }
 
 func (p *proc) exited() bool {

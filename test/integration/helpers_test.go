@@ -216,18 +216,7 @@ func startMinikProcess(t *testing.T, c *testcluster.Cluster, component string, a
 
 // stop sends sig and waits for the process to exit (killing it after 10s).
 func (p *minikProc) stop(sig os.Signal) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	testcluster.StopProcess(p.cmd.Process, p.done, sig, 10*time.Second)
 }
 
 // eventually polls cond every 50ms until it holds or timeout passes.
