@@ -34,6 +34,17 @@ var (
 	buildErr  error
 )
 
+// BuildCommand is the `go build` of the minik binary at out, from the
+// module at root, as `make build` does it: static (no cgo), and without
+// containerd's loader of Go plugins, whose import of package plugin makes
+// the linker export every symbol (18 MB more binary to map).
+func BuildCommand(root, out string) *exec.Cmd {
+	cmd := exec.Command("go", "build", "-tags", "no_dynamic_plugins", "-o", out, "./cmd/minik")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	return cmd
+}
+
 // Binary builds bin/minik once per test process (or takes $MINIK_BIN)
 // and returns its path.
 func Binary(t testing.TB) string {
@@ -51,9 +62,7 @@ func Binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "minik")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/minik")
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
+		out, err := BuildCommand(root, binPath).CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -47,10 +47,27 @@ func (e *env) cleanup(t *testing.T) {
 		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	unmountUnder(e.dataDir)
+	unmountRuntime(e.dataDir, e.nodes[:]...)
 	for _, n := range e.nodes {
 		ctdrt.RemoveNodeNetwork(ctdrt.NamespaceFor(n), e.podCIDRs[n])
 	}
+}
+
+// unmountRuntime detaches what a cluster on dataDir may have left mounted
+// (netns handles, overlay rootfs, a node's tmpfs disk), under dataDir and
+// under the run dirs (ctdrt.RunRoot) of its containerds and of the given
+// nodes' runtimes, and removes those run dirs.
+func unmountRuntime(dataDir string, nodes ...string) {
+	runDirs := []string{ctdrt.DaemonStateDir(filepath.Join(dataDir, "containerd"))}
+	for _, n := range nodes {
+		root := filepath.Join(dataDir, "kubelet", n)
+		runDirs = append(runDirs, ctdrt.DaemonStateDir(filepath.Join(root, "containerd")), ctdrt.RunDirFor(filepath.Join(root, "runtime")))
+	}
+	for _, d := range runDirs {
+		unmountUnder(d)
+		os.RemoveAll(d)
+	}
+	unmountUnder(dataDir)
 }
 
 // shims are the containerd shims of this test's nodes.

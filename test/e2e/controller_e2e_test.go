@@ -242,7 +242,7 @@ func (e *ctlEnv) cleanup(t *testing.T) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	e.daemon.Stop()
-	unmountUnder(e.dataDir)
+	unmountRuntime(e.dataDir, e.nodes[:]...)
 	for _, n := range e.nodes {
 		ctdrt.RemoveNodeNetwork(ctdrt.NamespaceFor(n), cidrs[n])
 	}

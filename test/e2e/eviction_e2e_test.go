@@ -74,7 +74,7 @@ func TestEviction(t *testing.T) {
 			}
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		unmountUnder(c.DataDir) // the pods' mounts, then the tmpfs
+		unmountRuntime(c.DataDir, node) // the pods' mounts, then the tmpfs
 		ctdrt.RemoveNodeNetwork(ns, podCIDR)
 		if podCIDR != cidr {
 			ctdrt.RemoveNodeNetwork(ns, cidr)

@@ -27,6 +27,7 @@ import (
 	containerd "github.com/containerd/containerd"
 	eventstypes "github.com/containerd/containerd/api/events"
 	"github.com/containerd/containerd/api/services/tasks/v1"
+	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/containers"
@@ -48,9 +49,12 @@ type Config struct {
 	// Namespace is the containerd namespace of this node's containers,
 	// e.g. "minik-node1" (see NamespaceFor). Required.
 	Namespace string
-	// StateDir holds network namespaces, IPAM allocations and sandbox
-	// records (default /var/lib/minik/runtime/NAMESPACE).
+	// StateDir holds IPAM allocations and sandbox records (default
+	// /var/lib/minik/runtime/NAMESPACE).
 	StateDir string
+	// RunDir holds what dies with the machine: network namespace handles
+	// and log FIFOs (default RunDirFor(StateDir), on RunRoot's tmpfs).
+	RunDir string
 	// CNIBinDir holds the CNI plugins (default /usr/lib/cni, then
 	// /opt/cni/bin).
 	CNIBinDir string
@@ -145,8 +149,14 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 			cfg.CNIBinDir = "/opt/cni/bin"
 		}
 	}
-	for _, d := range []string{"netns", "ipam", "sandboxes"} {
-		if err := os.MkdirAll(filepath.Join(cfg.StateDir, d), 0o700); err != nil {
+	if cfg.RunDir == "" {
+		if err := EnsureRunRoot(); err != nil {
+			return nil, err
+		}
+		cfg.RunDir = RunDirFor(cfg.StateDir)
+	}
+	for _, d := range []string{filepath.Join(cfg.StateDir, "ipam"), filepath.Join(cfg.StateDir, "sandboxes"), filepath.Join(cfg.RunDir, "netns"), filepath.Join(cfg.RunDir, "fifo")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
 	}
@@ -335,7 +345,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, cfg *cri.PodSandboxConfig) 
 		r.mu.Lock()
 		rec.CIDR = r.cidr
 		r.mu.Unlock()
-		rec.NetNS = filepath.Join(r.cfg.StateDir, "netns", rec.ID)
+		rec.NetNS = filepath.Join(r.cfg.RunDir, "netns", rec.ID)
 		start := time.Now()
 		if err := newNetNS(rec.NetNS); err != nil {
 			return "", err
@@ -600,7 +610,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 	_, err = r.client.NewContainer(ctx, id,
 		containerd.WithImage(img),
 		containerd.WithNewSnapshot(id, img),
-		containerd.WithRuntime(runcRuntime, nil),
+		containerd.WithRuntime(runcRuntime, &runcoptions.Options{Root: RuncRoot}),
 		containerd.WithNewSpec(opts...),
 		containerd.WithContainerLabels(labels),
 	)

@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	if daemon != nil {
 		daemon.Stop()
 		os.RemoveAll(daemonDir)
+		os.RemoveAll(containerd.DaemonStateDir(daemonDir))
 	}
 	os.Exit(code)
 }
@@ -78,7 +79,7 @@ func newRuntime(t *testing.T) *containerd.Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(stateDir) })
+	t.Cleanup(func() { os.RemoveAll(stateDir); os.RemoveAll(containerd.RunDirFor(filepath.Join(stateDir, "state"))) })
 	cidr := fmt.Sprintf("10.%d.%d.0/24", 200+seq/250, seq%250)
 	rt, err := containerd.New(ctx, containerd.Config{
 		Address: addr, Namespace: ns, StateDir: filepath.Join(stateDir, "state"), PodCIDR: cidr,

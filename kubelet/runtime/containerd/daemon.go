@@ -45,8 +45,8 @@ func Answers(ctx context.Context, address string, timeout time.Duration) bool {
 }
 
 // Ensure returns the address of a containerd to use: DefaultAddress when
-// it answers, else a containerd started from PATH with its root, state and
-// socket under dir (as k3s does). The returned Daemon is nil when the
+// it answers, else a containerd started from PATH with its root and socket
+// under dir and its state in RunRoot (as k3s keeps it in /run/k3s). The returned Daemon is nil when the
 // system containerd is used; otherwise Stop it on shutdown.
 func Ensure(ctx context.Context, dir string) (string, *Daemon, error) {
 	if Answers(ctx, DefaultAddress, 2*time.Second) {
@@ -59,7 +59,8 @@ func Ensure(ctx context.Context, dir string) (string, *Daemon, error) {
 	return d.Address, d, nil
 }
 
-// StartDaemon starts the containerd on PATH with everything under dir and
+// StartDaemon starts the containerd on PATH with its root (images,
+// snapshots, metadata) under dir and its state on RunRoot's tmpfs, and
 // waits until it answers.
 func StartDaemon(ctx context.Context, dir string) (*Daemon, error) {
 	bin, err := exec.LookPath("containerd")
@@ -78,6 +79,9 @@ func StartDaemon(ctx context.Context, dir string) (*Daemon, error) {
 		// A containerd of an earlier run on this data dir is still there.
 		return &Daemon{Address: sock}, nil
 	}
+	if err := EnsureRunRoot(); err != nil {
+		return nil, err
+	}
 	config := fmt.Sprintf(`version = 2
 root = %q
 state = %q
@@ -88,7 +92,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
   address = %q
 [debug]
   address = ""
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), sock, sock+".ttrpc")
+`, filepath.Join(dir, "root"), DaemonStateDir(dir), sock, sock+".ttrpc")
 	cfgPath := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		return nil, err

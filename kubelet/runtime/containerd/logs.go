@@ -45,7 +45,7 @@ func (s *logSink) close() error {
 	return errors.Join(s.stdout.Close(), s.stderr.Close(), s.file.Close())
 }
 
-func (r *Runtime) fifoDir() string { return filepath.Join(r.cfg.StateDir, "fifo") }
+func (r *Runtime) fifoDir() string { return filepath.Join(r.cfg.RunDir, "fifo") }
 
 // logCreator makes the IO of a new task: FIFOs copied into the log file
 // at path.

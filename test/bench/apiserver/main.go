@@ -50,6 +50,7 @@ import (
 	"minik/client"
 	"minik/client/kubeconfig"
 	"minik/internal/etcd"
+	"minik/internal/testcluster"
 )
 
 type options struct {
@@ -325,8 +326,7 @@ func binary(bin string) (string, error) {
 		return bin, nil
 	}
 	fmt.Fprintln(os.Stderr, "building", bin)
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/minik")
-	cmd.Dir = root
+	cmd := testcluster.BuildCommand(root, bin)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return bin, cmd.Run()
 }

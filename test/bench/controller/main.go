@@ -53,6 +53,7 @@ import (
 	"minik/client"
 	"minik/client/kubeconfig"
 	"minik/controller"
+	"minik/internal/testcluster"
 	"minik/kubelet"
 	"minik/kubelet/runtime/fake"
 	"minik/scheduler"
@@ -477,8 +478,7 @@ func startMinik(ctx context.Context, bin, dir string) (stop func(), kubeconfigPa
 	if bin == "" {
 		bin = filepath.Join(moduleRoot(), "bin", "minik")
 		if _, err := os.Stat(bin); err != nil {
-			cmd := exec.Command("go", "build", "-o", bin, "./cmd/minik")
-			cmd.Dir = moduleRoot()
+			cmd := testcluster.BuildCommand(moduleRoot(), bin)
 			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 			if err := cmd.Run(); err != nil {
 				return nil, "", 0, err

@@ -6,6 +6,10 @@
 //	                   Running through a watch (the Kubernetes pod startup
 //	                   SLI; the image is preloaded, so no pull is counted).
 //	                   p50, p99 and max in ms.
+//	                   host_cpu_ms_per_pod is the CPU the whole machine spent
+//	                   per pod from the first create to the last pod Running,
+//	                   kubelet_ and up_cpu_ms_per_pod that of the kubelet
+//	                   process and of `minik up` (apiserver, etcd).
 //	kubelet_idle_rss   the kubelet process's resident memory (VmRSS) once its
 //	                   pods are deleted and it has idled a few seconds, in
 //	                   MB, split into anonymous memory (the kubelet's own:
@@ -53,10 +57,14 @@ import (
 	"minik/client/kubeconfig"
 	"minik/deploy/images"
 	"minik/internal/pki"
+	"minik/internal/testcluster"
 	ctdrt "minik/kubelet/runtime/containerd"
 )
 
-const node = "bench-node"
+const (
+	node    = "bench-node"
+	podCIDR = "10.250.0.0/24"
+)
 
 // keepDir keeps the data dir and its logs (-keep).
 var keepDir bool
@@ -120,6 +128,40 @@ func memMB(pid int, file, key string) float64 {
 	return 0
 }
 
+// hostBusy is the CPU time the whole machine has spent outside idle and
+// iowait since boot (/proc/stat), so the bench can say what a pod costs
+// in all: kubelet, apiserver, containerd, shims, runc, CNI plugins.
+func hostBusy() time.Duration {
+	data, _ := os.ReadFile("/proc/stat")
+	line, _, _ := strings.Cut(string(data), "\n")
+	var busy int64
+	for i, f := range strings.Fields(line)[1:] {
+		var v int64
+		fmt.Sscan(f, &v)
+		if i != 3 && i != 4 && i < 8 { // idle, iowait; guest time is already in user
+			busy += v
+		}
+	}
+	return time.Duration(busy) * time.Second / 100 // USER_HZ
+}
+
+// procCPU is the CPU time a process has used (/proc/PID/stat: utime and
+// stime, with its reaped children).
+func procCPU(pid int) time.Duration {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	var ticks int64
+	for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime
+		if i < len(fields) {
+			var v int64
+			fmt.Sscan(fields[i], &v)
+			ticks += v
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+}
+
 // settled reports whether the kubelet's runtime holds no sandbox.
 func settled(kubeletRoot string) bool {
 	ents, err := os.ReadDir(filepath.Join(kubeletRoot, "runtime", "sandboxes"))
@@ -134,7 +176,7 @@ func binary(bin string) (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/minik")
+	cmd := testcluster.BuildCommand(".", bin)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return bin, cmd.Run()
 }
@@ -154,8 +196,15 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	if !keepDir {
 		defer os.RemoveAll(dir) // last: after the kubelet and minik up stopped
 	}
-	// The node's pod bridge ("mk" + hash of its containerd namespace).
-	defer exec.Command("ip", "link", "del", ctdrt.BridgeName(ctdrt.NamespaceFor(node))).Run()
+	// What the node leaves on the host once the kubelet stopped: its
+	// bridge and iptables rules, and its run dirs (the tmpfs under
+	// ctdrt.RunRoot).
+	kubeletRoot := filepath.Join(dir, "kubelet")
+	defer func() {
+		ctdrt.RemoveNodeNetwork(ctdrt.NamespaceFor(node), podCIDR)
+		os.RemoveAll(ctdrt.RunDirFor(filepath.Join(kubeletRoot, "runtime")))
+		os.RemoveAll(ctdrt.DaemonStateDir(filepath.Join(kubeletRoot, "containerd")))
+	}()
 	fmt.Fprintln(os.Stderr, "data dir", dir)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -197,9 +246,8 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	if err := images.BuildBusybox(archive, images.DefaultBusyboxPath); err != nil {
 		return err
 	}
-	kubeletRoot := filepath.Join(dir, "kubelet")
 	kl, err := start(kubeletBin, filepath.Join(dir, "kubelet.log"), "kubelet", "--node-name", node, "--kubeconfig", kubeletKC, "-v",
-		"--root-dir", kubeletRoot, "--port", "0", "--preload-images", archive, "--pod-cidr", "10.250.0.0/24")
+		"--root-dir", kubeletRoot, "--port", "0", "--preload-images", archive, "--pod-cidr", podCIDR)
 	if err != nil {
 		return err
 	}
@@ -229,7 +277,7 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	}
 
 	// One warm-up pod: the first start unpacks the image's snapshot.
-	if _, err := measure(ctx, c, 1, 1, "warmup"); err != nil {
+	if _, _, err := measure(ctx, c, 1, 1, "warmup", nil); err != nil {
 		return err
 	}
 	settle := func() error {
@@ -242,12 +290,18 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		if err := settle(); err != nil {
 			return err
 		}
-		lat, err := measure(ctx, c, n, conc, fmt.Sprintf("c%d", conc))
+		fmt.Fprintf(os.Stderr, "measuring %d pods, %d at a time\n", n, conc)
+		lat, cpu, err := measure(ctx, c, n, conc, fmt.Sprintf("c%d", conc), map[string]int{
+			"kubelet": kl.cmd.Process.Pid, "up": up.cmd.Process.Pid})
 		if err != nil {
 			return err
 		}
-		report(map[string]any{"bench": "pod_startup", "pods": n, "concurrency": conc,
-			"p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": pct(lat, 100)})
+		r := map[string]any{"bench": "pod_startup", "pods": n, "concurrency": conc,
+			"p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": pct(lat, 100)}
+		for who, d := range cpu {
+			r[who+"_cpu_ms_per_pod"] = round(float64(d.Microseconds()) / 1000)
+		}
+		report(r)
 	}
 	if err := deleteAll(ctx, c); err != nil {
 		return err
@@ -305,11 +359,17 @@ func running(p *corev1.Pod) bool {
 }
 
 // measure creates n pods, conc at a time, and returns each one's latency
-// from its create call to the watch event that shows it Running.
-func measure(ctx context.Context, c *client.Client, n, conc int, run string) ([]time.Duration, error) {
+// from its create call to the watch event that shows it Running, and the
+// CPU time per pod meanwhile of the machine ("host") and of the processes
+// named in procs.
+func measure(ctx context.Context, c *client.Client, n, conc int, run string, procs map[string]int) ([]time.Duration, map[string]time.Duration, error) {
 	w, err := c.Pods().Watch(ctx, "default", metav1.ListOptions{LabelSelector: "bench-run=" + run})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	cpu := map[string]time.Duration{"host": -hostBusy()}
+	for who, pid := range procs {
+		cpu[who] = -procCPU(pid)
 	}
 	defer w.Stop()
 	var mu sync.Mutex
@@ -381,12 +441,16 @@ func measure(ctx context.Context, c *client.Client, n, conc int, run string) ([]
 		}()
 	}
 	wg.Wait()
+	cpu["host"] = (cpu["host"] + hostBusy()) / time.Duration(n)
+	for who, pid := range procs {
+		cpu[who] = (cpu[who] + procCPU(pid)) / time.Duration(n)
+	}
 	select {
 	case err := <-errc:
-		return nil, err
+		return nil, nil, err
 	default:
 	}
-	return lat, deleteAll(ctx, c)
+	return lat, cpu, deleteAll(ctx, c)
 }
 
 // deleteAll deletes the bench pods and waits until they are gone.
