@@ -80,6 +80,10 @@ type Config struct {
 	// RelistPeriod is how often the runtime is listed for container
 	// changes (default 1s).
 	RelistPeriod time.Duration
+	// ReleaseIdleMemory hands the garbage of a burst of container changes
+	// back to the OS once the runtime has been quiet for 5s (a full GC).
+	// Real kubelets set it; hollow ones, many to a process, do not.
+	ReleaseIdleMemory bool
 	// Clock is the time source (default the real one).
 	Clock Clock
 	// Logger defaults to slog.Default().

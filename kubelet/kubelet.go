@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -218,10 +219,16 @@ func (k *Kubelet) runningPods(except types.UID) []*corev1.Pod {
 	return out
 }
 
+// memoryReleaseQuiet is how long the runtime must show no container
+// change before the kubelet hands the garbage of the last burst back to
+// the OS (releaseMemory).
+const memoryReleaseQuiet = 5 * time.Second
+
 // relistLoop lists the runtime every RelistPeriod and wakes the workers
 // of pods whose containers changed state, as Kubernetes' PLEG does.
 func (k *Kubelet) relistLoop(ctx context.Context) error {
 	last := map[string]cri.ContainerState{}
+	var burst burstEnd
 	for {
 		select {
 		case <-ctx.Done():
@@ -241,7 +248,17 @@ func (k *Kubelet) relistLoop(ctx context.Context) error {
 				changed[types.UID(c.Labels[runtime.LabelPodUID])] = true
 			}
 		}
+		removed := false
+		for id := range last {
+			if _, ok := cur[id]; !ok {
+				removed = true
+				break
+			}
+		}
 		last = cur
+		if k.cfg.ReleaseIdleMemory && burst.quiet(k.cfg.Clock.Now(), len(changed) > 0 || removed) {
+			releaseMemory()
+		}
 		k.mu.Lock()
 		for uid := range changed {
 			if w := k.workers[uid]; w != nil {
@@ -251,6 +268,28 @@ func (k *Kubelet) relistLoop(ctx context.Context) error {
 		k.mu.Unlock()
 	}
 }
+
+// burstEnd tells when a burst of container changes has ended: quiet is
+// true once, at the first relist memoryReleaseQuiet after the last change.
+type burstEnd struct{ last time.Time } // zero: no change since the last end
+
+func (b *burstEnd) quiet(now time.Time, changed bool) bool {
+	switch {
+	case changed:
+		b.last = now
+	case !b.last.IsZero() && now.Sub(b.last) >= memoryReleaseQuiet:
+		b.last = time.Time{}
+		return true
+	}
+	return false
+}
+
+// releaseMemory collects the garbage of a burst of pod starts and stops
+// and returns the freed memory to the OS. An idle kubelet allocates
+// little, so without this its heap keeps the burst's garbage until Go's
+// forced GC (every 2 minutes), and gives the pages back at the
+// scavenger's pace: on an edge node that memory belongs to the pods.
+func releaseMemory() { debug.FreeOSMemory() }
 
 // observe reads what the runtime holds for one pod.
 func (k *Kubelet) observe(ctx context.Context, uid types.UID) (*observed, error) {

@@ -146,6 +146,7 @@ func runKubelet(ctx context.Context, o *kubeletOptions) error {
 		NodeLabels: labels, RegisterWithTaints: taints, MaxPods: o.maxPods, PodCIDR: o.podCIDR,
 		TLSCertFile: o.certFile, TLSKeyFile: o.keyFile, ClientCAFile: o.clientCAFile,
 		PodManifestPath: o.podManifestPath, AllowedUnsafeSysctls: o.unsafeSysctls, InsecureRegistries: o.insecureRegistries,
+		ReleaseIdleMemory: true,
 	}
 	if o.nodeIP != "" || o.port != 10250 {
 		ip := o.nodeIP
@@ -281,7 +282,7 @@ func runNodes(ctx context.Context, nc NodesConfig) error {
 		cfg := kubelet.Config{
 			NodeName: node, Client: c, Runtime: rt, RootDir: root, NodeIP: "127.0.0.1", PodCIDR: podCIDR,
 			ServingAddress: "127.0.0.1:0", TLSCertFile: servingCert, TLSKeyFile: servingKey, ClientCAFile: caFile,
-			PodManifestPath: filepath.Join(root, "manifests"),
+			PodManifestPath: filepath.Join(root, "manifests"), ReleaseIdleMemory: true,
 		}
 		if err := os.MkdirAll(cfg.PodManifestPath, 0o755); err != nil {
 			return err
