@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"fmt"
+	"github.com/go-logr/logr"
 	"path"
 	"strings"
 
@@ -152,17 +153,11 @@ func portKey(p corev1.ContainerPort) string {
 	return fmt.Sprintf("%s/%s/%d", p.HostIP, proto, p.HostPort)
 }
 
+// tolerated reports whether the pod tolerates taint t, by Kubernetes'
+// own rules (k8s.io/api; the alpha Lt and Gt operators off).
 func tolerated(pod *corev1.Pod, t corev1.Taint) bool {
-	for _, tol := range pod.Spec.Tolerations {
-		if tol.Effect != "" && tol.Effect != t.Effect {
-			continue
-		}
-		switch {
-		case tol.Key == "" && tol.Operator == corev1.TolerationOpExists:
-			return true
-		case tol.Key != t.Key:
-			continue
-		case tol.Operator == corev1.TolerationOpExists, tol.Value == t.Value:
+	for i := range pod.Spec.Tolerations {
+		if pod.Spec.Tolerations[i].ToleratesTaint(logr.Discard(), &t, false) {
 			return true
 		}
 	}

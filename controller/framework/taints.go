@@ -1,24 +1,15 @@
 package framework
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+)
 
-// Tolerates reports whether tol tolerates taint: the effects match (or tol
-// has none), the keys match (or tol has none, with Exists), and the values
-// match under Equal (Exists matches any value).
+// Tolerates reports whether tol tolerates taint, by Kubernetes' own rules
+// (k8s.io/api's Toleration.ToleratesTaint; the alpha Lt and Gt operators
+// off, as by default).
 func Tolerates(tol *corev1.Toleration, taint *corev1.Taint) bool {
-	if tol.Effect != "" && tol.Effect != taint.Effect {
-		return false
-	}
-	if tol.Key != "" && tol.Key != taint.Key {
-		return false
-	}
-	switch tol.Operator {
-	case corev1.TolerationOpExists:
-		return true
-	case "", corev1.TolerationOpEqual:
-		return tol.Value == taint.Value
-	}
-	return false
+	return tol.ToleratesTaint(logr.Discard(), taint, false)
 }
 
 // ToleratesAll reports whether tols tolerate every taint in taints whose

@@ -101,7 +101,10 @@ func TestToleratesTaint(t *testing.T) {
 		{"Exists with the key and no effect", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists}, true},
 		{"Exists with another key", corev1.Toleration{Key: "j", Operator: corev1.TolerationOpExists}, false},
 		{"an empty key with Exists matches every taint", corev1.Toleration{Operator: corev1.TolerationOpExists}, true},
-		{"an empty key with Equal matches nothing", corev1.Toleration{Operator: corev1.TolerationOpEqual, Value: "v"}, false},
+		// The API rejects an empty key without Exists; Kubernetes' matcher
+		// compares the value alone.
+		{"an empty key with Equal compares the value", corev1.Toleration{Operator: corev1.TolerationOpEqual, Value: "v"}, true},
+		{"the alpha operator Lt is off", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpLt, Value: "9"}, false},
 		{"another effect does not match", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}, false},
 	}
 	for _, tc := range cases {

@@ -1,29 +1,22 @@
 package framework
 
 import (
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 )
 
-// ToleratesTaint reports whether one toleration tolerates a taint:
+// ToleratesTaint reports whether one toleration tolerates a taint, by
+// Kubernetes' own rules (k8s.io/api's Toleration.ToleratesTaint):
 //   - an empty effect matches every effect;
 //   - an empty key with operator Exists matches every key;
 //   - operator Exists ignores the value; Equal (the default) compares it.
+//
+// The alpha operators Lt and Gt (feature TaintTolerationComparisonOperators)
+// are off, as in Kubernetes by default: they tolerate nothing.
 func ToleratesTaint(tol *corev1.Toleration, taint *corev1.Taint) bool {
-	if tol.Effect != "" && tol.Effect != taint.Effect {
-		return false
-	}
-	if tol.Key != "" && tol.Key != taint.Key {
-		return false
-	}
-	switch tol.Operator {
-	case corev1.TolerationOpExists:
-		return true
-	case "", corev1.TolerationOpEqual:
-		return tol.Key != "" && tol.Value == taint.Value
-	}
-	return false
+	return tol.ToleratesTaint(logr.Discard(), taint, false)
 }
 
 // TolerationsTolerateTaint reports whether any of tols tolerates taint.
