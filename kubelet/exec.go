@@ -32,10 +32,8 @@ var execUpgrader = websocket.Upgrader{
 }
 
 func (k *Kubelet) exec(w http.ResponseWriter, r *http.Request) {
-	ns, name, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
-	pw := k.findPod(ns, name)
-	if pw == nil {
-		http.Error(w, fmt.Sprintf("pod %s/%s not found on node %s", ns, name, k.cfg.NodeName), http.StatusNotFound)
+	pw, container, ok := k.pathPod(w, r)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()

@@ -88,11 +88,20 @@ func (k *Kubelet) findPod(ns, name string) *podWorker {
 	return nil
 }
 
-func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
-	ns, name, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
-	pw := k.findPod(ns, name)
-	if pw == nil {
+// pathPod finds the pod a /containerLogs or /exec path names, and its
+// container's name; it answers 404 when this node does not run the pod.
+func (k *Kubelet) pathPod(w http.ResponseWriter, r *http.Request) (pw *podWorker, container string, ok bool) {
+	ns, name := r.PathValue("namespace"), r.PathValue("pod")
+	if pw = k.findPod(ns, name); pw == nil {
 		http.Error(w, fmt.Sprintf("pod %s/%s not found on node %s", ns, name, k.cfg.NodeName), http.StatusNotFound)
+		return nil, "", false
+	}
+	return pw, r.PathValue("container"), true
+}
+
+func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
+	pw, container, ok := k.pathPod(w, r)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
@@ -117,12 +126,12 @@ func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
 			target = cur
 		}
 		if target == nil {
-			http.Error(w, fmt.Sprintf("previous terminated container %q in pod %q not found", container, name), http.StatusBadRequest)
+			http.Error(w, fmt.Sprintf("previous terminated container %q in pod %q not found", container, r.PathValue("pod")), http.StatusBadRequest)
 			return
 		}
 	}
 	if target == nil {
-		http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, name, waitingReason(pw, container)), http.StatusBadRequest)
+		http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, r.PathValue("pod"), waitingReason(pw, container)), http.StatusBadRequest)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
