@@ -17,12 +17,17 @@ import (
 // a kubelet started with --cri-socket.
 func criCommand() *cobra.Command {
 	var listen, node, address, stateDir, podCIDR string
+	var rotation *logRotation
 	cmd := &cobra.Command{
 		Use:   "cri",
 		Short: "Serve the mini-CRI (RuntimeService, ImageService) over a unix socket, backed by containerd",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			cfg := ctdrt.Config{Namespace: ctdrt.NamespaceFor(node), PodCIDR: podCIDR}
+			if err := rotation.apply(&cfg); err != nil {
+				return err
+			}
 			if stateDir == "" {
 				stateDir = filepath.Join("/var/lib/minik/cri", node)
 			}
@@ -35,7 +40,8 @@ func criCommand() *cobra.Command {
 				defer daemon.Stop()
 				addr = a
 			}
-			rt, err := ctdrt.New(ctx, ctdrt.Config{Address: addr, Namespace: ctdrt.NamespaceFor(node), StateDir: filepath.Join(stateDir, "runtime"), PodCIDR: podCIDR})
+			cfg.Address, cfg.StateDir = addr, filepath.Join(stateDir, "runtime")
+			rt, err := ctdrt.New(ctx, cfg)
 			if err != nil {
 				return err
 			}
@@ -59,5 +65,6 @@ func criCommand() *cobra.Command {
 	f.StringVar(&address, "containerd-address", "", "containerd socket (default: "+ctdrt.DefaultAddress+" if it answers, else one started under STATE/containerd)")
 	f.StringVar(&stateDir, "state-dir", "", "network namespaces, IPAM and sandbox records (default /var/lib/minik/cri/NODE)")
 	f.StringVar(&podCIDR, "pod-cidr", "10.88.0.0/16", "pod IP range until the kubelet sets the node's")
+	rotation = logRotationFlags(f)
 	return cmd
 }

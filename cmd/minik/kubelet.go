@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"minik/client"
 	"minik/client/kubeconfig"
@@ -40,6 +42,34 @@ type kubeletOptions struct {
 	preloadImages                     []string
 	evictionHard                      string
 	evictionTransition                time.Duration
+	logRotation                       *logRotation
+}
+
+// logRotation is --container-log-max-size and --container-log-max-files,
+// of `minik kubelet` (in-process runtime) and `minik cri`.
+type logRotation struct {
+	maxSize  string
+	maxFiles int
+}
+
+func logRotationFlags(f *pflag.FlagSet) *logRotation {
+	l := &logRotation{}
+	f.StringVar(&l.maxSize, "container-log-max-size", "10Mi", "size at which a container's log file is rotated (the rotated files but the newest are gzipped)")
+	f.IntVar(&l.maxFiles, "container-log-max-files", runtime.DefaultContainerLogMaxFiles, "log files kept per container, the current one included (at least 2)")
+	return l
+}
+
+// apply sets the runtime's rotation, or says which flag is wrong.
+func (l *logRotation) apply(cfg *ctdrt.Config) error {
+	q, err := resource.ParseQuantity(l.maxSize)
+	if err != nil || q.Value() <= 0 {
+		return fmt.Errorf("--container-log-max-size %q: want a positive quantity such as 10Mi", l.maxSize)
+	}
+	if l.maxFiles < 2 {
+		return fmt.Errorf("--container-log-max-files %d: must be at least 2", l.maxFiles)
+	}
+	cfg.ContainerLogMaxSize, cfg.ContainerLogMaxFiles = q.Value(), l.maxFiles
+	return nil
 }
 
 func kubeletCommand() *cobra.Command {
@@ -74,6 +104,7 @@ func kubeletCommand() *cobra.Command {
 	f.StringSliceVar(&o.preloadImages, "preload-images", nil, "image archives (OCI or docker) to import at start")
 	f.StringVar(&o.evictionHard, "eviction-hard", eviction.DefaultHard, "hard eviction thresholds, SIGNAL<QUANTITY or SIGNAL<PERCENT% (signals: memory.available, nodefs.available, nodefs.inodesFree, pid.available); \"\" for none")
 	f.DurationVar(&o.evictionTransition, "eviction-pressure-transition-period", eviction.DefaultPressureTransitionPeriod, "how long a pressure condition stays True after its threshold was last met")
+	o.logRotation = logRotationFlags(f)
 	return cmd
 }
 
@@ -108,6 +139,9 @@ func parseTaints(in []string) ([]corev1.Taint, error) {
 }
 
 func runKubelet(ctx context.Context, o *kubeletOptions) error {
+	if err := o.logRotation.apply(&ctdrt.Config{}); err != nil {
+		return err // a wrong flag, said before anything starts
+	}
 	path := o.kubeconfig
 	if path == "" {
 		path = kubeconfig.DefaultPath()
@@ -182,7 +216,12 @@ func openRuntime(ctx context.Context, o *kubeletOptions) (runtime.Runtime, func(
 		daemon.Stop()
 		return nil, nil, err
 	}
-	rt, err := ctdrt.New(ctx, ctdrt.Config{Address: addr, Namespace: ns, StateDir: filepath.Join(o.rootDir, "runtime"), PodCIDR: o.podCIDR})
+	cfg := ctdrt.Config{Address: addr, Namespace: ns, StateDir: filepath.Join(o.rootDir, "runtime"), PodCIDR: o.podCIDR}
+	if err := o.logRotation.apply(&cfg); err != nil {
+		daemon.Stop()
+		return nil, nil, err
+	}
+	rt, err := ctdrt.New(ctx, cfg)
 	if err != nil {
 		daemon.Stop()
 		return nil, nil, err

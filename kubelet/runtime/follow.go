@@ -47,7 +47,10 @@ func (f *logFormatter) lines(data []byte) (bool, error) {
 
 // FollowFile copies a CRI-format log file to w as CopyLog does; with
 // follow it then polls the file every 100ms and stops once exited()
-// reports the writer gone and the file is drained, or when ctx ends.
+// reports the writer gone and the file is drained, or when ctx ends. When
+// the log is rotated meanwhile (RotatingFile), it drains the renamed file
+// and goes on with the new one. (As with the kubelet, a file rotated in
+// and out between two polls, more than the max size in 100ms, is skipped.)
 func FollowFile(ctx context.Context, path string, req *cri.ReadLogRequest, w io.Writer, exited func() bool) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -55,7 +58,7 @@ func FollowFile(ctx context.Context, path string, req *cri.ReadLogRequest, w io.
 	} else if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { f.Close() }()
 	data, err := io.ReadAll(f)
 	if err != nil {
 		return err
@@ -85,6 +88,13 @@ func FollowFile(ctx context.Context, path string, req *cri.ReadLogRequest, w io.
 		if err != nil && err != io.EOF {
 			return err
 		}
+		if next := reopened(f, path); next != nil {
+			rest, _ := io.ReadAll(f) // what reached the file before it was renamed
+			pending = append(pending, rest...)
+			f.Close()
+			f = next
+			continue
+		}
 		if exited() {
 			// Drain what was written before the exit.
 			rest, _ := io.ReadAll(f)
@@ -97,4 +107,21 @@ func FollowFile(ctx context.Context, path string, req *cri.ReadLogRequest, w io.
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// reopened opens the file now at path if it is not f (the log was
+// rotated), else returns nil.
+func reopened(f *os.File, path string) *os.File {
+	cur, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	if old, err := f.Stat(); err == nil && os.SameFile(old, cur) {
+		return nil
+	}
+	next, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	return next
 }

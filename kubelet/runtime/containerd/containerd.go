@@ -60,6 +60,13 @@ type Config struct {
 	CNIBinDir string
 	// PodCIDR is the pod range used until UpdatePodCIDR sets one.
 	PodCIDR string
+	// ContainerLogMaxSize is the size at which a container's log file is
+	// rotated (default 10Mi), ContainerLogMaxFiles how many of its files
+	// are kept, the current one included (default 5), as the kubelet's
+	// --container-log-max-size and --container-log-max-files. A negative
+	// size turns rotation off.
+	ContainerLogMaxSize  int64
+	ContainerLogMaxFiles int
 	// Snapshotter (default overlayfs).
 	Snapshotter string
 }
@@ -139,6 +146,15 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = filepath.Join("/var/lib/minik/runtime", cfg.Namespace)
+	}
+	if cfg.ContainerLogMaxSize == 0 {
+		cfg.ContainerLogMaxSize = runtime.DefaultContainerLogMaxSize
+	}
+	if cfg.ContainerLogMaxFiles == 0 {
+		cfg.ContainerLogMaxFiles = runtime.DefaultContainerLogMaxFiles
+	}
+	if cfg.ContainerLogMaxFiles < 2 {
+		return nil, fmt.Errorf("containerd runtime: ContainerLogMaxFiles must be at least 2, not %d", cfg.ContainerLogMaxFiles)
 	}
 	if cfg.Snapshotter == "" {
 		cfg.Snapshotter = "overlayfs"

@@ -55,8 +55,9 @@ func testDaemon(t *testing.T) string {
 	return daemon.Address
 }
 
-// newRuntime returns a runtime in a fresh namespace with busybox loaded.
-func newRuntime(t *testing.T) *containerd.Runtime {
+// newRuntime returns a runtime in a fresh namespace with busybox loaded;
+// configure, if given, changes its Config.
+func newRuntime(t *testing.T, configure ...func(*containerd.Config)) *containerd.Runtime {
 	addr := testDaemon(t)
 	seq++
 	ns := fmt.Sprintf("minik-test%d-%d", os.Getpid(), seq)
@@ -81,9 +82,11 @@ func newRuntime(t *testing.T) *containerd.Runtime {
 	}
 	t.Cleanup(func() { os.RemoveAll(stateDir); os.RemoveAll(containerd.RunDirFor(filepath.Join(stateDir, "state"))) })
 	cidr := fmt.Sprintf("10.%d.%d.0/24", 200+seq/250, seq%250)
-	rt, err := containerd.New(ctx, containerd.Config{
-		Address: addr, Namespace: ns, StateDir: filepath.Join(stateDir, "state"), PodCIDR: cidr,
-	})
+	cfg := containerd.Config{Address: addr, Namespace: ns, StateDir: filepath.Join(stateDir, "state"), PodCIDR: cidr}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	rt, err := containerd.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

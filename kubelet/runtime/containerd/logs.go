@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/containerd/containerd/api/types/task"
@@ -22,17 +21,15 @@ import (
 // process; once the FIFOs fill (64KiB each) a container that keeps
 // printing waits until a new runtime attaches again (reattachLogs).
 
-// logSink is one container's log file and its two stream writers.
+// logSink is one container's log file (rotated at the configured size)
+// and its two stream writers.
 type logSink struct {
-	file           *os.File
+	file           *runtime.RotatingFile
 	stdout, stderr io.WriteCloser
 }
 
-func openLogSink(path string) (*logSink, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o640)
+func (r *Runtime) openLogSink(path string) (*logSink, error) {
+	f, err := runtime.OpenRotating(path, r.cfg.ContainerLogMaxSize, r.cfg.ContainerLogMaxFiles)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +47,7 @@ func (r *Runtime) fifoDir() string { return filepath.Join(r.cfg.RunDir, "fifo") 
 // logCreator makes the IO of a new task: FIFOs copied into the log file
 // at path.
 func (r *Runtime) logCreator(path string) (cio.Creator, *logSink, error) {
-	sink, err := openLogSink(path)
+	sink, err := r.openLogSink(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -107,7 +104,7 @@ func (r *Runtime) attachLogs(ctx context.Context, id, path string) error {
 	if err != nil {
 		return err
 	}
-	sink, err := openLogSink(path)
+	sink, err := r.openLogSink(path)
 	if err != nil {
 		return err
 	}
