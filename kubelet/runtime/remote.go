@@ -9,7 +9,9 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"minik/proto/cri"
 )
@@ -114,6 +116,44 @@ func (r *Remote) ContainerStatus(ctx context.Context, id string) (*cri.Container
 func (r *Remote) ExecSync(ctx context.Context, id string, cmd []string, timeout int64) (*cri.ExecSyncResponse, error) {
 	resp, err := r.rs.ExecSync(ctx, &cri.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: timeout})
 	return resp, fromStatus(err)
+}
+
+func (r *Remote) PortForward(ctx context.Context, sandboxID string, port int32, rw io.ReadWriter) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the input goroutine and, on the server, the connection
+	stream, err := r.rs.PortForward(ctx)
+	if err != nil {
+		return fromStatus(err)
+	}
+	if err := stream.Send(&cri.PortForwardInput{PodSandboxId: sandboxID, Port: port}); err != nil {
+		return fromStatus(err)
+	}
+	go func() {
+		// gRPC allows one Send at a time: only this goroutine sends now.
+		buf := make([]byte, 32*1024)
+		for {
+			n, err := rw.Read(buf)
+			if n > 0 && stream.Send(&cri.PortForwardInput{Data: append([]byte(nil), buf[:n]...)}) != nil {
+				return
+			}
+			if err != nil {
+				_ = stream.Send(&cri.PortForwardInput{CloseWrite: true})
+				return
+			}
+		}
+	}()
+	for {
+		out, err := stream.Recv()
+		if err == io.EOF {
+			return nil // the port closed its side
+		}
+		if err != nil {
+			return fromStatus(err)
+		}
+		if _, err := rw.Write(out.Data); err != nil {
+			return err
+		}
+	}
 }
 
 func (r *Remote) Exec(ctx context.Context, id string, opts ExecOptions) (int32, error) {
@@ -383,6 +423,44 @@ func (s *server) Exec(stream cri.RuntimeService_ExecServer) error {
 		return toStatus(err)
 	}
 	return send(&cri.ExecOutput{Exited: true, ExitCode: code})
+}
+
+func (s *server) PortForward(stream cri.RuntimeService_PortForwardServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	if first.PodSandboxId == "" {
+		return status.Error(codes.InvalidArgument, "port-forward: the first message must name the sandbox and port")
+	}
+	in, inw := io.Pipe()
+	defer in.Close() // unblocks the input loop once the port closed
+	go func() {
+		for {
+			msg, err := stream.Recv()
+			if err != nil {
+				inw.CloseWithError(err)
+				return
+			}
+			if len(msg.Data) > 0 {
+				if _, err := inw.Write(msg.Data); err != nil {
+					return
+				}
+			}
+			if msg.CloseWrite {
+				inw.Close()
+				return
+			}
+		}
+	}()
+	out := writerFunc(func(p []byte) error { return stream.Send(&cri.PortForwardOutput{Data: append([]byte(nil), p...)}) })
+	return toStatus(s.rt.PortForward(stream.Context(), first.PodSandboxId, first.Port, readWriter{in, out}))
+}
+
+// readWriter joins a reader and a writer.
+type readWriter struct {
+	io.Reader
+	io.Writer
 }
 
 // writerFunc adapts a function to io.Writer.

@@ -40,6 +40,12 @@ type Runtime interface {
 	// output, and returns its exit code once it exited and its output is
 	// written. Ending ctx kills the command.
 	Exec(ctx context.Context, id string, opts ExecOptions) (exitCode int32, err error)
+	// PortForward connects to port on the sandbox's localhost (inside its
+	// network namespace), as kubectl port-forward does, and copies what
+	// stream reads to it and what it answers to stream. When stream's
+	// input ends, the connection is half-closed; PortForward returns once
+	// the port's side has closed, or ctx ends.
+	PortForward(ctx context.Context, sandboxID string, port int32, stream io.ReadWriter) error
 	// ReadLog copies a container's log to w; with follow it keeps copying
 	// until ctx ends or the container has exited and its log is drained.
 	ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Writer) error

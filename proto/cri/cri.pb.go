@@ -2592,6 +2592,121 @@ func (x *ExecOutput) GetExitCode() int32 {
 	return 0
 }
 
+// PortForwardInput is one message of a port-forward's input stream; the
+// first one carries pod_sandbox_id and port and nothing else.
+type PortForwardInput struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	PodSandboxId string                 `protobuf:"bytes,1,opt,name=pod_sandbox_id,json=podSandboxId,proto3" json:"pod_sandbox_id,omitempty"`
+	Port         int32                  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	Data         []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	// close_write ends what is sent to the port (a TCP half-close).
+	CloseWrite    bool `protobuf:"varint,4,opt,name=close_write,json=closeWrite,proto3" json:"close_write,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortForwardInput) Reset() {
+	*x = PortForwardInput{}
+	mi := &file_cri_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortForwardInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortForwardInput) ProtoMessage() {}
+
+func (x *PortForwardInput) ProtoReflect() protoreflect.Message {
+	mi := &file_cri_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortForwardInput.ProtoReflect.Descriptor instead.
+func (*PortForwardInput) Descriptor() ([]byte, []int) {
+	return file_cri_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *PortForwardInput) GetPodSandboxId() string {
+	if x != nil {
+		return x.PodSandboxId
+	}
+	return ""
+}
+
+func (x *PortForwardInput) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *PortForwardInput) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *PortForwardInput) GetCloseWrite() bool {
+	if x != nil {
+		return x.CloseWrite
+	}
+	return false
+}
+
+type PortForwardOutput struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortForwardOutput) Reset() {
+	*x = PortForwardOutput{}
+	mi := &file_cri_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortForwardOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortForwardOutput) ProtoMessage() {}
+
+func (x *PortForwardOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_cri_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortForwardOutput.ProtoReflect.Descriptor instead.
+func (*PortForwardOutput) Descriptor() ([]byte, []int) {
+	return file_cri_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *PortForwardOutput) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 type ReadLogRequest struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	ContainerId string                 `protobuf:"bytes,1,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
@@ -2609,7 +2724,7 @@ type ReadLogRequest struct {
 
 func (x *ReadLogRequest) Reset() {
 	*x = ReadLogRequest{}
-	mi := &file_cri_proto_msgTypes[42]
+	mi := &file_cri_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2621,7 +2736,7 @@ func (x *ReadLogRequest) String() string {
 func (*ReadLogRequest) ProtoMessage() {}
 
 func (x *ReadLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[42]
+	mi := &file_cri_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2634,7 +2749,7 @@ func (x *ReadLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadLogRequest.ProtoReflect.Descriptor instead.
 func (*ReadLogRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{42}
+	return file_cri_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReadLogRequest) GetContainerId() string {
@@ -2688,7 +2803,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_cri_proto_msgTypes[43]
+	mi := &file_cri_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2700,7 +2815,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[43]
+	mi := &file_cri_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2713,7 +2828,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{43}
+	return file_cri_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *LogChunk) GetData() []byte {
@@ -2731,7 +2846,7 @@ type ListContainerStatsRequest struct {
 
 func (x *ListContainerStatsRequest) Reset() {
 	*x = ListContainerStatsRequest{}
-	mi := &file_cri_proto_msgTypes[44]
+	mi := &file_cri_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2743,7 +2858,7 @@ func (x *ListContainerStatsRequest) String() string {
 func (*ListContainerStatsRequest) ProtoMessage() {}
 
 func (x *ListContainerStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[44]
+	mi := &file_cri_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2756,7 +2871,7 @@ func (x *ListContainerStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListContainerStatsRequest.ProtoReflect.Descriptor instead.
 func (*ListContainerStatsRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{44}
+	return file_cri_proto_rawDescGZIP(), []int{46}
 }
 
 type ListContainerStatsResponse struct {
@@ -2768,7 +2883,7 @@ type ListContainerStatsResponse struct {
 
 func (x *ListContainerStatsResponse) Reset() {
 	*x = ListContainerStatsResponse{}
-	mi := &file_cri_proto_msgTypes[45]
+	mi := &file_cri_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2780,7 +2895,7 @@ func (x *ListContainerStatsResponse) String() string {
 func (*ListContainerStatsResponse) ProtoMessage() {}
 
 func (x *ListContainerStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[45]
+	mi := &file_cri_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2793,7 +2908,7 @@ func (x *ListContainerStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListContainerStatsResponse.ProtoReflect.Descriptor instead.
 func (*ListContainerStatsResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{45}
+	return file_cri_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListContainerStatsResponse) GetStats() []*ContainerStats {
@@ -2823,7 +2938,7 @@ type ContainerStats struct {
 
 func (x *ContainerStats) Reset() {
 	*x = ContainerStats{}
-	mi := &file_cri_proto_msgTypes[46]
+	mi := &file_cri_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2835,7 +2950,7 @@ func (x *ContainerStats) String() string {
 func (*ContainerStats) ProtoMessage() {}
 
 func (x *ContainerStats) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[46]
+	mi := &file_cri_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2848,7 +2963,7 @@ func (x *ContainerStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStats.ProtoReflect.Descriptor instead.
 func (*ContainerStats) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{46}
+	return file_cri_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ContainerStats) GetContainerId() string {
@@ -2895,7 +3010,7 @@ type ImageSpec struct {
 
 func (x *ImageSpec) Reset() {
 	*x = ImageSpec{}
-	mi := &file_cri_proto_msgTypes[47]
+	mi := &file_cri_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2907,7 +3022,7 @@ func (x *ImageSpec) String() string {
 func (*ImageSpec) ProtoMessage() {}
 
 func (x *ImageSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[47]
+	mi := &file_cri_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2920,7 +3035,7 @@ func (x *ImageSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageSpec.ProtoReflect.Descriptor instead.
 func (*ImageSpec) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{47}
+	return file_cri_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ImageSpec) GetImage() string {
@@ -2947,7 +3062,7 @@ type Image struct {
 
 func (x *Image) Reset() {
 	*x = Image{}
-	mi := &file_cri_proto_msgTypes[48]
+	mi := &file_cri_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2959,7 +3074,7 @@ func (x *Image) String() string {
 func (*Image) ProtoMessage() {}
 
 func (x *Image) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[48]
+	mi := &file_cri_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2972,7 +3087,7 @@ func (x *Image) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Image.ProtoReflect.Descriptor instead.
 func (*Image) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{48}
+	return file_cri_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Image) GetId() string {
@@ -3025,7 +3140,7 @@ type ListImagesRequest struct {
 
 func (x *ListImagesRequest) Reset() {
 	*x = ListImagesRequest{}
-	mi := &file_cri_proto_msgTypes[49]
+	mi := &file_cri_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3037,7 +3152,7 @@ func (x *ListImagesRequest) String() string {
 func (*ListImagesRequest) ProtoMessage() {}
 
 func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[49]
+	mi := &file_cri_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3050,7 +3165,7 @@ func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImagesRequest.ProtoReflect.Descriptor instead.
 func (*ListImagesRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{49}
+	return file_cri_proto_rawDescGZIP(), []int{51}
 }
 
 type ListImagesResponse struct {
@@ -3062,7 +3177,7 @@ type ListImagesResponse struct {
 
 func (x *ListImagesResponse) Reset() {
 	*x = ListImagesResponse{}
-	mi := &file_cri_proto_msgTypes[50]
+	mi := &file_cri_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3074,7 +3189,7 @@ func (x *ListImagesResponse) String() string {
 func (*ListImagesResponse) ProtoMessage() {}
 
 func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[50]
+	mi := &file_cri_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3087,7 +3202,7 @@ func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImagesResponse.ProtoReflect.Descriptor instead.
 func (*ListImagesResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{50}
+	return file_cri_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListImagesResponse) GetImages() []*Image {
@@ -3106,7 +3221,7 @@ type ImageStatusRequest struct {
 
 func (x *ImageStatusRequest) Reset() {
 	*x = ImageStatusRequest{}
-	mi := &file_cri_proto_msgTypes[51]
+	mi := &file_cri_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3118,7 +3233,7 @@ func (x *ImageStatusRequest) String() string {
 func (*ImageStatusRequest) ProtoMessage() {}
 
 func (x *ImageStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[51]
+	mi := &file_cri_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3131,7 +3246,7 @@ func (x *ImageStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageStatusRequest.ProtoReflect.Descriptor instead.
 func (*ImageStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{51}
+	return file_cri_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ImageStatusRequest) GetImage() *ImageSpec {
@@ -3151,7 +3266,7 @@ type ImageStatusResponse struct {
 
 func (x *ImageStatusResponse) Reset() {
 	*x = ImageStatusResponse{}
-	mi := &file_cri_proto_msgTypes[52]
+	mi := &file_cri_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3278,7 @@ func (x *ImageStatusResponse) String() string {
 func (*ImageStatusResponse) ProtoMessage() {}
 
 func (x *ImageStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[52]
+	mi := &file_cri_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3291,7 @@ func (x *ImageStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageStatusResponse.ProtoReflect.Descriptor instead.
 func (*ImageStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{52}
+	return file_cri_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ImageStatusResponse) GetImage() *Image {
@@ -3197,7 +3312,7 @@ type PullImageRequest struct {
 
 func (x *PullImageRequest) Reset() {
 	*x = PullImageRequest{}
-	mi := &file_cri_proto_msgTypes[53]
+	mi := &file_cri_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3209,7 +3324,7 @@ func (x *PullImageRequest) String() string {
 func (*PullImageRequest) ProtoMessage() {}
 
 func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[53]
+	mi := &file_cri_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3222,7 +3337,7 @@ func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageRequest.ProtoReflect.Descriptor instead.
 func (*PullImageRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{53}
+	return file_cri_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PullImageRequest) GetImage() *ImageSpec {
@@ -3248,7 +3363,7 @@ type PullImageResponse struct {
 
 func (x *PullImageResponse) Reset() {
 	*x = PullImageResponse{}
-	mi := &file_cri_proto_msgTypes[54]
+	mi := &file_cri_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3260,7 +3375,7 @@ func (x *PullImageResponse) String() string {
 func (*PullImageResponse) ProtoMessage() {}
 
 func (x *PullImageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[54]
+	mi := &file_cri_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3273,7 +3388,7 @@ func (x *PullImageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageResponse.ProtoReflect.Descriptor instead.
 func (*PullImageResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{54}
+	return file_cri_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *PullImageResponse) GetImageRef() string {
@@ -3292,7 +3407,7 @@ type RemoveImageRequest struct {
 
 func (x *RemoveImageRequest) Reset() {
 	*x = RemoveImageRequest{}
-	mi := &file_cri_proto_msgTypes[55]
+	mi := &file_cri_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3304,7 +3419,7 @@ func (x *RemoveImageRequest) String() string {
 func (*RemoveImageRequest) ProtoMessage() {}
 
 func (x *RemoveImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[55]
+	mi := &file_cri_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3317,7 +3432,7 @@ func (x *RemoveImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveImageRequest.ProtoReflect.Descriptor instead.
 func (*RemoveImageRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{55}
+	return file_cri_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RemoveImageRequest) GetImage() *ImageSpec {
@@ -3335,7 +3450,7 @@ type RemoveImageResponse struct {
 
 func (x *RemoveImageResponse) Reset() {
 	*x = RemoveImageResponse{}
-	mi := &file_cri_proto_msgTypes[56]
+	mi := &file_cri_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3347,7 +3462,7 @@ func (x *RemoveImageResponse) String() string {
 func (*RemoveImageResponse) ProtoMessage() {}
 
 func (x *RemoveImageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[56]
+	mi := &file_cri_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3360,7 +3475,7 @@ func (x *RemoveImageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveImageResponse.ProtoReflect.Descriptor instead.
 func (*RemoveImageResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{56}
+	return file_cri_proto_rawDescGZIP(), []int{58}
 }
 
 var File_cri_proto protoreflect.FileDescriptor
@@ -3579,7 +3694,15 @@ const file_cri_proto_rawDesc = "" +
 	"\x06stdout\x18\x01 \x01(\fR\x06stdout\x12\x16\n" +
 	"\x06stderr\x18\x02 \x01(\fR\x06stderr\x12\x16\n" +
 	"\x06exited\x18\x03 \x01(\bR\x06exited\x12\x1b\n" +
-	"\texit_code\x18\x04 \x01(\x05R\bexitCode\"\xca\x01\n" +
+	"\texit_code\x18\x04 \x01(\x05R\bexitCode\"\x81\x01\n" +
+	"\x10PortForwardInput\x12$\n" +
+	"\x0epod_sandbox_id\x18\x01 \x01(\tR\fpodSandboxId\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x1f\n" +
+	"\vclose_write\x18\x04 \x01(\bR\n" +
+	"closeWrite\"'\n" +
+	"\x11PortForwardOutput\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\xca\x01\n" +
 	"\x0eReadLogRequest\x12!\n" +
 	"\fcontainer_id\x18\x01 \x01(\tR\vcontainerId\x12\x16\n" +
 	"\x06follow\x18\x02 \x01(\bR\x06follow\x12\x1d\n" +
@@ -3634,7 +3757,7 @@ const file_cri_proto_rawDesc = "" +
 	"\x11CONTAINER_CREATED\x10\x00\x12\x15\n" +
 	"\x11CONTAINER_RUNNING\x10\x01\x12\x14\n" +
 	"\x10CONTAINER_EXITED\x10\x02\x12\x15\n" +
-	"\x11CONTAINER_UNKNOWN\x10\x032\xc5\v\n" +
+	"\x11CONTAINER_UNKNOWN\x10\x032\x9b\f\n" +
 	"\x0eRuntimeService\x12H\n" +
 	"\aVersion\x12\x1c.minik.cri.v1.VersionRequest\x1a\x1d.minik.cri.v1.VersionResponse\"\x00\x12l\n" +
 	"\x13UpdateRuntimeConfig\x12(.minik.cri.v1.UpdateRuntimeConfigRequest\x1a).minik.cri.v1.UpdateRuntimeConfigResponse\"\x00\x12Z\n" +
@@ -3649,7 +3772,8 @@ const file_cri_proto_rawDesc = "" +
 	"\x0eListContainers\x12#.minik.cri.v1.ListContainersRequest\x1a$.minik.cri.v1.ListContainersResponse\"\x00\x12`\n" +
 	"\x0fContainerStatus\x12$.minik.cri.v1.ContainerStatusRequest\x1a%.minik.cri.v1.ContainerStatusResponse\"\x00\x12K\n" +
 	"\bExecSync\x12\x1d.minik.cri.v1.ExecSyncRequest\x1a\x1e.minik.cri.v1.ExecSyncResponse\"\x00\x12?\n" +
-	"\x04Exec\x12\x17.minik.cri.v1.ExecInput\x1a\x18.minik.cri.v1.ExecOutput\"\x00(\x010\x01\x12C\n" +
+	"\x04Exec\x12\x17.minik.cri.v1.ExecInput\x1a\x18.minik.cri.v1.ExecOutput\"\x00(\x010\x01\x12T\n" +
+	"\vPortForward\x12\x1e.minik.cri.v1.PortForwardInput\x1a\x1f.minik.cri.v1.PortForwardOutput\"\x00(\x010\x01\x12C\n" +
 	"\aReadLog\x12\x1c.minik.cri.v1.ReadLogRequest\x1a\x16.minik.cri.v1.LogChunk\"\x000\x01\x12i\n" +
 	"\x12ListContainerStats\x12'.minik.cri.v1.ListContainerStatsRequest\x1a(.minik.cri.v1.ListContainerStatsResponse\"\x002\xdd\x02\n" +
 	"\fImageService\x12Q\n" +
@@ -3672,7 +3796,7 @@ func file_cri_proto_rawDescGZIP() []byte {
 }
 
 var file_cri_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_cri_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_cri_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
 var file_cri_proto_goTypes = []any{
 	(PodSandboxState)(0),                  // 0: minik.cri.v1.PodSandboxState
 	(ContainerState)(0),                   // 1: minik.cri.v1.ContainerState
@@ -3718,72 +3842,74 @@ var file_cri_proto_goTypes = []any{
 	(*TerminalSize)(nil),                  // 41: minik.cri.v1.TerminalSize
 	(*ExecInput)(nil),                     // 42: minik.cri.v1.ExecInput
 	(*ExecOutput)(nil),                    // 43: minik.cri.v1.ExecOutput
-	(*ReadLogRequest)(nil),                // 44: minik.cri.v1.ReadLogRequest
-	(*LogChunk)(nil),                      // 45: minik.cri.v1.LogChunk
-	(*ListContainerStatsRequest)(nil),     // 46: minik.cri.v1.ListContainerStatsRequest
-	(*ListContainerStatsResponse)(nil),    // 47: minik.cri.v1.ListContainerStatsResponse
-	(*ContainerStats)(nil),                // 48: minik.cri.v1.ContainerStats
-	(*ImageSpec)(nil),                     // 49: minik.cri.v1.ImageSpec
-	(*Image)(nil),                         // 50: minik.cri.v1.Image
-	(*ListImagesRequest)(nil),             // 51: minik.cri.v1.ListImagesRequest
-	(*ListImagesResponse)(nil),            // 52: minik.cri.v1.ListImagesResponse
-	(*ImageStatusRequest)(nil),            // 53: minik.cri.v1.ImageStatusRequest
-	(*ImageStatusResponse)(nil),           // 54: minik.cri.v1.ImageStatusResponse
-	(*PullImageRequest)(nil),              // 55: minik.cri.v1.PullImageRequest
-	(*PullImageResponse)(nil),             // 56: minik.cri.v1.PullImageResponse
-	(*RemoveImageRequest)(nil),            // 57: minik.cri.v1.RemoveImageRequest
-	(*RemoveImageResponse)(nil),           // 58: minik.cri.v1.RemoveImageResponse
-	nil,                                   // 59: minik.cri.v1.PodSandboxConfig.LabelsEntry
-	nil,                                   // 60: minik.cri.v1.PodSandboxConfig.AnnotationsEntry
-	nil,                                   // 61: minik.cri.v1.PodSandboxConfig.SysctlsEntry
-	nil,                                   // 62: minik.cri.v1.PodSandbox.LabelsEntry
-	nil,                                   // 63: minik.cri.v1.PodSandbox.AnnotationsEntry
-	nil,                                   // 64: minik.cri.v1.ContainerConfig.LabelsEntry
-	nil,                                   // 65: minik.cri.v1.ContainerConfig.AnnotationsEntry
-	nil,                                   // 66: minik.cri.v1.Container.LabelsEntry
-	nil,                                   // 67: minik.cri.v1.Container.AnnotationsEntry
-	nil,                                   // 68: minik.cri.v1.ContainerStatus.LabelsEntry
-	nil,                                   // 69: minik.cri.v1.ContainerStatus.AnnotationsEntry
+	(*PortForwardInput)(nil),              // 44: minik.cri.v1.PortForwardInput
+	(*PortForwardOutput)(nil),             // 45: minik.cri.v1.PortForwardOutput
+	(*ReadLogRequest)(nil),                // 46: minik.cri.v1.ReadLogRequest
+	(*LogChunk)(nil),                      // 47: minik.cri.v1.LogChunk
+	(*ListContainerStatsRequest)(nil),     // 48: minik.cri.v1.ListContainerStatsRequest
+	(*ListContainerStatsResponse)(nil),    // 49: minik.cri.v1.ListContainerStatsResponse
+	(*ContainerStats)(nil),                // 50: minik.cri.v1.ContainerStats
+	(*ImageSpec)(nil),                     // 51: minik.cri.v1.ImageSpec
+	(*Image)(nil),                         // 52: minik.cri.v1.Image
+	(*ListImagesRequest)(nil),             // 53: minik.cri.v1.ListImagesRequest
+	(*ListImagesResponse)(nil),            // 54: minik.cri.v1.ListImagesResponse
+	(*ImageStatusRequest)(nil),            // 55: minik.cri.v1.ImageStatusRequest
+	(*ImageStatusResponse)(nil),           // 56: minik.cri.v1.ImageStatusResponse
+	(*PullImageRequest)(nil),              // 57: minik.cri.v1.PullImageRequest
+	(*PullImageResponse)(nil),             // 58: minik.cri.v1.PullImageResponse
+	(*RemoveImageRequest)(nil),            // 59: minik.cri.v1.RemoveImageRequest
+	(*RemoveImageResponse)(nil),           // 60: minik.cri.v1.RemoveImageResponse
+	nil,                                   // 61: minik.cri.v1.PodSandboxConfig.LabelsEntry
+	nil,                                   // 62: minik.cri.v1.PodSandboxConfig.AnnotationsEntry
+	nil,                                   // 63: minik.cri.v1.PodSandboxConfig.SysctlsEntry
+	nil,                                   // 64: minik.cri.v1.PodSandbox.LabelsEntry
+	nil,                                   // 65: minik.cri.v1.PodSandbox.AnnotationsEntry
+	nil,                                   // 66: minik.cri.v1.ContainerConfig.LabelsEntry
+	nil,                                   // 67: minik.cri.v1.ContainerConfig.AnnotationsEntry
+	nil,                                   // 68: minik.cri.v1.Container.LabelsEntry
+	nil,                                   // 69: minik.cri.v1.Container.AnnotationsEntry
+	nil,                                   // 70: minik.cri.v1.ContainerStatus.LabelsEntry
+	nil,                                   // 71: minik.cri.v1.ContainerStatus.AnnotationsEntry
 }
 var file_cri_proto_depIdxs = []int32{
 	6,  // 0: minik.cri.v1.PodSandboxConfig.metadata:type_name -> minik.cri.v1.PodSandboxMetadata
 	7,  // 1: minik.cri.v1.PodSandboxConfig.port_mappings:type_name -> minik.cri.v1.PortMapping
-	59, // 2: minik.cri.v1.PodSandboxConfig.labels:type_name -> minik.cri.v1.PodSandboxConfig.LabelsEntry
-	60, // 3: minik.cri.v1.PodSandboxConfig.annotations:type_name -> minik.cri.v1.PodSandboxConfig.AnnotationsEntry
-	61, // 4: minik.cri.v1.PodSandboxConfig.sysctls:type_name -> minik.cri.v1.PodSandboxConfig.SysctlsEntry
+	61, // 2: minik.cri.v1.PodSandboxConfig.labels:type_name -> minik.cri.v1.PodSandboxConfig.LabelsEntry
+	62, // 3: minik.cri.v1.PodSandboxConfig.annotations:type_name -> minik.cri.v1.PodSandboxConfig.AnnotationsEntry
+	63, // 4: minik.cri.v1.PodSandboxConfig.sysctls:type_name -> minik.cri.v1.PodSandboxConfig.SysctlsEntry
 	8,  // 5: minik.cri.v1.RunPodSandboxRequest.config:type_name -> minik.cri.v1.PodSandboxConfig
 	6,  // 6: minik.cri.v1.PodSandbox.metadata:type_name -> minik.cri.v1.PodSandboxMetadata
 	0,  // 7: minik.cri.v1.PodSandbox.state:type_name -> minik.cri.v1.PodSandboxState
-	62, // 8: minik.cri.v1.PodSandbox.labels:type_name -> minik.cri.v1.PodSandbox.LabelsEntry
-	63, // 9: minik.cri.v1.PodSandbox.annotations:type_name -> minik.cri.v1.PodSandbox.AnnotationsEntry
+	64, // 8: minik.cri.v1.PodSandbox.labels:type_name -> minik.cri.v1.PodSandbox.LabelsEntry
+	65, // 9: minik.cri.v1.PodSandbox.annotations:type_name -> minik.cri.v1.PodSandbox.AnnotationsEntry
 	15, // 10: minik.cri.v1.ListPodSandboxResponse.items:type_name -> minik.cri.v1.PodSandbox
 	18, // 11: minik.cri.v1.ContainerConfig.metadata:type_name -> minik.cri.v1.ContainerMetadata
 	19, // 12: minik.cri.v1.ContainerConfig.envs:type_name -> minik.cri.v1.KeyValue
 	20, // 13: minik.cri.v1.ContainerConfig.mounts:type_name -> minik.cri.v1.Mount
-	64, // 14: minik.cri.v1.ContainerConfig.labels:type_name -> minik.cri.v1.ContainerConfig.LabelsEntry
-	65, // 15: minik.cri.v1.ContainerConfig.annotations:type_name -> minik.cri.v1.ContainerConfig.AnnotationsEntry
+	66, // 14: minik.cri.v1.ContainerConfig.labels:type_name -> minik.cri.v1.ContainerConfig.LabelsEntry
+	67, // 15: minik.cri.v1.ContainerConfig.annotations:type_name -> minik.cri.v1.ContainerConfig.AnnotationsEntry
 	21, // 16: minik.cri.v1.ContainerConfig.resources:type_name -> minik.cri.v1.LinuxContainerResources
 	22, // 17: minik.cri.v1.ContainerConfig.security_context:type_name -> minik.cri.v1.LinuxContainerSecurityContext
 	23, // 18: minik.cri.v1.CreateContainerRequest.config:type_name -> minik.cri.v1.ContainerConfig
 	8,  // 19: minik.cri.v1.CreateContainerRequest.sandbox_config:type_name -> minik.cri.v1.PodSandboxConfig
 	18, // 20: minik.cri.v1.Container.metadata:type_name -> minik.cri.v1.ContainerMetadata
 	1,  // 21: minik.cri.v1.Container.state:type_name -> minik.cri.v1.ContainerState
-	66, // 22: minik.cri.v1.Container.labels:type_name -> minik.cri.v1.Container.LabelsEntry
-	67, // 23: minik.cri.v1.Container.annotations:type_name -> minik.cri.v1.Container.AnnotationsEntry
+	68, // 22: minik.cri.v1.Container.labels:type_name -> minik.cri.v1.Container.LabelsEntry
+	69, // 23: minik.cri.v1.Container.annotations:type_name -> minik.cri.v1.Container.AnnotationsEntry
 	32, // 24: minik.cri.v1.ListContainersResponse.containers:type_name -> minik.cri.v1.Container
 	18, // 25: minik.cri.v1.ContainerStatus.metadata:type_name -> minik.cri.v1.ContainerMetadata
 	1,  // 26: minik.cri.v1.ContainerStatus.state:type_name -> minik.cri.v1.ContainerState
-	68, // 27: minik.cri.v1.ContainerStatus.labels:type_name -> minik.cri.v1.ContainerStatus.LabelsEntry
-	69, // 28: minik.cri.v1.ContainerStatus.annotations:type_name -> minik.cri.v1.ContainerStatus.AnnotationsEntry
+	70, // 27: minik.cri.v1.ContainerStatus.labels:type_name -> minik.cri.v1.ContainerStatus.LabelsEntry
+	71, // 28: minik.cri.v1.ContainerStatus.annotations:type_name -> minik.cri.v1.ContainerStatus.AnnotationsEntry
 	35, // 29: minik.cri.v1.ContainerStatusResponse.status:type_name -> minik.cri.v1.ContainerStatus
 	40, // 30: minik.cri.v1.ExecInput.start:type_name -> minik.cri.v1.ExecStart
 	41, // 31: minik.cri.v1.ExecInput.resize:type_name -> minik.cri.v1.TerminalSize
-	48, // 32: minik.cri.v1.ListContainerStatsResponse.stats:type_name -> minik.cri.v1.ContainerStats
-	50, // 33: minik.cri.v1.ListImagesResponse.images:type_name -> minik.cri.v1.Image
-	49, // 34: minik.cri.v1.ImageStatusRequest.image:type_name -> minik.cri.v1.ImageSpec
-	50, // 35: minik.cri.v1.ImageStatusResponse.image:type_name -> minik.cri.v1.Image
-	49, // 36: minik.cri.v1.PullImageRequest.image:type_name -> minik.cri.v1.ImageSpec
-	49, // 37: minik.cri.v1.RemoveImageRequest.image:type_name -> minik.cri.v1.ImageSpec
+	50, // 32: minik.cri.v1.ListContainerStatsResponse.stats:type_name -> minik.cri.v1.ContainerStats
+	52, // 33: minik.cri.v1.ListImagesResponse.images:type_name -> minik.cri.v1.Image
+	51, // 34: minik.cri.v1.ImageStatusRequest.image:type_name -> minik.cri.v1.ImageSpec
+	52, // 35: minik.cri.v1.ImageStatusResponse.image:type_name -> minik.cri.v1.Image
+	51, // 36: minik.cri.v1.PullImageRequest.image:type_name -> minik.cri.v1.ImageSpec
+	51, // 37: minik.cri.v1.RemoveImageRequest.image:type_name -> minik.cri.v1.ImageSpec
 	2,  // 38: minik.cri.v1.RuntimeService.Version:input_type -> minik.cri.v1.VersionRequest
 	4,  // 39: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:input_type -> minik.cri.v1.UpdateRuntimeConfigRequest
 	9,  // 40: minik.cri.v1.RuntimeService.RunPodSandbox:input_type -> minik.cri.v1.RunPodSandboxRequest
@@ -3798,34 +3924,36 @@ var file_cri_proto_depIdxs = []int32{
 	36, // 49: minik.cri.v1.RuntimeService.ContainerStatus:input_type -> minik.cri.v1.ContainerStatusRequest
 	38, // 50: minik.cri.v1.RuntimeService.ExecSync:input_type -> minik.cri.v1.ExecSyncRequest
 	42, // 51: minik.cri.v1.RuntimeService.Exec:input_type -> minik.cri.v1.ExecInput
-	44, // 52: minik.cri.v1.RuntimeService.ReadLog:input_type -> minik.cri.v1.ReadLogRequest
-	46, // 53: minik.cri.v1.RuntimeService.ListContainerStats:input_type -> minik.cri.v1.ListContainerStatsRequest
-	51, // 54: minik.cri.v1.ImageService.ListImages:input_type -> minik.cri.v1.ListImagesRequest
-	53, // 55: minik.cri.v1.ImageService.ImageStatus:input_type -> minik.cri.v1.ImageStatusRequest
-	55, // 56: minik.cri.v1.ImageService.PullImage:input_type -> minik.cri.v1.PullImageRequest
-	57, // 57: minik.cri.v1.ImageService.RemoveImage:input_type -> minik.cri.v1.RemoveImageRequest
-	3,  // 58: minik.cri.v1.RuntimeService.Version:output_type -> minik.cri.v1.VersionResponse
-	5,  // 59: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:output_type -> minik.cri.v1.UpdateRuntimeConfigResponse
-	10, // 60: minik.cri.v1.RuntimeService.RunPodSandbox:output_type -> minik.cri.v1.RunPodSandboxResponse
-	12, // 61: minik.cri.v1.RuntimeService.StopPodSandbox:output_type -> minik.cri.v1.StopPodSandboxResponse
-	14, // 62: minik.cri.v1.RuntimeService.RemovePodSandbox:output_type -> minik.cri.v1.RemovePodSandboxResponse
-	17, // 63: minik.cri.v1.RuntimeService.ListPodSandbox:output_type -> minik.cri.v1.ListPodSandboxResponse
-	25, // 64: minik.cri.v1.RuntimeService.CreateContainer:output_type -> minik.cri.v1.CreateContainerResponse
-	27, // 65: minik.cri.v1.RuntimeService.StartContainer:output_type -> minik.cri.v1.StartContainerResponse
-	29, // 66: minik.cri.v1.RuntimeService.StopContainer:output_type -> minik.cri.v1.StopContainerResponse
-	31, // 67: minik.cri.v1.RuntimeService.RemoveContainer:output_type -> minik.cri.v1.RemoveContainerResponse
-	34, // 68: minik.cri.v1.RuntimeService.ListContainers:output_type -> minik.cri.v1.ListContainersResponse
-	37, // 69: minik.cri.v1.RuntimeService.ContainerStatus:output_type -> minik.cri.v1.ContainerStatusResponse
-	39, // 70: minik.cri.v1.RuntimeService.ExecSync:output_type -> minik.cri.v1.ExecSyncResponse
-	43, // 71: minik.cri.v1.RuntimeService.Exec:output_type -> minik.cri.v1.ExecOutput
-	45, // 72: minik.cri.v1.RuntimeService.ReadLog:output_type -> minik.cri.v1.LogChunk
-	47, // 73: minik.cri.v1.RuntimeService.ListContainerStats:output_type -> minik.cri.v1.ListContainerStatsResponse
-	52, // 74: minik.cri.v1.ImageService.ListImages:output_type -> minik.cri.v1.ListImagesResponse
-	54, // 75: minik.cri.v1.ImageService.ImageStatus:output_type -> minik.cri.v1.ImageStatusResponse
-	56, // 76: minik.cri.v1.ImageService.PullImage:output_type -> minik.cri.v1.PullImageResponse
-	58, // 77: minik.cri.v1.ImageService.RemoveImage:output_type -> minik.cri.v1.RemoveImageResponse
-	58, // [58:78] is the sub-list for method output_type
-	38, // [38:58] is the sub-list for method input_type
+	44, // 52: minik.cri.v1.RuntimeService.PortForward:input_type -> minik.cri.v1.PortForwardInput
+	46, // 53: minik.cri.v1.RuntimeService.ReadLog:input_type -> minik.cri.v1.ReadLogRequest
+	48, // 54: minik.cri.v1.RuntimeService.ListContainerStats:input_type -> minik.cri.v1.ListContainerStatsRequest
+	53, // 55: minik.cri.v1.ImageService.ListImages:input_type -> minik.cri.v1.ListImagesRequest
+	55, // 56: minik.cri.v1.ImageService.ImageStatus:input_type -> minik.cri.v1.ImageStatusRequest
+	57, // 57: minik.cri.v1.ImageService.PullImage:input_type -> minik.cri.v1.PullImageRequest
+	59, // 58: minik.cri.v1.ImageService.RemoveImage:input_type -> minik.cri.v1.RemoveImageRequest
+	3,  // 59: minik.cri.v1.RuntimeService.Version:output_type -> minik.cri.v1.VersionResponse
+	5,  // 60: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:output_type -> minik.cri.v1.UpdateRuntimeConfigResponse
+	10, // 61: minik.cri.v1.RuntimeService.RunPodSandbox:output_type -> minik.cri.v1.RunPodSandboxResponse
+	12, // 62: minik.cri.v1.RuntimeService.StopPodSandbox:output_type -> minik.cri.v1.StopPodSandboxResponse
+	14, // 63: minik.cri.v1.RuntimeService.RemovePodSandbox:output_type -> minik.cri.v1.RemovePodSandboxResponse
+	17, // 64: minik.cri.v1.RuntimeService.ListPodSandbox:output_type -> minik.cri.v1.ListPodSandboxResponse
+	25, // 65: minik.cri.v1.RuntimeService.CreateContainer:output_type -> minik.cri.v1.CreateContainerResponse
+	27, // 66: minik.cri.v1.RuntimeService.StartContainer:output_type -> minik.cri.v1.StartContainerResponse
+	29, // 67: minik.cri.v1.RuntimeService.StopContainer:output_type -> minik.cri.v1.StopContainerResponse
+	31, // 68: minik.cri.v1.RuntimeService.RemoveContainer:output_type -> minik.cri.v1.RemoveContainerResponse
+	34, // 69: minik.cri.v1.RuntimeService.ListContainers:output_type -> minik.cri.v1.ListContainersResponse
+	37, // 70: minik.cri.v1.RuntimeService.ContainerStatus:output_type -> minik.cri.v1.ContainerStatusResponse
+	39, // 71: minik.cri.v1.RuntimeService.ExecSync:output_type -> minik.cri.v1.ExecSyncResponse
+	43, // 72: minik.cri.v1.RuntimeService.Exec:output_type -> minik.cri.v1.ExecOutput
+	45, // 73: minik.cri.v1.RuntimeService.PortForward:output_type -> minik.cri.v1.PortForwardOutput
+	47, // 74: minik.cri.v1.RuntimeService.ReadLog:output_type -> minik.cri.v1.LogChunk
+	49, // 75: minik.cri.v1.RuntimeService.ListContainerStats:output_type -> minik.cri.v1.ListContainerStatsResponse
+	54, // 76: minik.cri.v1.ImageService.ListImages:output_type -> minik.cri.v1.ListImagesResponse
+	56, // 77: minik.cri.v1.ImageService.ImageStatus:output_type -> minik.cri.v1.ImageStatusResponse
+	58, // 78: minik.cri.v1.ImageService.PullImage:output_type -> minik.cri.v1.PullImageResponse
+	60, // 79: minik.cri.v1.ImageService.RemoveImage:output_type -> minik.cri.v1.RemoveImageResponse
+	59, // [59:80] is the sub-list for method output_type
+	38, // [38:59] is the sub-list for method input_type
 	38, // [38:38] is the sub-list for extension type_name
 	38, // [38:38] is the sub-list for extension extendee
 	0,  // [0:38] is the sub-list for field type_name
@@ -3842,7 +3970,7 @@ func file_cri_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cri_proto_rawDesc), len(file_cri_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   68,
+			NumMessages:   70,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

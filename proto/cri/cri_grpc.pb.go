@@ -37,6 +37,7 @@ const (
 	RuntimeService_ContainerStatus_FullMethodName     = "/minik.cri.v1.RuntimeService/ContainerStatus"
 	RuntimeService_ExecSync_FullMethodName            = "/minik.cri.v1.RuntimeService/ExecSync"
 	RuntimeService_Exec_FullMethodName                = "/minik.cri.v1.RuntimeService/Exec"
+	RuntimeService_PortForward_FullMethodName         = "/minik.cri.v1.RuntimeService/PortForward"
 	RuntimeService_ReadLog_FullMethodName             = "/minik.cri.v1.RuntimeService/ReadLog"
 	RuntimeService_ListContainerStats_FullMethodName  = "/minik.cri.v1.RuntimeService/ListContainerStats"
 )
@@ -66,6 +67,11 @@ type RuntimeServiceClient interface {
 	// streamed (kubectl exec): the client sends the start, then input and
 	// terminal sizes; the server sends output, then the exit code.
 	Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecInput, ExecOutput], error)
+	// PortForward connects to a port of a sandbox's network namespace (its
+	// localhost), as kubectl port-forward does: the client sends the start,
+	// then data; the server sends what the port answers, and ends the
+	// stream when the connection closes.
+	PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PortForwardInput, PortForwardOutput], error)
 	// ReadLog streams a container's log (stdout and stderr, interleaved),
 	// kept in the CRI log format (see kubelet/runtime/crilog.go).
 	ReadLog(ctx context.Context, in *ReadLogRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error)
@@ -225,9 +231,22 @@ func (c *runtimeServiceClient) Exec(ctx context.Context, opts ...grpc.CallOption
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RuntimeService_ExecClient = grpc.BidiStreamingClient[ExecInput, ExecOutput]
 
+func (c *runtimeServiceClient) PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PortForwardInput, PortForwardOutput], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RuntimeService_ServiceDesc.Streams[1], RuntimeService_PortForward_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PortForwardInput, PortForwardOutput]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RuntimeService_PortForwardClient = grpc.BidiStreamingClient[PortForwardInput, PortForwardOutput]
+
 func (c *runtimeServiceClient) ReadLog(ctx context.Context, in *ReadLogRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &RuntimeService_ServiceDesc.Streams[1], RuntimeService_ReadLog_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &RuntimeService_ServiceDesc.Streams[2], RuntimeService_ReadLog_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -279,6 +298,11 @@ type RuntimeServiceServer interface {
 	// streamed (kubectl exec): the client sends the start, then input and
 	// terminal sizes; the server sends output, then the exit code.
 	Exec(grpc.BidiStreamingServer[ExecInput, ExecOutput]) error
+	// PortForward connects to a port of a sandbox's network namespace (its
+	// localhost), as kubectl port-forward does: the client sends the start,
+	// then data; the server sends what the port answers, and ends the
+	// stream when the connection closes.
+	PortForward(grpc.BidiStreamingServer[PortForwardInput, PortForwardOutput]) error
 	// ReadLog streams a container's log (stdout and stderr, interleaved),
 	// kept in the CRI log format (see kubelet/runtime/crilog.go).
 	ReadLog(*ReadLogRequest, grpc.ServerStreamingServer[LogChunk]) error
@@ -336,6 +360,9 @@ func (UnimplementedRuntimeServiceServer) ExecSync(context.Context, *ExecSyncRequ
 }
 func (UnimplementedRuntimeServiceServer) Exec(grpc.BidiStreamingServer[ExecInput, ExecOutput]) error {
 	return status.Errorf(codes.Unimplemented, "method Exec not implemented")
+}
+func (UnimplementedRuntimeServiceServer) PortForward(grpc.BidiStreamingServer[PortForwardInput, PortForwardOutput]) error {
+	return status.Errorf(codes.Unimplemented, "method PortForward not implemented")
 }
 func (UnimplementedRuntimeServiceServer) ReadLog(*ReadLogRequest, grpc.ServerStreamingServer[LogChunk]) error {
 	return status.Errorf(codes.Unimplemented, "method ReadLog not implemented")
@@ -605,6 +632,13 @@ func _RuntimeService_Exec_Handler(srv interface{}, stream grpc.ServerStream) err
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RuntimeService_ExecServer = grpc.BidiStreamingServer[ExecInput, ExecOutput]
 
+func _RuntimeService_PortForward_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RuntimeServiceServer).PortForward(&grpc.GenericServerStream[PortForwardInput, PortForwardOutput]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RuntimeService_PortForwardServer = grpc.BidiStreamingServer[PortForwardInput, PortForwardOutput]
+
 func _RuntimeService_ReadLog_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ReadLogRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -702,6 +736,12 @@ var RuntimeService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Exec",
 			Handler:       _RuntimeService_Exec_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "PortForward",
+			Handler:       _RuntimeService_PortForward_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,8 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, o Options)
 		{"a streamed exec passes input, output, a terminal and the exit code", testExecStreams, true},
 		{"a streamed exec in an unknown container is not found", testExecNotFound, false},
 		{"containers of one pod share its network namespace and environment reaches them", testEnvAndNetwork, true},
+		{"port-forward reaches a server on the pod's localhost, with a half-close", testPortForward, true},
+		{"port-forward to an unknown sandbox is not found", testPortForwardNotFound, false},
 		{"stats list every container, with processes only while it runs", testStatsLifecycle, false},
 		{"stats report a container's memory, processes and writable layer", testStatsUsage, true},
 	} {
@@ -393,6 +396,65 @@ func testExec(t *testing.T, rt runtime.Runtime, o Options) {
 	}
 	if resp.ExitCode != 4 || string(resp.Stdout) != "out\n" {
 		t.Errorf("exec: exit %d stdout %q, want 4 %q", resp.ExitCode, resp.Stdout, "out\n")
+	}
+}
+
+func testPortForward(t *testing.T, rt runtime.Runtime, o Options) {
+	c := ctx(t)
+	sbCfg := sandboxConfig(t, "forward")
+	sb, err := rt.RunPodSandbox(c, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, sb)
+	// httpd on the pod's 127.0.0.1 only: reachable from inside its
+	// network namespace, not through the pod IP.
+	id, err := rt.CreateContainer(c, sb, containerConfig(o, "main", "sh", "-c",
+		"mkdir -p /tmp/www && echo hello from the pod > /tmp/www/index.html && exec httpd -f -p 127.0.0.1:8080 -h /tmp/www"), sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(c, id); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.StopContainer(c, id, 0)
+	var out bytes.Buffer
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// The request, then end of input: httpd answers a request whose
+		// sender half-closed, then closes, which ends PortForward.
+		out.Reset()
+		in := strings.NewReader("GET / HTTP/1.0\r\n\r\n")
+		err = rt.PortForward(c, sb, 8080, struct {
+			io.Reader
+			io.Writer
+		}{in, &out})
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // httpd not listening yet
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "200 OK") || !strings.Contains(out.String(), "hello from the pod") {
+		t.Errorf("port-forward answer %q, want httpd's 200 and the page", out.String())
+	}
+	if err := rt.PortForward(c, sb, 8081, struct {
+		io.Reader
+		io.Writer
+	}{strings.NewReader(""), io.Discard}); err == nil {
+		t.Error("port-forward to a port nobody listens on succeeded")
+	}
+}
+
+func testPortForwardNotFound(t *testing.T, rt runtime.Runtime, _ Options) {
+	err := rt.PortForward(ctx(t), "no-such-sandbox", 80, struct {
+		io.Reader
+		io.Writer
+	}{strings.NewReader(""), io.Discard})
+	if !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("port-forward to an unknown sandbox: %v, want ErrNotFound", err)
 	}
 }
 

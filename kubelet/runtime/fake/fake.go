@@ -6,6 +6,7 @@ package fake
 
 import (
 	"bytes"
+	"errors"
 	"context"
 	"fmt"
 	"io"
@@ -322,6 +323,17 @@ func (r *Runtime) Exec(_ context.Context, id string, opts runtime.ExecOptions) (
 		return 0, nil
 	}
 	return r.cfg.Exec(opts), nil
+}
+
+// PortForward: a hollow node has no network namespace to reach.
+func (r *Runtime) PortForward(_ context.Context, sandboxID string, _ int32, _ io.ReadWriter) error {
+	r.mu.Lock()
+	_, ok := r.sandboxes[sandboxID]
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("sandbox %s: %w", sandboxID, runtime.ErrNotFound)
+	}
+	return fmt.Errorf("port-forward to a hollow node: %w", errors.ErrUnsupported)
 }
 
 func (r *Runtime) ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Writer) error {
