@@ -6,8 +6,8 @@ package fake
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
