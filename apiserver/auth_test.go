@@ -42,6 +42,9 @@ func TestNodesMayNotBindEvictOrExec(t *testing.T) {
 		"exec": func() error {
 			return node.Do(ctx, "GET", "/api/v1/namespaces/default/pods/m/exec", url.Values{"command": {"ls"}}, nil, nil)
 		},
+		"portforward": func() error {
+			return node.Do(ctx, "POST", "/api/v1/namespaces/default/pods/m/portforward", nil, nil, nil)
+		},
 	} {
 		if err := call(); !apierrors.IsForbidden(err) {
 			t.Errorf("%s: err %v, want Forbidden", name, err)

@@ -147,8 +147,11 @@ func (h *resourceHandler) kubeletRequest(ctx context.Context, pod *corev1.Pod, e
 	if host == "" || port == 0 {
 		return nil, nil, "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no kubelet endpoint", node.Name))
 	}
-	target := fmt.Sprintf("https://%s/%s/%s/%s/%s?%s", net.JoinHostPort(host, strconv.Itoa(int(port))), endpoint,
-		url.PathEscape(pod.Namespace), url.PathEscape(pod.Name), url.PathEscape(container), params.Encode())
+	path := "/" + endpoint + "/" + url.PathEscape(pod.Namespace) + "/" + url.PathEscape(pod.Name)
+	if container != "" { // portForward is per pod
+		path += "/" + url.PathEscape(container)
+	}
+	target := fmt.Sprintf("https://%s%s?%s", net.JoinHostPort(host, strconv.Itoa(int(port))), path, params.Encode())
 	client, err := h.srv.kubeletClient()
 	if err != nil {
 		return nil, nil, "", err

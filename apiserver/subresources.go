@@ -38,6 +38,8 @@ func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Reques
 		h.log(w, r, ri)
 	case ri.subresource == "exec" && (ri.verb == "get" || ri.verb == "create"):
 		h.exec(w, r, ri)
+	case ri.subresource == "portforward" && (ri.verb == "get" || ri.verb == "create"):
+		h.portForward(w, r, ri)
 	case ri.subresource == "finalize" && ri.verb == "update":
 		h.finalize(w, r, ri)
 	default:

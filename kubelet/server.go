@@ -18,7 +18,8 @@ import (
 )
 
 // serve runs the kubelet's HTTPS endpoint: /containerLogs for the
-// apiserver's pods/log, /exec for its pods/exec (exec.go), and /healthz.
+// apiserver's pods/log, /exec for its pods/exec (exec.go), /portForward
+// for its pods/portforward (portforward.go), and /healthz.
 // Clients must present a certificate signed by the cluster CA, of the
 // apiserver (group system:masters).
 func (k *Kubelet) serve(ctx context.Context, l net.Listener) error {
@@ -38,6 +39,8 @@ func (k *Kubelet) serve(ctx context.Context, l net.Listener) error {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") })
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.containerLogs)
 	mux.HandleFunc("GET /exec/{namespace}/{pod}/{container}", k.exec)
+	mux.HandleFunc("GET /portForward/{namespace}/{pod}", k.portForward)
+	mux.HandleFunc("POST /portForward/{namespace}/{pod}", k.portForward)
 	srv := &http.Server{
 		Handler: authorizeClient(mux),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,

@@ -26,7 +26,7 @@ type Resource struct {
 	NewList func() runtime.Object
 
 	// Subresources served besides the main resource: "status", "scale",
-	// "binding", "eviction", "log", "exec".
+	// "binding", "eviction", "log", "exec", "portforward".
 	Subresources []string
 
 	// HasStatus means spec and status are split: a main update keeps the

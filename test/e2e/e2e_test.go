@@ -6,6 +6,8 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -302,6 +304,32 @@ func TestKubelet(t *testing.T) {
 			// before or after the command's output.
 			if err != nil || !strings.HasPrefix(strings.TrimPrefix(string(tty), "^@"), "/dev/pts/") {
 				t.Errorf("kubectl exec -it tty: %v, %q; want a /dev/pts terminal", err, tty)
+			}
+		})
+
+		t.Run("kubectl port-forward reaches the pod's localhost, over WebSocket and over SPDY", func(t *testing.T) {
+			t.Parallel()
+			// httpd on the pod's 127.0.0.1 only: no pod-IP route reaches it.
+			e.create(t, makePod("forward", b).Sh("mkdir -p /tmp/w && echo hello from the pod > /tmp/w/index.html && exec httpd -f -p 127.0.0.1:8080 -h /tmp/w").Obj())
+			e.waitPod(t, "forward", 60*time.Second, "Running", running)
+			// kubectl 1.30+ tunnels SPDY in a WebSocket; with the feature
+			// off it upgrades to SPDY itself.
+			for _, websockets := range []string{"true", "false"} {
+				local := portForward(t, e.c.Kubeconfig, websockets, "forward", "8080")
+				var body string
+				waitFor(t, 20*time.Second, "the page through the forwarded port", func() (bool, string) {
+					resp, err := http.Get("http://" + local + "/")
+					if err != nil {
+						return false, err.Error()
+					}
+					defer resp.Body.Close()
+					data, _ := io.ReadAll(resp.Body)
+					body = string(data)
+					return resp.StatusCode == 200, resp.Status
+				})
+				if body != "hello from the pod\n" {
+					t.Errorf("websockets=%s: page %q", websockets, body)
+				}
 			}
 		})
 
@@ -727,4 +755,43 @@ func countProcs(args ...string) int {
 		}
 	}
 	return n
+}
+
+// portForward starts `kubectl port-forward pod/POD :REMOTE` (a free local
+// port) with KUBECTL_PORT_FORWARD_WEBSOCKETS=websockets, and returns the
+// local address once kubectl says it forwards; kubectl is stopped at the
+// end of the test.
+func portForward(t *testing.T, kubeconfig, websockets, pod, remote string) string {
+	t.Helper()
+	cmd := exec.Command("kubectl", "--kubeconfig", kubeconfig, "port-forward", "--address", "127.0.0.1", "pod/"+pod, ":"+remote)
+	cmd.Env = append(os.Environ(), "KUBECTL_PORT_FORWARD_WEBSOCKETS="+websockets)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() { // Forwarding from 127.0.0.1:PORT -> REMOTE
+			if f := strings.Fields(sc.Text()); len(f) >= 3 && f[0] == "Forwarding" {
+				select {
+				case addr <- f[2]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return a
+	case <-time.After(30 * time.Second):
+		t.Fatalf("kubectl port-forward (websockets=%s) did not start forwarding: %s", websockets, stderr.String())
+		return ""
+	}
 }
