@@ -69,12 +69,16 @@ const (
 // keepDir keeps the data dir and its logs (-keep).
 var keepDir bool
 
+// smapsOut is where the idle kubelet's smaps go (-smaps).
+var smapsOut string
+
 func main() {
 	bin := flag.String("bin", "", "minik binary (default bin/minik, built if missing)")
 	kubeletBin := flag.String("kubelet-bin", "", "binary to run `kubelet` with (default: -bin)")
 	keep := flag.Bool("keep", false, "keep the data dir (logs) at the end")
 	pods := flag.Int("pods", 50, "pods per measurement")
 	idle := flag.Duration("idle", 10*time.Second, "idle time before reading the kubelet's RSS")
+	flag.StringVar(&smapsOut, "smaps", "", "copy the idle kubelet's /proc/PID/smaps to this file (where its RSS is)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -276,6 +280,15 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		return fmt.Errorf("node not ready: %w (see %s/kubelet.log)", err, dir)
 	}
 
+	// Whatever happens, leave no pod running: the kubelet stops after
+	// this, and its containers would outlive it.
+	defer func() {
+		ctx := context.WithoutCancel(ctx)
+		if deleteAll(ctx, c) == nil {
+			_ = waitFor(ctx, 120*time.Second, func() bool { return settled(kubeletRoot) })
+		}
+	}()
+
 	// One warm-up pod: the first start unpacks the image's snapshot.
 	if _, _, err := measure(ctx, c, 1, 1, "warmup", nil); err != nil {
 		return err
@@ -311,9 +324,34 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	}
 	time.Sleep(idle)
 	pid := kl.cmd.Process.Pid
+	if smapsOut != "" {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(smapsOut, data, 0o644); err != nil {
+			return err
+		}
+	}
 	report(map[string]any{"bench": "kubelet_idle_rss", "rss_mb": round(memMB(pid, "status", "VmRSS")),
 		"anon_mb": round(memMB(pid, "status", "RssAnon")), "file_mb": round(memMB(pid, "status", "RssFile")),
 		"pss_mb": round(memMB(pid, "smaps_rollup", "Pss"))})
+
+	// The floor: the same starts through containerd and runc alone.
+	address := ctdrt.DefaultAddress
+	if !ctdrt.Answers(ctx, address, 2*time.Second) {
+		address = ctdrt.SocketFor(filepath.Join(kubeletRoot, "containerd"))
+	}
+	for _, conc := range []int{1, 10} {
+		fmt.Fprintf(os.Stderr, "measuring %d containers through containerd alone, %d at a time\n", n, conc)
+		lat, cpu, err := runtimeFloor(ctx, address, archive, n, conc)
+		if err != nil {
+			return err
+		}
+		report(map[string]any{"bench": "runtime_floor", "containers": n, "concurrency": conc,
+			"p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": pct(lat, 100),
+			"host_cpu_ms_per_container": round(float64(cpu.Microseconds()) / 1000)})
+	}
 	return nil
 }
 

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	containerd "github.com/containerd/containerd"
+	runcoptions "github.com/containerd/containerd/api/types/runc/options"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/oci"
+
+	ctdrt "minik/kubelet/runtime/containerd"
+)
+
+// floorNamespace keeps the floor's containers away from the kubelet's.
+const floorNamespace = "minik-bench-floor"
+
+// runtimeFloor starts n containers of the busybox image straight through
+// containerd and runc, conc at a time, with the calls `ctr run -d` makes
+// (a container with a new snapshot and spec, a task, its start) and
+// nothing of minik: no API object, no kubelet, no network namespace or
+// CNI. It returns each one's latency from the first call to the started
+// task, and the machine's CPU time per container: what containerd, its
+// shims and runc alone cost here, the part of a pod start minik cannot
+// make cheaper.
+func runtimeFloor(ctx context.Context, address, archive string, n, conc int) ([]time.Duration, time.Duration, error) {
+	f, err := os.Open(archive)
+	if err != nil {
+		return nil, 0, err
+	}
+	names, err := ctdrt.Import(ctx, address, floorNamespace, f)
+	f.Close()
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(names) == 0 {
+		return nil, 0, errors.New("the busybox archive holds no image")
+	}
+	client, err := containerd.New(address, containerd.WithDefaultNamespace(floorNamespace))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer client.Close()
+	ctx = namespaces.WithNamespace(ctx, floorNamespace)
+	img, err := client.GetImage(ctx, names[0])
+	if err != nil {
+		return nil, 0, err
+	}
+
+	var mu sync.Mutex
+	var started []containerd.Task
+	var made []containerd.Container
+	defer func() { // leave nothing behind, whatever happened
+		ctx := context.WithoutCancel(ctx)
+		for _, t := range started {
+			_, _ = t.Delete(ctx, containerd.WithProcessKill)
+		}
+		for _, c := range made {
+			_ = c.Delete(ctx, containerd.WithSnapshotCleanup)
+		}
+	}()
+	startOne := func(i int) error {
+		id := fmt.Sprintf("floor-%d-%d", conc, i)
+		c, err := client.NewContainer(ctx, id,
+			containerd.WithImage(img),
+			containerd.WithNewSnapshot(id, img),
+			containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{Root: ctdrt.RuncRoot}),
+			containerd.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "3600")),
+		)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		made = append(made, c)
+		mu.Unlock()
+		t, err := c.NewTask(ctx, cio.NullIO)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		started = append(started, t)
+		mu.Unlock()
+		return t.Start(ctx)
+	}
+
+	lat := make([]time.Duration, n)
+	next := make(chan int)
+	go func() {
+		defer close(next)
+		for i := 0; i < n && ctx.Err() == nil; i++ {
+			next <- i
+		}
+	}()
+	cpu := -hostBusy()
+	var wg sync.WaitGroup
+	errc := make(chan error, conc)
+	for g := 0; g < conc; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				t0 := time.Now()
+				if err := startOne(i); err != nil {
+					errc <- err
+					for range next { // let the feeder finish
+					}
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	cpu += hostBusy()
+	select {
+	case err := <-errc:
+		return nil, 0, fmt.Errorf("runtime floor: %w", err)
+	default:
+	}
+	return lat, cpu / time.Duration(n), nil
+}
