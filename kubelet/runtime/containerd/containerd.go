@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/opencontainers/go-digest"
 	"hash/fnv"
 	"io"
 	"log/slog"
@@ -108,6 +109,11 @@ type Runtime struct {
 	sandboxes map[string]*sandboxRecord
 	// imageRefs caches image name → config digest.
 	imageRefs map[string]string
+	// images caches what was read of each image manifest, and processes
+	// the process specs made from an image and user options
+	// (imagecache.go).
+	images    map[digest.Digest]*imageFacts
+	processes map[processKey][]byte
 	// logging holds the containers whose output is being copied to their
 	// log (logs.go).
 	logging map[string]bool
@@ -191,6 +197,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	r := &Runtime{
 		cfg: cfg, client: client, cidr: cfg.PodCIDR, sandboxes: map[string]*sandboxRecord{}, imageRefs: map[string]string{},
+		images: map[digest.Digest]*imageFacts{}, processes: map[processKey][]byte{},
 		logging: map[string]bool{},
 		net:     &cniNetwork{binDir: cfg.CNIBinDir, dataDir: filepath.Join(cfg.StateDir, "ipam"), bridge: bridgeName(cfg.Namespace)},
 	}
@@ -495,13 +502,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 	if err != nil {
 		return "", err
 	}
-	if ok, _ := img.IsUnpacked(ctx, r.cfg.Snapshotter); !ok {
-		if err := img.Unpack(ctx, r.cfg.Snapshotter); err != nil {
-			return "", fmt.Errorf("unpacking %s: %w", img.Name(), err)
-		}
-	}
-	imgSpec, err := img.Spec(ctx)
+	facts, err := r.imageFacts(ctx, img)
 	if err != nil {
+		return "", err
+	}
+	if err := r.ensureUnpacked(ctx, img, facts); err != nil {
 		return "", err
 	}
 	id := newID()
@@ -514,14 +519,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 	}
 	// Kubernetes' rule: command replaces the entrypoint (and drops the
 	// image's cmd); args alone replace the image's cmd.
-	args := append([]string{}, imgSpec.Config.Entrypoint...)
+	args := append([]string{}, facts.entrypoint...)
 	switch {
 	case len(cfg.Command) > 0:
 		args = append(append([]string{}, cfg.Command...), cfg.Args...)
 	case len(cfg.Args) > 0:
 		args = append(args, cfg.Args...)
 	default:
-		args = append(args, imgSpec.Config.Cmd...)
+		args = append(args, facts.cmd...)
 	}
 	if len(args) == 0 {
 		return "", errors.New("no command given and the image has none")
@@ -530,9 +535,29 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 	for _, kv := range cfg.Envs {
 		env = append(env, kv.Key+"="+kv.Value)
 	}
+	// The user options change only the process's user; they go with the
+	// image's config, whose outcome is kept (withImageProcess).
+	var userOpts []oci.SpecOpts
+	userKey := ""
+	if sc := cfg.SecurityContext; sc != nil {
+		switch {
+		case sc.HasRunAsUser && sc.HasRunAsGroup:
+			userOpts = append(userOpts, oci.WithUIDGID(uint32(sc.RunAsUser), uint32(sc.RunAsGroup)))
+		case sc.HasRunAsUser:
+			userOpts = append(userOpts, oci.WithUserID(uint32(sc.RunAsUser)))
+		}
+		if len(sc.SupplementalGroups) > 0 {
+			gids := make([]uint32, len(sc.SupplementalGroups))
+			for i, g := range sc.SupplementalGroups {
+				gids[i] = uint32(g)
+			}
+			userOpts = append(userOpts, oci.WithAppendAdditionalGroups(groupNames(gids)...))
+		}
+		userKey = fmt.Sprintf("%v:%d:%v:%d:%v", sc.HasRunAsUser, sc.RunAsUser, sc.HasRunAsGroup, sc.RunAsGroup, sc.SupplementalGroups)
+	}
 	opts := []oci.SpecOpts{
 		oci.WithDefaultSpecForPlatform("linux/" + goarch()),
-		oci.WithImageConfig(img),
+		r.withImageProcess(img, userKey, userOpts), // right after the default spec: it replaces the process
 		oci.WithProcessArgs(args...),
 		oci.WithEnv(env),
 		oci.WithCgroup(filepath.Join("/minik", r.cfg.Namespace, id)),
@@ -574,19 +599,6 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 		}
 	}
 	if sc := cfg.SecurityContext; sc != nil {
-		switch {
-		case sc.HasRunAsUser && sc.HasRunAsGroup:
-			opts = append(opts, oci.WithUIDGID(uint32(sc.RunAsUser), uint32(sc.RunAsGroup)))
-		case sc.HasRunAsUser:
-			opts = append(opts, oci.WithUserID(uint32(sc.RunAsUser)))
-		}
-		if len(sc.SupplementalGroups) > 0 {
-			gids := make([]uint32, len(sc.SupplementalGroups))
-			for i, g := range sc.SupplementalGroups {
-				gids[i] = uint32(g)
-			}
-			opts = append(opts, oci.WithAppendAdditionalGroups(groupNames(gids)...))
-		}
 		if sc.ReadonlyRootfs {
 			opts = append(opts, oci.WithRootFSReadonly())
 		}
@@ -625,7 +637,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 	}
 	_, err = r.client.NewContainer(ctx, id,
 		containerd.WithImage(img),
-		containerd.WithNewSnapshot(id, img),
+		r.withRootfs(id, img, facts),
 		containerd.WithRuntime(runcRuntime, &runcoptions.Options{Root: RuncRoot}),
 		containerd.WithNewSpec(opts...),
 		containerd.WithContainerLabels(labels),
@@ -664,10 +676,11 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	labels, err := c.Labels(ctx)
+	info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata) // as loaded just now
 	if err != nil {
 		return err
 	}
+	labels := info.Labels
 	creator := cio.NullIO
 	var sink *logSink
 	if p := labels[labelLogPath]; p != "" {
@@ -1037,14 +1050,8 @@ func (r *Runtime) ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Wri
 
 func (r *Runtime) criImage(ctx context.Context, img containerd.Image) *cri.Image {
 	out := &cri.Image{RepoTags: []string{img.Name()}, Local: img.Labels()[LabelLocal] == "true"}
-	if cfg, err := img.Config(ctx); err == nil {
-		out.Id = cfg.Digest.String()
-	}
-	if spec, err := img.Spec(ctx); err == nil {
-		out.User = spec.Config.User
-	}
-	if size, err := img.Size(ctx); err == nil {
-		out.Size = uint64(size)
+	if f, err := r.imageFacts(ctx, img); err == nil {
+		out.Id, out.User, out.Size = f.id, f.user, f.size
 	}
 	out.RepoDigests = []string{img.Target().Digest.String()}
 	return out
@@ -1103,6 +1110,9 @@ func (r *Runtime) RemoveImage(ctx context.Context, ref string) error {
 	name, err := runtime.NormalizeImage(ref)
 	if err != nil {
 		return err
+	}
+	if img, err := r.client.GetImage(ctx, name); err == nil {
+		r.forgetImage(img.Target().Digest)
 	}
 	if err := r.client.ImageService().Delete(ctx, name); err != nil && !errdefs.IsNotFound(err) {
 		return err

@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"minik/deploy/images"
 	"minik/kubelet/runtime"
 	"minik/kubelet/runtime/conformance"
+	"minik/proto/cri"
 	"minik/kubelet/runtime/containerd"
 )
 
@@ -105,4 +107,49 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) runtime.Runtime { return newRuntime(t) }, conformance.Options{
 		Image: "busybox", MissingImage: "localhost:1/missing:1", RunsProcesses: true,
 	})
+}
+
+// The process spec made from an image and a container's user options is
+// kept and reused; containers asking for other options get their own.
+func TestContainersOfOneImageGetTheUserTheyAskFor(t *testing.T) {
+	rt := newRuntime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sb, err := rt.RunPodSandbox(ctx, &cri.PodSandboxConfig{
+		Metadata: &cri.PodSandboxMetadata{Name: "users", Namespace: "default", Uid: "uid-users"}, HostNetwork: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		sc   *cri.LinuxContainerSecurityContext
+		want string // id -u; id -G
+	}{
+		{"as the image says", nil, "0\n0\n"},
+		{"as user 1000 in groups 5 and 6", &cri.LinuxContainerSecurityContext{HasRunAsUser: true, RunAsUser: 1000, SupplementalGroups: []int64{5, 6}}, "1000\n0 5 6\n"},
+		{"as user 1000 and group 2000", &cri.LinuxContainerSecurityContext{HasRunAsUser: true, RunAsUser: 1000, HasRunAsGroup: true, RunAsGroup: 2000}, "1000\n2000\n"},
+		{"as the image says again", nil, "0\n0\n"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			id, err := rt.CreateContainer(ctx, sb, &cri.ContainerConfig{
+				Metadata: &cri.ContainerMetadata{Name: fmt.Sprintf("c%d", i)}, Image: "busybox",
+				Command: []string{"sleep", "3600"}, SecurityContext: tc.sc,
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rt.StartContainer(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			res, err := rt.ExecSync(ctx, id, []string{"sh", "-c", "id -u; id -G"}, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(res.Stdout); got != tc.want {
+				t.Fatalf("id printed %q (stderr %q), want %q", got, res.Stderr, tc.want)
+			}
+		})
+	}
 }
