@@ -50,7 +50,15 @@ type Recorder struct {
 
 	mu         sync.Mutex
 	correlator *correlator
-	seen       map[string]*corev1.Event // by the key correlate returned
+	seen       map[string]sentEvent // by the key correlate returned
+}
+
+// sentEvent is what is kept of an event sent, to count its repeats (as
+// Kubernetes' event logger keeps a count and a name, not the event): an
+// idle component may remember thousands.
+type sentEvent struct {
+	namespace, name, message string
+	count                    int32
 }
 
 // queued is an event waiting to be sent, with the key its repeats share.
@@ -63,7 +71,7 @@ type queued struct {
 // "default-scheduler") from instance (e.g. the host or node name).
 func NewRecorder(c *client.Client, component, instance string) *Recorder {
 	r := &Recorder{events: c.Events(), component: component, instance: instance,
-		now: time.Now, seen: map[string]*corev1.Event{}, correlator: newCorrelator()}
+		now: time.Now, seen: map[string]sentEvent{}, correlator: newCorrelator()}
 	for i := range r.queues {
 		r.queues[i] = make(chan queued, queueSize)
 	}
@@ -156,15 +164,15 @@ func (r *Recorder) Run(ctx context.Context) {
 
 func (r *Recorder) send(ctx context.Context, ev *corev1.Event, key string) {
 	r.mu.Lock()
-	prev := r.seen[key]
+	prev, ok := r.seen[key]
 	r.mu.Unlock()
-	if prev != nil {
-		fields := map[string]any{"count": prev.Count + 1, "lastTimestamp": ev.LastTimestamp}
-		if ev.Message != prev.Message {
+	if ok {
+		fields := map[string]any{"count": prev.count + 1, "lastTimestamp": ev.LastTimestamp}
+		if ev.Message != prev.message {
 			fields["message"] = ev.Message // a combined event shows the latest message
 		}
 		patch, _ := json.Marshal(fields)
-		updated, err := r.events.Patch(ctx, prev.Namespace, prev.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		updated, err := r.events.Patch(ctx, prev.namespace, prev.name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err == nil {
 			r.remember(key, updated)
 			return
@@ -191,7 +199,7 @@ func (r *Recorder) remember(key string, ev *corev1.Event) {
 	if len(r.seen) >= maxAggregated {
 		// Forget everything rather than track ages: repeats then start a
 		// fresh event, which is what Kubernetes does after its cache expires.
-		r.seen = map[string]*corev1.Event{}
+		r.seen = map[string]sentEvent{}
 	}
-	r.seen[key] = ev
+	r.seen[key] = sentEvent{namespace: ev.Namespace, name: ev.Name, message: ev.Message, count: ev.Count}
 }
