@@ -504,7 +504,8 @@ func (k *Kubelet) prepareVolumes(ctx context.Context, pod *corev1.Pod, podIP str
 			for key, val := range cm.BinaryData {
 				data[key] = val
 			}
-			if err := writeVolumeFiles(target, data, v.ConfigMap.Items, v.ConfigMap.DefaultMode); err != nil {
+			err = writeVolumeFiles(target, data, v.ConfigMap.Items, v.ConfigMap.DefaultMode)
+			if err := keyError(err, v.ConfigMap.Optional, "configmap references non-existent config key: %s"); err != nil {
 				return err
 			}
 		case v.Secret != nil:
@@ -516,7 +517,11 @@ func (k *Kubelet) prepareVolumes(ctx context.Context, pod *corev1.Pod, podIP str
 					return configErrorf("secret %q not found", v.Secret.SecretName)
 				}
 			}
-			if err := writeVolumeFiles(target, s.Data, v.Secret.Items, v.Secret.DefaultMode); err != nil {
+			if err := k.setUpSecretDir(pod, target); err != nil {
+				return err
+			}
+			err = writeVolumeFiles(target, s.Data, v.Secret.Items, v.Secret.DefaultMode)
+			if err := keyError(err, v.Secret.Optional, "references non-existent secret key: %s"); err != nil {
 				return err
 			}
 		case v.DownwardAPI != nil:
@@ -547,7 +552,29 @@ func (k *Kubelet) prepareVolumes(ctx context.Context, pod *corev1.Pod, podIP str
 	return k.writeHosts(pod, podIP)
 }
 
-// writeVolumeFiles writes data (all keys, or only items) into dir.
+// missingKeyError is an item's key that the data lacks.
+type missingKeyError string
+
+func (e missingKeyError) Error() string { return string(e) }
+
+// keyError is writeVolumeFiles' error as the kubelet has it: a key the
+// volume's items name but its source lacks fails the volume (format
+// says so, with the key), unless the volume is optional.
+func keyError(err error, optional *bool, format string) error {
+	var missing missingKeyError
+	switch {
+	case !errors.As(err, &missing):
+		return err
+	case optional != nil && *optional:
+		return nil
+	}
+	return configErrorf(format, string(missing))
+}
+
+// writeVolumeFiles writes data (all keys, or only items) into dir. An
+// item whose key the data lacks is skipped, and reported at the end as a
+// missingKeyError (an error unless the volume is optional, as in the
+// kubelet).
 func writeVolumeFiles(dir string, data map[string][]byte, items []corev1.KeyToPath, defaultMode *int32) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -561,9 +588,13 @@ func writeVolumeFiles(dir string, data map[string][]byte, items []corev1.KeyToPa
 			items = append(items, corev1.KeyToPath{Key: key, Path: key})
 		}
 	}
+	var missing error
 	for _, it := range items {
 		val, ok := data[it.Key]
 		if !ok {
+			if missing == nil {
+				missing = missingKeyError(it.Key)
+			}
 			continue
 		}
 		m := mode
@@ -583,7 +614,7 @@ func writeVolumeFiles(dir string, data map[string][]byte, items []corev1.KeyToPa
 			return err
 		}
 	}
-	return nil
+	return missing
 }
 
 // writeHosts writes the pod's /etc/hosts with its hostAliases.

@@ -33,6 +33,23 @@ func (k *Kubelet) setUpEmptyDir(pod *corev1.Pod, v *corev1.Volume, dir string) e
 	return configErrorf("volume %q: emptyDir medium %q is not supported", v.Name, v.EmptyDir.Medium)
 }
 
+// setUpSecretDir makes the directory of a secret volume a tmpfs, sized
+// as a memory-backed emptyDir without a sizeLimit: as in the kubelet,
+// secrets are never written to the node's disk.
+func (k *Kubelet) setUpSecretDir(pod *corev1.Pod, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if mounted, err := isMountPoint(dir); err != nil || mounted {
+		return err // mounted already: the pod's volumes outlive a kubelet restart
+	}
+	var allocatable *resource.Quantity
+	if node := k.currentNode(); node != nil {
+		allocatable = node.Status.Allocatable.Memory()
+	}
+	return mountTmpfs(dir, memoryBackedSize(pod, &corev1.EmptyDirVolumeSource{}, allocatable))
+}
+
 // memoryBackedSize is the size of a memory-backed emptyDir, as in the
 // kubelet: the smallest of the node's allocatable memory, the pod's
 // memory limit (when every container has one) and the volume's

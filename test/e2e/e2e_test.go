@@ -386,7 +386,7 @@ func TestKubelet(t *testing.T) {
 				return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
 			}
 			p := makePod("env", a).Label("tier", "web").Restart(corev1.RestartPolicyNever).
-				Sh(`echo "PLAIN=$PLAIN"; echo "EXPANDED=$EXPANDED"; echo "NAME=$MY_NAME"; echo "NS=$MY_NS"; echo "UID=$MY_UID"; echo "TIER=$MY_TIER"; echo "NODE=$MY_NODE"; echo "SA=$MY_SA"; echo "POD_IP=$MY_POD_IP"; echo "HOST_IP=$MY_HOST_IP"; echo "MEM=$MEM_LIMIT_MI"; echo "CPU=$CPU_REQ_M"; echo "COLOR=$COLOR"; echo "PASSWORD=$PASSWORD"; echo "CM_size=$CM_size"; echo "LABELS=$(cat /etc/podinfo/labels)"; echo "VOLNAME=$(cat /etc/podinfo/name)"; echo "CMFILE=$(cat /etc/cm/color)"; echo "IP_ADDR=$(ip -4 addr show eth0 | grep -o 'inet [0-9.]*' | cut -d' ' -f2)"`).
+				Sh(`echo "PLAIN=$PLAIN"; echo "EXPANDED=$EXPANDED"; echo "NAME=$MY_NAME"; echo "NS=$MY_NS"; echo "UID=$MY_UID"; echo "TIER=$MY_TIER"; echo "NODE=$MY_NODE"; echo "SA=$MY_SA"; echo "POD_IP=$MY_POD_IP"; echo "HOST_IP=$MY_HOST_IP"; echo "MEM=$MEM_LIMIT_MI"; echo "CPU=$CPU_REQ_M"; echo "COLOR=$COLOR"; echo "PASSWORD=$PASSWORD"; echo "CM_size=$CM_size"; echo "LABELS=$(cat /etc/podinfo/labels)"; echo "VOLNAME=$(cat /etc/podinfo/name)"; echo "CMFILE=$(cat /etc/cm/color)"; echo "SECFILE=$(cat /etc/secret/password)"; echo "SECFS=$(grep ' /etc/secret ' /proc/mounts | cut -d' ' -f3)"; echo "SECSIZE=$(grep ' /etc/secret ' /proc/mounts | grep -o 'size=[0-9]*k')"; echo "IP_ADDR=$(ip -4 addr show eth0 | grep -o 'inet [0-9.]*' | cut -d' ' -f2)"`).
 				With(func(p *corev1.Pod) {
 					c := &p.Spec.Containers[0]
 					c.Resources = corev1.ResourceRequirements{
@@ -410,13 +410,14 @@ func TestKubelet(t *testing.T) {
 						{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "e2e-secret"}, Key: "password"}}},
 					}
 					c.EnvFrom = []corev1.EnvFromSource{{Prefix: "CM_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "e2e-cm"}}}}
-					c.VolumeMounts = []corev1.VolumeMount{{Name: "podinfo", MountPath: "/etc/podinfo"}, {Name: "cm", MountPath: "/etc/cm"}}
+					c.VolumeMounts = []corev1.VolumeMount{{Name: "podinfo", MountPath: "/etc/podinfo"}, {Name: "cm", MountPath: "/etc/cm"}, {Name: "secret", MountPath: "/etc/secret"}}
 					p.Spec.Volumes = []corev1.Volume{
 						{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
 							{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
 							{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}},
 						}}}},
 						{Name: "cm", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "e2e-cm"}}}},
+						{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "e2e-secret"}}},
 					}
 				}).Obj()
 			created := e.create(t, p)
@@ -433,6 +434,8 @@ func TestKubelet(t *testing.T) {
 				"TIER": "web", "NODE": a, "SA": sa, "POD_IP": done.Status.PodIP, "HOST_IP": done.Status.HostIP,
 				"MEM": "64", "CPU": "250", "COLOR": "blue", "PASSWORD": "s3cret", "CM_size": "L",
 				"LABELS": `tier="web"`, "VOLNAME": "env", "CMFILE": "blue", "IP_ADDR": done.Status.PodIP,
+				// a secret volume is a tmpfs of the pod's memory limit, as in the kubelet
+				"SECFILE": "s3cret", "SECFS": "tmpfs", "SECSIZE": "size=65536k",
 			} {
 				if got[k] != want {
 					t.Errorf("%s = %q, want %q", k, got[k], want)

@@ -13,8 +13,8 @@ import (
 	"minik/deploy/images"
 	"minik/kubelet/runtime"
 	"minik/kubelet/runtime/conformance"
-	"minik/proto/cri"
 	"minik/kubelet/runtime/containerd"
+	"minik/proto/cri"
 )
 
 var (
