@@ -7,15 +7,19 @@
 //	                   SLI; the image is preloaded, so no pull is counted).
 //	                   p50, p99 and max in ms.
 //	                   host_cpu_ms_per_pod is the CPU the whole machine spent
-//	                   per pod from the first create to the last pod Running,
-//	                   kubelet_ and up_cpu_ms_per_pod that of the kubelet
-//	                   process and of `minik up` (apiserver, etcd).
+//	                   per pod from the first create to the last pod Running;
+//	                   the other *_cpu_ms_per_pod split it (cpu.go): minik up
+//	                   (apiserver, etcd), the kubelet, what the kubelet ran
+//	                   (CNI plugins), containerd, and the shims with the runc
+//	                   runs they made.
 //	kubelet_idle_rss   the kubelet process's resident memory (VmRSS) once its
 //	                   pods are deleted and it has idled a few seconds, in
 //	                   MB, split into anonymous memory (the kubelet's own:
 //	                   heap, stacks) and file-backed pages (the mapped
 //	                   minik binary, shared with every process running it
 //	                   and reclaimable), with its PSS.
+//	runtime_floor      the same starts made through containerd and runc
+//	                   alone (floor.go): what minik cannot make cheaper.
 //
 // Each measurement starts on a settled node: pod objects with a zero grace
 // period leave the API at once, while the kubelet still tears their
@@ -149,23 +153,6 @@ func hostBusy() time.Duration {
 	return time.Duration(busy) * time.Second / 100 // USER_HZ
 }
 
-// procCPU is the CPU time a process has used (/proc/PID/stat: utime and
-// stime, with its reaped children).
-func procCPU(pid int) time.Duration {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	var ticks int64
-	for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime
-		if i < len(fields) {
-			var v int64
-			fmt.Sscan(fields[i], &v)
-			ticks += v
-		}
-	}
-	return time.Duration(ticks) * time.Second / 100 // USER_HZ
-}
-
 // settled reports whether the kubelet's runtime holds no sandbox.
 func settled(kubeletRoot string) bool {
 	ents, err := os.ReadDir(filepath.Join(kubeletRoot, "runtime", "sandboxes"))
@@ -290,7 +277,7 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	}()
 
 	// One warm-up pod: the first start unpacks the image's snapshot.
-	if _, _, err := measure(ctx, c, 1, 1, "warmup", nil); err != nil {
+	if _, _, err := measure(ctx, c, 1, 1, "warmup", []cpuMeter{{"host", hostBusy}}); err != nil {
 		return err
 	}
 	settle := func() error {
@@ -304,16 +291,21 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "measuring %d pods, %d at a time\n", n, conc)
-		lat, cpu, err := measure(ctx, c, n, conc, fmt.Sprintf("c%d", conc), map[string]int{
-			"kubelet": kl.cmd.Process.Pid, "up": up.cmd.Process.Pid})
+		lat, cpu, err := measure(ctx, c, n, conc, fmt.Sprintf("c%d", conc),
+			nodeMeters(kl.cmd.Process.Pid, up.cmd.Process.Pid, filepath.Join(kubeletRoot, "containerd"), ctdrt.NamespaceFor(node)))
 		if err != nil {
 			return err
 		}
 		r := map[string]any{"bench": "pod_startup", "pods": n, "concurrency": conc,
 			"p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": pct(lat, 100)}
+		other := cpu["host"]
 		for who, d := range cpu {
 			r[who+"_cpu_ms_per_pod"] = round(float64(d.Microseconds()) / 1000)
+			if who != "host" {
+				other -= d
+			}
 		}
+		r["other_cpu_ms_per_pod"] = round(float64(other.Microseconds()) / 1000)
 		report(r)
 	}
 	if err := deleteAll(ctx, c); err != nil {
@@ -398,16 +390,15 @@ func running(p *corev1.Pod) bool {
 
 // measure creates n pods, conc at a time, and returns each one's latency
 // from its create call to the watch event that shows it Running, and the
-// CPU time per pod meanwhile of the machine ("host") and of the processes
-// named in procs.
-func measure(ctx context.Context, c *client.Client, n, conc int, run string, procs map[string]int) ([]time.Duration, map[string]time.Duration, error) {
+// CPU time per pod meanwhile of each meter.
+func measure(ctx context.Context, c *client.Client, n, conc int, run string, meters []cpuMeter) ([]time.Duration, map[string]time.Duration, error) {
 	w, err := c.Pods().Watch(ctx, "default", metav1.ListOptions{LabelSelector: "bench-run=" + run})
 	if err != nil {
 		return nil, nil, err
 	}
-	cpu := map[string]time.Duration{"host": -hostBusy()}
-	for who, pid := range procs {
-		cpu[who] = -procCPU(pid)
+	cpu := map[string]time.Duration{}
+	for _, m := range meters {
+		cpu[m.name] = -m.read()
 	}
 	defer w.Stop()
 	var mu sync.Mutex
@@ -479,9 +470,8 @@ func measure(ctx context.Context, c *client.Client, n, conc int, run string, pro
 		}()
 	}
 	wg.Wait()
-	cpu["host"] = (cpu["host"] + hostBusy()) / time.Duration(n)
-	for who, pid := range procs {
-		cpu[who] = (cpu[who] + procCPU(pid)) / time.Duration(n)
+	for _, m := range meters {
+		cpu[m.name] = (cpu[m.name] + m.read()) / time.Duration(n)
 	}
 	select {
 	case err := <-errc:
