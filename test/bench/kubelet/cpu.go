@@ -97,16 +97,21 @@ func findProcs(words ...string) []int {
 	return pids
 }
 
-// nodeMeters measures the processes of one node: the kubelet (pid), its
-// containerd (the one whose config is under containerdDir; none when the
-// system's is used) and the shims of its namespace, and minik up (upPid).
+// nodeMeters measures the processes of one node: the kubelet (pid),
+// minik up (upPid), and runtimeMeters.
 func nodeMeters(kubeletPid, upPid int, containerdDir, namespace string) []cpuMeter {
-	ms := []cpuMeter{
-		{"host", hostBusy},
+	return append([]cpuMeter{
 		{"up", func() time.Duration { return procCPU(upPid) }},
 		{"kubelet", func() time.Duration { self, _ := procTimes(kubeletPid); return self }},
 		{"kubelet_children", func() time.Duration { _, ch := procTimes(kubeletPid); return ch }},
-	}
+	}, runtimeMeters(containerdDir, namespace)...)
+}
+
+// runtimeMeters measures the machine, the containerd whose config is
+// under containerdDir (none when the system's is used) and the shims of
+// namespace.
+func runtimeMeters(containerdDir, namespace string) []cpuMeter {
+	ms := []cpuMeter{{"host", hostBusy}}
 	if pids := findProcs("containerd", "--config", containerdDir); len(pids) == 1 {
 		ms = append(ms, cpuMeter{"containerd", func() time.Duration { return procCPU(pids[0]) }})
 	}
@@ -137,4 +142,17 @@ func growth(procs func() []int, cpuOf func(pid int) time.Duration) func() time.D
 		seen = true
 		return sum
 	}
+}
+
+// addCPU adds each meter's CPU time to the report r as NAME+suffix in
+// ms, and what the machine spent beyond them as "other"+suffix.
+func addCPU(r map[string]any, cpu map[string]time.Duration, suffix string) {
+	other := cpu["host"]
+	for who, d := range cpu {
+		r[who+suffix] = round(float64(d.Microseconds()) / 1000)
+		if who != "host" {
+			other -= d
+		}
+	}
+	r["other"+suffix] = round(float64(other.Microseconds()) / 1000)
 }

@@ -25,31 +25,31 @@ const floorNamespace = "minik-bench-floor"
 // (a container with a new snapshot and spec, a task, its start) and
 // nothing of minik: no API object, no kubelet, no network namespace or
 // CNI. It returns each one's latency from the first call to the started
-// task, and the machine's CPU time per container: what containerd, its
-// shims and runc alone cost here, the part of a pod start minik cannot
-// make cheaper.
-func runtimeFloor(ctx context.Context, address, archive string, n, conc int) ([]time.Duration, time.Duration, error) {
+// task, and the CPU time per container of each meter: what containerd,
+// its shims and runc alone cost here, the part of a pod start minik
+// cannot make cheaper.
+func runtimeFloor(ctx context.Context, address, archive string, n, conc int, meters []cpuMeter) ([]time.Duration, map[string]time.Duration, error) {
 	f, err := os.Open(archive)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	names, err := ctdrt.Import(ctx, address, floorNamespace, f)
 	f.Close()
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	if len(names) == 0 {
-		return nil, 0, errors.New("the busybox archive holds no image")
+		return nil, nil, errors.New("the busybox archive holds no image")
 	}
 	client, err := containerd.New(address, containerd.WithDefaultNamespace(floorNamespace))
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	defer client.Close()
 	ctx = namespaces.WithNamespace(ctx, floorNamespace)
 	img, err := client.GetImage(ctx, names[0])
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 
 	var mu sync.Mutex
@@ -96,7 +96,10 @@ func runtimeFloor(ctx context.Context, address, archive string, n, conc int) ([]
 			next <- i
 		}
 	}()
-	cpu := -hostBusy()
+	cpu := map[string]time.Duration{}
+	for _, m := range meters {
+		cpu[m.name] = -m.read()
+	}
 	var wg sync.WaitGroup
 	errc := make(chan error, conc)
 	for g := 0; g < conc; g++ {
@@ -116,11 +119,13 @@ func runtimeFloor(ctx context.Context, address, archive string, n, conc int) ([]
 		}()
 	}
 	wg.Wait()
-	cpu += hostBusy()
+	for _, m := range meters {
+		cpu[m.name] = (cpu[m.name] + m.read()) / time.Duration(n)
+	}
 	select {
 	case err := <-errc:
-		return nil, 0, fmt.Errorf("runtime floor: %w", err)
+		return nil, nil, fmt.Errorf("runtime floor: %w", err)
 	default:
 	}
-	return lat, cpu / time.Duration(n), nil
+	return lat, cpu, nil
 }

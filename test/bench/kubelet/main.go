@@ -298,14 +298,7 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		}
 		r := map[string]any{"bench": "pod_startup", "pods": n, "concurrency": conc,
 			"p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": pct(lat, 100)}
-		other := cpu["host"]
-		for who, d := range cpu {
-			r[who+"_cpu_ms_per_pod"] = round(float64(d.Microseconds()) / 1000)
-			if who != "host" {
-				other -= d
-			}
-		}
-		r["other_cpu_ms_per_pod"] = round(float64(other.Microseconds()) / 1000)
+		addCPU(r, cpu, "_cpu_ms_per_pod")
 		report(r)
 	}
 	if err := deleteAll(ctx, c); err != nil {
@@ -336,13 +329,14 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	}
 	for _, conc := range []int{1, 10} {
 		fmt.Fprintf(os.Stderr, "measuring %d containers through containerd alone, %d at a time\n", n, conc)
-		lat, cpu, err := runtimeFloor(ctx, address, archive, n, conc)
+		lat, cpu, err := runtimeFloor(ctx, address, archive, n, conc, runtimeMeters(filepath.Join(kubeletRoot, "containerd"), floorNamespace))
 		if err != nil {
 			return err
 		}
-		report(map[string]any{"bench": "runtime_floor", "containers": n, "concurrency": conc,
-			"p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": pct(lat, 100),
-			"host_cpu_ms_per_container": round(float64(cpu.Microseconds()) / 1000)})
+		r := map[string]any{"bench": "runtime_floor", "containers": n, "concurrency": conc,
+			"p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": pct(lat, 100)}
+		addCPU(r, cpu, "_cpu_ms_per_container")
+		report(r)
 	}
 	return nil
 }
