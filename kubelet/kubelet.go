@@ -303,19 +303,11 @@ func (k *Kubelet) observe(ctx context.Context, uid types.UID) (*observed, error)
 			continue
 		}
 		obs.Sandboxes = append(obs.Sandboxes, sb)
-		cs, err := k.rt.ListContainers(ctx, sb.Id)
+		sts, err := runtime.ContainerStatuses(ctx, k.rt, sb.Id)
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range cs {
-			st, err := k.rt.ContainerStatus(ctx, c.Id)
-			if errors.Is(err, runtime.ErrNotFound) {
-				continue
-			} else if err != nil {
-				return nil, err
-			}
-			obs.Containers = append(obs.Containers, st)
-		}
+		obs.Containers = append(obs.Containers, sts...)
 	}
 	obs.sort()
 	return obs, nil

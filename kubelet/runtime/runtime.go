@@ -8,6 +8,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"minik/proto/cri"
@@ -57,6 +58,39 @@ type Runtime interface {
 	ImageStatus(ctx context.Context, ref string) (*cri.Image, error)
 	PullImage(ctx context.Context, ref string, insecure bool) (string, error)
 	RemoveImage(ctx context.Context, ref string) error
+}
+
+// ContainerStatusLister is what a Runtime may offer beside the interface:
+// the full status of every container of a sandbox in one call, where
+// ListContainers and a ContainerStatus per container would read each
+// container twice. The kubelet uses it when the runtime has it
+// (ContainerStatuses).
+type ContainerStatusLister interface {
+	ListContainerStatuses(ctx context.Context, sandboxID string) ([]*cri.ContainerStatus, error)
+}
+
+// ContainerStatuses returns the status of each container of a sandbox,
+// in one call when rt is a ContainerStatusLister. A container removed
+// between the listing and its status is left out.
+func ContainerStatuses(ctx context.Context, rt Runtime, sandboxID string) ([]*cri.ContainerStatus, error) {
+	if l, ok := rt.(ContainerStatusLister); ok {
+		return l.ListContainerStatuses(ctx, sandboxID)
+	}
+	cs, err := rt.ListContainers(ctx, sandboxID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*cri.ContainerStatus, 0, len(cs))
+	for _, c := range cs {
+		st, err := rt.ContainerStatus(ctx, c.Id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 // ExecOptions are the streams of an Exec.

@@ -36,6 +36,7 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, o Options)
 		{"the version names the runtime", testVersion, false},
 		{"a sandbox is listed ready with its metadata, then not ready, then gone", testSandboxLifecycle, false},
 		{"a container goes created, running, exited, removed", testContainerLifecycle, false},
+		{"a sandbox's container statuses in one call are each container's status", testContainerStatuses, false},
 		{"unknown ids are not found", testNotFound, false},
 		{"a present image has a status, a missing one has none and cannot be pulled", testImages, false},
 		{"an invalid image name is refused", testInvalidImage, false},
@@ -212,6 +213,57 @@ func testContainerLifecycle(t *testing.T, rt runtime.Runtime, o Options) {
 	}
 	if _, err := rt.ContainerStatus(c, id); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("status after remove: %v, want ErrNotFound", err)
+	}
+}
+
+func testContainerStatuses(t *testing.T, rt runtime.Runtime, o Options) {
+	c := ctx(t)
+	sbCfg := sandboxConfig(t, "sts")
+	sb, err := rt.RunPodSandbox(c, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, sb)
+	other := sandboxConfig(t, "other")
+	osb, err := rt.RunPodSandbox(c, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, osb)
+	if _, err := rt.CreateContainer(c, osb, containerConfig(o, "elsewhere"), other); err != nil {
+		t.Fatal(err)
+	}
+	created, err := rt.CreateContainer(c, sb, containerConfig(o, "created"), sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, err := rt.CreateContainer(c, sb, containerConfig(o, "running"), sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(c, running); err != nil {
+		t.Fatal(err)
+	}
+	sts, err := runtime.ContainerStatuses(c, rt, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) != 2 || sts[0].Id != created || sts[1].Id != running {
+		t.Fatalf("statuses of %v, want of [%s %s], oldest first", sts, created, running)
+	}
+	for _, got := range sts {
+		want, err := rt.ContainerStatus(c, got.Id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != want.State || got.Metadata.GetName() != want.Metadata.GetName() || got.StartedAt != want.StartedAt ||
+			got.CreatedAt != want.CreatedAt || got.Image != want.Image || got.LogPath != want.LogPath ||
+			got.Annotations[runtime.AnnotationRestartCount] != want.Annotations[runtime.AnnotationRestartCount] {
+			t.Errorf("listed status %+v, ContainerStatus %+v", got, want)
+		}
+	}
+	if sts[0].State != cri.ContainerState_CONTAINER_CREATED || sts[1].State != cri.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("states %v and %v, want created and running", sts[0].State, sts[1].State)
 	}
 }
 

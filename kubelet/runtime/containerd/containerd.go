@@ -774,6 +774,24 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 }
 
 func (r *Runtime) ListContainers(ctx context.Context, sandboxID string) ([]*cri.Container, error) {
+	sts, err := r.ListContainerStatuses(ctx, sandboxID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*cri.Container, 0, len(sts))
+	for _, st := range sts {
+		out = append(out, &cri.Container{
+			Id: st.Id, PodSandboxId: st.Labels[labelSandbox], Metadata: st.Metadata, Image: st.Image, ImageRef: st.ImageRef,
+			State: st.State, CreatedAt: st.CreatedAt, Labels: st.Labels, Annotations: st.Annotations,
+		})
+	}
+	return out, nil
+}
+
+// ListContainerStatuses returns the full status of the sandbox's
+// containers (every container when sandboxID is empty), oldest first:
+// each container record and task is read once (runtime.ContainerStatusLister).
+func (r *Runtime) ListContainerStatuses(ctx context.Context, sandboxID string) ([]*cri.ContainerStatus, error) {
 	ctx = r.ctx(ctx)
 	filter := fmt.Sprintf(`labels.%q==container`, labelKind)
 	if sandboxID != "" {
@@ -787,17 +805,15 @@ func (r *Runtime) ListContainers(ctx context.Context, sandboxID string) ([]*cri.
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*cri.Container, 0, len(list))
+	out := make([]*cri.ContainerStatus, 0, len(list))
 	for _, info := range list {
-		st := r.status(ctx, info, procs[info.ID])
-		out = append(out, &cri.Container{
-			Id: st.Id, PodSandboxId: info.Labels[labelSandbox], Metadata: st.Metadata, Image: st.Image, ImageRef: st.ImageRef,
-			State: st.State, CreatedAt: st.CreatedAt, Labels: st.Labels, Annotations: st.Annotations,
-		})
+		out = append(out, r.status(ctx, info, procs[info.ID]))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt < out[j].CreatedAt })
 	return out, nil
 }
+
+var _ runtime.ContainerStatusLister = &Runtime{}
 
 // tasks returns the tasks of the listed containers by container ID. Every
 // task containerd lists costs a call to its shim, so the containers of one
