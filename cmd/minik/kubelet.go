@@ -81,13 +81,6 @@ func kubeletCommand() *cobra.Command {
 		Short: "Run the node agent: registers a Node and runs its pods in containerd",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// A kubelet runs a small part of the multi-call binary: unmap
-			// what the other components' init touched.
-			if n, err := procmem.DropStartupPages(); err != nil {
-				slog.Warn("could not unmap the binary's start-up pages", "err", err)
-			} else {
-				slog.Debug("unmapped the binary's start-up pages", "advised_bytes", n)
-			}
 			return runKubelet(cmd.Context(), o)
 		},
 	}
@@ -197,6 +190,22 @@ func runKubelet(ctx context.Context, o *kubeletOptions) error {
 		}
 		cfg.ServingAddress = net.JoinHostPort(ip, fmt.Sprint(o.port))
 	}
+	// A kubelet runs a small part of the multi-call binary: once it runs,
+	// unmap what start-up touched (every component's init, TLS set-up,
+	// the image import), so that only the code it goes on using is mapped.
+	cfg.Ready = make(chan struct{})
+	go func() {
+		select {
+		case <-cfg.Ready:
+		case <-ctx.Done():
+			return
+		}
+		if n, err := procmem.DropStartupPages(); err != nil {
+			slog.Warn("could not unmap the binary's start-up pages", "err", err)
+		} else {
+			slog.Debug("unmapped the binary's start-up pages", "advised_bytes", n)
+		}
+	}()
 	return kubelet.Run(ctx, cfg)
 }
 
