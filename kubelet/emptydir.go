@@ -21,14 +21,7 @@ func (k *Kubelet) setUpEmptyDir(pod *corev1.Pod, v *corev1.Volume, dir string) e
 	case corev1.StorageMediumDefault:
 		return os.Chmod(dir, 0o777)
 	case corev1.StorageMediumMemory:
-		if mounted, err := isMountPoint(dir); err != nil || mounted {
-			return err // mounted already: the pod's volumes outlive a kubelet restart
-		}
-		var allocatable *resource.Quantity
-		if node := k.currentNode(); node != nil {
-			allocatable = node.Status.Allocatable.Memory()
-		}
-		return mountTmpfs(dir, memoryBackedSize(pod, v.EmptyDir, allocatable))
+		return k.mountMemoryVolume(pod, v.EmptyDir, dir)
 	}
 	return configErrorf("volume %q: emptyDir medium %q is not supported", v.Name, v.EmptyDir.Medium)
 }
@@ -40,14 +33,20 @@ func (k *Kubelet) setUpSecretDir(pod *corev1.Pod, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	return k.mountMemoryVolume(pod, &corev1.EmptyDirVolumeSource{}, dir)
+}
+
+// mountMemoryVolume mounts a tmpfs of memoryBackedSize at dir, unless
+// one is there already: a pod's volumes outlive a kubelet restart.
+func (k *Kubelet) mountMemoryVolume(pod *corev1.Pod, ed *corev1.EmptyDirVolumeSource, dir string) error {
 	if mounted, err := isMountPoint(dir); err != nil || mounted {
-		return err // mounted already: the pod's volumes outlive a kubelet restart
+		return err
 	}
 	var allocatable *resource.Quantity
 	if node := k.currentNode(); node != nil {
 		allocatable = node.Status.Allocatable.Memory()
 	}
-	return mountTmpfs(dir, memoryBackedSize(pod, &corev1.EmptyDirVolumeSource{}, allocatable))
+	return mountTmpfs(dir, memoryBackedSize(pod, ed, allocatable))
 }
 
 // memoryBackedSize is the size of a memory-backed emptyDir, as in the

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/opencontainers/go-digest"
 	"hash/fnv"
 	"io"
 	"log/slog"
@@ -37,6 +36,7 @@ import (
 	"github.com/containerd/containerd/oci"
 	"github.com/containerd/log"
 	"github.com/containerd/typeurl/v2"
+	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"minik/kubelet/runtime"
@@ -875,14 +875,14 @@ func (r *Runtime) imageRef(ctx context.Context, name string) string {
 	if err != nil {
 		return ""
 	}
-	cfg, err := img.Config(ctx)
+	f, err := r.imageFacts(ctx, img)
 	if err != nil {
 		return ""
 	}
 	r.mu.Lock()
-	r.imageRefs[name] = cfg.Digest.String()
+	r.imageRefs[name] = f.id
 	r.mu.Unlock()
-	return cfg.Digest.String()
+	return f.id
 }
 
 // status computes a container's status from its record and its task (nil

@@ -88,44 +88,9 @@ func runtimeFloor(ctx context.Context, address, archive string, n, conc int, met
 		return t.Start(ctx)
 	}
 
-	lat := make([]time.Duration, n)
-	next := make(chan int)
-	go func() {
-		defer close(next)
-		for i := 0; i < n && ctx.Err() == nil; i++ {
-			next <- i
-		}
-	}()
-	cpu := map[string]time.Duration{}
-	for _, m := range meters {
-		cpu[m.name] = -m.read()
-	}
-	var wg sync.WaitGroup
-	errc := make(chan error, conc)
-	for g := 0; g < conc; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				t0 := time.Now()
-				if err := startOne(i); err != nil {
-					errc <- err
-					for range next { // let the feeder finish
-					}
-					return
-				}
-				lat[i] = time.Since(t0)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, m := range meters {
-		cpu[m.name] = (cpu[m.name] + m.read()) / time.Duration(n)
-	}
-	select {
-	case err := <-errc:
+	lat, cpu, err := closedLoop(ctx, n, conc, meters, startOne)
+	if err != nil {
 		return nil, nil, fmt.Errorf("runtime floor: %w", err)
-	default:
 	}
 	return lat, cpu, nil
 }

@@ -296,8 +296,8 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		if err != nil {
 			return err
 		}
-		r := map[string]any{"bench": "pod_startup", "pods": n, "concurrency": conc,
-			"p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": pct(lat, 100)}
+		r := latencyReport("pod_startup", lat)
+		r["pods"], r["concurrency"] = n, conc
 		addCPU(r, cpu, "_cpu_ms_per_pod")
 		report(r)
 	}
@@ -333,8 +333,8 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		if err != nil {
 			return err
 		}
-		r := map[string]any{"bench": "runtime_floor", "containers": n, "concurrency": conc,
-			"p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": pct(lat, 100)}
+		r := latencyReport("runtime_floor", lat)
+		r["containers"], r["concurrency"] = n, conc
 		addCPU(r, cpu, "_cpu_ms_per_container")
 		report(r)
 	}
@@ -344,6 +344,11 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 func report(v map[string]any) {
 	b, _ := json.Marshal(v)
 	fmt.Println(string(b))
+}
+
+// latencyReport is a report line of bench with lat's p50, p99 and max in ms.
+func latencyReport(bench string, lat []time.Duration) map[string]any {
+	return map[string]any{"bench": bench, "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": pct(lat, 100)}
 }
 
 func round(f float64) float64 { return float64(int(f*10+0.5)) / 10 }
@@ -390,10 +395,6 @@ func measure(ctx context.Context, c *client.Client, n, conc int, run string, met
 	if err != nil {
 		return nil, nil, err
 	}
-	cpu := map[string]time.Duration{}
-	for _, m := range meters {
-		cpu[m.name] = -m.read()
-	}
 	defer w.Stop()
 	var mu sync.Mutex
 	seen := map[string]chan struct{}{}
@@ -419,58 +420,28 @@ func measure(ctx context.Context, c *client.Client, n, conc int, run string, met
 			}
 		}
 	}()
-	lat := make([]time.Duration, n)
-	next := make(chan int)
-	go func() {
-		defer close(next)
-		for i := 0; i < n; i++ {
-			select {
-			case next <- i:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	var wg sync.WaitGroup
-	errc := make(chan error, conc)
 	zero := int64(0)
-	for g := 0; g < conc; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				name := fmt.Sprintf("bench-%s-%d", run, i)
-				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"bench-run": run, "bench": "kubelet"}},
-					Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &zero, Containers: []corev1.Container{{
-						Name: "main", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sleep", "3600"}}}},
-				}
-				start := time.Now()
-				if _, err := c.Pods().Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-					errc <- err
-					return
-				}
-				select {
-				case <-waiter(name):
-					lat[i] = time.Since(start)
-				case <-time.After(60 * time.Second):
-					errc <- fmt.Errorf("pod %s not Running after 60s", name)
-					return
-				case <-ctx.Done():
-					errc <- ctx.Err()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, m := range meters {
-		cpu[m.name] = (cpu[m.name] + m.read()) / time.Duration(n)
-	}
-	select {
-	case err := <-errc:
+	lat, cpu, err := closedLoop(ctx, n, conc, meters, func(i int) error {
+		name := fmt.Sprintf("bench-%s-%d", run, i)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"bench-run": run, "bench": "kubelet"}},
+			Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &zero, Containers: []corev1.Container{{
+				Name: "main", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sleep", "3600"}}}},
+		}
+		if _, err := c.Pods().Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		select {
+		case <-waiter(name):
+			return nil
+		case <-time.After(60 * time.Second):
+			return fmt.Errorf("pod %s not Running after 60s", name)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	if err != nil {
 		return nil, nil, err
-	default:
 	}
 	return lat, cpu, deleteAll(ctx, c)
 }
