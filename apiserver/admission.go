@@ -28,6 +28,9 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 			return err
 		}
 	}
+	if err := s.admitNodeRestriction(ctx, h, "create", "", obj, nil); err != nil {
+		return err
+	}
 	defaults.Object(obj)
 	defaults.OnCreate(obj) // needs the uid: the Job selector
 	switch o := obj.(type) {
@@ -68,6 +71,9 @@ func keepsStatusOnCreate(obj runtime.Object) bool {
 
 // admitUpdate admits a changed object (sub is "" or "status").
 func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string, obj, old runtime.Object) error {
+	if err := s.admitNodeRestriction(ctx, h, "update", sub, obj, old); err != nil {
+		return err
+	}
 	m, _ := meta.Accessor(obj)
 	gk := h.res.GroupVersion().WithKind(h.res.Kind).GroupKind()
 	if sub == "status" {
@@ -88,8 +94,12 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 	return nil
 }
 
-// admitDelete refuses to delete the namespaces the system needs.
+// admitDelete refuses to delete the namespaces the system needs, and
+// keeps kubelets to their own pods.
 func (s *Server) admitDelete(ctx context.Context, h *resourceHandler, obj runtime.Object) error {
+	if err := s.admitNodeRestriction(ctx, h, "delete", "", obj, nil); err != nil {
+		return err
+	}
 	if ns, ok := obj.(*corev1.Namespace); ok {
 		switch ns.Name {
 		case "default", "kube-system", "kube-public":

@@ -2,9 +2,7 @@ package apiserver
 
 import (
 	"context"
-	"log/slog"
 	"sync"
-	"time"
 
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -47,68 +45,25 @@ func newObjectCache(name string, store *storage.Store) *objectCache {
 // start fills the cache and keeps it current until ctx ends. It returns
 // once the first list is in.
 func (c *objectCache) start(ctx context.Context) error {
-	w, err := c.relist(ctx)
-	if err != nil {
-		return err
-	}
-	go c.run(ctx, w)
-	return nil
+	return follow(ctx, c.name, c.store, c)
 }
 
-// relist replaces the cache's content with a fresh list and returns a
-// watcher for the changes after it.
-func (c *objectCache) relist(ctx context.Context) (*storage.Watcher, error) {
-	list, err := c.store.List(ctx, storage.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	w, err := c.store.Cache().Watch(list.ResourceVersion, func(ev *storage.Event) (watch.EventType, bool) { return ev.Type, true }, false)
-	if err != nil {
-		return nil, err
-	}
-	objs := make(map[string]cachedObject, len(list.Items))
-	for _, obj := range list.Items {
+func (c *objectCache) reset(items []runtime.Object, rev int64) {
+	objs := make(map[string]cachedObject, len(items))
+	for _, obj := range items {
 		m, _ := meta.Accessor(obj)
 		rev, _ := storage.ParseRV(m.GetResourceVersion())
 		objs[m.GetName()] = cachedObject{obj: obj, rev: rev}
 	}
 	c.mu.Lock()
-	c.objs, c.rev, c.synced = objs, list.ResourceVersion, true
+	c.objs, c.rev, c.synced = objs, rev, true
 	c.mu.Unlock()
-	for _, ev := range w.Initial() {
-		c.apply(ev)
-	}
-	return w, nil
 }
 
-func (c *objectCache) run(ctx context.Context, w *storage.Watcher) {
-	for {
-		for d := range w.Events() {
-			if d.Event != nil {
-				c.apply(d.Event)
-			}
-		}
-		// Closed: too slow, etcd compacted past the cache, or shutdown.
-		w.Stop()
-		c.mu.Lock()
-		c.synced = false
-		c.mu.Unlock()
-		for {
-			if ctx.Err() != nil {
-				return
-			}
-			var err error
-			if w, err = c.relist(ctx); err == nil {
-				break
-			}
-			slog.Warn("admission cache relist failed", "resource", c.name, "err", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
-			}
-		}
-	}
+func (c *objectCache) unsync() {
+	c.mu.Lock()
+	c.synced = false
+	c.mu.Unlock()
 }
 
 func (c *objectCache) apply(ev *storage.Event) {

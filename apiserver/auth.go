@@ -2,11 +2,10 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 )
 
 // User is an authenticated identity: from a client certificate, the
@@ -34,6 +33,11 @@ func UserFrom(ctx context.Context) *User {
 	return u
 }
 
+// withUser returns ctx carrying u (the apiserver's own writes carry none).
+func withUser(ctx context.Context, u *User) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
+
 // authenticate requires a verified client certificate. Anonymous
 // requests answer 401 except for the health and version endpoints,
 // which are routed before this middleware.
@@ -45,68 +49,55 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		cert := r.TLS.VerifiedChains[0][0]
 		u := &User{Name: cert.Subject.CommonName, Groups: append([]string{"system:authenticated"}, cert.Subject.Organization...)}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+		next.ServeHTTP(w, r.WithContext(withUser(r.Context(), u)))
 	})
 }
 
-// authorize checks a resource request against the built-in policy.
+// authorize checks a resource request against the authorizer chain.
 func (s *Server) authorize(r *http.Request, ri *requestInfo) error {
-	return s.authorizeAttrs(UserFrom(r.Context()), ri.verb, ri.handler, ri.subresource, ri.namespace, ri.name)
+	a := ri.attributes(UserFrom(r.Context()))
+	if ri.verb == "list" || ri.verb == "watch" || ri.verb == "deletecollection" {
+		if sel := r.URL.Query().Get("fieldSelector"); sel != "" {
+			if parsed, err := fields.ParseSelector(sel); err == nil {
+				a.fieldSelector = parsed.Requirements()
+				// As kube-apiserver: a list of one name is authorized as
+				// a read of that object.
+				for _, req := range a.fieldSelector {
+					if req.Field == "metadata.name" && a.fieldEquals("metadata.name", req.Value) {
+						a.name = req.Value
+					}
+				}
+			}
+		}
+	}
+	return s.authorizeAttrs(r.Context(), a)
 }
 
 // authorizeObject checks one object touched by a collection request.
 func (s *Server) authorizeObject(r *http.Request, verb string, h *resourceHandler, namespace, name string) error {
-	return s.authorizeAttrs(UserFrom(r.Context()), verb, h, "", namespace, name)
+	return s.authorizeAttrs(r.Context(), &attributes{user: UserFrom(r.Context()), verb: verb,
+		group: h.res.Group, resource: h.res.Resource, namespace: namespace, name: name})
 }
 
-// authorizeAttrs is minik's authorizer: a short, readable policy in the
-// spirit of Kubernetes' default roles.
-//   - system:masters, the scheduler and the controller manager may do anything;
-//   - kubelets (group system:nodes, user system:node:NAME) may read what
-//     they run, write their own Node and Lease, pod status, mirror pods
-//     and events;
-//   - anyone else is refused.
-func (s *Server) authorizeAttrs(u *User, verb string, h *resourceHandler, sub, namespace, name string) error {
-	if u == nil {
-		return apierrors.NewUnauthorized("Unauthorized")
-	}
+// attributes are the request's authorization attributes.
+func (ri *requestInfo) attributes(u *User) *attributes {
+	return &attributes{user: u, verb: ri.verb, group: ri.handler.res.Group, resource: ri.handler.res.Resource,
+		subresource: ri.subresource, namespace: ri.namespace, name: ri.name}
+}
+
+// builtinAuthorizer holds the rights of minik's own components until
+// RBAC roles carry them: system:masters may do anything, and so (for now)
+// may the scheduler and the controller manager; the node proxy and the
+// cluster DNS have their roles' rules (policy.go).
+type builtinAuthorizer struct{}
+
+func (builtinAuthorizer) authorize(_ context.Context, a *attributes) (decision, string) {
+	u := a.user
 	if u.in("system:masters") || u.Name == "system:kube-scheduler" || u.Name == "system:kube-controller-manager" {
-		return nil
+		return allow, ""
 	}
-	res := h.res.Resource
-	if u.in("system:nodes") && strings.HasPrefix(u.Name, "system:node:") {
-		node := strings.TrimPrefix(u.Name, "system:node:")
-		read := verb == "get" || verb == "list" || verb == "watch"
-		switch {
-		case read:
-			return nil
-		case res == "nodes":
-			if name == node || (verb == "create" && name == "") {
-				return nil
-			}
-		case res == "pods":
-			// Status, and mirror pods (create, delete). Not exec, binding or
-			// eviction: as Kubernetes' node authorizer, a kubelet may not
-			// run commands in pods or place them.
-			if sub == "status" || (sub == "" && (verb == "create" || verb == "delete")) {
-				return nil
-			}
-		case res == "events":
-			return nil
-		case res == "leases" && namespace == "kube-node-lease":
-			return nil
-		}
+	if p, ok := componentPolicies[u.Name]; ok && p.allows(a) {
+		return allow, ""
 	}
-	what := res
-	if sub != "" {
-		what += "/" + sub
-	}
-	scope := ""
-	if namespace != "" {
-		scope = fmt.Sprintf(" in the namespace %q", namespace)
-	} else if h.res.Namespaced {
-		scope = " at the cluster scope"
-	}
-	return apierrors.NewForbidden(h.res.GroupResource(), name,
-		fmt.Errorf("User %q cannot %s resource %q in API group %q%s", u.Name, verb, what, h.res.Group, scope))
+	return noOpinion, ""
 }

@@ -57,6 +57,9 @@ func deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	if q.Get("dryRun") == "All" {
 		opts.DryRun = []string{"All"}
 	}
+	if err := validateDryRun(opts.DryRun, "DeleteOptions"); err != nil {
+		return nil, err
+	}
 	if opts.PropagationPolicy != nil {
 		switch *opts.PropagationPolicy {
 		case metav1.DeletePropagationForeground, metav1.DeletePropagationBackground, metav1.DeletePropagationOrphan:

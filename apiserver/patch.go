@@ -20,6 +20,21 @@ const (
 
 var patchTypes = []string{jsonPatchType, mergePatchType, strategicMergePatchType}
 
+// The JSON patch limits kube-apiserver sets against patches that grow a
+// document without bound (the CVE-2019-1002100 class: each "copy" may
+// double the document): at most maxJSONPatchOperations operations, and
+// at most jsonPatchMaxCopyBytes copied in all.
+const (
+	maxJSONPatchOperations = 10000
+	jsonPatchMaxCopyBytes  = 3 << 20
+)
+
+func init() {
+	// The library keeps this limit in a package variable; minik is its
+	// only user in the process.
+	jsonpatch.AccumulatedCopySizeLimit = jsonPatchMaxCopyBytes
+}
+
 // applyPatch applies a patch of the given media type to the JSON of
 // current (a typed object, whose struct tags drive strategic merge).
 func applyPatch(patchType string, current runtime.Object, patch []byte) ([]byte, error) {
@@ -33,6 +48,10 @@ func applyPatch(patchType string, current runtime.Object, patch []byte) ([]byte,
 		p, err := jsonpatch.DecodePatch(patch)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
+		}
+		if len(p) > maxJSONPatchOperations {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+				"The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
 		}
 		out, err = p.Apply(original)
 		if err != nil {

@@ -25,11 +25,6 @@ import (
 // kubectl to the kubelet.
 func (h *resourceHandler) portForward(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 	ctx := r.Context()
-	// Kubernetes authorizes pods/portforward as create, the WebSocket GET too.
-	if err := h.srv.authorizeAttrs(UserFrom(ctx), "create", h, "portforward", ri.namespace, ri.name); err != nil {
-		writeError(w, r, err)
-		return
-	}
 	tunnel := websocket.IsWebSocketUpgrade(r)
 	switch {
 	case tunnel && !slices.Contains(websocket.Subprotocols(r), spdyTunnelProtocol):

@@ -12,8 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik/apiserver/registry"
 	"minik/apiserver/storage"
@@ -392,7 +395,21 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ri *requ
 	h.srv.writeMaybeTable(w, r, h, http.StatusOK, updated)
 }
 
-// isDryRun reports whether the request asks for dryRun=All.
+// validateDryRun refuses dryRun values other than All, as Kubernetes
+// does (422 on the request's options kind), instead of writing anyway.
+func validateDryRun(values []string, optionsKind string) error {
+	if errs := metav1validation.ValidateDryRun(field.NewPath("dryRun"), values); len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: optionsKind}, "", errs)
+	}
+	return nil
+}
+
+// optionsKind names the options type of a mutating verb.
+var optionsKind = map[string]string{"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions",
+	"delete": "DeleteOptions", "deletecollection": "DeleteOptions"}
+
+// isDryRun reports whether the request asks for dryRun=All (other values
+// were refused by validateDryRun before the verb ran).
 func isDryRun(r *http.Request) bool {
 	for _, v := range r.URL.Query()["dryRun"] {
 		if v == "All" {

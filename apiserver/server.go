@@ -75,6 +75,11 @@ type Server struct {
 	namespaceCache     *objectCache
 	priorityClassCache *objectCache
 
+	// authorizers run in order for every request (authz.go); nodeGraph
+	// is what the node authorizer knows of each node's pods.
+	authorizers []authorizer
+	nodeGraph   *nodeGraph
+
 	kubeletOnce sync.Once
 	kubeletHTTP *http.Client
 	kubeletErr  error
@@ -119,6 +124,11 @@ func New(cfg Config) (*Server, error) {
 	s.pods = byID["pods"]
 	s.nodes = byID["nodes"]
 	s.pdbs = byID["poddisruptionbudgets.policy"]
+	s.nodeGraph = newNodeGraph()
+	s.authorizers = []authorizer{
+		&nodeAuthorizer{graph: s.nodeGraph, podsRev: s.pods.Cache().LatestRevision},
+		builtinAuthorizer{},
+	}
 	s.namespaceCache = newObjectCache("namespaces", s.namespaces)
 	s.priorityClassCache = newObjectCache("priorityclasses", s.priorityClasses)
 	s.router = s.routes(buildInBackground(func() http.Handler { return openapi.NewHandler(openapiResources) }))
@@ -163,6 +173,9 @@ func (s *Server) Run(ctx context.Context) error {
 		if err := c.start(ctx); err != nil {
 			return fmt.Errorf("starting admission cache: %w", err)
 		}
+	}
+	if err := follow(ctx, "node authorizer graph", s.pods, s.nodeGraph); err != nil {
+		return fmt.Errorf("starting the node authorizer: %w", err)
 	}
 	if err := s.bootstrap(ctx); err != nil {
 		return fmt.Errorf("creating built-in objects: %w", err)
@@ -369,6 +382,11 @@ func (s *Server) parseResourcePath(r *http.Request) (*requestInfo, error) {
 	if ri.name == "" && (ri.verb == "update" || ri.verb == "patch") {
 		return nil, methodNotAllowed(r)
 	}
+	if ri.subresource == "exec" || ri.subresource == "portforward" || ri.subresource == "attach" {
+		// Kubernetes authorizes these connections as create, the
+		// WebSocket's GET too.
+		ri.verb = "create"
+	}
 	return ri, nil
 }
 
@@ -390,6 +408,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	if err := s.authorize(r, ri); err != nil {
 		writeError(w, r, err)
 		return
+	}
+	if kind, ok := optionsKind[ri.verb]; ok {
+		if err := validateDryRun(r.URL.Query()["dryRun"], kind); err != nil {
+			writeError(w, r, err)
+			return
+		}
 	}
 	h := ri.handler
 	if ri.subresource != "" {

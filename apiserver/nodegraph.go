@@ -1,0 +1,244 @@
+package apiserver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"minik/apiserver/storage"
+)
+
+// nodeGraph is the node authorizer's knowledge of which objects each node
+// needs: the pods bound to it and what those pods reference (secrets,
+// config maps, persistent volume claims, service accounts), as
+// Kubernetes' node authorizer keeps a graph from its informers. It is fed
+// by the pods' watch cache.
+type nodeGraph struct {
+	mu      sync.RWMutex
+	pods    map[objectRef]podEdges       // each bound pod: its node and what it uses
+	uses    map[objectRef]map[string]int // object → node → how many of its pods use it
+	rev     int64                        // every pod change up to rev is in the graph
+	synced  bool
+	changed chan struct{} // closed and replaced on every change of rev
+}
+
+// objectRef names an object a node may read because of its pods.
+type objectRef struct {
+	kind      string // "pods", "secrets", "configmaps", "persistentvolumeclaims", "serviceaccounts"
+	namespace string
+	name      string
+}
+
+type podEdges struct {
+	node string
+	refs []objectRef
+}
+
+func newNodeGraph() *nodeGraph {
+	return &nodeGraph{pods: map[objectRef]podEdges{}, uses: map[objectRef]map[string]int{}, changed: make(chan struct{})}
+}
+
+// related reports whether node may read the object: the pod is bound to
+// it, or one of its pods uses the object.
+func (g *nodeGraph) related(node string, ref objectRef) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if ref.kind == "pods" {
+		e, ok := g.pods[ref]
+		return ok && e.node == node
+	}
+	return g.uses[ref][node] > 0
+}
+
+// waitFor waits until the graph holds every pod change up to rev, or the
+// timeout: a kubelet that saw a pod through its watch may ask for the
+// pod's secret before the graph took the same event in.
+func (g *nodeGraph) waitFor(ctx context.Context, rev int64, timeout time.Duration) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		g.mu.RLock()
+		done, ch := g.synced && g.rev >= rev, g.changed
+		g.mu.RUnlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (g *nodeGraph) reset(items []runtime.Object, rev int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pods, g.uses = map[objectRef]podEdges{}, map[objectRef]map[string]int{}
+	for _, obj := range items {
+		g.setPod(obj.(*corev1.Pod), false)
+	}
+	g.rev, g.synced = rev, true
+	g.notify()
+}
+
+func (g *nodeGraph) apply(ev *storage.Event) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ev.Rev <= g.rev {
+		return
+	}
+	g.setPod(ev.Object.(*corev1.Pod), ev.Type == watch.Deleted)
+	g.rev = ev.Rev
+	g.notify()
+}
+
+func (g *nodeGraph) unsync() {
+	g.mu.Lock()
+	g.synced = false
+	g.mu.Unlock()
+}
+
+func (g *nodeGraph) notify() {
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+// setPod replaces the edges of one pod (mu held).
+func (g *nodeGraph) setPod(pod *corev1.Pod, deleted bool) {
+	key := objectRef{kind: "pods", namespace: pod.Namespace, name: pod.Name}
+	if old, ok := g.pods[key]; ok {
+		for _, r := range old.refs {
+			if g.uses[r][old.node]--; g.uses[r][old.node] <= 0 {
+				delete(g.uses[r], old.node)
+				if len(g.uses[r]) == 0 {
+					delete(g.uses, r)
+				}
+			}
+		}
+		delete(g.pods, key)
+	}
+	if deleted || pod.Spec.NodeName == "" {
+		return
+	}
+	e := podEdges{node: pod.Spec.NodeName, refs: podReferences(pod)}
+	g.pods[key] = e
+	for _, r := range e.refs {
+		if g.uses[r] == nil {
+			g.uses[r] = map[string]int{}
+		}
+		g.uses[r][e.node]++
+	}
+}
+
+// podReferences lists the objects a pod's kubelet must read to run it:
+// secrets and config maps from volumes (projected ones too), env, envFrom
+// and image pull secrets; claims (ephemeral volumes' claims are named
+// POD-VOLUME); the service account. Each appears once.
+func podReferences(pod *corev1.Pod) []objectRef {
+	seen := map[objectRef]bool{}
+	var out []objectRef
+	add := func(kind, name string) {
+		r := objectRef{kind: kind, namespace: pod.Namespace, name: name}
+		if name != "" && !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	if pod.Spec.ServiceAccountName != "" {
+		add("serviceaccounts", pod.Spec.ServiceAccountName)
+	}
+	for _, s := range pod.Spec.ImagePullSecrets {
+		add("secrets", s.Name)
+	}
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.Secret != nil:
+			add("secrets", v.Secret.SecretName)
+		case v.ConfigMap != nil:
+			add("configmaps", v.ConfigMap.Name)
+		case v.PersistentVolumeClaim != nil:
+			add("persistentvolumeclaims", v.PersistentVolumeClaim.ClaimName)
+		case v.Ephemeral != nil:
+			add("persistentvolumeclaims", pod.Name+"-"+v.Name)
+		case v.Projected != nil:
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					add("secrets", src.Secret.Name)
+				}
+				if src.ConfigMap != nil {
+					add("configmaps", src.ConfigMap.Name)
+				}
+			}
+		}
+		for _, ref := range volumeSecretRefs(&v.VolumeSource) {
+			add("secrets", ref)
+		}
+	}
+	visit := func(cs []corev1.Container) {
+		for _, c := range cs {
+			for _, e := range c.EnvFrom {
+				if e.SecretRef != nil {
+					add("secrets", e.SecretRef.Name)
+				}
+				if e.ConfigMapRef != nil {
+					add("configmaps", e.ConfigMapRef.Name)
+				}
+			}
+			for _, e := range c.Env {
+				if e.ValueFrom == nil {
+					continue
+				}
+				if e.ValueFrom.SecretKeyRef != nil {
+					add("secrets", e.ValueFrom.SecretKeyRef.Name)
+				}
+				if e.ValueFrom.ConfigMapKeyRef != nil {
+					add("configmaps", e.ValueFrom.ConfigMapKeyRef.Name)
+				}
+			}
+		}
+	}
+	visit(pod.Spec.InitContainers)
+	visit(pod.Spec.Containers)
+	for _, c := range pod.Spec.EphemeralContainers {
+		visit([]corev1.Container{corev1.Container(c.EphemeralContainerCommon)})
+	}
+	return out
+}
+
+// volumeSecretRefs lists the secrets that volume plugins name in their
+// secretRef fields (CSI, iSCSI, RBD, CephFS, FlexVolume, ...): a node
+// that mounts such a volume needs them.
+func volumeSecretRefs(v *corev1.VolumeSource) []string {
+	var out []string
+	local := func(r *corev1.LocalObjectReference) {
+		if r != nil {
+			out = append(out, r.Name)
+		}
+	}
+	switch {
+	case v.CSI != nil:
+		local(v.CSI.NodePublishSecretRef)
+	case v.ISCSI != nil:
+		local(v.ISCSI.SecretRef)
+	case v.RBD != nil:
+		local(v.RBD.SecretRef)
+	case v.CephFS != nil:
+		local(v.CephFS.SecretRef)
+	case v.FlexVolume != nil:
+		local(v.FlexVolume.SecretRef)
+	case v.ScaleIO != nil:
+		local(v.ScaleIO.SecretRef)
+	case v.StorageOS != nil:
+		local(v.StorageOS.SecretRef)
+	case v.AzureFile != nil:
+		out = append(out, v.AzureFile.SecretName)
+	}
+	return out
+}
