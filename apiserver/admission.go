@@ -31,6 +31,9 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	if err := s.admitNodeRestriction(ctx, h, "create", "", obj, nil); err != nil {
 		return err
 	}
+	if err := s.admitRBAC(ctx, h, obj); err != nil {
+		return err
+	}
 	defaults.Object(obj)
 	defaults.OnCreate(obj) // needs the uid: the Job selector
 	switch o := obj.(type) {
@@ -73,6 +76,11 @@ func keepsStatusOnCreate(obj runtime.Object) bool {
 func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string, obj, old runtime.Object) error {
 	if err := s.admitNodeRestriction(ctx, h, "update", sub, obj, old); err != nil {
 		return err
+	}
+	if sub == "" {
+		if err := s.admitRBAC(ctx, h, obj); err != nil {
+			return err
+		}
 	}
 	m, _ := meta.Accessor(obj)
 	gk := h.res.GroupVersion().WithKind(h.res.Kind).GroupKind()

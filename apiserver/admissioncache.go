@@ -12,9 +12,9 @@ import (
 	"minik/apiserver/storage"
 )
 
-// objectCache keeps the current objects of one cluster-scoped resource
-// (namespaces, priority classes) for admission, fed by the resource's
-// watch cache: list once, then follow its events.
+// objectCache keeps the current objects of one resource (namespaces and
+// priority classes for admission, the RBAC objects for the authorizer),
+// fed by the resource's watch cache: list once, then follow its events.
 //
 // Admission reads it to save an etcd read per create, under two rules
 // that keep the answers exactly those of reading etcd:
@@ -28,7 +28,7 @@ type objectCache struct {
 	store *storage.Store
 
 	mu     sync.RWMutex
-	objs   map[string]cachedObject // by name
+	objs   map[string]cachedObject // by namespace/name
 	rev    int64                   // every change up to rev is in objs
 	synced bool
 }
@@ -53,7 +53,7 @@ func (c *objectCache) reset(items []runtime.Object, rev int64) {
 	for _, obj := range items {
 		m, _ := meta.Accessor(obj)
 		rev, _ := storage.ParseRV(m.GetResourceVersion())
-		objs[m.GetName()] = cachedObject{obj: obj, rev: rev}
+		objs[cacheKey(m.GetNamespace(), m.GetName())] = cachedObject{obj: obj, rev: rev}
 	}
 	c.mu.Lock()
 	c.objs, c.rev, c.synced = objs, rev, true
@@ -76,10 +76,11 @@ func (c *objectCache) apply(ev *storage.Event) {
 	if ev.Rev <= c.rev {
 		return
 	}
+	key := cacheKey(m.GetNamespace(), m.GetName())
 	if ev.Type == watch.Deleted {
-		delete(c.objs, m.GetName())
+		delete(c.objs, key)
 	} else {
-		c.objs[m.GetName()] = cachedObject{obj: ev.Object, rev: ev.Rev}
+		c.objs[key] = cachedObject{obj: ev.Object, rev: ev.Rev}
 	}
 	c.rev = ev.Rev
 }
@@ -92,9 +93,31 @@ func (c *objectCache) get(name string) (obj runtime.Object, rev int64, ok bool) 
 	if !c.synced {
 		return nil, 0, false
 	}
-	o, ok := c.objs[name]
+	o, ok := c.objs[cacheKey("", name)]
 	return o.obj, o.rev, ok
 }
+
+// lookup returns the last known object, synced or not (the authorizer
+// answers from what it knows, as an informer-fed authorizer does).
+func (c *objectCache) lookup(namespace, name string) (runtime.Object, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	o, ok := c.objs[cacheKey(namespace, name)]
+	return o.obj, ok
+}
+
+// each calls fn on every last known object until fn returns false.
+func (c *objectCache) each(fn func(runtime.Object) bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, o := range c.objs {
+		if !fn(o.obj) {
+			return
+		}
+	}
+}
+
+func cacheKey(namespace, name string) string { return namespace + "/" + name }
 
 // all calls fn on every cached object and returns the revision the cache
 // is complete up to; ok is false when the cache is not synced.

@@ -2,7 +2,9 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
@@ -48,7 +50,19 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		cert := r.TLS.VerifiedChains[0][0]
+		if cert.Subject.CommonName == "" {
+			// As kube-apiserver's x509 authenticator: no user name, no user.
+			writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
+			return
+		}
 		u := &User{Name: cert.Subject.CommonName, Groups: append([]string{"system:authenticated"}, cert.Subject.Organization...)}
+		if impersonating(r) {
+			var err error
+			if u, err = s.impersonate(r.WithContext(withUser(r.Context(), u)), u); err != nil {
+				writeError(w, r, err)
+				return
+			}
+		}
 		next.ServeHTTP(w, r.WithContext(withUser(r.Context(), u)))
 	})
 }
@@ -73,6 +87,19 @@ func (s *Server) authorize(r *http.Request, ri *requestInfo) error {
 	return s.authorizeAttrs(r.Context(), a)
 }
 
+// authorizePath authorizes a request to a non-resource URL (discovery,
+// OpenAPI, profiling) before next serves it.
+func (s *Server) authorizePath(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := &attributes{user: UserFrom(r.Context()), verb: strings.ToLower(r.Method), path: r.URL.Path}
+		if err := s.authorizeAttrs(r.Context(), a); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		next(w, r)
+	})
+}
+
 // authorizeObject checks one object touched by a collection request.
 func (s *Server) authorizeObject(r *http.Request, verb string, h *resourceHandler, namespace, name string) error {
 	return s.authorizeAttrs(r.Context(), &attributes{user: UserFrom(r.Context()), verb: verb,
@@ -85,19 +112,81 @@ func (ri *requestInfo) attributes(u *User) *attributes {
 		subresource: ri.subresource, namespace: ri.namespace, name: ri.name}
 }
 
-// builtinAuthorizer holds the rights of minik's own components until
-// RBAC roles carry them: system:masters may do anything, and so (for now)
-// may the scheduler and the controller manager; the node proxy and the
-// cluster DNS have their roles' rules (policy.go).
-type builtinAuthorizer struct{}
+// privilegedGroups allows system:masters everything before any other
+// authorizer is asked, as kube-apiserver does: an admin keeps its power
+// even if the RBAC objects are broken or deleted.
+type privilegedGroups struct{}
 
-func (builtinAuthorizer) authorize(_ context.Context, a *attributes) (decision, string) {
-	u := a.user
-	if u.in("system:masters") || u.Name == "system:kube-scheduler" || u.Name == "system:kube-controller-manager" {
-		return allow, ""
-	}
-	if p, ok := componentPolicies[u.Name]; ok && p.allows(a) {
+func (privilegedGroups) authorize(_ context.Context, a *attributes) (decision, string) {
+	if a.user.in("system:masters") {
 		return allow, ""
 	}
 	return noOpinion, ""
+}
+
+// The impersonation headers kubectl --as, --as-group and --as-uid send.
+const (
+	impersonateUser        = "Impersonate-User"
+	impersonateGroup       = "Impersonate-Group"
+	impersonateUID         = "Impersonate-Uid"
+	impersonateExtraPrefix = "Impersonate-Extra-"
+)
+
+func impersonating(r *http.Request) bool {
+	for k := range r.Header {
+		if k == impersonateUser || k == impersonateGroup || k == impersonateUID || strings.HasPrefix(k, impersonateExtraPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// impersonate returns the user the request acts as, once the real user
+// is allowed the impersonate verb on each part of it (users or service
+// accounts, groups, uids, user extras), as kube-apiserver checks.
+func (s *Server) impersonate(r *http.Request, real *User) (*User, error) {
+	name := r.Header.Get(impersonateUser)
+	groups := r.Header.Values(impersonateGroup)
+	if name == "" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("requested impersonation of groups %v without impersonating a user", groups))
+	}
+	check := func(a *attributes) error {
+		a.user, a.verb = real, "impersonate"
+		return s.authorizeAttrs(r.Context(), a)
+	}
+	u := &User{Name: name}
+	if ns, sa, ok := strings.Cut(strings.TrimPrefix(name, "system:serviceaccount:"), ":"); ok && strings.HasPrefix(name, "system:serviceaccount:") {
+		if err := check(&attributes{resource: "serviceaccounts", namespace: ns, name: sa}); err != nil {
+			return nil, err
+		}
+		u.Groups = append(u.Groups, "system:serviceaccounts", "system:serviceaccounts:"+ns)
+	} else if err := check(&attributes{resource: "users", name: name}); err != nil {
+		return nil, err
+	}
+	for _, g := range groups {
+		if err := check(&attributes{resource: "groups", name: g}); err != nil {
+			return nil, err
+		}
+		u.Groups = append(u.Groups, g)
+	}
+	if uid := r.Header.Get(impersonateUID); uid != "" {
+		if err := check(&attributes{group: "authentication.k8s.io", resource: "uids", name: uid}); err != nil {
+			return nil, err
+		}
+	}
+	for k, values := range r.Header {
+		if key, ok := strings.CutPrefix(k, impersonateExtraPrefix); ok {
+			for _, v := range values {
+				if err := check(&attributes{group: "authentication.k8s.io", resource: "userextras", subresource: strings.ToLower(key), name: v}); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if name == "system:anonymous" {
+		u.Groups = append(u.Groups, "system:unauthenticated")
+	} else if !u.in("system:authenticated") {
+		u.Groups = append(u.Groups, "system:authenticated")
+	}
+	return u, nil
 }

@@ -25,6 +25,10 @@ type attributes struct {
 	// fieldSelector is the parsed field selector of a list or watch
 	// (the node authorizer allows a kubelet to list only its own pods).
 	fieldSelector fields.Requirements
+	// path is set, and the resource fields are not, for a request to a
+	// non-resource URL (/api, /healthz, /metrics); verb is then the
+	// lower-case HTTP method.
+	path string
 }
 
 // resourceString is "pods" or "pods/status", as in RBAC rules.
@@ -66,7 +70,16 @@ func (s *Server) authorizeAttrs(ctx context.Context, a *attributes) error {
 	if a.user == nil {
 		return apierrors.NewUnauthorized("Unauthorized")
 	}
-	var reasons []string
+	if ok, reasons := s.decide(ctx, a); !ok {
+		return forbidden(a, reasons)
+	}
+	return nil
+}
+
+// decide runs the authorizers in order: the first that allows or denies
+// decides; with no opinion from any, the answer is no. reasons are what
+// the authorizers said.
+func (s *Server) decide(ctx context.Context, a *attributes) (allowed bool, reasons []string) {
 	for _, z := range s.authorizers {
 		d, reason := z.authorize(ctx, a)
 		if reason != "" {
@@ -74,17 +87,24 @@ func (s *Server) authorizeAttrs(ctx context.Context, a *attributes) error {
 		}
 		switch d {
 		case allow:
-			return nil
+			return true, nil
 		case deny:
-			return forbidden(a, reasons)
+			return false, reasons
 		}
 	}
-	return forbidden(a, reasons)
+	return false, reasons
 }
 
 // forbidden is the 403 kube-apiserver writes:
 // User "alice" cannot list resource "pods" in API group "" in the namespace "default".
 func forbidden(a *attributes, reasons []string) error {
+	if a.path != "" {
+		msg := fmt.Sprintf("User %q cannot %s path %q", a.user.Name, a.verb, a.path)
+		if len(reasons) > 0 {
+			msg += ": " + strings.Join(reasons, ", ")
+		}
+		return apierrors.NewForbidden(schema.GroupResource{}, "", fmt.Errorf("%s", msg))
+	}
 	scope := ""
 	if a.namespace != "" {
 		scope = fmt.Sprintf(" in the namespace %q", a.namespace)
@@ -104,6 +124,9 @@ func forbidden(a *attributes, reasons []string) error {
 // resource, and resourceNames limits the rule to named objects (never a
 // create or a list of everything).
 func ruleAllows(rule *rbacv1.PolicyRule, a *attributes) bool {
+	if a.path != "" {
+		return matches(rule.Verbs, a.verb) && urlMatches(rule.NonResourceURLs, a.path)
+	}
 	if !matches(rule.Verbs, a.verb) || !matches(rule.APIGroups, a.group) {
 		return false
 	}
@@ -132,6 +155,17 @@ func resourceMatches(list []string, resource, sub string) bool {
 		case r == rbacv1.ResourceAll || r == combined:
 			return true
 		case sub != "" && (r == resource+"/*" || r == "*/"+sub):
+			return true
+		}
+	}
+	return false
+}
+
+// urlMatches reports whether a non-resource URL rule names path, exactly
+// or by a prefix ending in "*".
+func urlMatches(list []string, path string) bool {
+	for _, u := range list {
+		if u == "*" || u == path || strings.HasSuffix(u, "*") && strings.HasPrefix(path, strings.TrimSuffix(u, "*")) {
 			return true
 		}
 	}

@@ -54,13 +54,14 @@ func (s *Server) routes(openapiHandler http.Handler) *mux.Router {
 
 	authed := r.NewRoute().Subrouter()
 	authed.Use(s.authenticate)
-	authed.PathPrefix("/openapi/").Handler(openapiHandler).Methods(http.MethodGet)
-	authed.HandleFunc("/api", s.serveAPIVersions).Methods(http.MethodGet)
-	authed.HandleFunc("/apis", s.serveAPIGroupList).Methods(http.MethodGet)
-	authed.HandleFunc("/api/{version}", s.serveResourceList).Methods(http.MethodGet)
-	authed.HandleFunc("/apis/{group}", s.serveAPIGroup).Methods(http.MethodGet)
-	authed.HandleFunc("/apis/{group}/{version}", s.serveResourceList).Methods(http.MethodGet)
-	authed.PathPrefix("/debug/pprof/").HandlerFunc(s.profiling)
+	path := s.authorizePath
+	authed.PathPrefix("/openapi/").Handler(path(openapiHandler.ServeHTTP)).Methods(http.MethodGet)
+	authed.Handle("/api", path(s.serveAPIVersions)).Methods(http.MethodGet)
+	authed.Handle("/apis", path(s.serveAPIGroupList)).Methods(http.MethodGet)
+	authed.Handle("/api/{version}", path(s.serveResourceList)).Methods(http.MethodGet)
+	authed.Handle("/apis/{group}", path(s.serveAPIGroup)).Methods(http.MethodGet)
+	authed.Handle("/apis/{group}/{version}", path(s.serveResourceList)).Methods(http.MethodGet)
+	authed.PathPrefix("/debug/pprof/").Handler(path(s.profiling))
 	authed.PathPrefix("/api/").HandlerFunc(s.serveResource)
 	authed.PathPrefix("/apis/").HandlerFunc(s.serveResource)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -139,7 +140,7 @@ func (s *Server) serveResourceList(w http.ResponseWriter, r *http.Request) {
 		list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv}
 		for _, rs := range res {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: rs.Resource, SingularName: rs.Singular,
-				Namespaced: rs.Namespaced, Kind: rs.Kind, Verbs: registry.Verbs(), ShortNames: rs.ShortNames,
+				Namespaced: rs.Namespaced, Kind: rs.Kind, Verbs: rs.ServedVerbs(), ShortNames: rs.ShortNames,
 				Categories: rs.Categories})
 			for _, sub := range rs.Subresources {
 				list.APIResources = append(list.APIResources, subresourceDiscovery(rs, sub))

@@ -24,6 +24,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik/apiserver/openapi"
 	"minik/apiserver/registry"
@@ -79,6 +80,7 @@ type Server struct {
 	// is what the node authorizer knows of each node's pods.
 	authorizers []authorizer
 	nodeGraph   *nodeGraph
+	rbac        *rbacAuthorizer
 
 	kubeletOnce sync.Once
 	kubeletHTTP *http.Client
@@ -104,7 +106,9 @@ func New(cfg Config) (*Server, error) {
 	var openapiResources []openapi.Resource
 	for _, res := range registry.All() {
 		h := &resourceHandler{res: res, srv: s}
-		if res.StorageOf != "" {
+		if res.Virtual {
+			// Computed on create, never stored.
+		} else if res.StorageOf != "" {
 			h.store = byID[res.StorageOf]
 			h.conv = eventsConversion()
 		} else {
@@ -114,9 +118,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.handlers[res.Group+"/"+res.Version+"/"+res.Resource] = h
 		s.addGroupVersion(res)
-		verbs := registry.Verbs()
+		verbs := res.ServedVerbs()
 		openapiResources = append(openapiResources, openapi.Resource{Group: res.Group, Version: res.Version, Kind: res.Kind,
-			Resource: res.Resource, Namespaced: res.Namespaced, Object: res.New(), List: res.NewList(),
+			Resource: res.Resource, Namespaced: res.Namespaced, Object: res.New(), List: newList(res),
 			Verbs: verbs, Subresources: res.Subresources})
 	}
 	s.namespaces = byID["namespaces"]
@@ -125,9 +129,17 @@ func New(cfg Config) (*Server, error) {
 	s.nodes = byID["nodes"]
 	s.pdbs = byID["poddisruptionbudgets.policy"]
 	s.nodeGraph = newNodeGraph()
+	rbacCache := func(id string) *objectCache { return newObjectCache(id, byID[id]) }
+	s.rbac = &rbacAuthorizer{roles: rbacCache("roles.rbac.authorization.k8s.io"),
+		clusterRoles:        rbacCache("clusterroles.rbac.authorization.k8s.io"),
+		roleBindings:        rbacCache("rolebindings.rbac.authorization.k8s.io"),
+		clusterRoleBindings: rbacCache("clusterrolebindings.rbac.authorization.k8s.io")}
+	// In kube-apiserver's order: --authorization-mode=Node,RBAC behind the
+	// system:masters short cut.
 	s.authorizers = []authorizer{
+		privilegedGroups{},
 		&nodeAuthorizer{graph: s.nodeGraph, podsRev: s.pods.Cache().LatestRevision},
-		builtinAuthorizer{},
+		s.rbac,
 	}
 	s.namespaceCache = newObjectCache("namespaces", s.namespaces)
 	s.priorityClassCache = newObjectCache("priorityclasses", s.priorityClasses)
@@ -169,7 +181,8 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("starting watch cache: %w", err)
 		}
 	}
-	for _, c := range []*objectCache{s.namespaceCache, s.priorityClassCache} {
+	for _, c := range []*objectCache{s.namespaceCache, s.priorityClassCache,
+		s.rbac.roles, s.rbac.clusterRoles, s.rbac.roleBindings, s.rbac.clusterRoleBindings} {
 		if err := c.start(ctx); err != nil {
 			return fmt.Errorf("starting admission cache: %w", err)
 		}
@@ -302,7 +315,7 @@ func (s *Server) bootstrap(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return s.bootstrapRBAC(ctx)
 }
 
 // requestInfo is what the URL of a resource request says.
@@ -416,6 +429,14 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h := ri.handler
+	if h.res.Virtual {
+		if ri.verb != "create" || ri.name != "" {
+			writeError(w, r, methodNotAllowed(r))
+			return
+		}
+		s.serveReview(w, r, ri)
+		return
+	}
 	if ri.subresource != "" {
 		h.serveSubresource(w, r, ri)
 		return
@@ -445,3 +466,10 @@ func metaCause(typ, field string) metav1.StatusCause {
 }
 
 func storageListAll() storage.ListOptions { return storage.ListOptions{} }
+
+func newList(res *registry.Resource) runtime.Object {
+	if res.NewList == nil {
+		return nil
+	}
+	return res.NewList()
+}

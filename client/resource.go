@@ -40,6 +40,10 @@ var (
 	Jobs                   = Resource{Group: "batch", Version: "v1", Resource: "jobs", Namespaced: true}
 	PriorityClasses        = Resource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}
 	PodDisruptionBudgets   = Resource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets", Namespaced: true}
+	ClusterRoles           = Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
+	ClusterRoleBindings    = Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}
+	Roles                  = Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles", Namespaced: true}
+	RoleBindings           = Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings", Namespaced: true}
 )
 
 // GroupVersion returns the resource's API group and version.

@@ -18,6 +18,7 @@ import (
 	"minik/client"
 	"minik/client/leaderelection"
 	"minik/client/record"
+	"minik/controller/clusterroleaggregation"
 	"minik/controller/daemonset"
 	"minik/controller/deployment"
 	"minik/controller/disruption"
@@ -223,6 +224,9 @@ var builders = []struct {
 }{
 	{garbagecollector.Name, func(d deps) (runnable, error) { return garbagecollector.New(d.cfg.Client, d.inf, d.log), nil }},
 	{namespace.Name, func(d deps) (runnable, error) { return namespace.New(d.cfg.Client, d.inf, d.cfg.Clock, d.log), nil }},
+	{clusterroleaggregation.Name, func(d deps) (runnable, error) {
+		return clusterroleaggregation.New(d.cfg.Client, d.inf, d.log), nil
+	}},
 	{replicaset.Name, func(d deps) (runnable, error) {
 		return replicaset.NewReplicaSets(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
 	}},

@@ -144,8 +144,10 @@ func build(v3 bool, resources, all []Resource) built {
 	paths := map[string]object{}
 	for _, r := range resources {
 		b.addKind(reflect.TypeOf(r.Object).Elem(), gvk{r.Group, r.Version, r.Kind})
-		list := reflect.TypeOf(r.List).Elem()
-		b.addKind(list, gvk{r.Group, r.Version, list.Name()})
+		if r.List != nil {
+			list := reflect.TypeOf(r.List).Elem()
+			b.addKind(list, gvk{r.Group, r.Version, list.Name()})
+		}
 		b.addPaths(paths, r)
 	}
 	b.addKind(reflect.TypeFor[metav1.Status](), gvk{"", "v1", "Status"})

@@ -63,7 +63,10 @@ type op struct {
 func (b *builder) addPaths(paths map[string]object, r Resource) {
 	k := gvk{r.Group, r.Version, r.Kind}
 	obj := b.ref(reflect.TypeOf(r.Object).Elem())
-	list := b.ref(reflect.TypeOf(r.List).Elem())
+	var list object
+	if r.List != nil { // the review kinds have no list
+		list = b.ref(reflect.TypeOf(r.List).Elem())
+	}
 	status := b.ref(reflect.TypeFor[metav1.Status]())
 	delOpts := b.ref(reflect.TypeFor[metav1.DeleteOptions]())
 	patch := b.patchRef()

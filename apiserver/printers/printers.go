@@ -65,6 +65,10 @@ var byKind = map[string]printer{
 	"Secret":                {secretColumns, typed(secretRow)},
 	"ServiceAccount":        {serviceAccountColumns, typed(serviceAccountRow)},
 	"PodDisruptionBudget":   {podDisruptionBudgetColumns, typed(podDisruptionBudgetRow)},
+	"Role":                  {roleColumns, roleRow},
+	"ClusterRole":           {roleColumns, roleRow},
+	"RoleBinding":           {roleBindingColumns, roleBindingRow},
+	"ClusterRoleBinding":    {roleBindingColumns, roleBindingRow},
 }
 
 // defaultPrinter serves kinds without their own columns.

@@ -37,6 +37,13 @@ type Resource struct {
 	// supports besides metadata.name and metadata.namespace.
 	Fields func(obj runtime.Object) map[string]string
 
+	// Verbs are the verbs served; nil means every CRUD verb (Verbs()).
+	Verbs []string
+
+	// Virtual resources are not stored: a create is answered by computing
+	// the object's status (the access and identity reviews).
+	Virtual bool
+
 	// StorageOf names the resource whose storage this one shares (the
 	// events.k8s.io Event view of core Events); empty for the usual case.
 	StorageOf string
@@ -65,6 +72,14 @@ func (r *Resource) KeyPrefix() string {
 		return "/registry/" + r.Resource + "/"
 	}
 	return "/registry/" + r.Group + "/" + r.Resource + "/"
+}
+
+// ServedVerbs returns the verbs this resource answers.
+func (r *Resource) ServedVerbs() []string {
+	if r.Verbs != nil {
+		return r.Verbs
+	}
+	return Verbs()
 }
 
 // HasSubresource reports whether sub is served for this resource.

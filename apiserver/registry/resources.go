@@ -4,11 +4,14 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -89,6 +92,27 @@ func All() []*Resource {
 			New:          func() runtime.Object { return &policyv1.PodDisruptionBudget{} },
 			NewList:      func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} },
 			Subresources: []string{"status"}, HasStatus: true},
+
+		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Resource: "clusterroles", Singular: "clusterrole",
+			New: func() runtime.Object { return &rbacv1.ClusterRole{} }, NewList: func() runtime.Object { return &rbacv1.ClusterRoleList{} }},
+		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding", Resource: "clusterrolebindings", Singular: "clusterrolebinding",
+			New:     func() runtime.Object { return &rbacv1.ClusterRoleBinding{} },
+			NewList: func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} }},
+		{Group: "rbac.authorization.k8s.io", Kind: "Role", Resource: "roles", Singular: "role", Namespaced: true,
+			New: func() runtime.Object { return &rbacv1.Role{} }, NewList: func() runtime.Object { return &rbacv1.RoleList{} }},
+		{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding", Resource: "rolebindings", Singular: "rolebinding", Namespaced: true,
+			New: func() runtime.Object { return &rbacv1.RoleBinding{} }, NewList: func() runtime.Object { return &rbacv1.RoleBindingList{} }},
+
+		{Group: "authentication.k8s.io", Kind: "SelfSubjectReview", Resource: "selfsubjectreviews", Singular: "selfsubjectreview",
+			New: func() runtime.Object { return &authenticationv1.SelfSubjectReview{} }, Virtual: true, Verbs: []string{"create"}},
+		{Group: "authorization.k8s.io", Kind: "SelfSubjectAccessReview", Resource: "selfsubjectaccessreviews", Singular: "selfsubjectaccessreview",
+			New: func() runtime.Object { return &authorizationv1.SelfSubjectAccessReview{} }, Virtual: true, Verbs: []string{"create"}},
+		{Group: "authorization.k8s.io", Kind: "SelfSubjectRulesReview", Resource: "selfsubjectrulesreviews", Singular: "selfsubjectrulesreview",
+			New: func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} }, Virtual: true, Verbs: []string{"create"}},
+		{Group: "authorization.k8s.io", Kind: "SubjectAccessReview", Resource: "subjectaccessreviews", Singular: "subjectaccessreview",
+			New: func() runtime.Object { return &authorizationv1.SubjectAccessReview{} }, Virtual: true, Verbs: []string{"create"}},
+		{Group: "authorization.k8s.io", Kind: "LocalSubjectAccessReview", Resource: "localsubjectaccessreviews", Singular: "localsubjectaccessreview",
+			Namespaced: true, New: func() runtime.Object { return &authorizationv1.LocalSubjectAccessReview{} }, Virtual: true, Verbs: []string{"create"}},
 
 		{Group: "events.k8s.io", Kind: "Event", Resource: "events", Singular: "event", Namespaced: true, ShortNames: []string{"ev"},
 			New: func() runtime.Object { return &eventsv1.Event{} }, NewList: func() runtime.Object { return &eventsv1.EventList{} },

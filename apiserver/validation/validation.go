@@ -18,6 +18,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -68,6 +69,14 @@ func Create(obj runtime.Object, namespaced bool) field.ErrorList {
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validatePriorityClass(o)...)
 	case *policyv1.PodDisruptionBudget:
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validatePodDisruptionBudgetSpec(&o.Spec, specPath)...)
+	case *rbacv1.Role:
+		return append(objectMeta(&o.ObjectMeta, namespaced, rbacName), validateRole(o)...)
+	case *rbacv1.ClusterRole:
+		return append(objectMeta(&o.ObjectMeta, namespaced, rbacName), validateClusterRole(o)...)
+	case *rbacv1.RoleBinding:
+		return append(objectMeta(&o.ObjectMeta, namespaced, rbacName), validateRoleBinding(o)...)
+	case *rbacv1.ClusterRoleBinding:
+		return append(objectMeta(&o.ObjectMeta, namespaced, rbacName), validateClusterRoleBinding(o)...)
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -143,6 +152,24 @@ func Update(obj, old runtime.Object, namespaced bool) field.ErrorList {
 	case *policyv1.PodDisruptionBudget:
 		return update(o, old, func(o, old *policyv1.PodDisruptionBudget) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validatePodDisruptionBudgetSpec(&o.Spec, specPath)...)
+		})
+	case *rbacv1.Role:
+		return update(o, old, func(o, old *rbacv1.Role) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateRole(o)...)
+		})
+	case *rbacv1.ClusterRole:
+		return update(o, old, func(o, old *rbacv1.ClusterRole) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateClusterRole(o)...)
+		})
+	case *rbacv1.RoleBinding:
+		return update(o, old, func(o, old *rbacv1.RoleBinding) field.ErrorList {
+			errs := append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateRoleBinding(o)...)
+			return append(errs, roleRefUpdate(o.RoleRef, old.RoleRef)...)
+		})
+	case *rbacv1.ClusterRoleBinding:
+		return update(o, old, func(o, old *rbacv1.ClusterRoleBinding) field.ErrorList {
+			errs := append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateClusterRoleBinding(o)...)
+			return append(errs, roleRefUpdate(o.RoleRef, old.RoleRef)...)
 		})
 	}
 	return genericMetaUpdate(obj, old)

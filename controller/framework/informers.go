@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/client"
@@ -43,6 +44,8 @@ type Informers struct {
 	Secrets    *informer.Informer[corev1.Secret]
 	// ServiceAccounts is here for the garbage collector.
 	ServiceAccounts *informer.Informer[corev1.ServiceAccount]
+	// ClusterRoles feeds the cluster role aggregation.
+	ClusterRoles *informer.Informer[rbacv1.ClusterRole]
 }
 
 // NewInformers creates (but does not start) the shared informers, with the
@@ -66,6 +69,7 @@ func NewInformers(c *client.Client, log *slog.Logger) *Informers {
 		ConfigMaps:             informer.New(c.ConfigMaps(), cfg),
 		Secrets:                informer.New(c.Secrets(), cfg),
 		ServiceAccounts:        informer.New(c.ServiceAccounts(), cfg),
+		ClusterRoles:           informer.New(client.For[rbacv1.ClusterRole](c, client.ClusterRoles), cfg),
 	}
 	addOwnerIndexes(inf.Pods)
 	addOwnerIndexes(inf.ReplicationControllers)
@@ -106,7 +110,7 @@ type runnable interface {
 func (inf *Informers) all() []runnable {
 	return []runnable{inf.Pods, inf.Nodes, inf.Namespaces, inf.ReplicationControllers, inf.ReplicaSets,
 		inf.Deployments, inf.DaemonSets, inf.Jobs, inf.PodDisruptionBudgets, inf.Leases, inf.ConfigMaps,
-		inf.Secrets, inf.ServiceAccounts}
+		inf.Secrets, inf.ServiceAccounts, inf.ClusterRoles}
 }
 
 // Start runs every informer until ctx ends and returns a channel that is

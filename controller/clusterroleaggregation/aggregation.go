@@ -1,0 +1,122 @@
+// Package clusterroleaggregation fills the rules of ClusterRoles that
+// have an aggregationRule (admin, edit, view, and any a user makes) with
+// the rules of the ClusterRoles their selectors match, as Kubernetes'
+// clusterrole-aggregation controller does:
+//
+//	any ClusterRole changes ─▶ queue every aggregated ClusterRole
+//	   ─▶ Aggregate(role, all roles): matching roles by name, rules in order, each once
+//	   ─▶ differs from role.rules? ─▶ PUT the role with the new rules
+package clusterroleaggregation
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sort"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"minik/client"
+	"minik/client/informer"
+	"minik/controller/framework"
+)
+
+// Name is the controller's name.
+const Name = "clusterrole-aggregation"
+
+// Controller keeps aggregated ClusterRoles' rules current.
+type Controller struct {
+	roles *client.Typed[rbacv1.ClusterRole]
+	cache *informer.Informer[rbacv1.ClusterRole]
+	queue *framework.Queue
+	log   *slog.Logger
+}
+
+// New registers the controller on the shared ClusterRole informer.
+func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controller {
+	ctl := &Controller{roles: client.For[rbacv1.ClusterRole](c, client.ClusterRoles), cache: inf.ClusterRoles,
+		queue: framework.NewQueue(framework.QueueConfig{}), log: log.With("controller", Name)}
+	// Any role may be selected by any aggregated role: queue all of
+	// those (there are few).
+	requeue := func(*rbacv1.ClusterRole) {
+		for _, r := range ctl.cache.Store().List() {
+			if r.AggregationRule != nil {
+				ctl.queue.Add(r.Name)
+			}
+		}
+	}
+	inf.ClusterRoles.AddHandler(informer.Handler[rbacv1.ClusterRole]{
+		OnAdd: requeue, OnUpdate: func(_, r *rbacv1.ClusterRole) { requeue(r) }, OnDelete: requeue,
+	})
+	return ctl
+}
+
+// Run aggregates until ctx ends.
+func (ctl *Controller) Run(ctx context.Context, workers int) {
+	framework.RunWorkers(ctx, ctl.queue, 1, ctl.sync, func(key string, err error) {
+		ctl.log.Warn("aggregating failed", "clusterrole", key, "err", err)
+	})
+}
+
+func (ctl *Controller) sync(ctx context.Context, name string) (framework.Result, error) {
+	role, ok := ctl.cache.Store().Get("", name)
+	if !ok || role.AggregationRule == nil {
+		return framework.Result{}, nil
+	}
+	rules, err := Aggregate(role, ctl.cache.Store().List())
+	if err != nil {
+		return framework.Result{}, err
+	}
+	if reflect.DeepEqual(rules, role.Rules) || len(rules) == 0 && len(role.Rules) == 0 {
+		return framework.Result{}, nil
+	}
+	next := role.DeepCopy()
+	next.Rules = rules
+	if _, err := ctl.roles.Update(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return framework.Result{}, fmt.Errorf("updating %s: %w", name, err)
+	}
+	return framework.Result{}, nil
+}
+
+// Aggregate returns the rules an aggregated role should have: the rules
+// of every other ClusterRole one of its selectors matches, roles taken by
+// name, each rule once, in the order found.
+func Aggregate(role *rbacv1.ClusterRole, all []*rbacv1.ClusterRole) ([]rbacv1.PolicyRule, error) {
+	var selectors []labels.Selector
+	for i := range role.AggregationRule.ClusterRoleSelectors {
+		sel, err := metav1.LabelSelectorAsSelector(&role.AggregationRule.ClusterRoleSelectors[i])
+		if err != nil {
+			return nil, fmt.Errorf("clusterRoleSelectors[%d]: %w", i, err)
+		}
+		selectors = append(selectors, sel)
+	}
+	sorted := append([]*rbacv1.ClusterRole(nil), all...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	var rules []rbacv1.PolicyRule
+	for _, sel := range selectors {
+		for _, r := range sorted {
+			if r.Name == role.Name || !sel.Matches(labels.Set(r.Labels)) {
+				continue
+			}
+			for _, rule := range r.Rules {
+				if !containsRule(rules, rule) {
+					rules = append(rules, rule)
+				}
+			}
+		}
+	}
+	return rules, nil
+}
+
+func containsRule(rules []rbacv1.PolicyRule, r rbacv1.PolicyRule) bool {
+	for _, have := range rules {
+		if reflect.DeepEqual(have, r) {
+			return true
+		}
+	}
+	return false
+}
