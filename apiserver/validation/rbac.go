@@ -1,7 +1,6 @@
 package validation
 
 import (
-
 	rbacv1 "k8s.io/api/rbac/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
@@ -139,4 +138,3 @@ func roleRefUpdate(ref, old rbacv1.RoleRef) field.ErrorList {
 	}
 	return nil
 }
-
