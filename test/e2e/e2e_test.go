@@ -1,6 +1,6 @@
 // Package e2e runs pods on `minik up` with two real kubelets, containerd
 // and runc: what Kubernetes users expect of a pod's lifecycle. It needs
-// root, containerd, runc, busybox-static and containernetworking-plugins
+// root, containerd, runc, Debian's busybox .deb and containernetworking-plugins
 // (CI installs them); `minik up` starts its own containerd when
 // /run/containerd/containerd.sock does not answer.
 package e2e
