@@ -201,7 +201,16 @@ func securityContext(pod *corev1.Pod, c *corev1.Container, img *cri.Image) (*cri
 
 // --- environment ---
 
+// containerEnv is the container's environment, as the kubelet makes it:
+// envFrom, then env (a later name replaces an earlier one; $(VAR) in a
+// value expands from the variables before it and the service
+// variables), then the service variables (serviceEnv) the container does
+// not set itself.
 func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIP string) ([]corev1.EnvVar, error) {
+	svcEnv, err := k.serviceEnv(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
 	var out []corev1.EnvVar
 	index := map[string]int{}
 	set := func(name, value string) {
@@ -251,7 +260,7 @@ func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
-			set(e.Name, expand(e.Value, out))
+			set(e.Name, expand(e.Value, append(svcEnv[:len(svcEnv):len(svcEnv)], out...)))
 			continue
 		}
 		v, skip, err := k.envValueFrom(ctx, pod, c, e.ValueFrom, podIP)
@@ -260,6 +269,11 @@ func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		}
 		if !skip {
 			set(e.Name, v)
+		}
+	}
+	for _, e := range svcEnv {
+		if _, ok := index[e.Name]; !ok {
+			out = append(out, e)
 		}
 	}
 	return out, nil
