@@ -7,7 +7,7 @@ set -euo pipefail
 
 busybox_deb=/var/cache/minik/busybox.deb
 
-packages=(containerd runc busybox-static containernetworking-plugins iproute2 iptables kubectl)
+packages=(containerd runc containernetworking-plugins iproute2 iptables kubectl)
 
 if ! command -v dpkg >/dev/null; then
   echo "not a Debian system: make sure these are installed: ${packages[*]}" >&2
@@ -31,8 +31,9 @@ if ((${#missing[@]} > 0)); then
   apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 if [[ ! -s $busybox_deb ]]; then
-  # busybox conflicts with busybox-static, so it is only downloaded; the
-  # image builder reads bin/busybox out of the .deb.
+  # busybox conflicts with busybox-static, which a host may have, so it is
+  # only downloaded, never installed; the image builder reads bin/busybox
+  # out of the .deb.
   echo "downloading Debian's busybox package to $busybox_deb"
   dir=$(mktemp -d)
   chmod 755 "$dir"
