@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,7 +43,6 @@ type serviceSource struct {
 
 	ready     chan struct{} // closed once Services were listed, or are not served
 	readyOnce sync.Once
-	notServed atomic.Bool
 }
 
 func newServiceSource(c *client.Client, clock Clock, log *slog.Logger) *serviceSource {
@@ -74,7 +72,6 @@ func (s *serviceSource) run(ctx context.Context) error {
 		}
 		switch {
 		case apierrors.IsNotFound(err):
-			s.notServed.Store(true)
 			s.markReady()
 			if !saidNotServed {
 				saidNotServed = true
@@ -93,7 +90,6 @@ func (s *serviceSource) run(ctx context.Context) error {
 	if saidNotServed {
 		s.log.Info("the apiserver serves services now")
 	}
-	s.notServed.Store(false)
 	go func() {
 		select {
 		case <-s.inf.Synced():
