@@ -18,7 +18,7 @@ build:
 deps:
 	bash deploy/deps.sh
 
-## images: the busybox image, built locally from Debian's busybox-static.
+## images: the busybox image, built locally from Debian's busybox package (deploy/images).
 images: build
 	bin/minik image build busybox -o $(IMAGES)/busybox.tar
 

@@ -47,6 +47,20 @@ type Config struct {
 	// ClientCAFile verifies clients of the HTTPS endpoint (the apiserver).
 	ClientCAFile string
 
+	// ClusterDNS are the cluster DNS servers ClusterFirst pods use
+	// (--cluster-dns). nil means DefaultClusterDNS (10.96.0.10, the
+	// kube-dns Service); an empty, non-nil slice means none, and
+	// ClusterFirst pods then fall back to Default, as in the kubelet.
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain (--cluster-domain,
+	// default cluster.local): the pods' search domains and FQDNs.
+	ClusterDomain string
+	// ResolvConf is the host resolver file (--resolv-conf, default
+	// /etc/resolv.conf): Default pods get its resolvers, ClusterFirst
+	// pods its search domains. NoResolvConf gives pods no host resolvers
+	// (nameserver 127.0.0.1), as an empty --resolv-conf does.
+	ResolvConf string
+
 	// PodManifestPath holds static pod manifests (YAML or JSON), "" for none.
 	PodManifestPath string
 	// AllowedUnsafeSysctls are sysctls (or "prefix.*" patterns) pods may
@@ -93,6 +107,10 @@ type Config struct {
 	Ready chan struct{}
 }
 
+// NoResolvConf is Config.ResolvConf for no host resolver file (the
+// kubelet's --resolv-conf="").
+const NoResolvConf = "-"
+
 // Clock is the time source; tests inject a fake one.
 type Clock interface {
 	Now() time.Time
@@ -131,6 +149,15 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.ClusterDNS == nil {
+		c.ClusterDNS = []string{DefaultClusterDNS}
+	}
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = DefaultClusterDomain
+	}
+	if c.ResolvConf == "" {
+		c.ResolvConf = DefaultResolvConf
 	}
 	if c.NodeIP == "" {
 		c.NodeIP = defaultNodeIP()

@@ -40,9 +40,13 @@ func (k *Kubelet) logDir(pod *corev1.Pod) string {
 }
 
 func (k *Kubelet) sandboxConfig(pod *corev1.Pod) *cri.PodSandboxConfig {
+	hostname, err := sandboxHostname(pod, k.cfg.ClusterDomain)
+	if err != nil {
+		hostname = podHostname(pod) // writeSandboxFiles refused to create the sandbox
+	}
 	cfg := &cri.PodSandboxConfig{
 		Metadata:     &cri.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID)},
-		Hostname:     podHostname(pod),
+		Hostname:     hostname,
 		LogDirectory: k.logDir(pod),
 		Labels: map[string]string{runtime.LabelPodName: pod.Name, runtime.LabelPodNamespace: pod.Namespace,
 			runtime.LabelPodUID: string(pod.UID)},
@@ -197,7 +201,16 @@ func securityContext(pod *corev1.Pod, c *corev1.Container, img *cri.Image) (*cri
 
 // --- environment ---
 
+// containerEnv is the container's environment, as the kubelet makes it:
+// envFrom, then env (a later name replaces an earlier one; $(VAR) in a
+// value expands from the variables before it and the service
+// variables), then the service variables (serviceEnv) the container does
+// not set itself.
 func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIP string) ([]corev1.EnvVar, error) {
+	svcEnv, err := k.serviceEnv(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
 	var out []corev1.EnvVar
 	index := map[string]int{}
 	set := func(name, value string) {
@@ -247,7 +260,7 @@ func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
-			set(e.Name, expand(e.Value, out))
+			set(e.Name, expand(e.Value, append(svcEnv[:len(svcEnv):len(svcEnv)], out...)))
 			continue
 		}
 		v, skip, err := k.envValueFrom(ctx, pod, c, e.ValueFrom, podIP)
@@ -256,6 +269,11 @@ func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		}
 		if !skip {
 			set(e.Name, v)
+		}
+	}
+	for _, e := range svcEnv {
+		if _, ok := index[e.Name]; !ok {
+			out = append(out, e)
 		}
 	}
 	return out, nil
@@ -617,25 +635,32 @@ func writeVolumeFiles(dir string, data map[string][]byte, items []corev1.KeyToPa
 	return missing
 }
 
-// writeHosts writes the pod's /etc/hosts with its hostAliases.
+// writeHosts writes the pod's managed /etc/hosts (hostsFileContent); a
+// hostNetwork pod's starts from the node's /etc/hosts.
 func (k *Kubelet) writeHosts(pod *corev1.Pod, podIP string) error {
-	var b strings.Builder
-	b.WriteString("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
-	if podIP != "" {
-		fmt.Fprintf(&b, "%s\t%s\n", podIP, podHostname(pod))
-	}
-	if len(pod.Spec.HostAliases) > 0 {
-		b.WriteString("\n# Entries added by HostAliases.\n")
-		for _, ha := range pod.Spec.HostAliases {
-			fmt.Fprintf(&b, "%s\t%s\n", ha.IP, strings.Join(ha.Hostnames, "\t"))
+	var nodeHosts []byte
+	if pod.Spec.HostNetwork {
+		var err error
+		if nodeHosts, err = os.ReadFile(etcHostsPath); err != nil {
+			return err
 		}
 	}
+	var ips []string
+	if podIP != "" {
+		ips = []string{podIP}
+	}
+	hostname, domain := podHostnameAndDomain(pod, k.cfg.ClusterDomain)
 	dir := k.podDir(string(pod.UID))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "etc-hosts"), []byte(b.String()), 0o644)
+	// Written in place, as the kubelet does: running containers bind-mount
+	// this inode, and a rename would leave them the old file.
+	return os.WriteFile(filepath.Join(dir, "etc-hosts"), hostsFileContent(pod, ips, hostname, domain, nodeHosts), 0o644)
 }
+
+// etcHostsPath is the node's hosts file, which hostNetwork pods see.
+const etcHostsPath = "/etc/hosts"
 
 // containerMounts turns volumeMounts into bind mounts, plus /etc/hosts.
 func (k *Kubelet) containerMounts(pod *corev1.Pod, c *corev1.Container) ([]*cri.Mount, error) {
@@ -645,7 +670,7 @@ func (k *Kubelet) containerMounts(pod *corev1.Pod, c *corev1.Container) ([]*cri.
 		vols[v.Name] = v
 	}
 	var out []*cri.Mount
-	hasHosts := false
+	hasHosts, hasResolv := false, false
 	for _, m := range c.VolumeMounts {
 		v, ok := vols[m.Name]
 		if !ok {
@@ -665,10 +690,20 @@ func (k *Kubelet) containerMounts(pod *corev1.Pod, c *corev1.Container) ([]*cri.
 			}
 		}
 		hasHosts = hasHosts || m.MountPath == "/etc/hosts"
+		hasResolv = hasResolv || m.MountPath == "/etc/resolv.conf"
 		out = append(out, &cri.Mount{ContainerPath: m.MountPath, HostPath: host, Readonly: readonly})
 	}
-	if !hasHosts && !pod.Spec.HostNetwork {
+	// As in the kubelet, a container that mounts its own /etc/hosts keeps
+	// it; every other one gets the managed file, hostNetwork pods too.
+	if !hasHosts {
 		out = append(out, &cri.Mount{ContainerPath: "/etc/hosts", HostPath: filepath.Join(dir, "etc-hosts")})
+	}
+	// The sandbox's resolv.conf (writeSandboxFiles). A sandbox made before
+	// the kubelet wrote one has none: the runtime then gives the host's.
+	if resolv := filepath.Join(dir, "resolv.conf"); !hasResolv {
+		if _, err := os.Stat(resolv); err == nil {
+			out = append(out, &cri.Mount{ContainerPath: "/etc/resolv.conf", HostPath: resolv})
+		}
 	}
 	return out, nil
 }

@@ -139,7 +139,10 @@ func startHollowKubelet(t *testing.T, c *testcluster.Cluster, cfg kubelet.Config
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.RootDir, cfg.NodeIP, cfg.PodCIDR = t.TempDir(), "127.0.0.1", "10.99.0.0/24"
+	if cfg.RootDir == "" {
+		cfg.RootDir = t.TempDir()
+	}
+	cfg.NodeIP, cfg.PodCIDR = "127.0.0.1", "10.99.0.0/24"
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	ready := make(chan struct{})

@@ -28,6 +28,8 @@ type Kubelet struct {
 	rt       runtime.Runtime
 	recorder *record.Recorder
 	pods     *informer.Informer[corev1.Pod]
+	// services feeds the pods' service environment variables.
+	services *serviceSource
 	probes   *prober
 	// evictions is the eviction policy; stats feeds it.
 	evictions *eviction.Manager
@@ -111,6 +113,11 @@ func Run(ctx context.Context, cfg Config) error {
 		OnUpdate: func(_, n *corev1.Node) { k.observeNode(n) },
 	})
 	goRun(nodes.Run)
+
+	// Services for the pods' environment variables: listed beside the pods,
+	// so that the first containers need not wait for them.
+	k.services = newServiceSource(cfg.Client, cfg.Clock, k.log)
+	goRun(k.services.run)
 
 	k.pods = informer.New(cfg.Client.Pods(), informer.Config{FieldSelector: "spec.nodeName=" + cfg.NodeName, Logger: k.log})
 	k.pods.AddHandler(informer.Handler[corev1.Pod]{

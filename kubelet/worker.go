@@ -215,6 +215,10 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *observed,
 		if err := os.MkdirAll(k.podDir(string(pod.UID)), 0o755); err != nil {
 			return err
 		}
+		if err := k.writeSandboxFiles(pod); err != nil {
+			w.event(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+			return err
+		}
 		cfg := k.sandboxConfig(pod)
 		cfg.Metadata.Attempt = uint32(len(obs.Sandboxes))
 		start := time.Now()

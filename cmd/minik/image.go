@@ -86,7 +86,7 @@ func imageBuildCommand() *cobra.Command {
 	var out, busybox string
 	cmd := &cobra.Command{
 		Use:   "build busybox -o FILE.tar",
-		Short: "Build the busybox image from Debian's busybox-static, as an OCI archive",
+		Short: "Build the busybox image from Debian's busybox package and the glibc files it loads, as an OCI archive",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "busybox" {
@@ -103,6 +103,6 @@ func imageBuildCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "bin/images/busybox.tar", "archive to write")
-	cmd.Flags().StringVar(&busybox, "busybox", images.DefaultBusyboxPath, "static busybox binary (apt-get install busybox-static)")
+	cmd.Flags().StringVar(&busybox, "busybox", images.DefaultBusyboxPath, "Debian's busybox .deb (make deps downloads it), or a busybox binary")
 	return cmd
 }

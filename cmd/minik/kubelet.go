@@ -44,6 +44,30 @@ type kubeletOptions struct {
 	evictionHard                      string
 	evictionTransition                time.Duration
 	logRotation                       *logRotation
+	clusterDNS                        []string
+	clusterDomain, resolvConf         string
+}
+
+// dnsFlags adds --cluster-dns and --cluster-domain, of `minik kubelet`
+// and `minik up`, with minik's defaults (the kube-dns Service's address).
+func dnsFlags(f *pflag.FlagSet, clusterDNS *[]string, clusterDomain *string) {
+	f.StringSliceVar(clusterDNS, "cluster-dns", []string{kubelet.DefaultClusterDNS}, "DNS servers of ClusterFirst pods (\"\": none, and such pods fall back to Default)")
+	f.StringVar(clusterDomain, "cluster-domain", kubelet.DefaultClusterDomain, "the cluster's DNS domain: pods search NS.svc.DOMAIN, svc.DOMAIN and DOMAIN")
+}
+
+// clusterDNSConfig is --cluster-dns as kubelet.Config wants it: an empty
+// flag is an empty, non-nil slice (no cluster DNS).
+func clusterDNSConfig(flag []string) ([]string, error) {
+	out := []string{}
+	for _, s := range flag {
+		if s = strings.TrimSpace(s); s != "" {
+			if net.ParseIP(s) == nil {
+				return nil, fmt.Errorf("--cluster-dns %q: not an IP address", s)
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 // logRotation is --container-log-max-size and --container-log-max-files,
@@ -104,6 +128,8 @@ func kubeletCommand() *cobra.Command {
 	f.StringSliceVar(&o.insecureRegistries, "insecure-registry", nil, "registries (host:port) to pull from over plain HTTP")
 	f.StringSliceVar(&o.preloadImages, "preload-images", nil, "image archives (OCI or docker) to import at start")
 	f.StringVar(&o.evictionHard, "eviction-hard", eviction.DefaultHard, "hard eviction thresholds, SIGNAL<QUANTITY or SIGNAL<PERCENT% (signals: memory.available, nodefs.available, nodefs.inodesFree, pid.available); \"\" for none")
+	dnsFlags(f, &o.clusterDNS, &o.clusterDomain)
+	f.StringVar(&o.resolvConf, "resolv-conf", kubelet.DefaultResolvConf, "host resolver file: Default pods get its resolvers, ClusterFirst pods its search domains (\"\": none)")
 	f.DurationVar(&o.evictionTransition, "eviction-pressure-transition-period", eviction.DefaultPressureTransitionPeriod, "how long a pressure condition stays True after its threshold was last met")
 	o.logRotation = logRotationFlags(f)
 	return cmd
@@ -175,6 +201,10 @@ func runKubelet(ctx context.Context, o *kubeletOptions) error {
 	if err != nil {
 		return err
 	}
+	clusterDNS, err := clusterDNSConfig(o.clusterDNS)
+	if err != nil {
+		return err
+	}
 	cfg := kubelet.Config{
 		EvictionHard: thresholds, EvictionPressureTransitionPeriod: o.evictionTransition,
 		NodeName: o.nodeName, Client: c, Runtime: rt, RootDir: o.rootDir, NodeIP: o.nodeIP,
@@ -182,6 +212,10 @@ func runKubelet(ctx context.Context, o *kubeletOptions) error {
 		TLSCertFile: o.certFile, TLSKeyFile: o.keyFile, ClientCAFile: o.clientCAFile,
 		PodManifestPath: o.podManifestPath, AllowedUnsafeSysctls: o.unsafeSysctls, InsecureRegistries: o.insecureRegistries,
 		ReleaseIdleMemory: true,
+		ClusterDNS:        clusterDNS, ClusterDomain: o.clusterDomain, ResolvConf: o.resolvConf,
+	}
+	if cfg.ResolvConf == "" {
+		cfg.ResolvConf = kubelet.NoResolvConf
 	}
 	if o.nodeIP != "" || o.port != 10250 {
 		ip := o.nodeIP
@@ -270,6 +304,8 @@ type NodesConfig struct {
 	PKIDir        string   // where certificates are kept
 	Nodes         []string // node names, one kubelet each
 	PreloadImages []string // image archives imported into every node
+	ClusterDNS    []string // --cluster-dns of every kubelet
+	ClusterDomain string   // --cluster-domain of every kubelet
 }
 
 // runNodes starts a containerd if needed (DefaultAddress when it answers,
@@ -339,6 +375,7 @@ func runNodes(ctx context.Context, nc NodesConfig) error {
 			NodeName: node, Client: c, Runtime: rt, RootDir: root, NodeIP: "127.0.0.1", PodCIDR: podCIDR,
 			ServingAddress: "127.0.0.1:0", TLSCertFile: servingCert, TLSKeyFile: servingKey, ClientCAFile: caFile,
 			PodManifestPath: filepath.Join(root, "manifests"), ReleaseIdleMemory: true,
+			ClusterDNS: nc.ClusterDNS, ClusterDomain: nc.ClusterDomain,
 		}
 		if err := os.MkdirAll(cfg.PodManifestPath, 0o755); err != nil {
 			return err

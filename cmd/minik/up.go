@@ -34,6 +34,8 @@ type upOptions struct {
 	watchCacheSize     int
 	compactionInterval time.Duration
 	preloadImages      []string
+	clusterDNS         []string
+	clusterDomain      string
 }
 
 func upCommand() *cobra.Command {
@@ -57,6 +59,7 @@ func upCommand() *cobra.Command {
 	f.IntVar(&o.watchCacheSize, "watch-cache-size", 10000, "events per resource a watch can resume from")
 	f.DurationVar(&o.compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd history (negative: never)")
 	f.StringSliceVar(&o.preloadImages, "preload-images", nil, "image archives (OCI or docker) to import into every node, e.g. bin/images/busybox.tar")
+	dnsFlags(f, &o.clusterDNS, &o.clusterDomain)
 	return cmd
 }
 
@@ -139,6 +142,10 @@ func (f *clusterFiles) componentClient(path, name, user string) (*client.Client,
 }
 
 func runUp(ctx context.Context, o *upOptions) error {
+	clusterDNS, err := clusterDNSConfig(o.clusterDNS)
+	if err != nil {
+		return err
+	}
 	dataDir, err := filepath.Abs(o.dataDir) // sockets under it need absolute paths
 	if err != nil {
 		return err
@@ -209,7 +216,8 @@ func runUp(ctx context.Context, o *upOptions) error {
 	if o.kubelet {
 		run("kubelets", func(ctx context.Context) error {
 			return runNodes(ctx, NodesConfig{DataDir: o.dataDir, Server: files.server, CA: files.ca, PKIDir: files.pkiDir,
-				Nodes: o.nodes, PreloadImages: o.preloadImages})
+				Nodes: o.nodes, PreloadImages: o.preloadImages,
+				ClusterDNS: clusterDNS, ClusterDomain: o.clusterDomain})
 		})
 	}
 	slog.Info("cluster is up", "kubeconfig", adminKubeconfig, "hint", "export KUBECONFIG="+absPath(adminKubeconfig))

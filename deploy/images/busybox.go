@@ -26,8 +26,23 @@ import (
 // `image: busybox` normalizes to it.
 const BusyboxName = "docker.io/library/busybox:latest"
 
-// DefaultBusyboxPath is where Debian's busybox-static installs its binary.
-const DefaultBusyboxPath = "/bin/busybox"
+// DefaultBusyboxPath is Debian's busybox package (the dynamically linked
+// build, not busybox-static), where deploy/deps.sh downloads it with
+// `apt-get download busybox`. It is not installed: it conflicts with
+// busybox-static, which the host may keep.
+const DefaultBusyboxPath = "/var/cache/minik/busybox.deb"
+
+// PrintenvPath is GNU printenv from Debian's coreutils (an essential
+// package, on every Debian host). Debian builds busybox without its
+// printenv applet, so the image takes this one, linked against the same
+// libc as busybox.
+const PrintenvPath = "/usr/bin/printenv"
+
+// nsswitch is the image's /etc/nsswitch.conf: names from /etc/hosts (the
+// kubelet's managed file) first, then DNS (the pod's resolv.conf). glibc
+// 2.34 and later have the files and dns services built in, so no
+// libnss_*.so is needed.
+const nsswitch = "passwd:         files\ngroup:          files\nshadow:         files\nhosts:          files dns\nnetworks:       files\nprotocols:      files\nservices:       files\n"
 
 // File is one entry of an image layer.
 type File struct {
@@ -38,16 +53,19 @@ type File struct {
 	Dir      bool
 }
 
-// Busybox returns the layer of the busybox image: the static binary, one
-// symlink per applet, and a minimal /etc.
-func Busybox(busyboxPath string) ([]File, error) {
-	bin, err := os.ReadFile(busyboxPath)
+// Busybox returns the layer of the busybox image: the busybox binary
+// (src is a Debian .deb holding bin/busybox, or the binary itself), one
+// symlink per applet, printenv from coreutils when busybox lacks the
+// applet, the shared libraries they load (the ELF interpreter and every
+// DT_NEEDED, found beside the host's loader) and a minimal /etc.
+func Busybox(src string) ([]File, error) {
+	bin, err := busyboxBinary(src)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s (apt-get install busybox-static): %w", busyboxPath, err)
+		return nil, err
 	}
-	out, err := exec.Command(busyboxPath, "--list").Output()
+	applets, err := listApplets(bin)
 	if err != nil {
-		return nil, fmt.Errorf("%s --list: %w", busyboxPath, err)
+		return nil, err
 	}
 	files := []File{}
 	for _, d := range []string{"bin", "etc", "tmp", "proc", "sys", "dev", "root", "home", "var", "usr", "usr/bin", "sbin"} {
@@ -58,17 +76,123 @@ func Busybox(busyboxPath string) ([]File, error) {
 		files = append(files, File{Path: d, Mode: mode, Dir: true})
 	}
 	files = append(files, File{Path: "bin/busybox", Mode: 0o755, Data: bin})
-	for _, applet := range strings.Fields(string(out)) {
+	have := map[string]bool{}
+	for _, applet := range applets {
 		if applet == "busybox" || strings.Contains(applet, "/") {
 			continue
 		}
+		have[applet] = true
 		files = append(files, File{Path: "bin/" + applet, Mode: 0o777, Linkname: "busybox"})
 	}
+	elves := [][]byte{bin}
+	if !have["printenv"] {
+		pe, err := os.ReadFile(PrintenvPath)
+		if err != nil {
+			return nil, fmt.Errorf("busybox has no printenv applet, and coreutils' is missing: %w", err)
+		}
+		files = append(files, File{Path: "bin/printenv", Mode: 0o755, Data: pe})
+		elves = append(elves, pe)
+	}
+	libs, err := sharedLibraries(elves...)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, libs...)
 	files = append(files,
 		File{Path: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n")},
 		File{Path: "etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnobody:x:65534:\n")},
+		File{Path: "etc/nsswitch.conf", Mode: 0o644, Data: []byte(nsswitch)},
 	)
-	return files, nil
+	return dedupDirs(files), nil
+}
+
+// busyboxBinary reads the busybox binary from src: a .deb (through
+// dpkg-deb, so whatever compression Debian uses) or the file itself.
+func busyboxBinary(src string) ([]byte, error) {
+	if !strings.HasSuffix(src, ".deb") {
+		bin, err := os.ReadFile(src)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", src, err)
+		}
+		return bin, nil
+	}
+	if _, err := os.Stat(src); err != nil {
+		return nil, fmt.Errorf("%w (run `make deps`, or: apt-get download busybox && mv busybox_*.deb %s)", err, src)
+	}
+	cmd := exec.Command("dpkg-deb", "--fsys-tarfile", src)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("dpkg-deb: %w", err)
+	}
+	var bin []byte
+	tr := tar.NewReader(out)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			_ = cmd.Wait()
+			return nil, fmt.Errorf("reading %s: %w", src, err)
+		}
+		if path.Clean(h.Name) == "bin/busybox" && h.Typeflag == tar.TypeReg {
+			if bin, err = io.ReadAll(tr); err != nil {
+				_ = cmd.Wait()
+				return nil, err
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return nil, fmt.Errorf("dpkg-deb --fsys-tarfile %s: %w: %s", src, err, stderr.String())
+	}
+	if bin == nil {
+		return nil, fmt.Errorf("%s holds no bin/busybox", src)
+	}
+	return bin, nil
+}
+
+// listApplets runs the binary's `--list` from a temporary copy.
+func listApplets(bin []byte) ([]string, error) {
+	f, err := os.CreateTemp("", "busybox-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(bin); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Chmod(0o755); err != nil {
+		f.Close()
+		return nil, err
+	}
+	f.Close()
+	out, err := exec.Command(f.Name(), "--list").Output()
+	if err != nil {
+		return nil, fmt.Errorf("busybox --list: %w", err)
+	}
+	return strings.Fields(string(out)), nil
+}
+
+// dedupDirs drops repeated directory entries, keeping the first.
+func dedupDirs(files []File) []File {
+	seen := map[string]bool{}
+	out := files[:0]
+	for _, f := range files {
+		if f.Dir {
+			if seen[f.Path] {
+				continue
+			}
+			seen[f.Path] = true
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // WriteOCIArchive writes an OCI image archive with one layer made of files,
@@ -187,6 +311,8 @@ func gzipLayer(files []File) ([]byte, string, error) {
 }
 
 // BuildBusybox writes the busybox image archive to path.
+// busyboxPath is a Debian busybox .deb or a busybox binary
+// (DefaultBusyboxPath).
 func BuildBusybox(path, busyboxPath string) error {
 	files, err := Busybox(busyboxPath)
 	if err != nil {

@@ -3,9 +3,18 @@ package images
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestWriteOCIArchive(t *testing.T) {
@@ -53,4 +62,153 @@ func TestWriteOCIArchive(t *testing.T) {
 	if _, ok := entries["blobs/sha256/"+index.Manifests[0].Digest[len("sha256:"):]]; !ok {
 		t.Error("the manifest blob named by index.json is missing")
 	}
+}
+
+// TestBusyboxImageIsAUsableClient builds the image from Debian's busybox
+// package (deploy/deps.sh downloads it) and checks, in the layer itself,
+// that every program's loader and libraries are there, then runs the
+// client applets in a chroot of the layer: what a pod's minimal root
+// filesystem holds.
+func TestBusyboxImageIsAUsableClient(t *testing.T) {
+	files, err := Busybox(DefaultBusyboxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]File{}
+	for _, f := range files {
+		if _, dup := byPath[f.Path]; dup {
+			t.Errorf("%s is in the layer twice", f.Path)
+		}
+		byPath[f.Path] = f
+	}
+	for _, p := range []string{"bin/sh", "bin/wget", "bin/nslookup", "bin/printenv", "bin/env", "bin/httpd", "bin/sleep",
+		"bin/cat", "bin/hostname", "etc/passwd", "etc/group", "etc/nsswitch.conf"} {
+		if _, ok := byPath[p]; !ok {
+			t.Errorf("the image lacks %s", p)
+		}
+	}
+	if f := byPath["bin/printenv"]; f.Linkname != "" || len(f.Data) == 0 {
+		t.Errorf("bin/printenv should be coreutils' program (Debian's busybox has no printenv applet), got %+v", f.Linkname)
+	}
+	// Every ELF's interpreter and DT_NEEDED libraries resolve in the layer.
+	libDirs := []string{}
+	for p, f := range byPath {
+		if f.Dir && strings.HasPrefix(p, "lib/") {
+			libDirs = append(libDirs, p)
+		}
+	}
+	for p, f := range byPath {
+		if f.Dir || f.Linkname != "" || !bytes.HasPrefix(f.Data, []byte("\x7fELF")) {
+			continue
+		}
+		ef, err := elf.NewFile(bytes.NewReader(f.Data))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		in, _ := interpreter(ef)
+		if in != "" {
+			target := resolveLink(byPath, strings.TrimPrefix(in, "/"))
+			if g, ok := byPath[target]; !ok || len(g.Data) == 0 {
+				t.Errorf("%s: its loader %s is not in the layer", p, in)
+			}
+		}
+		needed, _ := ef.ImportedLibraries()
+		for _, lib := range needed {
+			found := false
+			for _, d := range libDirs {
+				if _, ok := byPath[path.Join(d, lib)]; ok {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s needs %s, which is not in the layer", p, lib)
+			}
+		}
+	}
+
+	if testing.Short() {
+		return // the rest runs programs in a chroot: root only
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("running the image's programs in a chroot needs root (go test -short skips it)")
+	}
+	root := t.TempDir()
+	for _, f := range files {
+		dst := filepath.Join(root, f.Path)
+		switch {
+		case f.Dir:
+			err = os.MkdirAll(dst, os.FileMode(f.Mode&0o777))
+		case f.Linkname != "":
+			err = os.Symlink(f.Linkname, dst)
+		default:
+			err = os.WriteFile(dst, f.Data, os.FileMode(f.Mode))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/hosts"), []byte("127.0.0.1\tlocalhost web\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "tmp/index.html"), []byte("hello from httpd\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	httpd := exec.Command("chroot", root, "/bin/httpd", "-f", "-p", fmt.Sprintf("127.0.0.1:%d", port), "-h", "/tmp")
+	if err := httpd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = httpd.Process.Kill(); _ = httpd.Wait() })
+	run := func(env []string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("chroot", append([]string{root}, args...)...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	if got := run([]string{"POD_IP=10.1.2.3", "PATH=/bin"}, "printenv", "POD_IP"); got != "10.1.2.3\n" {
+		t.Errorf("printenv POD_IP = %q", got)
+	}
+	if got := run([]string{"A=1"}, "/bin/env"); got != "A=1\n" {
+		t.Errorf("env = %q", got)
+	}
+	var got string
+	for i := 0; i < 50; i++ { // until httpd listens
+		cmd := exec.Command("chroot", root, "/bin/wget", "-qO-", fmt.Sprintf("http://127.0.0.1:%d/index.html", port))
+		out, err := cmd.CombinedOutput()
+		if got = string(out); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got != "hello from httpd\n" {
+		t.Fatalf("wget by IP = %q", got)
+	}
+	if got := run(nil, "/bin/wget", "-qO-", fmt.Sprintf("http://web:%d/index.html", port)); got != "hello from httpd\n" {
+		t.Errorf("wget by a name from /etc/hosts = %q", got)
+	}
+}
+
+// resolveLink follows symlinks inside the layer.
+func resolveLink(byPath map[string]File, p string) string {
+	for i := 0; i < 10; i++ {
+		f, ok := byPath[p]
+		if !ok || f.Linkname == "" {
+			return p
+		}
+		if strings.HasPrefix(f.Linkname, "/") {
+			p = strings.TrimPrefix(f.Linkname, "/")
+		} else {
+			p = path.Join(path.Dir(p), f.Linkname)
+		}
+	}
+	return p
 }

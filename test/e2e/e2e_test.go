@@ -1,6 +1,6 @@
 // Package e2e runs pods on `minik up` with two real kubelets, containerd
 // and runc: what Kubernetes users expect of a pod's lifecycle. It needs
-// root, containerd, runc, busybox-static and containernetworking-plugins
+// root, containerd, runc, Debian's busybox .deb and containernetworking-plugins
 // (CI installs them); `minik up` starts its own containerd when
 // /run/containerd/containerd.sock does not answer.
 package e2e
@@ -450,7 +450,7 @@ func TestKubelet(t *testing.T) {
 			}).Obj())
 			p := e.waitPod(t, "aliases", 60*time.Second, "Succeeded", phaseIs(corev1.PodSucceeded))
 			hosts := e.logs(t, "aliases")
-			for _, want := range []string{"10.9.8.7\tfoo.local\tbar.local", p.Status.PodIP + "\taliases", "127.0.0.1\tlocalhost"} {
+			for _, want := range []string{"10.9.8.7\tfoo.local\n10.9.8.7\tbar.local\n", p.Status.PodIP + "\taliases", "127.0.0.1\tlocalhost"} {
 				if !strings.Contains(hosts, want) {
 					t.Errorf("/etc/hosts lacks %q:\n%s", want, hosts)
 				}

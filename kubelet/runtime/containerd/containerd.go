@@ -561,13 +561,28 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 		oci.WithProcessArgs(args...),
 		oci.WithEnv(env),
 		oci.WithCgroup(filepath.Join("/minik", r.cfg.Namespace, id)),
-		oci.WithHostResolvconf,
+	}
+	// The kubelet mounts the pod's own /etc/resolv.conf and /etc/hosts;
+	// a container it gave none of them sees the host's.
+	mountsAt := func(dst string) bool {
+		for _, m := range cfg.Mounts {
+			if m.ContainerPath == dst {
+				return true
+			}
+		}
+		return false
+	}
+	if !mountsAt("/etc/resolv.conf") {
+		opts = append(opts, oci.WithHostResolvconf)
 	}
 	if cfg.WorkingDir != "" {
 		opts = append(opts, oci.WithProcessCwd(cfg.WorkingDir))
 	}
 	if sb.HostNetwork {
-		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace), oci.WithHostHostsFile)
+		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace))
+		if !mountsAt("/etc/hosts") {
+			opts = append(opts, oci.WithHostHostsFile)
+		}
 	} else {
 		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sb.NetNS}))
 		if sb.Hostname != "" {

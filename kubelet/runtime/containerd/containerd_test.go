@@ -52,7 +52,7 @@ func testDaemon(t *testing.T) string {
 		daemon, daemonErr = containerd.StartDaemon(context.Background(), daemonDir)
 	})
 	if daemonErr != nil {
-		t.Fatalf("starting containerd (CI installs containerd, runc and busybox-static): %v", daemonErr)
+		t.Fatalf("starting containerd (CI installs containerd and runc): %v", daemonErr)
 	}
 	return daemon.Address
 }
