@@ -145,12 +145,12 @@ func (r *registrar) run(ctx context.Context) {
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	err := r.slices.Delete(dctx, ServiceNamespace, r.sliceName, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	switch err := r.slices.Delete(dctx, ServiceNamespace, r.sliceName, metav1.DeleteOptions{}); {
+	case err == nil:
+		r.log.Info("dns: removed this server's kube-dns endpoint", "slice", r.sliceName)
+	case !apierrors.IsNotFound(err):
 		r.log.Warn("dns: cannot remove this server's kube-dns endpoint", "slice", r.sliceName, "err", err)
-		return
 	}
-	r.log.Info("dns: removed this server's kube-dns endpoint", "slice", r.sliceName)
 }
 
 // ensure creates the kube-dns Service if it is missing and creates or

@@ -34,6 +34,8 @@ type upOptions struct {
 	watchCacheSize     int
 	compactionInterval time.Duration
 	preloadImages      []string
+	dns                bool
+	dnsListen          string
 }
 
 func upCommand() *cobra.Command {
@@ -57,6 +59,8 @@ func upCommand() *cobra.Command {
 	f.IntVar(&o.watchCacheSize, "watch-cache-size", 10000, "events per resource a watch can resume from")
 	f.DurationVar(&o.compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd history (negative: never)")
 	f.StringSliceVar(&o.preloadImages, "preload-images", nil, "image archives (OCI or docker) to import into every node, e.g. bin/images/busybox.tar")
+	f.BoolVar(&o.dns, "dns", true, "run the cluster DNS (with the kubelets only)")
+	f.StringVar(&o.dnsListen, "dns-listen", "", "UDP and TCP address of the cluster DNS (default: the host's primary IPv4, port 53)")
 	return cmd
 }
 
@@ -205,6 +209,13 @@ func runUp(ctx context.Context, o *upOptions) error {
 			return err
 		}
 		run("controller", func(ctx context.Context) error { return controller.Run(ctx, controller.Config{Client: c}) })
+	}
+	if o.dns && o.kubelet {
+		d, err := newUpDNS(o.dnsListen, files, o.dataDir, o.nodes[0])
+		if err != nil {
+			return err
+		}
+		run("dns", d.Run)
 	}
 	if o.kubelet {
 		run("kubelets", func(ctx context.Context) error {
