@@ -24,6 +24,13 @@ import (
 	"minik/client/informer"
 )
 
+// GCPercent is the GOGC of a process that runs only the DNS (`minik
+// dns`). Its heap is almost all long-lived records, and Go's default of
+// 100 lets garbage grow to as much again before collecting; 50 keeps the
+// resident memory under load a quarter lower for a little more GC work
+// (test/bench/dns measures both). An explicit GOGC wins.
+const GCPercent = 50
+
 // Config configures a DNS.
 type Config struct {
 	// Client reaches the apiserver; it must be allowed to list and watch

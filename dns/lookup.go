@@ -226,7 +226,7 @@ func (s *Store) serviceName(svc *serviceRecords, qtype uint16, a *Answer) {
 // allocates for it).
 func (sl *sliceRecords) sets(svc *serviceRecords) [2]*endpointRecords {
 	if svc.publishNotReady {
-		return [2]*endpointRecords{&sl.ready, &sl.unready}
+		return [2]*endpointRecords{&sl.ready, sl.unready}
 	}
 	return [2]*endpointRecords{&sl.ready, nil}
 }

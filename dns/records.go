@@ -54,7 +54,7 @@ type sliceRecords struct {
 	service string // owner Service key, "SVC.NS"
 	ports   []portRecord
 	ready   endpointRecords
-	unready endpointRecords
+	unready *endpointRecords // nil while every endpoint is ready
 }
 
 // endpointRecords are the records of a set of endpoints.
@@ -204,7 +204,10 @@ func buildSlice(sl *discoveryv1.EndpointSlice, zone string, ttl uint32) *sliceRe
 		// ready (discovery/v1 API documentation).
 		set := &r.ready
 		if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
-			set = &r.unready
+			if r.unready == nil {
+				r.unready = &endpointRecords{}
+			}
+			set = r.unready
 		}
 		for _, addr := range ep.Addresses {
 			ip := net.ParseIP(addr)

@@ -168,7 +168,9 @@ func (s *Store) UpsertSlice(sl *discoveryv1.EndpointSlice) {
 	sortSlices(list)
 	s.slices[r.service] = list
 	s.addPTRs(r.ready.ptrs, r.service, false, true)
-	s.addPTRs(r.unready.ptrs, r.service, false, false)
+	if r.unready != nil {
+		s.addPTRs(r.unready.ptrs, r.service, false, false)
+	}
 	s.touch()
 }
 
@@ -193,7 +195,9 @@ func (s *Store) removeSlice(id string) bool {
 	for i, r := range list {
 		if r.name == name {
 			s.removePTRs(r.ready.ptrs)
-			s.removePTRs(r.unready.ptrs)
+			if r.unready != nil {
+				s.removePTRs(r.unready.ptrs)
+			}
 			list = append(list[:i:i], list[i+1:]...)
 			break
 		}

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,6 +68,9 @@ func dnsCommand() *cobra.Command {
 			d, err := dns.New(cfg)
 			if err != nil {
 				return err
+			}
+			if os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(dns.GCPercent)
 			}
 			return d.Run(cmd.Context())
 		},
