@@ -91,8 +91,13 @@ func dnsCommand() *cobra.Command {
 
 // newUpDNS returns the DNS `minik up` runs, listening on listen ("" for
 // the host's primary IPv4, port 53), with its own client certificate
-// and the defaults of `minik dns`.
-func newUpDNS(listen string, files *clusterFiles, dataDir, nodeName string) (*dns.DNS, error) {
+// and the defaults of `minik dns`. Its endpoint is on the first node when
+// kubelets run.
+func newUpDNS(listen string, files *clusterFiles, dataDir string, kubelets bool, nodes []string) (*dns.DNS, error) {
+	nodeName := ""
+	if kubelets && len(nodes) > 0 {
+		nodeName = nodes[0]
+	}
 	c, err := files.componentClient(filepath.Join(dataDir, "dns.kubeconfig"), "dns", dnsUser)
 	if err != nil {
 		return nil, err

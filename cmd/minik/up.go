@@ -46,6 +46,9 @@ func upCommand() *cobra.Command {
 		Short: "Run a whole cluster in this process: embedded etcd, apiserver, scheduler, controller and kubelets",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("dns") {
+				o.dns = o.kubelet // by default the DNS comes with the pods that use it
+			}
 			return runUp(cmd.Context(), o)
 		},
 	}
@@ -59,7 +62,7 @@ func upCommand() *cobra.Command {
 	f.IntVar(&o.watchCacheSize, "watch-cache-size", 10000, "events per resource a watch can resume from")
 	f.DurationVar(&o.compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd history (negative: never)")
 	f.StringSliceVar(&o.preloadImages, "preload-images", nil, "image archives (OCI or docker) to import into every node, e.g. bin/images/busybox.tar")
-	f.BoolVar(&o.dns, "dns", true, "run the cluster DNS (with the kubelets only)")
+	f.BoolVar(&o.dns, "dns", true, "run the cluster DNS (default: when the kubelets run)")
 	f.StringVar(&o.dnsListen, "dns-listen", "", "UDP and TCP address of the cluster DNS (default: the host's primary IPv4, port 53)")
 	return cmd
 }
@@ -210,8 +213,8 @@ func runUp(ctx context.Context, o *upOptions) error {
 		}
 		run("controller", func(ctx context.Context) error { return controller.Run(ctx, controller.Config{Client: c}) })
 	}
-	if o.dns && o.kubelet {
-		d, err := newUpDNS(o.dnsListen, files, o.dataDir, o.nodes[0])
+	if o.dns {
+		d, err := newUpDNS(o.dnsListen, files, o.dataDir, o.kubelet, o.nodes)
 		if err != nil {
 			return err
 		}
