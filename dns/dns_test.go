@@ -13,6 +13,7 @@ import (
 
 	miekg "github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // eventually retries check until it passes or 10s went by.
@@ -45,6 +46,15 @@ func TestDNSWatchesAndRegisters(t *testing.T) {
 	if err := os.WriteFile(resolvConf, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// What an earlier server on this node left, and one on another node.
+	stale := makeSlice("kube-system", "kube-dns-192-0-2-9", "kube-dns").Ready("", "192.0.2.9").Obj()
+	stale.Labels["endpointslice.kubernetes.io/managed-by"] = "minik-dns"
+	stale.Endpoints[0].NodeName = ptr.To("n1")
+	api.put(t, "endpointslices", stale, true)
+	other := stale.DeepCopy()
+	other.Name, other.Endpoints[0].NodeName = "kube-dns-192-0-2-10", ptr.To("n2")
+	api.put(t, "endpointslices", other, true)
+
 	d, err := New(Config{Client: c, Listen: "127.0.0.1:0", ResolvConf: resolvConf, Register: true, NodeName: "n1",
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -96,6 +106,18 @@ func TestDNSWatchesAndRegisters(t *testing.T) {
 		}
 		if len(sl.OwnerReferences) != 1 || sl.OwnerReferences[0].UID != svc.UID {
 			t.Errorf("owner %+v, want the kube-dns Service %s", sl.OwnerReferences, svc.UID)
+		}
+	})
+
+	eventually(t, "a stale slice of this node is removed", func() error {
+		if api.slice("kube-system", "kube-dns-192-0-2-9") != nil {
+			return errString("the stale slice of this node is still there")
+		}
+		return nil
+	})
+	t.Run("the slice of another node stays", func(t *testing.T) {
+		if api.slice("kube-system", "kube-dns-192-0-2-10") == nil {
+			t.Errorf("the slice of another node was removed")
 		}
 	})
 

@@ -68,6 +68,7 @@ type registrar struct {
 	log       *slog.Logger
 	kick      chan struct{}
 	warned    map[string]bool
+	swept     bool // stale slices of this node removed
 }
 
 func newRegistrar(c *client.Client, serviceIP, addr net.IP, port int32, nodeName string, log *slog.Logger) *registrar {
@@ -189,6 +190,38 @@ func (r *registrar) ensure(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("endpointslice %s/%s: %w", ServiceNamespace, r.sliceName, err)
+	}
+	if !r.swept {
+		if err := r.sweep(ctx); err != nil {
+			return err
+		}
+		r.swept = true
+	}
+	return nil
+}
+
+// sweep deletes the slices an earlier DNS on this node left when it did
+// not stop cleanly and then came back on another address: the proxy would
+// send queries to an address nothing answers on. Slices of other nodes,
+// and those without a node, belong to servers this one cannot judge.
+func (r *registrar) sweep(ctx context.Context) error {
+	if r.nodeName == "" {
+		return nil
+	}
+	list, err := r.slices.List(ctx, ServiceNamespace, metav1.ListOptions{
+		LabelSelector: discoveryv1.LabelManagedBy + "=" + ManagedBy + "," + discoveryv1.LabelServiceName + "=" + ServiceName})
+	if err != nil {
+		return fmt.Errorf("list kube-dns endpointslices: %w", err)
+	}
+	for _, sl := range list.Items {
+		if sl.Name == r.sliceName || sl.Labels[discoveryv1.LabelManagedBy] != ManagedBy ||
+			!slices.ContainsFunc(sl.Endpoints, func(e discoveryv1.Endpoint) bool { return ptrEqual(e.NodeName, &r.nodeName) }) {
+			continue
+		}
+		if err := r.slices.Delete(ctx, ServiceNamespace, sl.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete stale endpointslice %s: %w", sl.Name, err)
+		}
+		r.log.Info("dns: removed a stale kube-dns endpoint of this node", "slice", sl.Name)
 	}
 	return nil
 }
