@@ -35,6 +35,10 @@ type ServerConfig struct {
 	// UpstreamTimeout bounds a whole forwarded question, every upstream
 	// tried included. Default 5s.
 	UpstreamTimeout time.Duration
+	// MaxForwards caps the questions waiting on upstream at once; more
+	// are REFUSED at once, as CoreDNS's forward max_concurrent does, so
+	// that a dead upstream cannot pile up goroutines. Default 1000.
+	MaxForwards int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -47,8 +51,9 @@ type Server struct {
 	ctx  context.Context // the Serve context, for forwarded questions
 	pc   net.PacketConn
 	ln   net.Listener
-	opt  *miekg.OPT // the OPT record of answers to EDNS0 questions
-	pool sync.Pool  // *reply
+	opt  *miekg.OPT    // the OPT record of answers to EDNS0 questions
+	pool sync.Pool     // *reply
+	fwds chan struct{} // one token per question waiting on upstream
 }
 
 // reply is the memory of one answer, reused across questions.
@@ -66,7 +71,10 @@ func NewServer(cfg ServerConfig) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, ctx: context.Background()}
+	if cfg.MaxForwards <= 0 {
+		cfg.MaxForwards = 1000
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, ctx: context.Background(), fwds: make(chan struct{}, cfg.MaxForwards)}
 	s.opt = &miekg.OPT{Hdr: miekg.RR_Header{Name: ".", Rrtype: miekg.TypeOPT}}
 	s.opt.SetUDPSize(advertisedUDPSize)
 	s.pool.New = func() any { return &reply{buf: make([]byte, 0, 1024)} }
@@ -194,8 +202,18 @@ func (s *Server) chase(m *miekg.Msg, target string, qtype uint16) {
 	m.Answer = append(m.Answer, resp.Answer...)
 }
 
-// forward answers req with what upstream says, or SERVFAIL.
+// forward answers req with what upstream says, or SERVFAIL; REFUSED when
+// MaxForwards questions are already waiting.
 func (s *Server) forward(w miekg.ResponseWriter, req *miekg.Msg, tcp bool) {
+	select {
+	case s.fwds <- struct{}{}:
+		defer func() { <-s.fwds }()
+	default:
+		resp := new(miekg.Msg)
+		resp.SetRcode(req, miekg.RcodeRefused)
+		s.write(w, req, &reply{msg: *resp}, tcp)
+		return
+	}
 	var resp *miekg.Msg
 	err := errNoUpstream
 	if s.cfg.Forwarder != nil {

@@ -190,6 +190,53 @@ func TestServerUpstreamFailure(t *testing.T) {
 	}
 }
 
+func TestServerRefusesForwardsOverTheCap(t *testing.T) {
+	release := make(chan struct{})
+	slow := fakeUpstream(t, func(w miekg.ResponseWriter, req *miekg.Msg) {
+		<-release
+		exampleCom(w, req)
+	})
+	srv := NewServer(ServerConfig{Listen: "127.0.0.1:0", Store: newTestStore(), Forwarder: NewForwarder([]string{slow}, 5*time.Second),
+		MaxForwards: 1, Logger: slog.New(slog.DiscardHandler)})
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	first := make(chan *miekg.Msg, 1)
+	go func() {
+		resp, err := miekg.Exchange(new(miekg.Msg).SetQuestion("www.example.com.", miekg.TypeA), srv.Addr())
+		if err != nil {
+			resp = new(miekg.Msg) // reported below as a wrong answer
+		}
+		first <- resp
+	}()
+	eventuallyCond(t, "the first question waits on upstream", func() bool { return len(srv.fwds) == 1 })
+	if resp := ask(t, srv.Addr(), "udp", "www.example.com.", miekg.TypeA, 0); resp.Rcode != miekg.RcodeRefused {
+		t.Errorf("second question over the cap: rcode %s, want REFUSED", miekg.RcodeToString[resp.Rcode])
+	}
+	if resp := ask(t, srv.Addr(), "udp", "web.default.svc.cluster.local.", miekg.TypeA, 0); resp.Rcode != miekg.RcodeNameError {
+		t.Errorf("a cluster name is answered from the store whatever upstream does: rcode %s", miekg.RcodeToString[resp.Rcode])
+	}
+	close(release)
+	if resp := <-first; resp.Rcode != miekg.RcodeSuccess || len(resp.Answer) != 1 {
+		t.Errorf("the waiting question: %v", resp)
+	}
+}
+
+func eventuallyCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	eventually(t, what, func() error {
+		if !cond() {
+			return errString("not yet")
+		}
+		return nil
+	})
+}
+
 func TestUpstreamsFromResolvConf(t *testing.T) {
 	tests := []struct {
 		name   string
