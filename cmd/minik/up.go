@@ -62,7 +62,7 @@ func upCommand() *cobra.Command {
 	f.IntVar(&o.watchCacheSize, "watch-cache-size", 10000, "events per resource a watch can resume from")
 	f.DurationVar(&o.compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd history (negative: never)")
 	f.StringSliceVar(&o.preloadImages, "preload-images", nil, "image archives (OCI or docker) to import into every node, e.g. bin/images/busybox.tar")
-	f.BoolVar(&o.dns, "dns", true, "run the cluster DNS (default: when the kubelets run)")
+	f.BoolVar(&o.dns, "dns", false, "run the cluster DNS (default: when the kubelets run)")
 	f.StringVar(&o.dnsListen, "dns-listen", "", "UDP and TCP address of the cluster DNS (default: the host's primary IPv4, port 53)")
 	return cmd
 }
