@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"time"
@@ -176,7 +177,28 @@ func (s *Server) ServeDNS(w miekg.ResponseWriter, req *miekg.Msg) {
 	if r.ans.Chase != "" {
 		s.chase(m, r.ans.Chase, q.Qtype)
 	}
+	shuffleAddresses(m.Answer)
 	s.write(w, req, r, tcp)
+}
+
+// shuffleAddresses puts the address records that end an answer in a
+// random order, so that clients that take the first spread over a
+// headless Service's endpoints: what kubeadm's Corefile asks of CoreDNS
+// with its loadbalance plugin. Only the answer's own slice is permuted;
+// the records are the store's.
+func shuffleAddresses(rrs []miekg.RR) {
+	first := len(rrs)
+	for first > 0 {
+		if t := rrs[first-1].Header().Rrtype; t != miekg.TypeA && t != miekg.TypeAAAA {
+			break
+		}
+		first--
+	}
+	addrs := rrs[first:]
+	for i := len(addrs) - 1; i > 0; i-- {
+		j := rand.IntN(i + 1)
+		addrs[i], addrs[j] = addrs[j], addrs[i]
+	}
 }
 
 // chase adds the addresses of an ExternalName's target to m: from the

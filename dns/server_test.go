@@ -154,6 +154,37 @@ func TestServer(t *testing.T) {
 	}
 }
 
+func TestServerShufflesAddresses(t *testing.T) {
+	s := newTestStore()
+	s.UpsertService(makeService("default", "db").Headless().Obj())
+	sl := makeSlice("default", "db-1", "db")
+	var want []string
+	for i := range 10 {
+		ip := fmt.Sprintf("10.244.0.%d", i+1)
+		sl = sl.Ready("", ip)
+		want = append(want, "db.default.svc.cluster.local. 30 IN A "+ip)
+	}
+	s.UpsertSlice(sl.Obj())
+	slices.Sort(want)
+	addr := startServer(t, s, nil, time.Second)
+	firsts := map[string]bool{}
+	for range 50 {
+		resp := ask(t, addr, "udp", "db.default.svc.cluster.local.", miekg.TypeA, 0)
+		if got := rrStrings(resp.Answer); !slices.Equal(got, want) {
+			t.Fatalf("answer %q, want the 10 endpoints", got)
+		}
+		firsts[resp.Answer[0].(*miekg.A).A.String()] = true
+	}
+	if len(firsts) < 3 {
+		t.Errorf("50 answers began with only %d different addresses; want them spread", len(firsts))
+	}
+	var a Answer
+	s.Lookup("db.default.svc.cluster.local.", miekg.TypeA, &a)
+	if a.Answer[0].(*miekg.A).A.String() != "10.244.0.1" {
+		t.Errorf("the store's own order changed: %v", a.Answer[0])
+	}
+}
+
 func TestServerUpstreamFailure(t *testing.T) {
 	// A resolver that never answers, and a port where nothing listens.
 	silent := fakeUpstream(t, func(miekg.ResponseWriter, *miekg.Msg) {})
