@@ -36,6 +36,13 @@ type ServerConfig struct {
 	// UpstreamTimeout bounds a whole forwarded question, every upstream
 	// tried included. Default 5s.
 	UpstreamTimeout time.Duration
+	// CacheTTL is the longest that upstream's answers are kept. Default
+	// 30s (kubeadm's Corefile); negative: no cache.
+	CacheTTL time.Duration
+	// CacheSize is the most answers kept. Default 10,000.
+	CacheSize int
+	// Now is the cache's clock. Default time.Now.
+	Now func() time.Time
 	// MaxForwards caps the questions waiting on upstream at once; more
 	// are REFUSED at once, as CoreDNS's forward max_concurrent does, so
 	// that a dead upstream cannot pile up goroutines. Default 1000.
@@ -47,14 +54,15 @@ type ServerConfig struct {
 // Server answers DNS over UDP and TCP: the cluster zone from its Store,
 // everything else through its Forwarder.
 type Server struct {
-	cfg  ServerConfig
-	log  *slog.Logger
-	ctx  context.Context // the Serve context, for forwarded questions
-	pc   net.PacketConn
-	ln   net.Listener
-	opt  *miekg.OPT    // the OPT record of answers to EDNS0 questions
-	pool sync.Pool     // *reply
-	fwds chan struct{} // one token per question waiting on upstream
+	cfg   ServerConfig
+	log   *slog.Logger
+	ctx   context.Context // the Serve context, for forwarded questions
+	pc    net.PacketConn
+	ln    net.Listener
+	opt   *miekg.OPT    // the OPT record of answers to EDNS0 questions
+	pool  sync.Pool     // *reply
+	fwds  chan struct{} // one token per question waiting on upstream
+	cache *answerCache  // nil: none
 }
 
 // reply is the memory of one answer, reused across questions.
@@ -75,7 +83,19 @@ func NewServer(cfg ServerConfig) *Server {
 	if cfg.MaxForwards <= 0 {
 		cfg.MaxForwards = 1000
 	}
+	if cfg.CacheTTL == 0 {
+		cfg.CacheTTL = 30 * time.Second
+	}
+	if cfg.CacheSize <= 0 {
+		cfg.CacheSize = 10000
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, ctx: context.Background(), fwds: make(chan struct{}, cfg.MaxForwards)}
+	if cfg.CacheTTL > 0 {
+		s.cache = newAnswerCache(cfg.CacheTTL, cfg.CacheSize, cfg.Now)
+	}
 	s.opt = &miekg.OPT{Hdr: miekg.RR_Header{Name: ".", Rrtype: miekg.TypeOPT}}
 	s.opt.SetUDPSize(advertisedUDPSize)
 	s.pool.New = func() any { return &reply{buf: make([]byte, 0, 1024)} }
@@ -224,9 +244,15 @@ func (s *Server) chase(m *miekg.Msg, target string, qtype uint16) {
 	m.Answer = append(m.Answer, resp.Answer...)
 }
 
-// forward answers req with what upstream says, or SERVFAIL; REFUSED when
-// MaxForwards questions are already waiting.
+// forward answers req with what upstream says (or said, not long ago),
+// or SERVFAIL; REFUSED when MaxForwards questions are already waiting.
 func (s *Server) forward(w miekg.ResponseWriter, req *miekg.Msg, tcp bool) {
+	if s.cache != nil {
+		if resp := s.cache.get(req); resp != nil {
+			s.write(w, req, &reply{msg: *resp}, tcp)
+			return
+		}
+	}
 	select {
 	case s.fwds <- struct{}{}:
 		defer func() { <-s.fwds }()
@@ -242,6 +268,9 @@ func (s *Server) forward(w miekg.ResponseWriter, req *miekg.Msg, tcp bool) {
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.UpstreamTimeout)
 		resp, err = s.cfg.Forwarder.Exchange(ctx, req, tcp)
 		cancel()
+		if err == nil && s.cache != nil {
+			s.cache.put(req, resp)
+		}
 	}
 	if err != nil {
 		s.log.Debug("dns: forward failed", "name", req.Question[0].Name, "err", err)
