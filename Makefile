@@ -5,7 +5,7 @@ ARGS    ?=
 
 IMAGES  ?= bin/images
 
-.PHONY: deps build images up test unit bench-apiserver bench-kubelet bench-controller bench-scheduler clean
+.PHONY: deps build images up test unit bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns clean
 
 ## build: bin/minik, static (no cgo) and without containerd's Go-plugin
 ## loader (its import of package plugin exports every symbol dynamically:
@@ -52,6 +52,10 @@ bench-controller: build
 ## bench-scheduler: scheduler_perf-style workloads (Basic, NodeAffinity, PodAntiAffinity, Preemption), one JSON line each.
 bench-scheduler: build
 	$(GO) run ./test/bench/scheduler -bin bin/minik
+
+## bench-dns: the cluster DNS holding 5,000 Services: store updates, QPS and p99 from UDP clients on loopback, RSS; one JSON line each.
+bench-dns:
+	$(GO) run ./test/bench/dns
 
 clean:
 	rm -rf bin $(DATA)

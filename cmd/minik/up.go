@@ -36,6 +36,8 @@ type upOptions struct {
 	preloadImages      []string
 	clusterDNS         []string
 	clusterDomain      string
+	dns                bool
+	dnsListen          string
 }
 
 func upCommand() *cobra.Command {
@@ -46,6 +48,9 @@ func upCommand() *cobra.Command {
 		Short: "Run a whole cluster in this process: embedded etcd, apiserver, scheduler, controller and kubelets",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("dns") {
+				o.dns = o.kubelet // by default the DNS comes with the pods that use it
+			}
 			return runUp(cmd.Context(), o)
 		},
 	}
@@ -60,6 +65,8 @@ func upCommand() *cobra.Command {
 	f.DurationVar(&o.compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd history (negative: never)")
 	f.StringSliceVar(&o.preloadImages, "preload-images", nil, "image archives (OCI or docker) to import into every node, e.g. bin/images/busybox.tar")
 	dnsFlags(f, &o.clusterDNS, &o.clusterDomain)
+	f.BoolVar(&o.dns, "dns", false, "run the cluster DNS (default: when the kubelets run)")
+	f.StringVar(&o.dnsListen, "dns-listen", "", "UDP and TCP address of the cluster DNS (default: the host's primary IPv4, port 53)")
 	return cmd
 }
 
@@ -212,6 +219,13 @@ func runUp(ctx context.Context, o *upOptions) error {
 			return err
 		}
 		run("controller", func(ctx context.Context) error { return controller.Run(ctx, controller.Config{Client: c}) })
+	}
+	if o.dns {
+		d, err := newUpDNS(o.dnsListen, files, o.dataDir, o.kubelet, o.nodes)
+		if err != nil {
+			return err
+		}
+		run("dns", d.Run)
 	}
 	if o.kubelet {
 		run("kubelets", func(ctx context.Context) error {
