@@ -40,22 +40,16 @@ func withUser(ctx context.Context, u *User) context.Context {
 	return context.WithValue(ctx, userKey{}, u)
 }
 
-// authenticate requires a verified client certificate. Anonymous
-// requests answer 401 except for the health and version endpoints,
-// which are routed before this middleware.
+// authenticate requires a client certificate or a bearer token. Anonymous
+// requests answer 401 except for the health, version and issuer
+// discovery endpoints, which are routed before this middleware.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		u := s.authenticateRequest(r)
+		if u == nil {
 			writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
 			return
 		}
-		cert := r.TLS.VerifiedChains[0][0]
-		if cert.Subject.CommonName == "" {
-			// As kube-apiserver's x509 authenticator: no user name, no user.
-			writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
-			return
-		}
-		u := &User{Name: cert.Subject.CommonName, Groups: append([]string{"system:authenticated"}, cert.Subject.Organization...)}
 		if impersonating(r) {
 			var err error
 			if u, err = s.impersonate(r.WithContext(withUser(r.Context(), u)), u); err != nil {
@@ -65,6 +59,25 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(withUser(r.Context(), u)))
 	})
+}
+
+// authenticateRequest returns the request's user: from a verified client
+// certificate (CN the user, O the groups; an empty CN is no user, as in
+// kube-apiserver), else from a bearer token. nil means anonymous.
+func (s *Server) authenticateRequest(r *http.Request) *User {
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+		cert := r.TLS.VerifiedChains[0][0]
+		if cert.Subject.CommonName == "" {
+			return nil
+		}
+		return &User{Name: cert.Subject.CommonName, Groups: append([]string{"system:authenticated"}, cert.Subject.Organization...)}
+	}
+	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && token != "" {
+		if u, ok := s.authenticateToken(r.Context(), strings.TrimSpace(token)); ok {
+			return u
+		}
+	}
+	return nil
 }
 
 // authorize checks a resource request against the authorizer chain.

@@ -51,6 +51,10 @@ func (s *Server) routes(openapiHandler http.Handler) *mux.Router {
 	r.Handle("/livez", public(s.health)).Methods(http.MethodGet)
 	r.Handle("/readyz", public(s.health)).Methods(http.MethodGet)
 	r.Handle("/version", public(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, Version) })).Methods(http.MethodGet)
+	// The service-account issuer's discovery documents, public as the
+	// issue of tokens to others needs them to be.
+	r.Handle("/.well-known/openid-configuration", public(s.serveOpenIDConfiguration)).Methods(http.MethodGet)
+	r.Handle("/openid/v1/jwks", public(s.serveJWKS)).Methods(http.MethodGet)
 
 	authed := r.NewRoute().Subrouter()
 	authed.Use(s.authenticate)
@@ -174,6 +178,9 @@ func subresourceDiscovery(rs *registry.Resource, sub string) metav1.APIResource 
 		out.Kind, out.Verbs = "PodPortForwardOptions", []string{"create", "get"}
 	case "finalize":
 		out.Verbs = []string{"update"}
+	case "token":
+		out.Group, out.Version, out.Kind = "authentication.k8s.io", "v1", "TokenRequest"
+		out.Verbs = []string{"create"}
 	}
 	return out
 }

@@ -60,6 +60,13 @@ func (z *nodeAuthorizer) authorize(ctx context.Context, a *attributes) (decision
 			return z.related(ctx, node, a)
 		case "nodes":
 			return authorizeNodeObject(node, a)
+		case "serviceaccounts":
+			// Tokens for the accounts its pods run as; which pod the
+			// token is bound to is checked when it is issued.
+			if a.verb != "create" || a.subresource != "token" {
+				return noOpinion, "can only create tokens for individual service accounts"
+			}
+			return z.related(ctx, node, &attributes{resource: "serviceaccounts", namespace: a.namespace, name: a.name})
 		case "pods":
 			return z.authorizePod(ctx, node, a)
 		}

@@ -45,6 +45,18 @@ type Config struct {
 	// KubeletClientCertFile and KubeletClientKeyFile authenticate the
 	// apiserver to kubelets (for pods/log).
 	KubeletClientCertFile, KubeletClientKeyFile string
+	// ServiceAccountSigningKeyFile is the private key (EC or RSA PEM) that
+	// signs service-account tokens; empty disables tokens.
+	ServiceAccountSigningKeyFile string
+	// ServiceAccountIssuer is the tokens' iss claim (default
+	// https://kubernetes.default.svc.cluster.local, as kubeadm sets it).
+	ServiceAccountIssuer string
+	// APIAudiences are the audiences a token must name to authenticate
+	// here (default: the issuer).
+	APIAudiences []string
+	// TokenAuthFile is a static token file in Kubernetes' CSV format
+	// (token,user,uid,"group1,group2"); empty for none.
+	TokenAuthFile string
 	// WatchCacheSize is how many recent events per resource a watch can
 	// resume from (default 10000); older resourceVersions answer 410 Gone.
 	WatchCacheSize int
@@ -78,6 +90,9 @@ type Server struct {
 
 	// authorizers run in order for every request (authz.go); nodeGraph
 	// is what the node authorizer knows of each node's pods.
+	tokens       *tokenIssuer     // nil without a signing key
+	staticTokens map[string]*User // from TokenAuthFile
+
 	authorizers []authorizer
 	nodeGraph   *nodeGraph
 	rbac        *rbacAuthorizer
@@ -102,6 +117,23 @@ func New(cfg Config) (*Server, error) {
 		cfg.BookmarkInterval = 10 * time.Second
 	}
 	s := &Server{cfg: cfg, handlers: map[string]*resourceHandler{}, ready: make(chan struct{})}
+	if cfg.ServiceAccountSigningKeyFile != "" {
+		if cfg.ServiceAccountIssuer == "" {
+			cfg.ServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+		}
+		t, err := newTokenIssuer(cfg.ServiceAccountSigningKeyFile, cfg.ServiceAccountIssuer, cfg.APIAudiences)
+		if err != nil {
+			return nil, err
+		}
+		s.tokens = t
+	}
+	if cfg.TokenAuthFile != "" {
+		tokens, err := loadTokenFile(cfg.TokenAuthFile)
+		if err != nil {
+			return nil, err
+		}
+		s.staticTokens = tokens
+	}
 	byID := map[string]*storage.Store{}
 	var openapiResources []openapi.Resource
 	for _, res := range registry.All() {

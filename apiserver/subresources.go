@@ -42,6 +42,8 @@ func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Reques
 		h.portForward(w, r, ri)
 	case ri.subresource == "finalize" && ri.verb == "update":
 		h.finalize(w, r, ri)
+	case ri.subresource == "token" && ri.verb == "create":
+		h.createToken(w, r, ri)
 	default:
 		writeError(w, r, methodNotAllowed(r))
 	}

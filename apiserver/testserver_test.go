@@ -45,12 +45,16 @@ func startTestServer(tb testing.TB) *testServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	saKey, err := pki.EnsureServiceAccountKey(pkiDir)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	srv, err := New(Config{Etcd: cli, Listener: ln, TLSCertFile: certFile, TLSKeyFile: keyFile,
-		ClientCAFile: filepath.Join(pkiDir, "ca.crt"), CompactionInterval: -1})
+		ClientCAFile: filepath.Join(pkiDir, "ca.crt"), CompactionInterval: -1, ServiceAccountSigningKeyFile: saKey})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -88,6 +92,19 @@ func (ts *testServer) clientAs(tb testing.TB, user string, groups ...string) *cl
 	}
 	cfg := ts.config
 	cfg.TLS = &tls.Config{RootCAs: ts.ca.CertPool(), Certificates: []tls.Certificate{pair}}
+	c, err := client.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// clientWithToken returns a client that authenticates with a bearer token.
+func (ts *testServer) clientWithToken(tb testing.TB, token string) *client.Client {
+	tb.Helper()
+	cfg := ts.config
+	cfg.TLS = &tls.Config{RootCAs: ts.ca.CertPool()}
+	cfg.BearerToken = token
 	c, err := client.New(cfg)
 	if err != nil {
 		tb.Fatal(err)

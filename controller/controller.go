@@ -30,6 +30,7 @@ import (
 	"minik/controller/nodelifecycle"
 	"minik/controller/replicaset"
 	"minik/controller/replication"
+	"minik/controller/serviceaccount"
 	"minik/controller/tainteviction"
 )
 
@@ -70,6 +71,9 @@ type Config struct {
 	// DisableNodeIPAM turns off the assignment of podCIDRs to nodes.
 	// Default false: every node gets one.
 	DisableNodeIPAM bool
+	// RootCA is the cluster CA bundle (PEM) published in every namespace
+	// as the ConfigMap kube-root-ca.crt (--root-ca-file). Default: none.
+	RootCA []byte
 	// Controllers lists the controllers to run; empty means all. Names are
 	// the packages' Name constants.
 	Controllers []string
@@ -224,6 +228,9 @@ var builders = []struct {
 }{
 	{garbagecollector.Name, func(d deps) (runnable, error) { return garbagecollector.New(d.cfg.Client, d.inf, d.log), nil }},
 	{namespace.Name, func(d deps) (runnable, error) { return namespace.New(d.cfg.Client, d.inf, d.cfg.Clock, d.log), nil }},
+	{serviceaccount.Name, func(d deps) (runnable, error) {
+		return serviceaccount.New(d.cfg.Client, d.inf, d.cfg.RootCA, d.log), nil
+	}},
 	{clusterroleaggregation.Name, func(d deps) (runnable, error) {
 		return clusterroleaggregation.New(d.cfg.Client, d.inf, d.log), nil
 	}},

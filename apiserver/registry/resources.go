@@ -60,8 +60,9 @@ func All() []*Resource {
 				return map[string]string{"type": string(o.(*corev1.Secret).Type)}
 			}},
 		{Kind: "ServiceAccount", Resource: "serviceaccounts", Singular: "serviceaccount", Namespaced: true, ShortNames: []string{"sa"},
-			New:     func() runtime.Object { return &corev1.ServiceAccount{} },
-			NewList: func() runtime.Object { return &corev1.ServiceAccountList{} }},
+			New:          func() runtime.Object { return &corev1.ServiceAccount{} },
+			NewList:      func() runtime.Object { return &corev1.ServiceAccountList{} },
+			Subresources: []string{"token"}},
 
 		{Group: "apps", Kind: "Deployment", Resource: "deployments", Singular: "deployment", Namespaced: true,
 			ShortNames: []string{"deploy"}, Categories: []string{"all"},

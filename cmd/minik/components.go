@@ -21,6 +21,7 @@ func apiserverCommand() *cobra.Command {
 		kubeletCert, kubeletKey     string
 		watchCacheSize              int
 		compactionInterval          time.Duration
+		auth                        = &authFlags{}
 	)
 	cmd := &cobra.Command{
 		Use:   "apiserver",
@@ -40,9 +41,11 @@ func apiserverCommand() *cobra.Command {
 				return err
 			}
 			defer client.Close()
-			api, err := apiserver.New(apiserver.Config{Etcd: client, Listen: listen, TLSCertFile: cert, TLSKeyFile: key,
+			cfg := apiserver.Config{Etcd: client, Listen: listen, TLSCertFile: cert, TLSKeyFile: key,
 				ClientCAFile: clientCA, KubeletClientCertFile: kubeletCert, KubeletClientKeyFile: kubeletKey,
-				WatchCacheSize: watchCacheSize, CompactionInterval: compactionInterval})
+				WatchCacheSize: watchCacheSize, CompactionInterval: compactionInterval}
+			auth.apply(&cfg)
+			api, err := apiserver.New(cfg)
 			if err != nil {
 				return err
 			}
@@ -50,6 +53,7 @@ func apiserverCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	auth.register(f)
 	f.StringSliceVar(&etcdServers, "etcd-servers", nil, "etcd client URLs, comma separated")
 	f.StringVar(&listen, "listen", "127.0.0.1:6443", "HTTPS address (host:port)")
 	f.StringVar(&cert, "tls-cert-file", "", "serving certificate (PEM)")

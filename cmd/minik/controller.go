@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,8 +19,9 @@ func controllerCommand() *cobra.Command {
 		kubeconfigPath string
 		// The eviction flags always set the policy, so that an explicit 0
 		// is kept (a rate of 0 taints no node).
-		eviction = nodelifecycle.DefaultEvictionConfig()
-		cfg      = controller.Config{Eviction: &eviction}
+		eviction   = nodelifecycle.DefaultEvictionConfig()
+		cfg        = controller.Config{Eviction: &eviction}
+		rootCAFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -43,11 +46,17 @@ func controllerCommand() *cobra.Command {
 				return err
 			}
 			cfg.Client = c
+			if rootCAFile != "" {
+				if cfg.RootCA, err = os.ReadFile(rootCAFile); err != nil {
+					return fmt.Errorf("--root-ca-file: %w", err)
+				}
+			}
 			return controller.Run(cmd.Context(), cfg)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig of the apiserver (default $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&rootCAFile, "root-ca-file", "", "CA bundle published in every namespace as the ConfigMap kube-root-ca.crt (e.g. DATA/pki/ca.crt)")
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", false, "run only while holding the Lease kube-system/kube-controller-manager")
 	f.StringVar(&cfg.Identity, "identity", "", "name of this instance in the Lease (default host_pid)")
 	f.IntVar(&cfg.Workers, "workers", 4, "goroutines per controller")

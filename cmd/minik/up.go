@@ -34,6 +34,7 @@ type upOptions struct {
 	watchCacheSize     int
 	compactionInterval time.Duration
 	preloadImages      []string
+	auth               *authFlags
 	clusterDNS         []string
 	clusterDomain      string
 	dns                bool
@@ -65,6 +66,7 @@ func upCommand() *cobra.Command {
 	f.DurationVar(&o.compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd history (negative: never)")
 	f.StringSliceVar(&o.preloadImages, "preload-images", nil, "image archives (OCI or docker) to import into every node, e.g. bin/images/busybox.tar")
 	dnsFlags(f, &o.clusterDNS, &o.clusterDomain)
+	o.auth = addAuthFlags(f)
 	f.BoolVar(&o.dns, "dns", false, "run the cluster DNS (default: when the kubelets run)")
 	f.StringVar(&o.dnsListen, "dns-listen", "", "UDP and TCP address of the cluster DNS (default: the host's primary IPv4, port 53)")
 	return cmd
@@ -76,6 +78,7 @@ type clusterFiles struct {
 	pkiDir                  string
 	servingCert, servingKey string
 	kubeletCert, kubeletKey string
+	saKey                   string // signs service-account tokens
 	server                  string
 }
 
@@ -112,6 +115,9 @@ func preparePKI(dataDir, listen string) (*clusterFiles, error) {
 		return nil, err
 	}
 	if f.kubeletCert, f.kubeletKey, err = ca.EnsureClient(pkiDir, "apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{pki.MastersGroup}); err != nil {
+		return nil, err
+	}
+	if f.saKey, err = pki.EnsureServiceAccountKey(pkiDir); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -178,12 +184,15 @@ func runUp(ctx context.Context, o *upOptions) error {
 	}
 	defer member.Close()
 
-	api, err := apiserver.New(apiserver.Config{
+	apiCfg := apiserver.Config{
 		Etcd: etcdClient, Listen: o.listen,
 		TLSCertFile: files.servingCert, TLSKeyFile: files.servingKey, ClientCAFile: filepath.Join(files.pkiDir, "ca.crt"),
 		KubeletClientCertFile: files.kubeletCert, KubeletClientKeyFile: files.kubeletKey,
 		WatchCacheSize: o.watchCacheSize, CompactionInterval: o.compactionInterval,
-	})
+		ServiceAccountSigningKeyFile: files.saKey,
+	}
+	o.auth.apply(&apiCfg)
+	api, err := apiserver.New(apiCfg)
 	if err != nil {
 		return err
 	}
@@ -218,7 +227,9 @@ func runUp(ctx context.Context, o *upOptions) error {
 		if err != nil {
 			return err
 		}
-		run("controller", func(ctx context.Context) error { return controller.Run(ctx, controller.Config{Client: c}) })
+		run("controller", func(ctx context.Context) error {
+			return controller.Run(ctx, controller.Config{Client: c, RootCA: files.ca.CertPEM()})
+		})
 	}
 	if o.dns {
 		d, err := newUpDNS(o.dnsListen, files, o.dataDir, o.kubelet, o.nodes)
