@@ -106,3 +106,37 @@ func TestDryRunValuesAreValidated(t *testing.T) {
 		t.Errorf("after the dry-run create: %v, want NotFound", err)
 	}
 }
+
+// A patch may not rename or move an object, nor delete it whole; a
+// create must name its namespace in the URL.
+func TestPatchesKeepNameAndNamespace(t *testing.T) {
+	ts := startTestServer(t)
+	ctx := t.Context()
+	admin := ts.client(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "keep", Namespace: "default"}, Data: map[string]string{"a": "1"}}
+	if _, err := admin.ConfigMaps().Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		pt    types.PatchType
+		patch string
+	}{
+		"a rename":                     {types.MergePatchType, `{"metadata":{"name":"other"}}`},
+		"a move to another namespace":  {types.MergePatchType, `{"metadata":{"namespace":"kube-system"}}`},
+		"a strategic delete of it all": {types.StrategicMergePatchType, `{"$patch":"delete"}`},
+		"a JSON patch of the name":     {types.JSONPatchType, `[{"op":"replace","path":"/metadata/name","value":"x"}]`},
+	} {
+		if _, err := admin.ConfigMaps().Patch(ctx, "default", "keep", c.pt, []byte(c.patch), metav1.PatchOptions{}); !apierrors.IsBadRequest(err) {
+			t.Errorf("%s: %v, want 400", name, err)
+		}
+	}
+	got, err := admin.ConfigMaps().Get(ctx, "default", "keep", metav1.GetOptions{})
+	if err != nil || got.Data["a"] != "1" {
+		t.Errorf("after the refused patches: %v %v", err, got)
+	}
+	body := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x", "namespace": "default"}}
+	err = admin.Do(ctx, http.MethodPost, "/api/v1/configmaps", nil, body, nil)
+	if se, ok := err.(apierrors.APIStatus); !ok || se.Status().Code != http.StatusMethodNotAllowed {
+		t.Errorf("a create at the cluster scope: %v, want 405", err)
+	}
+}

@@ -386,6 +386,16 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ri *requ
 		if err != nil {
 			return nil, err
 		}
+		// As kube-apiserver: a patch may not rename or move the object
+		// (this also refuses a strategic "$patch: delete" of the whole
+		// object, which leaves it without a name).
+		m, _ := meta.Accessor(obj)
+		if m.GetName() != ri.name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), ri.name))
+		}
+		if h.res.Namespaced && m.GetNamespace() != ri.namespace {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace on the request (%s)", m.GetNamespace(), ri.namespace))
+		}
 		return h.in(obj)
 	})
 	if err != nil {

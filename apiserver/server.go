@@ -412,6 +412,11 @@ func (s *Server) parseResourcePath(r *http.Request) (*requestInfo, error) {
 		if ri.name != "" && ri.subresource == "" {
 			return nil, methodNotAllowed(r)
 		}
+		if h.res.Namespaced && ri.namespace == "" && !h.res.Virtual {
+			// /api/v1/pods lists across namespaces; creates go to
+			// /api/v1/namespaces/NS/pods.
+			return nil, methodNotAllowed(r)
+		}
 	case http.MethodPut:
 		ri.verb = "update"
 	case http.MethodPatch:
