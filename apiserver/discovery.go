@@ -1,14 +1,19 @@
 package apiserver
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log"
 	"log/slog"
 	"net/http"
 	"runtime"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gorilla/mux"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 
@@ -74,14 +79,51 @@ func (s *Server) routes(openapiHandler http.Handler) *mux.Router {
 	return r
 }
 
+// health answers /healthz, /livez and /readyz as kube-apiserver does:
+// "ok", or with ?verbose one line per check, and 500 naming the failed
+// checks. /readyz and /healthz include etcd (a quick read); /livez does
+// not, so that an etcd outage makes the server unready, not restarted.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	endpoint := strings.TrimPrefix(r.URL.Path, "/")
+	type check struct {
+		name string
+		err  error
+	}
+	checks := []check{{name: "ping"}}
 	select {
 	case <-s.ready:
 	default:
-		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		checks = append(checks, check{"apiserver-started", errors.New("not started")})
+	}
+	if endpoint != "livez" {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		// Linearizable, as kube-apiserver's check: it needs a quorum.
+		_, err := s.cfg.Etcd.Get(ctx, "health-check", clientv3.WithCountOnly())
+		cancel()
+		checks = append(checks, check{"etcd", err})
+	}
+	var out strings.Builder
+	failed := false
+	for _, c := range checks {
+		if c.err != nil {
+			failed = true
+			fmt.Fprintf(&out, "[-]%s failed: reason withheld\n", c.name)
+			slog.Warn("health check failed", "endpoint", endpoint, "check", c.name, "err", c.err)
+		} else {
+			fmt.Fprintf(&out, "[+]%s ok\n", c.name)
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if failed {
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, "%s%s check failed\n", out.String(), endpoint)
 		return
 	}
-	w.Header().Set("Content-Type", "text/plain")
+	if _, verbose := r.URL.Query()["verbose"]; verbose {
+		fmt.Fprintf(w, "%s%s check passed\n", out.String(), endpoint)
+		return
+	}
 	_, _ = w.Write([]byte("ok"))
 }
 

@@ -57,6 +57,13 @@ type Config struct {
 	// TokenAuthFile is a static token file in Kubernetes' CSV format
 	// (token,user,uid,"group1,group2"); empty for none.
 	TokenAuthFile string
+	// MaxRequestsInflight and MaxMutatingRequestsInflight bound the
+	// read-only and mutating requests served at once (default 400 and
+	// 200, as kube-apiserver); beyond them a request gets 429.
+	MaxRequestsInflight, MaxMutatingRequestsInflight int
+	// RequestTimeout bounds each request that is not long-running, and
+	// the reading of any request body (default 60s).
+	RequestTimeout time.Duration
 	// WatchCacheSize is how many recent events per resource a watch can
 	// resume from (default 10000); older resourceVersions answer 410 Gone.
 	WatchCacheSize int
@@ -90,6 +97,7 @@ type Server struct {
 
 	// authorizers run in order for every request (authz.go); nodeGraph
 	// is what the node authorizer knows of each node's pods.
+	limiter      *limiter
 	tokens       *tokenIssuer     // nil without a signing key
 	staticTokens map[string]*User // from TokenAuthFile
 
@@ -116,7 +124,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.BookmarkInterval == 0 {
 		cfg.BookmarkInterval = 10 * time.Second
 	}
-	s := &Server{cfg: cfg, handlers: map[string]*resourceHandler{}, ready: make(chan struct{})}
+	if cfg.MaxRequestsInflight <= 0 {
+		cfg.MaxRequestsInflight = defaultMaxRequestsInflight
+	}
+	if cfg.MaxMutatingRequestsInflight <= 0 {
+		cfg.MaxMutatingRequestsInflight = defaultMaxMutatingRequestsInflight
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = defaultRequestTimeout
+	}
+	s := &Server{cfg: cfg, handlers: map[string]*resourceHandler{}, ready: make(chan struct{}),
+		limiter: newLimiter(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight, cfg.RequestTimeout)}
 	if cfg.ServiceAccountSigningKeyFile != "" {
 		if cfg.ServiceAccountIssuer == "" {
 			cfg.ServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
@@ -199,8 +217,9 @@ func buildInBackground(build func() http.Handler) http.Handler {
 	})
 }
 
-// Handler returns the HTTP handler (authentication included).
-func (s *Server) Handler() http.Handler { return s.router }
+// Handler returns the HTTP handler (protection and authentication
+// included).
+func (s *Server) Handler() http.Handler { return s.protect(s.router) }
 
 // Ready is closed once the server accepts requests.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
@@ -238,7 +257,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("apiserver listen: %w", err)
 		}
 	}
-	srv := &http.Server{Handler: s.router, TLSConfig: tlsCfg, ReadHeaderTimeout: 30 * time.Second,
+	srv := &http.Server{Handler: s.Handler(), TLSConfig: tlsCfg, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: slogErrorLog()}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(tls.NewListener(ln, tlsCfg)) }()

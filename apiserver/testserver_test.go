@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"minik/client"
@@ -20,11 +21,19 @@ type testServer struct {
 	config client.Config
 	ca     *pki.CA
 	pkiDir string
+	// stopEtcd closes the embedded etcd member (a fault test).
+	stopEtcd func()
 }
 
 // startTestServer runs a whole apiserver in-process, so that a profile of
 // a benchmark sees the server, its etcd and the client together.
 func startTestServer(tb testing.TB) *testServer {
+	tb.Helper()
+	return startTestServerWith(tb, nil)
+}
+
+// startTestServerWith is startTestServer with changes to the Config.
+func startTestServerWith(tb testing.TB, change func(*Config)) *testServer {
 	tb.Helper()
 	dir := tb.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -32,6 +41,7 @@ func startTestServer(tb testing.TB) *testServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	closeEtcd := sync.OnceFunc(member.Close)
 	pkiDir := filepath.Join(dir, "pki")
 	ca, err := pki.EnsureCA(pkiDir)
 	if err != nil {
@@ -53,8 +63,12 @@ func startTestServer(tb testing.TB) *testServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := New(Config{Etcd: cli, Listener: ln, TLSCertFile: certFile, TLSKeyFile: keyFile,
-		ClientCAFile: filepath.Join(pkiDir, "ca.crt"), CompactionInterval: -1, ServiceAccountSigningKeyFile: saKey})
+	cfg := Config{Etcd: cli, Listener: ln, TLSCertFile: certFile, TLSKeyFile: keyFile,
+		ClientCAFile: filepath.Join(pkiDir, "ca.crt"), CompactionInterval: -1, ServiceAccountSigningKeyFile: saKey}
+	if change != nil {
+		change(&cfg)
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -69,13 +83,13 @@ func startTestServer(tb testing.TB) *testServer {
 		cancel()
 		<-done
 		cli.Close()
-		member.Close()
+		closeEtcd()
 	})
 	pair, err := tls.LoadX509KeyPair(adminCert, adminKey)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &testServer{srv: srv, ca: ca, pkiDir: pkiDir, config: client.Config{Host: "https://" + ln.Addr().String(),
+	return &testServer{srv: srv, ca: ca, pkiDir: pkiDir, stopEtcd: closeEtcd, config: client.Config{Host: "https://" + ln.Addr().String(),
 		TLS: &tls.Config{RootCAs: ca.CertPool(), Certificates: []tls.Certificate{pair}}}}
 }
 

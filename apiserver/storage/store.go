@@ -408,5 +408,9 @@ func storageError(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return apierrors.NewTimeoutError("storage request did not finish: "+err.Error(), 1)
 	}
+	if errors.Is(err, rpctypes.ErrRequestTooLarge) || strings.Contains(err.Error(), rpctypes.ErrRequestTooLarge.Error()) {
+		// As kube-apiserver: an object over etcd's request limit is refused whole.
+		return apierrors.NewRequestEntityTooLargeError(err.Error())
+	}
 	return apierrors.NewInternalError(fmt.Errorf("storage: %w", err))
 }

@@ -1,16 +1,20 @@
 package main
 
 import (
+	"time"
+
 	"github.com/spf13/pflag"
 
 	"minik/apiserver"
 )
 
-// authFlags are the apiserver's authentication flags that `minik
-// apiserver` and `minik up` share, named as kube-apiserver's.
+// authFlags are the apiserver's authentication and protection flags that
+// `minik apiserver` and `minik up` share, named as kube-apiserver's.
 type authFlags struct {
 	signingKey, issuer, tokenFile string
 	audiences                     []string
+	maxInflight, maxMutating      int
+	requestTimeout                time.Duration
 }
 
 func addAuthFlags(f *pflag.FlagSet) *authFlags {
@@ -24,6 +28,9 @@ func (a *authFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.issuer, "service-account-issuer", "https://kubernetes.default.svc.cluster.local", "the iss claim of service-account tokens")
 	f.StringSliceVar(&a.audiences, "api-audiences", nil, "audiences a token must name to be accepted (default: the issuer)")
 	f.StringVar(&a.tokenFile, "token-auth-file", "", "static bearer tokens, CSV: token,user,uid,\"group1,group2\"")
+	f.IntVar(&a.maxInflight, "max-requests-inflight", 400, "read-only requests served at once; more get 429 (watches not counted)")
+	f.IntVar(&a.maxMutating, "max-mutating-requests-inflight", 200, "mutating requests served at once; more get 429")
+	f.DurationVar(&a.requestTimeout, "request-timeout", time.Minute, "deadline of each request that is not long-running, and of reading any request body")
 }
 
 func (a *authFlags) apply(cfg *apiserver.Config) {
@@ -31,4 +38,5 @@ func (a *authFlags) apply(cfg *apiserver.Config) {
 		cfg.ServiceAccountSigningKeyFile = a.signingKey
 	}
 	cfg.ServiceAccountIssuer, cfg.APIAudiences, cfg.TokenAuthFile = a.issuer, a.audiences, a.tokenFile
+	cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight, cfg.RequestTimeout = a.maxInflight, a.maxMutating, a.requestTimeout
 }

@@ -1,0 +1,95 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// Protection of the server from its clients, with kube-apiserver's
+// defaults: a bounded number of requests in flight (read-only and
+// mutating apart; beyond it 429 with Retry-After), a deadline for each
+// request (etcd unreachable: 504 after it, never a hang) and for reading
+// its body (a client trickling a body is cut off). Long-running requests
+// (watches, exec, port-forward, following logs) are not counted and have
+// no deadline.
+//
+//	request ─▶ long-running? ──yes──────────────────────────────▶ handler
+//	              │no
+//	              ▼
+//	   body read deadline ─▶ in-flight slot (read-only / mutating)? ─no─▶ 429 Retry-After: 1
+//	              │yes
+//	              ▼
+//	   context deadline (RequestTimeout) ─▶ handler ─▶ release slot
+
+// Defaults of the protection settings (kube-apiserver's).
+const (
+	defaultMaxRequestsInflight         = 400
+	defaultMaxMutatingRequestsInflight = 200
+	defaultRequestTimeout              = 60 * time.Second
+)
+
+// limiter holds the in-flight slots.
+type limiter struct {
+	readOnly, mutating chan struct{}
+	timeout            time.Duration
+}
+
+func newLimiter(readOnly, mutating int, timeout time.Duration) *limiter {
+	return &limiter{readOnly: make(chan struct{}, readOnly), mutating: make(chan struct{}, mutating), timeout: timeout}
+}
+
+// longRunning reports the requests that legitimately last: watches, the
+// streaming subresources and followed logs.
+func longRunning(r *http.Request) bool {
+	q := r.URL.Query()
+	if w := q.Get("watch"); w == "true" || w == "1" {
+		return true
+	}
+	if q.Get("follow") == "true" && strings.HasSuffix(r.URL.Path, "/log") {
+		return true
+	}
+	for _, sub := range []string{"/exec", "/attach", "/portforward", "/proxy"} {
+		if strings.HasSuffix(r.URL.Path, sub) || strings.Contains(r.URL.Path, sub+"/") {
+			return true
+		}
+	}
+	return strings.EqualFold(r.Header.Get("Connection"), "upgrade")
+}
+
+// protect wraps the router.
+func (s *Server) protect(next http.Handler) http.Handler {
+	l := s.limiter
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz", "/livez", "/readyz", "/version":
+			next.ServeHTTP(w, r)
+			return
+		}
+		if longRunning(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(l.timeout))
+		}
+		slots := l.mutating
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			slots = l.readOnly
+		}
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			writeError(w, r, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1))
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), l.timeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}

@@ -1,0 +1,125 @@
+package apiserver
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A client that trickles a request body holds a mutating slot only until
+// the body deadline; while the slots are full others get 429 with
+// Retry-After, never a hang.
+func TestInflightLimitAndSlowBodies(t *testing.T) {
+	ts := startTestServerWith(t, func(c *Config) {
+		c.MaxMutatingRequestsInflight = 1
+		c.RequestTimeout = 2 * time.Second
+	})
+	ctx := t.Context()
+	admin := ts.client(t)
+	host := strings.TrimPrefix(ts.config.Host, "https://")
+	// An anonymous client never gets a slot (401 before the body is
+	// read) and is cut off at the body deadline too.
+	anon, err := tls.Dial("tcp", host, &tls.Config{RootCAs: ts.ca.CertPool(), NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Close()
+	fmt.Fprintf(anon, "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000000\r\n\r\n{", host)
+	// An authenticated one holds the slot while it trickles.
+	authed := ts.config.TLS.Clone()
+	authed.NextProtos = []string{"http/1.1"}
+	conn, err := tls.Dial("tcp", host, authed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Headers of a 100-byte body, then nothing: the slot is held.
+	fmt.Fprintf(conn, "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", host)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}}
+	var busy error
+	for range 50 {
+		_, busy = admin.ConfigMaps().Create(ctx, cm, metav1.CreateOptions{})
+		if apierrors.IsTooManyRequests(busy) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !apierrors.IsTooManyRequests(busy) {
+		t.Fatalf("a create while the one slot is held: %v, want 429", busy)
+	}
+	if secs, ok := apierrors.SuggestsClientDelay(busy); !ok || secs != 1 {
+		t.Errorf("429 suggests a delay of %d (%v), want 1s", secs, ok)
+	}
+	// Reads have their own slots.
+	if _, err := admin.ConfigMaps().List(ctx, "default", metav1.ListOptions{}); err != nil {
+		t.Errorf("a read while the mutating slot is held: %v", err)
+	}
+	// The trickling client is cut off at the body deadline.
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	reply, _ := io.ReadAll(conn)
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("the slow body was held for %v", time.Since(start))
+	}
+	t.Logf("slow client got: %q", firstLine(string(reply)))
+	_ = anon.SetReadDeadline(time.Now().Add(10 * time.Second))
+	start = time.Now()
+	reply, _ = io.ReadAll(anon)
+	if time.Since(start) > 5*time.Second || !strings.Contains(string(reply), "401") {
+		t.Errorf("the anonymous slow body: %q after %v, want 401 and the connection closed", firstLine(string(reply)), time.Since(start))
+	}
+	waitFor(t, func() bool {
+		_, err := admin.ConfigMaps().Create(ctx, cm, metav1.CreateOptions{})
+		return err == nil || apierrors.IsAlreadyExists(err)
+	})
+}
+
+// With etcd gone, requests fail within the request timeout with a
+// Status, and /readyz reports the etcd check as failed.
+func TestEtcdUnreachable(t *testing.T) {
+	ts := startTestServerWith(t, func(c *Config) { c.RequestTimeout = 2 * time.Second })
+	ctx := t.Context()
+	admin := ts.client(t)
+	if _, err := admin.ConfigMaps().List(ctx, "default", metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ts.stopEtcd()
+	start := time.Now()
+	_, err := admin.ConfigMaps().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "y", Namespace: "default"}}, metav1.CreateOptions{})
+	if err == nil {
+		t.Fatal("a create without etcd succeeded")
+	}
+	if _, ok := err.(apierrors.APIStatus); !ok {
+		t.Errorf("error %v is not a Status", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the create failed after %v, want within the 2s timeout", d)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ts.ca.CertPool()}}, Timeout: 10 * time.Second}
+	resp, err := hc.Get(ts.config.Host + "/readyz?verbose")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), "[-]etcd failed") {
+		t.Errorf("/readyz: %d %s, want 500 with [-]etcd failed", resp.StatusCode, body)
+	}
+	resp, err = hc.Get(ts.config.Host + "/livez")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("/livez: %v %v, want 200 (etcd is not part of liveness)", err, resp)
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
