@@ -1,0 +1,301 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"sigs.k8s.io/knftables"
+)
+
+// The tests in this file program the real kernel with the real `nft`, in
+// network namespaces they create and delete: never in the host's.
+
+// netns is a named network namespace made by the test (ip netns add).
+type netns string
+
+func newNetns(t *testing.T, name string) netns {
+	t.Helper()
+	name = fmt.Sprintf("mkp-%d-%s", os.Getpid(), name)
+	run(t, "ip", "netns", "add", name)
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		}
+	})
+	ns := netns(name)
+	ns.ip(t, "link", "set", "lo", "up")
+	return ns
+}
+
+// ip runs `ip` inside the namespace.
+func (ns netns) ip(t *testing.T, args ...string) {
+	t.Helper()
+	run(t, "ip", append([]string{"-n", string(ns)}, args...)...)
+}
+
+func run(t *testing.T, cmd string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(cmd, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v: %s", cmd, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// do runs f on a thread that has entered the namespace: sockets it opens
+// and processes it starts (nft) live there.
+func (ns netns) do(t *testing.T, f func()) {
+	t.Helper()
+	runtime.LockOSThread()
+	self, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		t.Fatal(err)
+	}
+	defer self.Close()
+	target, err := os.Open("/run/netns/" + string(ns))
+	if err != nil {
+		runtime.UnlockOSThread()
+		t.Fatal(err)
+	}
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		t.Fatalf("setns %s: %v", ns, err)
+	}
+	defer func() {
+		if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
+			// Leave the thread locked: it dies with the goroutine instead of
+			// serving others in the wrong namespace.
+			t.Errorf("setns back: %v", err)
+			return
+		}
+		runtime.UnlockOSThread()
+	}()
+	f()
+}
+
+// serve answers every connection to addr (inside ns) with name.
+func (ns netns) serve(t *testing.T, addr, name string) {
+	t.Helper()
+	var l net.Listener
+	ns.do(t, func() {
+		var err error
+		if l, err = net.Listen("tcp", addr); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, name)
+			c.Close()
+		}
+	}()
+}
+
+// get connects to addr from inside ns and returns what the server said.
+func (ns netns) get(t *testing.T, addr string) (string, error) {
+	t.Helper()
+	var out string
+	var err error
+	ns.do(t, func() {
+		var c net.Conn
+		c, err = net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		var b []byte
+		b, err = io.ReadAll(c)
+		out = string(b)
+	})
+	return out, err
+}
+
+// TestKernel programs a Service in a namespace standing for a node, and
+// reaches it with real TCP from a second namespace standing for a pod on
+// another host (routed through the node), and from the node itself.
+//
+//	client ns  192.168.77.1 ──veth── 192.168.77.2  node ns (table ip minik-proxy)
+//	route 10.96.0.0/12 via .2     default via .1    backends 10.244.0.5:8080 "a"
+//	                                                         10.244.0.6:8080 "b"
+func TestKernel(t *testing.T) {
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Fatalf("this test needs nft (Debian package nftables): %v", err)
+	}
+	node, client := newNetns(t, "node"), newNetns(t, "client")
+	run(t, "ip", "link", "add", "mkp-n", "netns", string(node), "type", "veth", "peer", "name", "mkp-c", "netns", string(client))
+	node.ip(t, "addr", "add", "192.168.77.2/24", "dev", "mkp-n")
+	node.ip(t, "link", "set", "mkp-n", "up")
+	client.ip(t, "addr", "add", "192.168.77.1/24", "dev", "mkp-c")
+	client.ip(t, "link", "set", "mkp-c", "up")
+	client.ip(t, "route", "add", "10.96.0.0/12", "via", "192.168.77.2")
+	// A node has a default route and forwards, as a real one does: what
+	// the proxy does not translate is routed on (and must be refused by
+	// the proxy's filter chains, not black-holed).
+	node.ip(t, "route", "add", "default", "via", "192.168.77.1")
+	run(t, "ip", "netns", "exec", string(node), "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	node.ip(t, "addr", "add", "10.244.0.5/32", "dev", "lo")
+	node.ip(t, "addr", "add", "10.244.0.6/32", "dev", "lo")
+	node.serve(t, "10.244.0.5:8080", "a")
+	node.serve(t, "10.244.0.6:8080", "b")
+
+	ctx := context.Background()
+	var p *Proxier
+	var nft knftables.Interface
+	node.do(t, func() {
+		var err error
+		if nft, err = knftables.New(knftables.IPv4Family, TableName); err != nil {
+			t.Fatal(err)
+		}
+		p, err = New(Options{Config: testConfig, NFT: nft})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	sync := func(what string) SyncResult {
+		t.Helper()
+		var res SyncResult
+		var err error
+		node.do(t, func() { res, err = p.Sync(ctx) })
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return res
+	}
+	list := func() (string, error) {
+		var out []byte
+		var err error
+		node.do(t, func() { out, err = exec.Command("nft", "list", "table", "ip", TableName).CombinedOutput() })
+		return string(out), err
+	}
+
+	svc := makeService("default", "web", "10.96.0.10").Port("http", tcp, 80, num(8080)).NodePort(30080).Obj()
+	twoBackends := makeSlice("default", "web-1", "web").Port("http", tcp, 8080).
+		Endpoint("10.244.0.5", "node-a", ready).Endpoint("10.244.0.6", "node-a", ready).Obj()
+	p.OnServiceAdd(svc)
+	p.OnEndpointSliceAdd(twoBackends)
+	p.SetInitialized()
+	if res := sync("first sync"); !res.Full {
+		t.Fatalf("first sync was not a full one: %+v", res)
+	}
+
+	t.Run("the VIP reaches both backends, from another host and from the node", func(t *testing.T) {
+		for _, from := range []netns{client, node} {
+			seen := map[string]bool{}
+			for i := 0; i < 60 && len(seen) < 2; i++ {
+				got, err := from.get(t, "10.96.0.10:80")
+				if err != nil {
+					t.Fatalf("from %s: %v", from, err)
+				}
+				seen[got] = true
+			}
+			if !seen["a"] || !seen["b"] || len(seen) != 2 {
+				t.Errorf("from %s: backends seen %v, want a and b", from, seen)
+			}
+		}
+	})
+
+	t.Run("the NodePort answers on the node's address", func(t *testing.T) {
+		got, err := client.get(t, "192.168.77.2:30080")
+		if err != nil || (got != "a" && got != "b") {
+			t.Fatalf("NodePort: %q, %v", got, err)
+		}
+	})
+
+	t.Run("an unknown port of the VIP is refused", func(t *testing.T) {
+		_, err := client.get(t, "10.96.0.10:81")
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			out, _ := list()
+			t.Fatalf("want connection refused, got %v\n%s", err, out)
+		}
+	})
+
+	t.Run("without endpoints the VIP refuses at once", func(t *testing.T) {
+		none := twoBackends.DeepCopy()
+		none.Endpoints = nil
+		p.OnEndpointSliceUpdate(twoBackends, none)
+		if res := sync("endpoints gone"); res.Full {
+			t.Fatalf("an endpoint change made a full sync: %+v", res)
+		}
+		for _, from := range []netns{client, node} {
+			start := time.Now()
+			_, err := from.get(t, "10.96.0.10:80")
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Fatalf("from %s: want connection refused, got %v", from, err)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("from %s: refused after %v, want at once", from, d)
+			}
+		}
+		if _, err := client.get(t, "192.168.77.2:30080"); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("NodePort: want connection refused, got %v", err)
+		}
+		p.OnEndpointSliceUpdate(none, twoBackends)
+		sync("endpoints back")
+		if got, err := client.get(t, "10.96.0.10:80"); err != nil || (got != "a" && got != "b") {
+			t.Fatalf("after the endpoints came back: %q, %v", got, err)
+		}
+	})
+
+	t.Run("a restarted proxy replaces the table and keeps serving", func(t *testing.T) {
+		var p2 *Proxier
+		node.do(t, func() {
+			var err error
+			if p2, err = New(Options{Config: testConfig, NFT: nft}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		p2.OnServiceAdd(svc)
+		p2.OnEndpointSliceAdd(twoBackends)
+		p2.SetInitialized()
+		var err error
+		node.do(t, func() { _, err = p2.Sync(ctx) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := client.get(t, "10.96.0.10:80"); err != nil || (got != "a" && got != "b") {
+			t.Fatalf("after the restart: %q, %v", got, err)
+		}
+		p = p2
+	})
+
+	t.Run("a deleted Service's rules are gone after the sync", func(t *testing.T) {
+		p.OnServiceDelete(svc)
+		p.OnEndpointSliceDelete(twoBackends)
+		sync("service deleted")
+		out, err := list()
+		if err != nil {
+			t.Fatalf("nft list: %v: %s", err, out)
+		}
+		if strings.Contains(out, "web") || strings.Contains(out, "10.96.0.10") {
+			t.Errorf("rules of the deleted Service remain:\n%s", out)
+		}
+	})
+
+	var err error
+	node.do(t, func() { err = Cleanup(ctx, nft) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := list(); err == nil {
+		t.Errorf("table still there after Cleanup:\n%s", out)
+	}
+}
