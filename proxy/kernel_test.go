@@ -299,3 +299,33 @@ func TestKernel(t *testing.T) {
 		t.Errorf("table still there after Cleanup:\n%s", out)
 	}
 }
+
+// TestKernelAcceptsEveryIncrementalTransaction runs the random changes of
+// TestRandomChangesMatchFullPlan against the real kernel: every
+// incremental transaction (chains rewritten and deleted, elements
+// swapped, affinity sets replaced) must be accepted by nft.
+func TestKernelAcceptsEveryIncrementalTransaction(t *testing.T) {
+	node := newNetns(t, "random")
+	var p *Proxier
+	var nft knftables.Interface
+	node.do(t, func() {
+		var err error
+		if nft, err = knftables.New(knftables.IPv4Family, TableName); err != nil {
+			t.Fatal(err)
+		}
+		if p, err = New(Options{Config: testConfig, NFT: nft}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	p.SetInitialized()
+	syncs := 0
+	node.do(t, func() {
+		randomChanges(t, p, 150, func() { syncs++ })
+		if err := Cleanup(context.Background(), nft); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if syncs < 30 {
+		t.Fatalf("only %d syncs ran", syncs)
+	}
+}
