@@ -129,7 +129,7 @@ func (e endpoint) String() string { return netip.AddrPortFrom(e.ip, uint16(e.por
 // endpointsFor collects the endpoints of sp from the Service's slices
 // (IPv4 slices only), matched by port name and protocol, sorted by
 // address and port. An address listed twice keeps its first appearance.
-func endpointsFor(sp *servicePort, slicesOfService []*discoveryv1.EndpointSlice, nodeName string) []endpoint {
+func endpointsFor(sp *servicePort, slicesOfService []*discoveryv1.EndpointSlice, isLocal func(node string) bool) []endpoint {
 	var out []endpoint
 	seen := map[netip.AddrPort]bool{}
 	for _, s := range slicesOfService {
@@ -174,7 +174,7 @@ func endpointsFor(sp *servicePort, slicesOfService []*discoveryv1.EndpointSlice,
 				ep.serving = *c.Serving
 			}
 			ep.terminating = c.Terminating != nil && *c.Terminating
-			ep.local = e.NodeName != nil && *e.NodeName == nodeName && nodeName != ""
+			ep.local = e.NodeName != nil && isLocal(*e.NodeName)
 			out = append(out, ep)
 		}
 	}

@@ -44,6 +44,9 @@ type Config struct {
 	// NodeName is this node's name: endpoints whose nodeName equals it are
 	// local (for the Local traffic policies).
 	NodeName string
+	// OtherLocalNodes are further nodes whose pods share this host's
+	// network (`minik up --nodes a,b` runs one proxy for both).
+	OtherLocalNodes []string
 	// NodeIPs, when set, are the only addresses that accept NodePort
 	// traffic (kube-proxy's --nodeport-addresses). Empty: every local
 	// address but 127.0.0.0/8 (`fib daddr type local`).
@@ -52,6 +55,11 @@ type Config struct {
 	// is masqueraded, and pods short-circuit externalTrafficPolicy Local.
 	// Invalid (the zero value): neither.
 	ClusterCIDR netip.Prefix
+}
+
+// isLocal says whether an endpoint on node runs on this host.
+func (c Config) isLocal(node string) bool {
+	return node != "" && (node == c.NodeName || slices.Contains(c.OtherLocalNodes, node))
 }
 
 // Chain is one regular chain of a Service: its name and its rules, in
@@ -142,7 +150,7 @@ func PlanService(cfg Config, svc *corev1.Service, slicesOfService []*discoveryv1
 	}
 	b := &builder{cfg: cfg, chains: map[string]*Chain{}}
 	for _, sp := range ports {
-		b.port(sp, endpointsFor(sp, slicesOfService, cfg.NodeName))
+		b.port(sp, endpointsFor(sp, slicesOfService, cfg.isLocal))
 	}
 	b.elements = append(b.elements, Element{Set: clusterIPsSet, Key: []string{ports[0].clusterIP.String()}})
 	return b.rules()
