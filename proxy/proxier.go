@@ -38,6 +38,9 @@ type Options struct {
 	// endpoints.kubernetes.io/last-change-trigger-time annotation, else
 	// when the proxy saw it) until the nft transaction returned.
 	ObserveProgramming func(svc types.NamespacedName, latency time.Duration)
+	// ObserveSync, if set, is called after each successful sync that ran a
+	// transaction, with what it did and how long it took.
+	ObserveSync func(res SyncResult, elapsed time.Duration)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Now defaults to time.Now.
@@ -323,6 +326,9 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 			}
 			p.log.Debug("network programming", "service", k.String(), "latency", done.Sub(t))
 		}
+	}
+	if p.opts.ObserveSync != nil && res.Operations > 0 {
+		p.opts.ObserveSync(res, done.Sub(start))
 	}
 	p.log.Debug("synced nftables", "full", full, "services", len(planned), "operations", res.Operations, "elapsed", done.Sub(start))
 	if len(stale) > 0 && p.opts.Conntrack != nil {
