@@ -30,20 +30,24 @@ type RunConfig struct {
 	Client *client.Client
 	// Ready, if set, is closed once the first full sync is in the kernel.
 	Ready chan struct{}
+	// SkipKernelSetup leaves out EnsureKernel (tests over a fake nft).
+	SkipKernelSetup bool
 }
 
 // Run is the node proxy: it makes sure the kernel can do what the rules
 // need (EnsureKernel), watches Services and EndpointSlices, and once both
 // are listed writes the whole table, then keeps it in line with every
-// change until ctx ends. The table stays in the kernel when Run returns,
+// change until ctx ends (then it returns nil). The table stays in the kernel when Run returns,
 // so traffic keeps flowing; a restart rewrites it.
 func Run(ctx context.Context, cfg RunConfig) error {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := EnsureKernel(log); err != nil {
-		return err
+	if !cfg.SkipKernelSetup {
+		if err := EnsureKernel(log); err != nil {
+			return err
+		}
 	}
 	if cfg.Conntrack == nil {
 		ct, err := NewConntrack()
@@ -76,7 +80,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		case err := <-errc:
 			return err
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil
 		}
 	}
 	p.SetInitialized()
@@ -91,7 +95,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		close(cfg.Ready)
 	}
 	p.Loop(ctx)
-	return ctx.Err()
+	return nil
 }
 
 // bridgeNFCall is the switch that makes bridged IPv4 traffic go through
