@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -328,4 +329,72 @@ func TestKernelAcceptsEveryIncrementalTransaction(t *testing.T) {
 	if syncs < 30 {
 		t.Fatalf("only %d syncs ran", syncs)
 	}
+}
+
+// TestKernelPodsOnOneBridge is the pod network of a node: two pods on the
+// node's bridge, a Service whose endpoint is one of them. A pod reaching
+// the Service on its own bridge needs br_netfilter (EnsureKernel); the
+// endpoint reaching itself through its Service needs the hairpin
+// masquerade and the bridge port's hairpin mode (as the kubelet's CNI
+// config sets it).
+//
+//	node ns: bridge mkp-br 10.244.0.1/24 ── pod1 ns 10.244.0.5 (server "a")
+//	         table ip minik-proxy        └─ pod2 ns 10.244.0.6 (client)
+func TestKernelPodsOnOneBridge(t *testing.T) {
+	node, pod1, pod2 := newNetns(t, "bnode"), newNetns(t, "pod1"), newNetns(t, "pod2")
+	node.ip(t, "link", "add", "mkp-br", "type", "bridge")
+	node.ip(t, "addr", "add", "10.244.0.1/24", "dev", "mkp-br")
+	node.ip(t, "link", "set", "mkp-br", "up")
+	for i, pod := range []netns{pod1, pod2} {
+		host, peer, ip := fmt.Sprintf("mkp-h%d", i+1), fmt.Sprintf("mkp-p%d", i+1), fmt.Sprintf("10.244.0.%d/24", i+5)
+		run(t, "ip", "link", "add", host, "netns", string(node), "type", "veth", "peer", "name", peer, "netns", string(pod))
+		node.ip(t, "link", "set", host, "master", "mkp-br")
+		node.ip(t, "link", "set", host, "type", "bridge_slave", "hairpin", "on")
+		node.ip(t, "link", "set", host, "up")
+		pod.ip(t, "addr", "add", ip, "dev", peer)
+		pod.ip(t, "link", "set", peer, "up")
+		pod.ip(t, "route", "add", "default", "via", "10.244.0.1")
+	}
+	pod1.serve(t, "10.244.0.5:8080", "a")
+
+	ctx := context.Background()
+	var p *Proxier
+	var nft knftables.Interface
+	node.do(t, func() {
+		if err := EnsureKernel(slog.Default()); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(bridgeNFCall)
+		if err != nil || strings.TrimSpace(string(b)) != "1" {
+			t.Fatalf("bridge-nf-call-iptables in the node's namespace: %q, %v", b, err)
+		}
+		if nft, err = knftables.New(knftables.IPv4Family, TableName); err != nil {
+			t.Fatal(err)
+		}
+		if p, err = New(Options{Config: testConfig, NFT: nft}); err != nil {
+			t.Fatal(err)
+		}
+		p.OnServiceAdd(makeService("default", "web", "10.96.0.20").Port("http", tcp, 80, num(8080)).Obj())
+		p.OnEndpointSliceAdd(makeSlice("default", "web-1", "web").Port("http", tcp, 8080).Endpoint("10.244.0.5", "node-a", ready).Obj())
+		p.SetInitialized()
+		if _, err := p.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer node.do(t, func() {
+		if err := Cleanup(ctx, nft); err != nil {
+			t.Error(err)
+		}
+	})
+
+	t.Run("a pod reaches a Service whose endpoint is on its bridge", func(t *testing.T) {
+		if got, err := pod2.get(t, "10.96.0.20:80"); err != nil || got != "a" {
+			t.Fatalf("got %q, %v", got, err)
+		}
+	})
+	t.Run("a pod reaches itself through its Service (hairpin)", func(t *testing.T) {
+		if got, err := pod1.get(t, "10.96.0.20:80"); err != nil || got != "a" {
+			t.Fatalf("got %q, %v", got, err)
+		}
+	})
 }
