@@ -130,18 +130,12 @@ func (ns netns) get(t *testing.T, addr string) (string, error) {
 	return out, err
 }
 
-// TestKernel programs a Service in a namespace standing for a node, and
-// reaches it with real TCP from a second namespace standing for a pod on
-// another host (routed through the node), and from the node itself.
-//
-//	client ns  192.168.77.1 ──veth── 192.168.77.2  node ns (table ip minik-proxy)
-//	route 10.96.0.0/12 via .2     default via .1    backends 10.244.0.5:8080 "a"
-//	                                                         10.244.0.6:8080 "b"
-func TestKernel(t *testing.T) {
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Fatalf("this test needs nft (Debian package nftables): %v", err)
-	}
-	node, client := newNetns(t, "node"), newNetns(t, "client")
+// twoHosts makes the namespaces of TestKernel: a node whose lo holds the
+// (endpoint) addresses 10.244.0.5 and 10.244.0.6, and a client host that
+// routes the service range through it.
+func twoHosts(t *testing.T, suffix string) (node, client netns) {
+	t.Helper()
+	node, client = newNetns(t, "node"+suffix), newNetns(t, "client"+suffix)
 	run(t, "ip", "link", "add", "mkp-n", "netns", string(node), "type", "veth", "peer", "name", "mkp-c", "netns", string(client))
 	node.ip(t, "addr", "add", "192.168.77.2/24", "dev", "mkp-n")
 	node.ip(t, "link", "set", "mkp-n", "up")
@@ -155,6 +149,21 @@ func TestKernel(t *testing.T) {
 	run(t, "ip", "netns", "exec", string(node), "sysctl", "-qw", "net.ipv4.ip_forward=1")
 	node.ip(t, "addr", "add", "10.244.0.5/32", "dev", "lo")
 	node.ip(t, "addr", "add", "10.244.0.6/32", "dev", "lo")
+	return node, client
+}
+
+// TestKernel programs a Service in a namespace standing for a node, and
+// reaches it with real TCP from a second namespace standing for a pod on
+// another host (routed through the node), and from the node itself.
+//
+//	client ns  192.168.77.1 ──veth── 192.168.77.2  node ns (table ip minik-proxy)
+//	route 10.96.0.0/12 via .2     default via .1    backends 10.244.0.5:8080 "a"
+//	                                                         10.244.0.6:8080 "b"
+func TestKernel(t *testing.T) {
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Fatalf("this test needs nft (Debian package nftables): %v", err)
+	}
+	node, client := twoHosts(t, "")
 	node.serve(t, "10.244.0.5:8080", "a")
 	node.serve(t, "10.244.0.6:8080", "b")
 
@@ -397,4 +406,101 @@ func TestKernelPodsOnOneBridge(t *testing.T) {
 			t.Fatalf("got %q, %v", got, err)
 		}
 	})
+}
+
+// serveUDP answers every datagram to addr (inside ns) with name.
+func (ns netns) serveUDP(t *testing.T, addr, name string) {
+	t.Helper()
+	var c net.PacketConn
+	ns.do(t, func() {
+		var err error
+		if c, err = net.ListenPacket("udp", addr); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { c.Close() })
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			_, from, err := c.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = c.WriteTo([]byte(name), from)
+		}
+	}()
+}
+
+// TestKernelStaleUDPFlows checks the conntrack clean-up: a UDP client
+// that keeps its source port stays on its flow, so when its endpoint goes
+// away only deleting the flow moves it to the new one.
+func TestKernelStaleUDPFlows(t *testing.T) {
+	ct, err := NewConntrack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, client := twoHosts(t, "u")
+	node.serveUDP(t, "10.244.0.5:5353", "a")
+	node.serveUDP(t, "10.244.0.6:5353", "b")
+	var sock net.PacketConn
+	client.do(t, func() {
+		if sock, err = net.ListenPacket("udp", "192.168.77.1:40000"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer sock.Close()
+	vip := &net.UDPAddr{IP: net.ParseIP("10.96.0.53"), Port: 53}
+	ask := func() string {
+		t.Helper()
+		if _, err := sock.WriteTo([]byte("?"), vip); err != nil {
+			t.Fatal(err)
+		}
+		_ = sock.SetReadDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 64)
+		n, _, err := sock.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("no answer from the VIP: %v", err)
+		}
+		return string(buf[:n])
+	}
+
+	ctx := context.Background()
+	var p *Proxier
+	var nft knftables.Interface
+	sync := func() {
+		t.Helper()
+		node.do(t, func() {
+			if _, err := p.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	node.do(t, func() {
+		if nft, err = knftables.New(knftables.IPv4Family, TableName); err != nil {
+			t.Fatal(err)
+		}
+		if p, err = New(Options{Config: testConfig, NFT: nft, Conntrack: ct}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	defer node.do(t, func() {
+		if err := Cleanup(ctx, nft); err != nil {
+			t.Error(err)
+		}
+	})
+	svc := makeService("kube-system", "dns", "10.96.0.53").Port("dns", udp, 53, num(5353)).Obj()
+	onA := makeSlice("kube-system", "dns-1", "dns").Port("dns", udp, 5353).Endpoint("10.244.0.5", "node-a", ready).Obj()
+	p.OnServiceAdd(svc)
+	p.OnEndpointSliceAdd(onA)
+	p.SetInitialized()
+	sync()
+	if got := ask(); got != "a" {
+		t.Fatalf("first answer from %q, want a", got)
+	}
+	onB := makeSlice("kube-system", "dns-1", "dns").Port("dns", udp, 5353).Endpoint("10.244.0.6", "node-a", ready).Obj()
+	p.OnEndpointSliceUpdate(onA, onB)
+	sync()
+	if got := ask(); got != "b" {
+		t.Fatalf("after endpoint a went away the same flow answered from %q, want b (stale conntrack entry kept)", got)
+	}
 }
