@@ -36,7 +36,8 @@ type Options struct {
 	// the network programming latency of every EndpointSlice change it
 	// carried: from the change (the slice's
 	// endpoints.kubernetes.io/last-change-trigger-time annotation, else
-	// when the proxy saw it) until the nft transaction returned.
+	// when the proxy saw it) until the nft transaction returned. Changes
+	// from before the proxy started are not measured.
 	ObserveProgramming func(svc types.NamespacedName, latency time.Duration)
 	// ObserveSync, if set, is called after each successful sync that ran a
 	// transaction, with what it did and how long it took.
@@ -62,7 +63,8 @@ type Proxier struct {
 	slices      map[types.NamespacedName]map[string]*discoveryv1.EndpointSlice
 	dirty       map[types.NamespacedName]bool
 	triggers    map[types.NamespacedName][]time.Time
-	initialized bool // both caches have their first list
+	initialized bool      // both caches have their first list
+	started     time.Time // changes from before are not measured
 
 	// Owned by Sync (one at a time, under syncMu).
 	syncMu   sync.Mutex
@@ -102,6 +104,7 @@ func New(opts Options) (*Proxier, error) {
 		triggers: map[types.NamespacedName][]time.Time{},
 		applied:  map[types.NamespacedName]*ServiceRules{},
 		needFull: true,
+		started:  opts.Now(),
 	}, nil
 }
 
@@ -149,14 +152,20 @@ func (p *Proxier) sliceChanged(s *discoveryv1.EndpointSlice, deleted bool) {
 		return
 	}
 	k := types.NamespacedName{Namespace: s.Namespace, Name: name}
-	at := p.opts.Now()
-	if v, ok := s.Annotations[corev1.EndpointsLastChangeTriggerTime]; ok {
-		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-			at = t
-		}
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// The change's time, as kube-proxy takes it: the trigger time the
+	// EndpointSlice controller stamped, unless it is older than this
+	// proxy (the first list replays history, not changes). Without one,
+	// when the proxy saw a change after its first list.
+	var at time.Time
+	if v, ok := s.Annotations[corev1.EndpointsLastChangeTriggerTime]; ok {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil && !t.Before(p.started) {
+			at = t
+		}
+	} else if p.initialized {
+		at = p.opts.Now()
+	}
 	m := p.slices[k]
 	if deleted {
 		delete(m, s.Name)
@@ -170,7 +179,9 @@ func (p *Proxier) sliceChanged(s *discoveryv1.EndpointSlice, deleted bool) {
 		}
 		m[s.Name] = s
 	}
-	p.triggers[k] = append(p.triggers[k], at)
+	if !at.IsZero() {
+		p.triggers[k] = append(p.triggers[k], at)
+	}
 	p.markLocked(k)
 }
 

@@ -297,6 +297,7 @@ func randomChanges(t *testing.T, p *Proxier, steps int, check func()) {
 
 func TestProgrammingLatencyIsMeasuredFromTheTriggerTime(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	k := types.NamespacedName{Namespace: "default", Name: "web"}
 	fake := knftables.NewFake(knftables.IPv4Family, TableName)
 	got := map[types.NamespacedName][]time.Duration{}
 	p, err := New(Options{Config: testConfig, NFT: fake, Now: func() time.Time { return now },
@@ -305,15 +306,32 @@ func TestProgrammingLatencyIsMeasuredFromTheTriggerTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.OnServiceAdd(makeService("default", "web", "10.96.0.10").Port("http", tcp, 80, num(8080)).Obj())
+	// Listed at start: a change from before the proxy, and one without a
+	// trigger time; neither is measured.
+	old := makeSlice("default", "web-1", "web").Port("http", tcp, 8080).Endpoint("10.244.0.4", "node-a", ready).TriggerTime(now.Add(-time.Hour)).Obj()
+	p.OnEndpointSliceAdd(old)
+	p.OnEndpointSliceAdd(makeSlice("default", "web-2", "web").Port("http", tcp, 8080).Obj())
 	p.SetInitialized()
 	mustSync(t, p)
-	p.OnEndpointSliceAdd(makeSlice("default", "web-1", "web").Port("http", tcp, 8080).
-		Endpoint("10.244.0.5", "node-a", ready).TriggerTime(now.Add(-300 * time.Millisecond)).Obj())
+	if len(got) != 0 {
+		t.Fatalf("the first list was measured: %v", got)
+	}
+
+	now = now.Add(time.Second)
+	p.OnEndpointSliceUpdate(old, makeSlice("default", "web-1", "web").Port("http", tcp, 8080).
+		Endpoint("10.244.0.5", "node-a", ready).TriggerTime(now.Add(-300*time.Millisecond)).Obj())
 	now = now.Add(20 * time.Millisecond)
 	mustSync(t, p)
-	want := []time.Duration{320 * time.Millisecond}
-	if k := (types.NamespacedName{Namespace: "default", Name: "web"}); fmt.Sprint(got[k]) != fmt.Sprint(want) {
-		t.Fatalf("latencies %v, want %v", got, want)
+	if want := []time.Duration{320 * time.Millisecond}; fmt.Sprint(got[k]) != fmt.Sprint(want) {
+		t.Fatalf("latencies %v, want %v (from the trigger time)", got[k], want)
+	}
+
+	// Without a trigger time: from when the proxy saw the change.
+	p.OnEndpointSliceDelete(makeSlice("default", "web-2", "web").Obj())
+	now = now.Add(7 * time.Millisecond)
+	mustSync(t, p)
+	if want := []time.Duration{320 * time.Millisecond, 7 * time.Millisecond}; fmt.Sprint(got[k]) != fmt.Sprint(want) {
+		t.Fatalf("latencies %v, want %v", got[k], want)
 	}
 }
 
