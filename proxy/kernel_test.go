@@ -315,6 +315,11 @@ func TestKernel(t *testing.T) {
 // incremental transaction (chains rewritten and deleted, elements
 // swapped, affinity sets replaced) must be accepted by nft.
 func TestKernelAcceptsEveryIncrementalTransaction(t *testing.T) {
+	t.Run("chains deleted at once", func(t *testing.T) { randomInKernel(t, 0) })
+	t.Run("chains deleted later", func(t *testing.T) { randomInKernel(t, time.Nanosecond) })
+}
+
+func randomInKernel(t *testing.T, chainDeleteDelay time.Duration) {
 	node := newNetns(t, "random")
 	var p *Proxier
 	var nft knftables.Interface
@@ -323,7 +328,7 @@ func TestKernelAcceptsEveryIncrementalTransaction(t *testing.T) {
 		if nft, err = knftables.New(knftables.IPv4Family, TableName); err != nil {
 			t.Fatal(err)
 		}
-		if p, err = New(Options{Config: testConfig, NFT: nft}); err != nil {
+		if p, err = New(Options{Config: testConfig, NFT: nft, ChainDeleteDelay: chainDeleteDelay}); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -6,9 +6,12 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,6 +28,13 @@ type Options struct {
 	// change after a quiet period is synced at once, the ones arriving
 	// meanwhile are coalesced into the next sync. Default 10ms.
 	MinSyncPeriod time.Duration
+	// ChainDeleteDelay is how long a chain no longer used stays (flushed)
+	// before it is deleted. Kernels before 6.2 refuse to delete a chain in
+	// the transaction that removes the last verdict-map element pointing
+	// at it, so there New makes it 1s, as kube-proxy waits; 0 deletes it in
+	// the same transaction. Default: from the running kernel when NFT is
+	// nil, else 0.
+	ChainDeleteDelay time.Duration
 	// RetryPeriod is the wait before a failed sync is tried again (as a
 	// full rewrite). Default 1s.
 	RetryPeriod time.Duration
@@ -69,6 +79,7 @@ type Proxier struct {
 	// Owned by Sync (one at a time, under syncMu).
 	syncMu   sync.Mutex
 	applied  map[types.NamespacedName]*ServiceRules // what the kernel has
+	stale    map[string]time.Time                   // flushed chains to delete, and since when
 	needFull bool
 	lastSync time.Time
 }
@@ -94,6 +105,9 @@ func New(opts Options) (*Proxier, error) {
 			return nil, fmt.Errorf("nftables: %w", err)
 		}
 		opts.NFT = nft
+		if opts.ChainDeleteDelay == 0 && !kernelAtLeast(6, 2) {
+			opts.ChainDeleteDelay = time.Second
+		}
 	}
 	return &Proxier{
 		opts: opts, nft: opts.NFT, log: opts.Logger.With("component", "proxy"),
@@ -103,6 +117,7 @@ func New(opts Options) (*Proxier, error) {
 		dirty:    map[types.NamespacedName]bool{},
 		triggers: map[types.NamespacedName][]time.Time{},
 		applied:  map[types.NamespacedName]*ServiceRules{},
+		stale:    map[string]time.Time{},
 		needFull: true,
 		started:  opts.Now(),
 	}, nil
@@ -212,7 +227,7 @@ func (p *Proxier) SetInitialized() {
 // MinSyncPeriod, and again after RetryPeriod when a sync failed. It
 // returns when ctx ends.
 func (p *Proxier) Loop(ctx context.Context) {
-	var retry <-chan time.Time
+	var retry, staleC <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -220,6 +235,8 @@ func (p *Proxier) Loop(ctx context.Context) {
 		case <-p.kick:
 		case <-retry:
 			retry = nil
+		case <-staleC:
+			staleC = nil
 		}
 		p.syncMu.Lock()
 		last := p.lastSync
@@ -238,6 +255,11 @@ func (p *Proxier) Loop(ctx context.Context) {
 			p.log.Error("sync failed; retrying with a full rewrite", "err", err, "retry_in", p.opts.RetryPeriod)
 			retry = time.After(p.opts.RetryPeriod)
 		}
+		p.syncMu.Lock()
+		if len(p.stale) > 0 && staleC == nil {
+			staleC = time.After(p.opts.ChainDeleteDelay)
+		}
+		p.syncMu.Unlock()
 	}
 }
 
@@ -295,12 +317,27 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 			}
 		}
 		writeFull(tx, p.opts.Config, rs)
+		clear(p.stale) // the table is rewritten without them
 	} else {
 		changes := map[types.NamespacedName]change{}
 		for k, r := range planned {
 			changes[k] = change{old: p.applied[k], new: r}
+			for _, c := range chainsOf(r) {
+				delete(p.stale, c.Name) // wanted again: writeDiff adds it back
+			}
 		}
-		writeDiff(tx, changes)
+		for name, since := range p.stale {
+			if start.Sub(since) >= p.opts.ChainDeleteDelay {
+				tx.Delete(&knftables.Chain{Name: name})
+				delete(p.stale, name)
+			}
+		}
+		gone := writeDiff(tx, changes, p.opts.ChainDeleteDelay == 0)
+		if p.opts.ChainDeleteDelay > 0 {
+			for _, name := range gone {
+				p.stale[name] = start
+			}
+		}
 	}
 	res := SyncResult{Full: full, Services: len(planned), Operations: tx.NumOperations()}
 	if tx.NumOperations() > 0 {
@@ -373,4 +410,33 @@ func Cleanup(ctx context.Context, nft knftables.Interface) error {
 		return err
 	}
 	return nil
+}
+
+// kernelAtLeast says whether the running kernel is at least major.minor
+// (unknown: no).
+func kernelAtLeast(major, minor int) bool {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return false
+	}
+	return releaseAtLeast(unix.ByteSliceToString(u.Release[:]), major, minor)
+}
+
+// releaseAtLeast compares a kernel release ("6.1.0-18-amd64") with
+// major.minor.
+func releaseAtLeast(release string, major, minor int) bool {
+	parts := strings.SplitN(release, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	digits := parts[1]
+	if i := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		digits = digits[:i]
+	}
+	mi, err2 := strconv.Atoi(digits)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }

@@ -376,3 +376,69 @@ func TestStaleConntrack(t *testing.T) {
 		})
 	}
 }
+
+func TestChainDeletionCanWait(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	fake := knftables.NewFake(knftables.IPv4Family, TableName)
+	p, err := New(Options{Config: testConfig, NFT: fake, ChainDeleteDelay: time.Second, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := makeService("default", "web", "10.96.0.10").Port("http", tcp, 80, num(8080)).Obj()
+	two := makeSlice("default", "web-1", "web").Port("http", tcp, 8080).
+		Endpoint("10.244.0.5", "node-a", ready).Endpoint("10.244.1.7", "node-b", ready).Obj()
+	one := makeSlice("default", "web-1", "web").Port("http", tcp, 8080).Endpoint("10.244.0.5", "node-a", ready).Obj()
+	p.OnServiceAdd(web)
+	p.OnEndpointSliceAdd(two)
+	p.SetInitialized()
+	mustSync(t, p)
+	gone := "endpoint-T3YFOJIQ-default/web/tcp/http__10.244.1.7/8080"
+
+	p.OnEndpointSliceUpdate(two, one)
+	now = now.Add(10 * time.Millisecond)
+	res := mustSync(t, p)
+	if !strings.Contains(res.Transaction, "flush chain ip minik-proxy "+gone) || strings.Contains(res.Transaction, "delete chain") {
+		t.Fatalf("want the unused chain flushed and kept:\n%s", res.Transaction)
+	}
+	if ch := fake.Table.Chains[gone]; ch == nil || len(ch.Rules) != 0 {
+		t.Fatalf("the unused chain should be there and empty: %+v", ch)
+	}
+
+	now = now.Add(500 * time.Millisecond)
+	if res := mustSync(t, p); res.Operations != 0 {
+		t.Fatalf("deleted before its time:\n%s", res.Transaction)
+	}
+	now = now.Add(500 * time.Millisecond)
+	res = mustSync(t, p)
+	if res.Transaction != "delete chain ip minik-proxy "+gone+"\n" {
+		t.Fatalf("want only the deletion of the stale chain, got:\n%s", res.Transaction)
+	}
+	assertMatchesPlan(t, p, fake)
+
+	// A chain wanted again before its deletion is refilled, not deleted.
+	p.OnEndpointSliceUpdate(one, two)
+	mustSync(t, p)
+	p.OnEndpointSliceUpdate(two, one)
+	mustSync(t, p)
+	p.OnEndpointSliceUpdate(one, two)
+	now = now.Add(2 * time.Second)
+	res = mustSync(t, p)
+	if strings.Contains(res.Transaction, "delete chain") {
+		t.Fatalf("deleted a chain wanted again:\n%s", res.Transaction)
+	}
+	assertMatchesPlan(t, p, fake)
+	if res := mustSync(t, p); res.Operations != 0 {
+		t.Fatalf("a later sync still had work:\n%s", res.Transaction)
+	}
+}
+
+func TestKernelRelease(t *testing.T) {
+	for release, want := range map[string]bool{
+		"6.1.0-18-amd64": false, "5.10.0-28-amd64": false, "6.2.0": true,
+		"6.18.44-fc-v669": true, "7.0.1": true, "6.2-rc1": true, "garbage": false,
+	} {
+		if got := releaseAtLeast(release, 6, 2); got != want {
+			t.Errorf("releaseAtLeast(%q, 6, 2) = %v, want %v", release, got, want)
+		}
+	}
+}

@@ -133,8 +133,9 @@ type change struct {
 // elements, removed chains and sets. Unchanged chains and elements are not
 // touched. Removals of elements come before additions, so that an
 // address or node port moving from one Service to another in the same
-// sync works.
-func writeDiff(tx *knftables.Transaction, changes map[types.NamespacedName]change) {
+// sync works. Chains no longer wanted are flushed, and deleted too when
+// deleteChains; it returns their names.
+func writeDiff(tx *knftables.Transaction, changes map[types.NamespacedName]change, deleteChains bool) (gone []string) {
 	keys := sortedKeys(changes)
 	// 1. New sets and chains (empty), so that anything may refer to them.
 	for _, k := range keys {
@@ -193,7 +194,6 @@ func writeDiff(tx *knftables.Transaction, changes map[types.NamespacedName]chang
 	}
 	// 4. Chains and sets no longer wanted. A chain may be deleted only
 	// once nothing refers to it, so all are flushed first.
-	var gone []string
 	for _, k := range keys {
 		ch := changes[k]
 		newChains := indexChains(ch.new)
@@ -204,8 +204,10 @@ func writeDiff(tx *knftables.Transaction, changes map[types.NamespacedName]chang
 			}
 		}
 	}
-	for _, name := range gone {
-		tx.Delete(&knftables.Chain{Name: name})
+	if deleteChains {
+		for _, name := range gone {
+			tx.Delete(&knftables.Chain{Name: name})
+		}
 	}
 	for _, k := range keys {
 		ch := changes[k]
@@ -216,6 +218,7 @@ func writeDiff(tx *knftables.Transaction, changes map[types.NamespacedName]chang
 			}
 		}
 	}
+	return gone
 }
 
 func addRules(tx *knftables.Transaction, c Chain) {
