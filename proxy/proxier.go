@@ -35,6 +35,10 @@ type Options struct {
 	// the same transaction. Default: from the running kernel when NFT is
 	// nil, else 0.
 	ChainDeleteDelay time.Duration
+	// FullSyncPeriod is how often the whole table is rewritten even
+	// without a failure, in case something else changed it (kube-proxy's
+	// nftables mode does the same, hourly). Default 1h.
+	FullSyncPeriod time.Duration
 	// RetryPeriod is the wait before a failed sync is tried again (as a
 	// full rewrite). Default 1s.
 	RetryPeriod time.Duration
@@ -92,6 +96,9 @@ func New(opts Options) (*Proxier, error) {
 	}
 	if opts.RetryPeriod <= 0 {
 		opts.RetryPeriod = time.Second
+	}
+	if opts.FullSyncPeriod <= 0 {
+		opts.FullSyncPeriod = time.Hour
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -224,10 +231,13 @@ func (p *Proxier) SetInitialized() {
 }
 
 // Loop calls Sync whenever something changed, at most once per
-// MinSyncPeriod, and again after RetryPeriod when a sync failed. It
-// returns when ctx ends.
+// MinSyncPeriod, again after RetryPeriod when a sync failed, when unused
+// chains are due for deletion, and every FullSyncPeriod as a full
+// rewrite. It returns when ctx ends.
 func (p *Proxier) Loop(ctx context.Context) {
 	var retry, staleC <-chan time.Time
+	full := time.NewTicker(p.opts.FullSyncPeriod)
+	defer full.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -237,6 +247,10 @@ func (p *Proxier) Loop(ctx context.Context) {
 			retry = nil
 		case <-staleC:
 			staleC = nil
+		case <-full.C:
+			p.syncMu.Lock()
+			p.needFull = true
+			p.syncMu.Unlock()
 		}
 		p.syncMu.Lock()
 		last := p.lastSync

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -440,5 +441,61 @@ func TestKernelRelease(t *testing.T) {
 		if got := releaseAtLeast(release, 6, 2); got != want {
 			t.Errorf("releaseAtLeast(%q, 6, 2) = %v, want %v", release, got, want)
 		}
+	}
+}
+
+func TestLoopCoalescesBurstsAndResyncsInFull(t *testing.T) {
+	fake := &lockedFake{Fake: knftables.NewFake(knftables.IPv4Family, TableName)}
+	var mu sync.Mutex
+	var syncs []SyncResult
+	p, err := New(Options{Config: testConfig, NFT: fake, MinSyncPeriod: 100 * time.Millisecond, FullSyncPeriod: time.Hour,
+		ObserveSync: func(res SyncResult, _ time.Duration) { mu.Lock(); syncs = append(syncs, res); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		p.OnServiceAdd(makeService("default", fmt.Sprintf("s%d", i), fmt.Sprintf("10.96.0.%d", i+1)).Port("http", tcp, 80, num(8080)).Obj())
+	}
+	p.SetInitialized()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); p.Loop(ctx) }()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(syncs) }
+	waitFor := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); count() < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d syncs after 5s, want %d", count(), n)
+			}
+		}
+	}
+	waitFor(1)
+	// A burst of 20 endpoint changes: the first goes at once (or after the
+	// minimum period), the rest together.
+	for i := range 20 {
+		p.OnEndpointSliceAdd(makeSlice("default", fmt.Sprintf("s%d-1", i), fmt.Sprintf("s%d", i)).Port("http", tcp, 8080).Endpoint("10.244.0.5", "node-a", ready).Obj())
+	}
+	time.Sleep(400 * time.Millisecond)
+	if n := count(); n < 2 || n > 3 {
+		t.Fatalf("%d syncs for the start and a burst of 20 changes, want 2 or 3", n)
+	}
+	if n := strings.Count(fake.dump(), "add element ip minik-proxy service-ips {"); n != 20 {
+		t.Fatalf("%d Services reachable after the burst, want 20:\n%s", n, fake.dump())
+	}
+	cancel()
+	<-done
+
+	// The periodic full rewrite.
+	p.opts.FullSyncPeriod = 50 * time.Millisecond
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	before := count()
+	go p.Loop(ctx)
+	p.OnServiceDelete(makeService("default", "s0", "10.96.0.1").Obj())
+	waitFor(before + 2)
+	mu.Lock()
+	defer mu.Unlock()
+	if !syncs[len(syncs)-1].Full {
+		t.Fatalf("want a full sync after FullSyncPeriod, got %+v", syncs[len(syncs)-1])
 	}
 }
