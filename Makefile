@@ -5,7 +5,7 @@ ARGS    ?=
 
 IMAGES  ?= bin/images
 
-.PHONY: deps build images up test unit bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns clean
+.PHONY: deps build images up test unit bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns bench-services clean
 
 ## build: bin/minik, static (no cgo) and without containerd's Go-plugin
 ## loader (its import of package plugin exports every symbol dynamically:
@@ -56,6 +56,10 @@ bench-scheduler: build
 ## bench-dns: the cluster DNS holding 5,000 Services: store updates, QPS and p99 from UDP clients on loopback, RSS; one JSON line each.
 bench-dns:
 	$(GO) run ./test/bench/dns
+
+## bench-services: the node proxy's network programming latency (p50, p99) with 1,000 Services × 10 endpoints and 5,000 × 2, CPU per endpoint change, RSS; one JSON line each; needs root (runs in a network namespace it makes).
+bench-services:
+	$(GO) run ./test/bench/services
 
 clean:
 	rm -rf bin $(DATA)

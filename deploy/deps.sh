@@ -7,7 +7,7 @@ set -euo pipefail
 
 busybox_deb=/var/cache/minik/busybox.deb
 
-packages=(containerd runc containernetworking-plugins iproute2 iptables kubectl)
+packages=(containerd runc containernetworking-plugins iproute2 iptables nftables conntrack kubectl)
 
 if ! command -v dpkg >/dev/null; then
   echo "not a Debian system: make sure these are installed: ${packages[*]}" >&2

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"minik/controller"
 	"minik/internal/etcd"
 	"minik/internal/pki"
+	"minik/proxy"
 	"minik/scheduler"
 )
 
@@ -39,6 +41,7 @@ type upOptions struct {
 	clusterDomain      string
 	dns                bool
 	dnsListen          string
+	proxy              bool
 }
 
 func upCommand() *cobra.Command {
@@ -64,6 +67,7 @@ func upCommand() *cobra.Command {
 	f.BoolVar(&o.controller, "controller", true, "run the controller manager")
 	f.IntVar(&o.watchCacheSize, "watch-cache-size", 10000, "events per resource a watch can resume from")
 	f.DurationVar(&o.compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd history (negative: never)")
+	f.BoolVar(&o.proxy, "proxy", true, "with the kubelets, run the node proxy (Services in this host's nftables)")
 	f.StringSliceVar(&o.preloadImages, "preload-images", nil, "image archives (OCI or docker) to import into every node, e.g. bin/images/busybox.tar")
 	dnsFlags(f, &o.clusterDNS, &o.clusterDomain)
 	o.auth = addAuthFlags(f)
@@ -244,6 +248,16 @@ func runUp(ctx context.Context, o *upOptions) error {
 				Nodes: o.nodes, PreloadImages: o.preloadImages,
 				ClusterDNS: clusterDNS, ClusterDomain: o.clusterDomain})
 		})
+	}
+	if o.kubelet && o.proxy {
+		c, err := files.componentClient(filepath.Join(o.dataDir, "proxy.kubeconfig"), "kube-proxy", proxy.User)
+		if err != nil {
+			return err
+		}
+		// One proxy for the host: every node of `up` shares its network.
+		cfg := proxy.Options{Config: proxy.Config{NodeName: o.nodes[0], OtherLocalNodes: o.nodes[1:],
+			ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16")}} // the nodes' podCIDRs, see runNodes
+		run("proxy", func(ctx context.Context) error { return proxy.Run(ctx, proxy.RunConfig{Options: cfg, Client: c}) })
 	}
 	slog.Info("cluster is up", "kubeconfig", adminKubeconfig, "hint", "export KUBECONFIG="+absPath(adminKubeconfig))
 

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ctdrt "minik/kubelet/runtime/containerd"
+	"minik/proxy"
 )
 
 // cleanup runs before the cluster stops: it deletes every pod, so that the
@@ -50,6 +51,11 @@ func (e *env) cleanup(t *testing.T) {
 	unmountRuntime(e.dataDir, e.nodes[:]...)
 	for _, n := range e.nodes {
 		ctdrt.RemoveNodeNetwork(ctdrt.NamespaceFor(n), e.podCIDRs[n])
+	}
+	// The node proxy leaves its table when it stops (traffic keeps
+	// flowing); a test removes it.
+	if err := proxy.DeleteTable(ctx); err != nil {
+		t.Errorf("deleting the proxy's nftables table: %v", err)
 	}
 }
 
