@@ -5,7 +5,7 @@ ARGS    ?=
 
 IMAGES  ?= bin/images
 
-.PHONY: deps build images up test unit bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns bench-services clean
+.PHONY: deps build images up test fuzz unit bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns bench-services clean
 
 ## build: bin/minik, static (no cgo) and without containerd's Go-plugin
 ## loader (its import of package plugin exports every symbol dynamically:
@@ -32,6 +32,15 @@ up: deps build images
 test: build
 	$(GO) vet ./...
 	MINIK_BIN=$(CURDIR)/bin/minik $(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) fuzz
+
+## fuzz: each fuzz target (request decoding and admission, patches) for
+## FUZZTIME; a crasher is kept under apiserver/testdata/fuzz and then runs
+## with every `go test`.
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test ./apiserver -run '^$$' -fuzz '^FuzzDecodeAndAdmit$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./apiserver -run '^$$' -fuzz '^FuzzPatch$$' -fuzztime $(FUZZTIME)
 
 ## unit: only the fast tests.
 unit:

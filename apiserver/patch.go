@@ -37,12 +37,18 @@ func init() {
 
 // applyPatch applies a patch of the given media type to the JSON of
 // current (a typed object, whose struct tags drive strategic merge).
-func applyPatch(patchType string, current runtime.Object, patch []byte) ([]byte, error) {
+func applyPatch(patchType string, current runtime.Object, patch []byte) (out []byte, err error) {
+	defer func() {
+		// The patch libraries panic on some malformed directives (e.g.
+		// "$retainKeys": [{}]); that is the client's error, not ours.
+		if r := recover(); r != nil {
+			out, err = nil, apierrors.NewBadRequest(fmt.Sprintf("invalid %s: %v", patchType, r))
+		}
+	}()
 	original, err := json.Marshal(current)
 	if err != nil {
 		return nil, err
 	}
-	var out []byte
 	switch patchType {
 	case jsonPatchType:
 		p, err := jsonpatch.DecodePatch(patch)

@@ -2,7 +2,10 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -64,6 +67,7 @@ func longRunning(r *http.Request) bool {
 func (s *Server) protect(next http.Handler) http.Handler {
 	l := s.limiter
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer recoverPanic(w, r)
 		switch r.URL.Path {
 		case "/healthz", "/livez", "/readyz", "/version":
 			next.ServeHTTP(w, r)
@@ -92,4 +96,19 @@ func (s *Server) protect(next http.Handler) http.Handler {
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// recoverPanic answers a request whose handler panicked with a 500
+// Status, as kube-apiserver's panic filter does, instead of a dropped
+// connection; the stack goes to the log. http.ErrAbortHandler passes.
+func recoverPanic(w http.ResponseWriter, r *http.Request) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	slog.Error("panic serving a request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+	writeError(w, r, apierrors.NewInternalError(fmt.Errorf("the server panicked: %v", v)))
 }
