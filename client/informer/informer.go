@@ -92,12 +92,14 @@ const minHealthyWatch = time.Second
 
 // Informer lists and watches one resource and keeps a Store of it.
 type Informer[T any] struct {
-	src      *client.Typed[T]
-	cfg      Config
-	log      *slog.Logger
-	store    *Store[T]
-	handlers []Handler[T]
-	queue    queue[T]
+	src *client.Typed[T]
+	cfg Config
+	// transformFn is SetTransform's function, nil for none.
+	transformFn func(*T) *T
+	log         *slog.Logger
+	store       *Store[T]
+	handlers    []Handler[T]
+	queue       queue[T]
 
 	started atomic.Bool
 	synced  chan struct{} // closed once handlers got the first list
@@ -267,6 +269,7 @@ func (inf *Informer[T]) list(ctx context.Context) (string, error) {
 func (inf *Informer[T]) replace(items []*T) {
 	seen := make(map[string]bool, len(items))
 	for _, obj := range items {
+		obj = inf.transform(obj)
 		seen[KeyOf(obj)] = true
 		old := inf.store.upsert(obj)
 		switch {
@@ -332,10 +335,25 @@ func (inf *Informer[T]) watch(ctx context.Context, rv *string) (delivered bool, 
 	}
 }
 
+// SetTransform makes the informer apply fn to every object before it is
+// cached and handed to handlers, as client-go's SetTransform: a reader
+// that needs a few fields drops the rest (managedFields, annotations) so
+// the cache holds less. fn may change the object in place and must keep
+// its namespace, name and resourceVersion. Call it before Run.
+func (inf *Informer[T]) SetTransform(fn func(*T) *T) { inf.transformFn = fn }
+
+func (inf *Informer[T]) transform(obj *T) *T {
+	if inf.transformFn == nil || obj == nil {
+		return obj
+	}
+	return inf.transformFn(obj)
+}
+
 // apply puts one watch event into the store and queues it for handlers.
 // Whether an object is new is decided by the store, not the event type, so
 // a replayed ADDED for a known object becomes an update.
 func (inf *Informer[T]) apply(ev client.Event[T]) {
+	ev.Object = inf.transform(ev.Object)
 	switch ev.Type {
 	case watch.Added, watch.Modified:
 		if old := inf.store.upsert(ev.Object); old != nil {
