@@ -345,7 +345,7 @@ func validateTrafficPolicies(svc *corev1.Service) field.ErrorList {
 	itp := specPath.Child("internalTrafficPolicy")
 	if spec.InternalTrafficPolicy == nil {
 		// Not required for ExternalName: upstream never checked it there.
-		if spec.Type != corev1.ServiceTypeExternalName {
+		if spec.Type == corev1.ServiceTypeClusterIP || spec.Type == corev1.ServiceTypeNodePort || spec.Type == corev1.ServiceTypeLoadBalancer {
 			errs = append(errs, field.Required(itp, ""))
 		}
 	} else if p := *spec.InternalTrafficPolicy; p != corev1.ServiceInternalTrafficPolicyCluster && p != corev1.ServiceInternalTrafficPolicyLocal {
