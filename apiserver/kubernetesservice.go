@@ -54,12 +54,8 @@ func (s *Server) ensureKubernetesService(ctx context.Context, port int) error {
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: s.kubernetesServiceIP(),
 			SessionAffinity: corev1.ServiceAffinityNone, Ports: want},
 	}
-	_, err := h.createObject(ctx, &requestInfo{namespace: metav1.NamespaceDefault}, svc, false)
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
 	ri := &requestInfo{namespace: metav1.NamespaceDefault, name: "kubernetes", verb: "update"}
-	_, err = h.updateObject(ctx, ri, false, func(cur runtime.Object) (runtime.Object, error) {
+	_, err := h.updateObject(ctx, ri, false, func(cur runtime.Object) (runtime.Object, error) {
 		svc := cur.(*corev1.Service)
 		if slices.EqualFunc(svc.Spec.Ports, want, func(a, b corev1.ServicePort) bool {
 			return a.Name == b.Name && a.Port == b.Port && a.Protocol == b.Protocol && a.TargetPort == b.TargetPort
@@ -69,6 +65,12 @@ func (s *Server) ensureKubernetesService(ctx context.Context, port int) error {
 		svc.Spec.Ports = want
 		return svc, nil
 	})
+	if apierrors.IsNotFound(err) {
+		_, err = h.createObject(ctx, &requestInfo{namespace: metav1.NamespaceDefault}, svc, false)
+		if apierrors.IsAlreadyExists(err) {
+			return nil // another apiserver made it meanwhile
+		}
+	}
 	return err
 }
 
