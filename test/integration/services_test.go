@@ -255,7 +255,7 @@ func TestServices(t *testing.T) {
 		}
 		defer etcdClient.Close()
 		for key, owner := range map[string]string{
-			"/registry/ranges/servicenodeports/30555": "default/ghost",
+			"/registry/ranges/servicenodeports/30555":   "default/ghost",
 			"/registry/ranges/serviceips/10.96.123.123": "default/ghost",
 		} {
 			if _, err := etcdClient.Put(ctx, key, owner); err != nil {
