@@ -90,6 +90,9 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 	m, _ := meta.Accessor(obj)
 	gk := h.res.GroupVersion().WithKind(h.res.Kind).GroupKind()
 	if sub == "status" {
+		if svc, ok := obj.(*corev1.Service); ok {
+			defaults.ServiceStatus(svc)
+		}
 		if errs := validation.StatusUpdate(obj, old); len(errs) > 0 {
 			return apierrors.NewInvalid(gk, m.GetName(), errs)
 		}

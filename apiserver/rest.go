@@ -176,7 +176,7 @@ func (h *resourceHandler) createObject(ctx context.Context, ri *requestInfo, obj
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetManagedFields(nil)
 	m.SetSelfLink("")
-	if h.res.HasStatus {
+	if h.res.HasStatus && !h.res.NoGeneration {
 		m.SetGeneration(1)
 	}
 	obj, err = h.in(obj)
@@ -394,7 +394,7 @@ func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
 		if err := setFieldOf(obj, "Status", status); err != nil {
 			return err
 		}
-		if specChanged(obj, old) {
+		if !h.res.NoGeneration && specChanged(obj, old) {
 			m.SetGeneration(om.GetGeneration() + 1)
 		}
 	}

@@ -52,6 +52,21 @@ func Service(svc *corev1.Service) {
 	if spec.Type == corev1.ServiceTypeLoadBalancer && spec.AllocateLoadBalancerNodePorts == nil {
 		spec.AllocateLoadBalancerNodePorts = ptr.To(true)
 	}
+	ServiceStatus(svc)
+}
+
+// ServiceStatus defaults the ipMode of a LoadBalancer's ingress IPs to VIP
+// (upstream's LoadBalancerIPMode default). The apiserver also runs it on
+// /status writes, which is where load balancer controllers set ingress.
+func ServiceStatus(svc *corev1.Service) {
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return
+	}
+	for i, in := range svc.Status.LoadBalancer.Ingress {
+		if in.IP != "" && in.IPMode == nil {
+			svc.Status.LoadBalancer.Ingress[i].IPMode = ptr.To(corev1.LoadBalancerIPModeVIP)
+		}
+	}
 }
 
 // ExternallyAccessible reports whether a service can be reached from
