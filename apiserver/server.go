@@ -547,6 +547,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h := ri.handler
+	if h.res.Warning != "" {
+		w.Header().Add("Warning", fmt.Sprintf("299 - %q", h.res.Warning))
+	}
 	if h.res.Virtual {
 		if ri.verb != "create" || ri.name != "" {
 			writeError(w, r, methodNotAllowed(r))

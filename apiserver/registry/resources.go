@@ -68,6 +68,7 @@ func All() []*Resource {
 				return map[string]string{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}
 			}},
 		{Kind: "Endpoints", Resource: "endpoints", Singular: "endpoints", Namespaced: true, ShortNames: []string{"ep"},
+			Warning: "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice",
 			New: func() runtime.Object { return &corev1.Endpoints{} }, NewList: func() runtime.Object { return &corev1.EndpointsList{} }},
 		{Kind: "ServiceAccount", Resource: "serviceaccounts", Singular: "serviceaccount", Namespaced: true, ShortNames: []string{"sa"},
 			New:          func() runtime.Object { return &corev1.ServiceAccount{} },

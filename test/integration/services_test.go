@@ -78,7 +78,8 @@ func TestServices(t *testing.T) {
 	t.Run("kubectl get lists services, endpoints and endpoint slices with upstream's columns", func(t *testing.T) {
 		out := c.MustKubectl(t, "", "get", "svc,ep,endpointslices")
 		for _, want := range []string{"service/kubernetes", "service/web", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "443/TCP", "80/TCP",
-			"endpoints/kubernetes", "ENDPOINTS", "endpointslice.discovery.k8s.io/kubernetes", "ADDRESSTYPE", "IPv4"} {
+			"endpoints/kubernetes", "ENDPOINTS", "endpointslice.discovery.k8s.io/kubernetes", "ADDRESSTYPE", "IPv4",
+			"Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("missing %q in:\n%s", want, out)
 			}
