@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 
 	"minik/internal/etcd"
 	"minik/internal/hostip"
@@ -194,6 +195,39 @@ func TestServices(t *testing.T) {
 		out := c.MustKubectl(t, "", "get", "svc", "lb", "ext")
 		if !strings.Contains(out, "<pending>") || !strings.Contains(out, "example.com") {
 			t.Fatalf("EXTERNAL-IP column:\n%s", out)
+		}
+	})
+
+	t.Run("endpoints and endpoint slices are stored, validated and served in protobuf too", func(t *testing.T) {
+		cfg := c.RESTConfig()
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+		pcs := kubernetes.NewForConfigOrDie(cfg)
+		ready := true
+		slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-abcde", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.5"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+			Ports:       []discoveryv1.EndpointPort{{Port: int32p(8080)}}}
+		got, err := pcs.DiscoveryV1().EndpointSlices("default").Create(ctx, slice, metav1.CreateOptions{})
+		if err != nil || *got.Ports[0].Protocol != corev1.ProtocolTCP || *got.Ports[0].Name != "" {
+			t.Fatalf("create slice: %v %v", got, err)
+		}
+		list, err := pcs.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
+		if err != nil || len(list.Items) != 1 {
+			t.Fatalf("list slices: %v %v", list, err)
+		}
+		bad := slice.DeepCopy()
+		bad.Name, bad.Endpoints[0].Addresses = "web-bad", []string{"127.0.0.1"}
+		_, err = pcs.DiscoveryV1().EndpointSlices("default").Create(ctx, bad, metav1.CreateOptions{})
+		wantInvalid(t, err, "endpoints[0].addresses[0]", "may not be in the loopback range")
+		ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Subsets: []corev1.EndpointSubset{{
+			Addresses: []corev1.EndpointAddress{{IP: "10.244.0.5"}, {IP: "10.244.0.6"}}, Ports: []corev1.EndpointPort{{Port: 8080}}}}}
+		if _, err := pcs.CoreV1().Endpoints("default").Create(ctx, ep, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		out := c.MustKubectl(t, "", "get", "ep/web", "endpointslices/web-abcde")
+		if !strings.Contains(out, "10.244.0.5:8080,10.244.0.6:8080") || !regexp.MustCompile(`web-abcde\s+IPv4\s+8080\s+10\.244\.0\.5\s`).MatchString(out) {
+			t.Fatalf("get ep, endpointslices:\n%s", out)
 		}
 	})
 
