@@ -252,6 +252,18 @@ func (s *Server) repairServiceAllocations(ctx context.Context) error {
 		for _, c := range s.services.companions(svc) {
 			held[c.Key] = append(held[c.Key], c.Value)
 		}
+		for _, ip := range svc.Spec.ClusterIPs {
+			if ip != corev1.ClusterIPNone && !s.services.ips.Contains(ip) {
+				slog.Warn("a service's cluster IP is not in the service range; please recreate the service",
+					"service", owner, "clusterIP", ip, "range", s.services.ips.Describe())
+			}
+		}
+		for _, port := range heldNodePorts(svc) {
+			if !s.services.ports.Contains(strconv.Itoa(int(port))) {
+				slog.Warn("a service's node port is not in the node port range; please recreate the service",
+					"service", owner, "nodePort", port, "range", s.services.ports.Describe())
+			}
+		}
 	}
 	recorded := map[string]string{}
 	recordedRev := map[string]int64{}
