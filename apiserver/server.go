@@ -309,6 +309,10 @@ func (s *Server) Run(ctx context.Context) error {
 	port := 443
 	if a, ok := ln.Addr().(*net.TCPAddr); ok {
 		port = a.Port
+		if !a.IP.IsUnspecified() && a.IP.String() != s.cfg.AdvertiseAddress {
+			slog.Warn("the apiserver does not listen on its advertise address: pods cannot reach it through the kubernetes service",
+				"listen", ln.Addr().String(), "advertiseAddress", s.cfg.AdvertiseAddress)
+		}
 	}
 	if err := s.ensureKubernetesService(ctx, port); err != nil {
 		return fmt.Errorf("creating the kubernetes service: %w", err)
