@@ -19,6 +19,7 @@ import (
 	"minik/client"
 	"minik/client/kubeconfig"
 	"minik/controller"
+	"minik/dns"
 	"minik/internal/etcd"
 	"minik/internal/pki"
 	"minik/proxy"
@@ -55,6 +56,14 @@ func upCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("dns") {
 				o.dns = o.kubelet // by default the DNS comes with the pods that use it
+			}
+			if !cmd.Flags().Changed("cluster-dns") {
+				// Pods ask the kube-dns Service of the cluster's own range.
+				ip, err := dns.ServiceIP(o.service.clusterIPRange)
+				if err != nil {
+					return fmt.Errorf("--service-cluster-ip-range: %w", err)
+				}
+				o.clusterDNS = []string{ip.String()}
 			}
 			return runUp(cmd.Context(), o)
 		},
@@ -250,7 +259,7 @@ func runUp(ctx context.Context, o *upOptions) error {
 		})
 	}
 	if o.dns {
-		d, err := newUpDNS(o.dnsListen, files, o.dataDir, o.kubelet, o.nodes)
+		d, err := newUpDNS(o.dnsListen, o.service.clusterIPRange, files, o.dataDir, o.kubelet, o.nodes)
 		if err != nil {
 			return err
 		}
