@@ -69,7 +69,7 @@ func All() []*Resource {
 			}},
 		{Kind: "Endpoints", Resource: "endpoints", Singular: "endpoints", Namespaced: true, ShortNames: []string{"ep"},
 			Warning: "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice",
-			New: func() runtime.Object { return &corev1.Endpoints{} }, NewList: func() runtime.Object { return &corev1.EndpointsList{} }},
+			New:     func() runtime.Object { return &corev1.Endpoints{} }, NewList: func() runtime.Object { return &corev1.EndpointsList{} }},
 		{Kind: "ServiceAccount", Resource: "serviceaccounts", Singular: "serviceaccount", Namespaced: true, ShortNames: []string{"sa"},
 			New:          func() runtime.Object { return &corev1.ServiceAccount{} },
 			NewList:      func() runtime.Object { return &corev1.ServiceAccountList{} },
