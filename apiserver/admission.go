@@ -49,6 +49,11 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 		if err := s.admitPriorityClass(ctx, o); err != nil {
 			return err
 		}
+	case *corev1.Service:
+		o.Status = corev1.ServiceStatus{}
+		if err := s.admitService(ctx, o, nil); err != nil {
+			return err
+		}
 	}
 	if h.res.HasStatus && !keepsStatusOnCreate(obj) {
 		if st, err := fieldOf(obj, "Status"); err == nil {
@@ -85,12 +90,20 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 	m, _ := meta.Accessor(obj)
 	gk := h.res.GroupVersion().WithKind(h.res.Kind).GroupKind()
 	if sub == "status" {
+		if svc, ok := obj.(*corev1.Service); ok {
+			defaults.ServiceStatus(svc)
+		}
 		if errs := validation.StatusUpdate(obj, old); len(errs) > 0 {
 			return apierrors.NewInvalid(gk, m.GetName(), errs)
 		}
 		return nil
 	}
 	defaults.Object(obj)
+	if svc, ok := obj.(*corev1.Service); ok {
+		if err := s.admitService(ctx, svc, old.(*corev1.Service)); err != nil {
+			return err
+		}
+	}
 	if pc, ok := obj.(*schedulingv1.PriorityClass); ok && pc.GlobalDefault && !old.(*schedulingv1.PriorityClass).GlobalDefault {
 		if err := s.admitPriorityClass(ctx, pc); err != nil {
 			return err

@@ -176,13 +176,34 @@ func (h *resourceHandler) createObject(ctx context.Context, ri *requestInfo, obj
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetManagedFields(nil)
 	m.SetSelfLink("")
-	if h.res.HasStatus {
+	if h.res.HasStatus && !h.res.NoGeneration {
 		m.SetGeneration(1)
 	}
 	obj, err = h.in(obj)
 	if err != nil {
 		return nil, err
 	}
+	if !h.store.HasCompanions() {
+		return h.createOnce(ctx, obj, dryRun, m)
+	}
+	// The object owns companion keys (a Service's cluster IP and node
+	// ports): a key taken by a concurrent write is refused if the client
+	// asked for it, and otherwise picked again.
+	requested := obj.DeepCopyObject()
+	for attempt := 1; ; attempt++ {
+		created, err := h.createOnce(ctx, obj, dryRun, m)
+		if !errors.Is(err, storage.ErrTaken) {
+			return created, err
+		}
+		if err := h.srv.companionTaken(requested, err, attempt); err != nil {
+			return nil, err
+		}
+		obj = requested.DeepCopyObject()
+	}
+}
+
+// createOnce admits and stores a new object whose system fields are set.
+func (h *resourceHandler) createOnce(ctx context.Context, obj runtime.Object, dryRun bool, m metav1.Object) (runtime.Object, error) {
 	if !dryRun && h.res.Namespaced {
 		// The fast path: admission reads the namespace (and priority
 		// classes) from caches, and the write commits only if what it
@@ -263,12 +284,31 @@ func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, ri *req
 // requested object from the current one; system fields are then carried
 // over, the status split applied, and the result admitted and stored.
 func (h *resourceHandler) updateObject(ctx context.Context, ri *requestInfo, dryRun bool, next func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+	for attempt := 1; ; attempt++ {
+		var requested runtime.Object
+		updated, err := h.updateOnce(ctx, ri, dryRun, next, &requested)
+		if !errors.Is(err, storage.ErrTaken) {
+			return updated, err
+		}
+		// A companion key the update adds was taken meanwhile (see createObject).
+		if err := h.srv.companionTaken(requested, err, attempt); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// updateOnce is one read-modify-write of updateObject; it leaves the
+// object the client asked for (before admission) in requested.
+func (h *resourceHandler) updateOnce(ctx context.Context, ri *requestInfo, dryRun bool, next func(current runtime.Object) (runtime.Object, error), requested *runtime.Object) (runtime.Object, error) {
 	var dryResult runtime.Object
 	stored, _, err := h.store.GuaranteedUpdate(ctx, ri.namespace, ri.name, func(current runtime.Object) (runtime.Object, error) {
 		oldCopy := current.DeepCopyObject()
 		obj, err := next(current)
 		if err != nil {
 			return nil, err
+		}
+		if h.store.HasCompanions() {
+			*requested = obj.DeepCopyObject()
 		}
 		if err := h.carryOver(ri.subresource, obj, oldCopy); err != nil {
 			return nil, err
@@ -354,7 +394,7 @@ func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
 		if err := setFieldOf(obj, "Status", status); err != nil {
 			return err
 		}
-		if specChanged(obj, old) {
+		if !h.res.NoGeneration && specChanged(obj, old) {
 			m.SetGeneration(om.GetGeneration() + 1)
 		}
 	}

@@ -73,6 +73,25 @@ type Config struct {
 	// BookmarkInterval is how often watchers that allow bookmarks get one
 	// (default 10s).
 	BookmarkInterval time.Duration
+
+	// ServiceClusterIPRange is the CIDR that Service cluster IPs come from
+	// (default 10.96.0.0/12). Its first address is the `kubernetes`
+	// Service's.
+	ServiceClusterIPRange string
+	// ServiceNodePortRange is the range of node ports, "FROM-TO"
+	// (default 30000-32767).
+	ServiceNodePortRange string
+	// AdvertiseAddress is the IP address the `kubernetes` Service's
+	// endpoints give for this apiserver (default: the host's first
+	// non-loopback IPv4 address). Pods reach the API through it.
+	AdvertiseAddress string
+	// EndpointLeaseTTL is how long this apiserver stays among the
+	// `kubernetes` endpoints without renewing its lease (default 15s);
+	// it renews every two thirds of it.
+	EndpointLeaseTTL time.Duration
+	// ServiceRepairInterval is how often allocations are compared with
+	// the Services holding them (default 3m; negative: at start-up only).
+	ServiceRepairInterval time.Duration
 }
 
 // Server is a running apiserver.
@@ -88,7 +107,11 @@ type Server struct {
 	pods            *storage.Store
 	nodes           *storage.Store
 	pdbs            *storage.Store
+	serviceStore    *storage.Store
 	stores          []*storage.Store
+
+	// services allocates cluster IPs and node ports (services.go).
+	services *serviceAllocators
 
 	// namespaceCache and priorityClassCache serve admission's reads on
 	// the create path (see objectCache).
@@ -124,6 +147,25 @@ func New(cfg Config) (*Server, error) {
 	if cfg.BookmarkInterval == 0 {
 		cfg.BookmarkInterval = 10 * time.Second
 	}
+	if cfg.ServiceClusterIPRange == "" {
+		cfg.ServiceClusterIPRange = DefaultServiceClusterIPRange
+	}
+	if cfg.ServiceNodePortRange == "" {
+		cfg.ServiceNodePortRange = DefaultServiceNodePortRange
+	}
+	if cfg.AdvertiseAddress == "" {
+		cfg.AdvertiseAddress = DefaultAdvertiseAddress()
+	}
+	if cfg.EndpointLeaseTTL == 0 {
+		cfg.EndpointLeaseTTL = 15 * time.Second
+	}
+	if cfg.ServiceRepairInterval == 0 {
+		cfg.ServiceRepairInterval = 3 * time.Minute
+	}
+	services, err := newServiceAllocators(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.MaxRequestsInflight <= 0 {
 		cfg.MaxRequestsInflight = defaultMaxRequestsInflight
 	}
@@ -152,6 +194,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.staticTokens = tokens
 	}
+	s.services = services
 	byID := map[string]*storage.Store{}
 	var openapiResources []openapi.Resource
 	for _, res := range registry.All() {
@@ -191,6 +234,8 @@ func New(cfg Config) (*Server, error) {
 		&nodeAuthorizer{graph: s.nodeGraph, podsRev: s.pods.Cache().LatestRevision},
 		s.rbac,
 	}
+	s.serviceStore = byID["services"]
+	s.serviceStore.SetCompanions(services.companions)
 	s.namespaceCache = newObjectCache("namespaces", s.namespaces)
 	s.priorityClassCache = newObjectCache("priorityclasses", s.priorityClasses)
 	s.router = s.routes(buildInBackground(func() http.Handler { return openapi.NewHandler(openapiResources) }))
@@ -244,8 +289,12 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.bootstrap(ctx); err != nil {
 		return fmt.Errorf("creating built-in objects: %w", err)
 	}
+	if err := s.repairServiceAllocations(ctx); err != nil {
+		return fmt.Errorf("checking service IP and node port allocations: %w", err)
+	}
 	go s.bookmarkLoop(ctx)
 	go s.compactLoop(ctx)
+	go s.repairLoop(ctx)
 
 	tlsCfg, err := s.tlsConfig()
 	if err != nil {
@@ -257,6 +306,22 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("apiserver listen: %w", err)
 		}
 	}
+	port := 443
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		port = a.Port
+		if !a.IP.IsUnspecified() && a.IP.String() != s.cfg.AdvertiseAddress {
+			slog.Warn("the apiserver does not listen on its advertise address: pods cannot reach it through the kubernetes service",
+				"listen", ln.Addr().String(), "advertiseAddress", s.cfg.AdvertiseAddress)
+		}
+	}
+	if err := s.ensureKubernetesService(ctx, port); err != nil {
+		return fmt.Errorf("creating the kubernetes service: %w", err)
+	}
+	endpointsDone := make(chan struct{})
+	go func() {
+		defer close(endpointsDone)
+		s.runKubernetesEndpoints(ctx, port)
+	}()
 	srv := &http.Server{Handler: s.Handler(), TLSConfig: tlsCfg, ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog: slogErrorLog()}
 	errc := make(chan error, 1)
@@ -268,6 +333,7 @@ func (s *Server) Run(ctx context.Context) error {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
+		<-endpointsDone // this apiserver's lease is gone from the endpoints
 		return nil
 	case err := <-errc:
 		return err
@@ -485,6 +551,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h := ri.handler
+	if h.res.Warning != "" {
+		w.Header().Add("Warning", fmt.Sprintf("299 - %q", h.res.Warning))
+	}
 	if h.res.Virtual {
 		if ri.verb != "create" || ri.name != "" {
 			writeError(w, r, methodNotAllowed(r))

@@ -16,6 +16,7 @@ import (
 
 	"minik/client/informer"
 	"minik/client/record"
+	"minik/internal/hostip"
 	"minik/kubelet/eviction"
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
@@ -379,16 +380,8 @@ func (k *Kubelet) killSandboxContainers(ctx context.Context, sandboxID string, g
 	return errors.Join(errs...)
 }
 
-func defaultNodeIP() string {
-	addrs, err := net.InterfaceAddrs()
-	if err == nil {
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() && !ipn.IP.IsLinkLocalUnicast() {
-				return ipn.IP.String()
-			}
-		}
-	}
-	return "127.0.0.1"
-}
+// defaultNodeIP is the host's primary IPv4 address, the one the apiserver
+// also advertises by default.
+func defaultNodeIP() string { return hostip.PrimaryIPv4() }
 
 var _ = time.Second

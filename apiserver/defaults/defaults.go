@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,6 +53,12 @@ func Object(obj runtime.Object) {
 		ConfigMap(o)
 	case *schedulingv1.PriorityClass:
 		PriorityClass(o)
+	case *corev1.Service:
+		Service(o)
+	case *corev1.Endpoints:
+		Endpoints(o)
+	case *discoveryv1.EndpointSlice:
+		EndpointSlice(o)
 	case *corev1.Event, *coordinationv1.Lease, *corev1.ServiceAccount, *policyv1.PodDisruptionBudget:
 		// Upstream has no server-side defaults for these types.
 	}

@@ -260,8 +260,8 @@ func TestObject(t *testing.T) {
 		},
 		{
 			name: "an unknown type is left untouched",
-			in:   &corev1.Service{ObjectMeta: meta("svc")},
-			want: &corev1.Service{ObjectMeta: meta("svc")},
+			in:   &corev1.LimitRange{ObjectMeta: meta("lr")},
+			want: &corev1.LimitRange{ObjectMeta: meta("lr")},
 		},
 	}
 	for _, tc := range tests {

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -193,6 +194,62 @@ func TestKindTablesMatchGolden(t *testing.T) {
 					Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr(intstr.FromString("25%"))}},
 			},
 			golden: "poddisruptionbudget.golden",
+		},
+		{
+			name: "services show type, cluster IP, external IP and ports",
+			kind: "Service",
+			objs: []runtime.Object{
+				&corev1.Service{ObjectMeta: objectMeta("kubernetes", 30*24*time.Hour), Spec: corev1.ServiceSpec{
+					Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.1", ClusterIPs: []string{"10.96.0.1"},
+					Ports: []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP}}}},
+				&corev1.Service{ObjectMeta: objectMeta("web", time.Hour), Spec: corev1.ServiceSpec{
+					Type: corev1.ServiceTypeNodePort, ClusterIPs: []string{"10.104.3.7"}, Selector: webLabels,
+					Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP},
+						{Name: "dns", Port: 53, NodePort: 30053, Protocol: corev1.ProtocolUDP}}}},
+				&corev1.Service{ObjectMeta: objectMeta("db", time.Minute), Spec: corev1.ServiceSpec{
+					Type: corev1.ServiceTypeClusterIP, ClusterIPs: []string{"None"}, Selector: map[string]string{"app": "db"}}},
+				&corev1.Service{ObjectMeta: objectMeta("lb", time.Minute), Spec: corev1.ServiceSpec{
+					Type: corev1.ServiceTypeLoadBalancer, ClusterIPs: []string{"10.99.0.4"},
+					Ports: []corev1.ServicePort{{Port: 443, NodePort: 31443, Protocol: corev1.ProtocolTCP}}}},
+				&corev1.Service{ObjectMeta: objectMeta("lb-ready", time.Minute), Spec: corev1.ServiceSpec{
+					Type: corev1.ServiceTypeLoadBalancer, ClusterIPs: []string{"10.99.0.5"}, ExternalIPs: []string{"192.0.2.9"},
+					Ports: []corev1.ServicePort{{Port: 443, NodePort: 31444, Protocol: corev1.ProtocolTCP}}},
+					Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "192.0.2.10"}}}}},
+				&corev1.Service{ObjectMeta: objectMeta("ext", time.Minute), Spec: corev1.ServiceSpec{
+					Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.com"}},
+			},
+			golden: "service.golden",
+		},
+		{
+			name: "endpoints show up to three ip:port pairs",
+			kind: "Endpoints",
+			objs: []runtime.Object{
+				&corev1.Endpoints{ObjectMeta: objectMeta("web", time.Hour), Subsets: []corev1.EndpointSubset{{
+					Addresses:         []corev1.EndpointAddress{{IP: "10.244.0.5"}, {IP: "10.244.0.6"}},
+					NotReadyAddresses: []corev1.EndpointAddress{{IP: "10.244.0.7"}},
+					Ports:             []corev1.EndpointPort{{Port: 8080, Protocol: corev1.ProtocolTCP}}}}},
+				&corev1.Endpoints{ObjectMeta: objectMeta("many", time.Hour), Subsets: []corev1.EndpointSubset{{
+					Addresses: []corev1.EndpointAddress{{IP: "10.244.0.5"}, {IP: "10.244.0.6"}, {IP: "10.244.1.5"}},
+					Ports:     []corev1.EndpointPort{{Name: "a", Port: 80}, {Name: "b", Port: 443}}}}},
+				&corev1.Endpoints{ObjectMeta: objectMeta("headless", time.Hour), Subsets: []corev1.EndpointSubset{{
+					Addresses: []corev1.EndpointAddress{{IP: "10.244.0.9"}}}}},
+				&corev1.Endpoints{ObjectMeta: objectMeta("empty", time.Minute)},
+			},
+			golden: "endpoints.golden",
+		},
+		{
+			name: "endpoint slices show address type, ports and endpoints",
+			kind: "EndpointSlice",
+			objs: []runtime.Object{
+				&discoveryv1.EndpointSlice{ObjectMeta: objectMeta("web-7xk2p", time.Hour), AddressType: discoveryv1.AddressTypeIPv4,
+					Ports: []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr[int32](8080)}},
+					Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.5"}}, {Addresses: []string{"10.244.0.6"}},
+						{Addresses: []string{"10.244.1.5"}}, {Addresses: []string{"10.244.1.6"}}}},
+				&discoveryv1.EndpointSlice{ObjectMeta: objectMeta("named-port", time.Hour), AddressType: discoveryv1.AddressTypeIPv4,
+					Ports: []discoveryv1.EndpointPort{{Name: ptr("http")}}},
+				&discoveryv1.EndpointSlice{ObjectMeta: objectMeta("empty", time.Minute), AddressType: discoveryv1.AddressTypeIPv6},
+			},
+			golden: "endpointslice.golden",
 		},
 		{
 			name: "kinds without their own printer show name and age",

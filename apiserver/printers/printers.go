@@ -18,6 +18,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -69,6 +70,9 @@ var byKind = map[string]printer{
 	"ClusterRole":           {roleColumns, roleRow},
 	"RoleBinding":           {roleBindingColumns, roleBindingRow},
 	"ClusterRoleBinding":    {roleBindingColumns, roleBindingRow},
+	"Service":               {serviceColumns, typed(serviceRow)},
+	"Endpoints":             {endpointsColumns, typed(endpointsRow)},
+	"EndpointSlice":         {endpointSliceColumns, typed(endpointSliceRow)},
 }
 
 // defaultPrinter serves kinds without their own columns.
@@ -206,6 +210,7 @@ func newScheme() *runtime.Scheme {
 		appsv1.AddToScheme,
 		batchv1.AddToScheme,
 		coordinationv1.AddToScheme,
+		discoveryv1.AddToScheme,
 		eventsv1.AddToScheme,
 		policyv1.AddToScheme,
 		schedulingv1.AddToScheme,

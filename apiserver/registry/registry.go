@@ -33,6 +33,14 @@ type Resource struct {
 	// stored status and a /status update keeps everything but status.
 	HasStatus bool
 
+	// Warning, if set, goes to every request for this resource as a
+	// "299" Warning header (upstream's deprecation warnings).
+	Warning string
+
+	// NoGeneration means the kind keeps no metadata.generation although
+	// its status is split (upstream's Service strategy sets none).
+	NoGeneration bool
+
 	// Fields returns the values of the field selector keys this resource
 	// supports besides metadata.name and metadata.namespace.
 	Fields func(obj runtime.Object) map[string]string

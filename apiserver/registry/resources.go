@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -59,6 +60,16 @@ func All() []*Resource {
 			Fields: func(o runtime.Object) map[string]string {
 				return map[string]string{"type": string(o.(*corev1.Secret).Type)}
 			}},
+		{Kind: "Service", Resource: "services", Singular: "service", Namespaced: true, ShortNames: []string{"svc"}, Categories: []string{"all"},
+			New: func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} },
+			Subresources: []string{"status"}, HasStatus: true, NoGeneration: true,
+			Fields: func(o runtime.Object) map[string]string {
+				s := o.(*corev1.Service)
+				return map[string]string{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}
+			}},
+		{Kind: "Endpoints", Resource: "endpoints", Singular: "endpoints", Namespaced: true, ShortNames: []string{"ep"},
+			Warning: "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice",
+			New:     func() runtime.Object { return &corev1.Endpoints{} }, NewList: func() runtime.Object { return &corev1.EndpointsList{} }},
 		{Kind: "ServiceAccount", Resource: "serviceaccounts", Singular: "serviceaccount", Namespaced: true, ShortNames: []string{"sa"},
 			New:          func() runtime.Object { return &corev1.ServiceAccount{} },
 			NewList:      func() runtime.Object { return &corev1.ServiceAccountList{} },
@@ -80,6 +91,10 @@ func All() []*Resource {
 		{Group: "batch", Kind: "Job", Resource: "jobs", Singular: "job", Namespaced: true, Categories: []string{"all"},
 			New: func() runtime.Object { return &batchv1.Job{} }, NewList: func() runtime.Object { return &batchv1.JobList{} },
 			Subresources: []string{"status"}, HasStatus: true},
+
+		{Group: "discovery.k8s.io", Kind: "EndpointSlice", Resource: "endpointslices", Singular: "endpointslice", Namespaced: true,
+			New:     func() runtime.Object { return &discoveryv1.EndpointSlice{} },
+			NewList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} }},
 
 		{Group: "coordination.k8s.io", Kind: "Lease", Resource: "leases", Singular: "lease", Namespaced: true,
 			New: func() runtime.Object { return &coordinationv1.Lease{} }, NewList: func() runtime.Object { return &coordinationv1.LeaseList{} }},

@@ -31,6 +31,9 @@ type Store struct {
 	gvk    schema.GroupVersionKind // written into the stored envelope
 	newObj func() runtime.Object
 	cache  *WatchCache
+	// companions, if set, lists the extra keys each object owns
+	// (companions.go).
+	companions CompanionsFunc
 }
 
 // NewStore returns a store for objects under prefix. Call Start to begin
@@ -123,7 +126,8 @@ func (g Guard) cmp() clientv3.Cmp {
 var ErrGuardFailed = errors.New("storage: guarded write lost to a concurrent change")
 
 // Create stores a new object; it answers AlreadyExists if the key is
-// taken. With guards, any failed condition answers ErrGuardFailed.
+// taken. With guards, any failed condition answers ErrGuardFailed. A
+// companion key that exists answers a *TakenError.
 func (s *Store) Create(ctx context.Context, obj runtime.Object, guards ...Guard) (runtime.Object, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -134,19 +138,28 @@ func (s *Store) Create(ctx context.Context, obj runtime.Object, guards ...Guard)
 		return nil, err
 	}
 	key := s.Key(m.GetNamespace(), m.GetName())
-	cmps := make([]clientv3.Cmp, 0, 1+len(guards))
+	comp := diffCompanions(nil, s.companionsOf(obj))
+	cmps := make([]clientv3.Cmp, 0, 1+len(guards)+len(comp.add))
 	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
 	for _, g := range guards {
 		cmps = append(cmps, g.cmp())
 	}
+	cmps = append(cmps, comp.cmps()...)
 	resp, err := s.client.Txn(ctx).
 		If(cmps...).
-		Then(clientv3.OpPut(key, string(data))).
+		Then(append([]clientv3.Op{clientv3.OpPut(key, string(data))}, comp.ops()...)...).
+		Else(append([]clientv3.Op{clientv3.OpGet(key, clientv3.WithKeysOnly())}, comp.reads()...)...).
 		Commit()
 	if err != nil {
 		return nil, storageError(err)
 	}
 	if !resp.Succeeded {
+		exists := len(resp.Responses[0].GetResponseRange().Kvs) > 0
+		if !exists {
+			if err := comp.taken(resp.Responses[1:]); err != nil {
+				return nil, err
+			}
+		}
 		if len(guards) > 0 {
 			return nil, ErrGuardFailed
 		}
@@ -207,10 +220,11 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, namespace, name string, up
 			// Nothing changed: answer with the stored object, as Kubernetes does.
 			return current, false, nil
 		}
+		comp := diffCompanions(s.companionsOf(current), s.companionsOf(next))
 		txn, txnErr := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
-			Then(clientv3.OpPut(key, string(data))).
-			Else(clientv3.OpGet(key)).
+			If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)}, comp.cmps()...)...).
+			Then(append([]clientv3.Op{clientv3.OpPut(key, string(data))}, comp.ops()...)...).
+			Else(append([]clientv3.Op{clientv3.OpGet(key)}, comp.reads()...)...).
 			Commit()
 		if txnErr != nil {
 			return nil, false, storageError(txnErr)
@@ -219,8 +233,14 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, namespace, name string, up
 			setRV(next, txn.Header.Revision)
 			return next, false, nil
 		}
-		// Lost a race: retry on the value the failed transaction read.
 		got := txn.Responses[0].GetResponseRange()
+		if len(got.Kvs) > 0 && got.Kvs[0].ModRevision == kv.ModRevision {
+			// The object did not change: a companion key was taken.
+			if err := comp.taken(txn.Responses[1:]); err != nil {
+				return nil, false, err
+			}
+		}
+		// Lost a race: retry on the value the failed transaction read.
 		resp = (*clientv3.GetResponse)(got)
 	}
 }
@@ -269,9 +289,10 @@ func (s *Store) Delete(ctx context.Context, namespace, name string, precondition
 }
 
 func (s *Store) deleteAt(ctx context.Context, key, name string, modRev int64, current runtime.Object) (runtime.Object, bool, error) {
+	comp := diffCompanions(s.companionsOf(current), nil)
 	txn, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", modRev)).
-		Then(clientv3.OpDelete(key)).
+		Then(append([]clientv3.Op{clientv3.OpDelete(key)}, comp.ops()...)...).
 		Commit()
 	if err != nil {
 		return nil, false, storageError(err)

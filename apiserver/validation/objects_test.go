@@ -618,10 +618,10 @@ func TestCreate(t *testing.T) {
 			want: []want{{field.ErrorTypeInvalid, "spec.maxUnavailable", "must not be greater than 100%"}},
 		},
 		// Types without specific rules
-		{name: "an unknown type gets the metadata checks only", obj: &corev1.Service{ObjectMeta: objMeta("svc")}, namespaced: true},
+		{name: "an unknown type gets the metadata checks only", obj: &corev1.LimitRange{ObjectMeta: objMeta("lr")}, namespaced: true},
 		{
 			name: "an unknown type with a bad name is rejected", namespaced: true,
-			obj:  &corev1.Service{ObjectMeta: objMeta("Svc")},
+			obj:  &corev1.LimitRange{ObjectMeta: objMeta("Lr")},
 			want: []want{{field.ErrorTypeInvalid, "metadata.name", ""}},
 		},
 	}
@@ -777,8 +777,8 @@ func TestUpdate(t *testing.T) {
 			edit: func(o runtime.Object) { o.(*corev1.Event).Count = 2 },
 		},
 		{
-			name: "an unknown type may change its labels", old: &corev1.Service{ObjectMeta: objMeta("svc")}, namespaced: true,
-			edit: func(o runtime.Object) { o.(*corev1.Service).Labels = map[string]string{"a": "b"} },
+			name: "an unknown type may change its labels", old: &corev1.LimitRange{ObjectMeta: objMeta("lr")}, namespaced: true,
+			edit: func(o runtime.Object) { o.(*corev1.LimitRange).Labels = map[string]string{"a": "b"} },
 		},
 	}
 	for _, tc := range tests {

@@ -17,6 +17,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -63,6 +64,12 @@ func Create(obj runtime.Object, namespaced bool) field.ErrorList {
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateSecret(o)...)
 	case *corev1.ServiceAccount:
 		return objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.ValidateServiceAccountName)
+	case *corev1.Service:
+		return validateService(o)
+	case *corev1.Endpoints:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateEndpointSubsets(o.Subsets)...)
+	case *discoveryv1.EndpointSlice:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateEndpointSlice(o)...)
 	case *coordinationv1.Lease:
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateLeaseSpec(&o.Spec, specPath)...)
 	case *schedulingv1.PriorityClass:
@@ -141,6 +148,17 @@ func Update(obj, old runtime.Object, namespaced bool) field.ErrorList {
 		return update(o, old, func(o, old *corev1.ServiceAccount) field.ErrorList {
 			return objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced)
 		})
+	case *corev1.Service:
+		return update(o, old, validateServiceUpdate)
+	case *corev1.Endpoints:
+		return update(o, old, func(o, old *corev1.Endpoints) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateEndpointSubsets(o.Subsets)...)
+		})
+	case *discoveryv1.EndpointSlice:
+		return update(o, old, func(o, old *discoveryv1.EndpointSlice) field.ErrorList {
+			errs := append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateEndpointSlice(o)...)
+			return append(errs, apimachineryvalidation.ValidateImmutableField(o.AddressType, old.AddressType, field.NewPath("addressType"))...)
+		})
 	case *coordinationv1.Lease:
 		return update(o, old, func(o, old *coordinationv1.Lease) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateLeaseSpec(&o.Spec, specPath)...)
@@ -214,6 +232,10 @@ func StatusUpdate(obj, old runtime.Object) field.ErrorList {
 	case *policyv1.PodDisruptionBudget:
 		return update(o, old, func(o, old *policyv1.PodDisruptionBudget) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validatePodDisruptionBudgetStatus(&o.Status, statusPath)...)
+		})
+	case *corev1.Service:
+		return update(o, old, func(o, old *corev1.Service) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateServiceStatus(o)...)
 		})
 	}
 	return genericMetaUpdate(obj, old)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"minik/apiserver"
 	"minik/internal/etcd"
@@ -22,6 +23,7 @@ func apiserverCommand() *cobra.Command {
 		watchCacheSize              int
 		compactionInterval          time.Duration
 		auth                        = &authFlags{}
+		svc                         serviceFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "apiserver",
@@ -43,7 +45,8 @@ func apiserverCommand() *cobra.Command {
 			defer client.Close()
 			cfg := apiserver.Config{Etcd: client, Listen: listen, TLSCertFile: cert, TLSKeyFile: key,
 				ClientCAFile: clientCA, KubeletClientCertFile: kubeletCert, KubeletClientKeyFile: kubeletKey,
-				WatchCacheSize: watchCacheSize, CompactionInterval: compactionInterval}
+				WatchCacheSize: watchCacheSize, CompactionInterval: compactionInterval,
+				ServiceClusterIPRange: svc.clusterIPRange, ServiceNodePortRange: svc.nodePortRange, AdvertiseAddress: svc.advertiseAddress}
 			auth.apply(&cfg)
 			api, err := apiserver.New(cfg)
 			if err != nil {
@@ -55,7 +58,7 @@ func apiserverCommand() *cobra.Command {
 	f := cmd.Flags()
 	auth.register(f)
 	f.StringSliceVar(&etcdServers, "etcd-servers", nil, "etcd client URLs, comma separated")
-	f.StringVar(&listen, "listen", "127.0.0.1:6443", "HTTPS address (host:port)")
+	f.StringVar(&listen, "listen", "0.0.0.0:6443", "HTTPS address (host:port); all addresses by default, so pods reach it on the advertise address")
 	f.StringVar(&cert, "tls-cert-file", "", "serving certificate (PEM)")
 	f.StringVar(&key, "tls-private-key-file", "", "serving key (PEM)")
 	f.StringVar(&clientCA, "client-ca-file", "", "CA that signs client certificates")
@@ -63,7 +66,21 @@ func apiserverCommand() *cobra.Command {
 	f.StringVar(&kubeletKey, "kubelet-client-key", "", "client key for reaching kubelets")
 	f.IntVar(&watchCacheSize, "watch-cache-size", 10000, "events per resource a watch can resume from")
 	f.DurationVar(&compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd history (negative: never)")
+	svc.add(f)
 	return cmd
+}
+
+// serviceFlags are the Service flags `minik apiserver` and `minik up` share.
+type serviceFlags struct {
+	clusterIPRange, nodePortRange, advertiseAddress string
+}
+
+func (s *serviceFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&s.clusterIPRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange,
+		"CIDR of Service cluster IPs; its first address is the kubernetes Service's")
+	f.StringVar(&s.nodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "range of Service node ports (FROM-TO)")
+	f.StringVar(&s.advertiseAddress, "advertise-address", "",
+		"IP address the kubernetes Service's endpoints give for this apiserver (default: the host's primary IPv4 address)")
 }
 
 // etcdCommand runs one etcd member, so that `minik etcd` three times forms

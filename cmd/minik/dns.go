@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"minik/dns"
+	"minik/internal/hostip"
 )
 
 // dnsUser is the identity of the cluster DNS's client certificate.
@@ -93,7 +94,7 @@ func dnsCommand() *cobra.Command {
 // the host's primary IPv4, port 53), with its own client certificate
 // and the defaults of `minik dns`. Its endpoint is on the first node when
 // kubelets run.
-func newUpDNS(listen string, files *clusterFiles, dataDir string, kubelets bool, nodes []string) (*dns.DNS, error) {
+func newUpDNS(listen, serviceCIDR string, files *clusterFiles, dataDir string, kubelets bool, nodes []string) (*dns.DNS, error) {
 	nodeName := ""
 	if kubelets && len(nodes) > 0 {
 		nodeName = nodes[0]
@@ -103,7 +104,7 @@ func newUpDNS(listen string, files *clusterFiles, dataDir string, kubelets bool,
 		return nil, err
 	}
 	o := &dnsOptions{listen: listen, clusterDomain: "cluster.local", resolvConf: "/etc/resolv.conf",
-		serviceCIDR: dns.DefaultServiceCIDR, ttl: 30, upstreamTimeout: 5 * time.Second, register: true, nodeName: nodeName}
+		serviceCIDR: serviceCIDR, ttl: 30, upstreamTimeout: 5 * time.Second, register: true, nodeName: nodeName}
 	cfg, err := o.config(slog.Default())
 	if err != nil {
 		return nil, err
@@ -119,14 +120,4 @@ func newUpDNS(listen string, files *clusterFiles, dataDir string, kubelets bool,
 // primaryIPv4 is the host's first global IPv4 address, where pods reach
 // the DNS through the kube-dns ClusterIP; 127.0.0.1 if there is none. It
 // is the address the kubelet picks by default for its node.
-func primaryIPv4() string {
-	addrs, err := net.InterfaceAddrs()
-	if err == nil {
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() && !ipn.IP.IsLinkLocalUnicast() {
-				return ipn.IP.String()
-			}
-		}
-	}
-	return "127.0.0.1"
-}
+func primaryIPv4() string { return hostip.PrimaryIPv4() }

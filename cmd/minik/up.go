@@ -19,6 +19,7 @@ import (
 	"minik/client"
 	"minik/client/kubeconfig"
 	"minik/controller"
+	"minik/dns"
 	"minik/internal/etcd"
 	"minik/internal/pki"
 	"minik/proxy"
@@ -42,6 +43,7 @@ type upOptions struct {
 	dns                bool
 	dnsListen          string
 	proxy              bool
+	service            serviceFlags
 }
 
 func upCommand() *cobra.Command {
@@ -55,12 +57,20 @@ func upCommand() *cobra.Command {
 			if !cmd.Flags().Changed("dns") {
 				o.dns = o.kubelet // by default the DNS comes with the pods that use it
 			}
+			if !cmd.Flags().Changed("cluster-dns") {
+				// Pods ask the kube-dns Service of the cluster's own range.
+				ip, err := dns.ServiceIP(o.service.clusterIPRange)
+				if err != nil {
+					return fmt.Errorf("--service-cluster-ip-range: %w", err)
+				}
+				o.clusterDNS = []string{ip.String()}
+			}
 			return runUp(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.dataDir, "data-dir", ".minik", "directory for etcd data, certificates and kubeconfigs")
-	f.StringVar(&o.listen, "listen", "127.0.0.1:6443", "HTTPS address of the apiserver (host:port)")
+	f.StringVar(&o.listen, "listen", "0.0.0.0:6443", "HTTPS address of the apiserver (host:port); all addresses by default, so pods reach it on the advertise address (kubeconfigs use 127.0.0.1)")
 	f.StringSliceVar(&o.nodes, "nodes", []string{strings.ToLower(host)}, "names of the nodes to run a kubelet for")
 	f.BoolVar(&o.kubelet, "kubelet", true, "run the kubelets (false: control plane only)")
 	f.BoolVar(&o.scheduler, "scheduler", true, "run the scheduler")
@@ -73,6 +83,7 @@ func upCommand() *cobra.Command {
 	o.auth = addAuthFlags(f)
 	f.BoolVar(&o.dns, "dns", false, "run the cluster DNS (default: when the kubelets run)")
 	f.StringVar(&o.dnsListen, "dns-listen", "", "UDP and TCP address of the cluster DNS (default: the host's primary IPv4, port 53)")
+	o.service.add(f)
 	return cmd
 }
 
@@ -87,8 +98,10 @@ type clusterFiles struct {
 }
 
 // preparePKI creates (once) the CA, the serving certificate and the
-// kubeconfigs, and returns their locations.
-func preparePKI(dataDir, listen string) (*clusterFiles, error) {
+// kubeconfigs, and returns their locations. The serving certificate also
+// names extraHosts (the advertise address, the kubernetes Service's IP and
+// names); a certificate missing one is reissued.
+func preparePKI(dataDir, listen string, extraHosts []string) (*clusterFiles, error) {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %q: %w", listen, err)
@@ -99,7 +112,7 @@ func preparePKI(dataDir, listen string) (*clusterFiles, error) {
 		return nil, err
 	}
 	hostname, _ := os.Hostname()
-	hosts := []string{"localhost", "127.0.0.1", "::1", hostname}
+	hosts := append([]string{"localhost", "127.0.0.1", "::1", hostname}, extraHosts...)
 	if host != "" && host != "0.0.0.0" && host != "::" {
 		hosts = append(hosts, host)
 	}
@@ -171,7 +184,15 @@ func runUp(ctx context.Context, o *upOptions) error {
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 		return err
 	}
-	files, err := preparePKI(o.dataDir, o.listen)
+	if o.service.advertiseAddress == "" {
+		o.service.advertiseAddress = apiserver.DefaultAdvertiseAddress()
+	}
+	serviceIP, err := apiserver.KubernetesServiceIP(o.service.clusterIPRange)
+	if err != nil {
+		return fmt.Errorf("--service-cluster-ip-range: %w", err)
+	}
+	extraHosts := append([]string{o.service.advertiseAddress, serviceIP}, apiserver.KubernetesServiceNames...)
+	files, err := preparePKI(o.dataDir, o.listen, extraHosts)
 	if err != nil {
 		return err
 	}
@@ -194,6 +215,8 @@ func runUp(ctx context.Context, o *upOptions) error {
 		KubeletClientCertFile: files.kubeletCert, KubeletClientKeyFile: files.kubeletKey,
 		WatchCacheSize: o.watchCacheSize, CompactionInterval: o.compactionInterval,
 		ServiceAccountSigningKeyFile: files.saKey,
+		ServiceClusterIPRange:        o.service.clusterIPRange, ServiceNodePortRange: o.service.nodePortRange,
+		AdvertiseAddress: o.service.advertiseAddress,
 	}
 	o.auth.apply(&apiCfg)
 	api, err := apiserver.New(apiCfg)
@@ -236,7 +259,7 @@ func runUp(ctx context.Context, o *upOptions) error {
 		})
 	}
 	if o.dns {
-		d, err := newUpDNS(o.dnsListen, files, o.dataDir, o.kubelet, o.nodes)
+		d, err := newUpDNS(o.dnsListen, o.service.clusterIPRange, files, o.dataDir, o.kubelet, o.nodes)
 		if err != nil {
 			return err
 		}
