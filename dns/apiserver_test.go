@@ -1,9 +1,3 @@
-//go:build svcapi
-
-// This test needs an apiserver that serves Services and EndpointSlices,
-// which lands with the svcapi branch; until then it is built only with
-// `go test -tags svcapi ./dns`. Drop the build tag once that is merged.
-
 package dns
 
 import (
@@ -12,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	miekg "github.com/miekg/dns"
@@ -21,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/client"
+	"minik/internal/hostip"
 	"minik/internal/testcluster"
 )
 
@@ -35,7 +31,9 @@ func TestDNSAgainstAPIServer(t *testing.T) {
 	if err := os.WriteFile(resolvConf, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(Config{Client: c, Listen: "127.0.0.1:0", ResolvConf: resolvConf, Register: true, Logger: slog.New(slog.DiscardHandler)})
+	// Not loopback: the API refuses loopback endpoints, as Kubernetes does.
+	ip := hostip.PrimaryIPv4()
+	d, err := New(Config{Client: c, Listen: net.JoinHostPort(ip, "0"), ResolvConf: resolvConf, Register: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +44,7 @@ func TestDNSAgainstAPIServer(t *testing.T) {
 	services := client.For[corev1.Service](c, ServicesResource)
 	slices := client.For[discoveryv1.EndpointSlice](c, EndpointSlicesResource)
 	_, port, _ := net.SplitHostPort(d.Addr())
-	sliceName := "kube-dns-127-0-0-1-" + port
+	sliceName := "kube-dns-" + strings.ReplaceAll(ip, ".", "-") + "-" + port
 
 	eventually(t, "the kube-dns Service has 10.96.0.10", func() error {
 		svc, err := services.Get(ctx, ServiceNamespace, ServiceName, metav1.GetOptions{})

@@ -141,6 +141,16 @@ func (d *DNS) Run(ctx context.Context) error {
 	defer cancel()
 	services := informer.New(client.For[corev1.Service](d.cfg.Client, ServicesResource), informer.Config{Logger: d.log})
 	slices := informer.New(client.For[discoveryv1.EndpointSlice](d.cfg.Client, EndpointSlicesResource), informer.Config{Logger: d.log})
+	// The caches keep what records need, not kubectl's last-applied
+	// copies and managed fields.
+	services.SetTransform(func(s *corev1.Service) *corev1.Service {
+		s.ManagedFields, s.Annotations = nil, nil
+		return s
+	})
+	slices.SetTransform(func(s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
+		s.ManagedFields, s.Annotations = nil, nil
+		return s
+	})
 	services.AddHandler(serviceHandler(d.store))
 	slices.AddHandler(sliceHandler(d.store))
 	if d.reg != nil {

@@ -47,12 +47,13 @@ type serviceSource struct {
 
 func newServiceSource(c *client.Client, clock Clock, log *slog.Logger) *serviceSource {
 	typed := client.For[corev1.Service](c, servicesResource)
-	return &serviceSource{
-		typed: typed,
-		inf:   informer.New(typed, informer.Config{Logger: log}),
-		clock: clock, log: log,
-		ready: make(chan struct{}),
-	}
+	inf := informer.New(typed, informer.Config{Logger: log})
+	// The environment variables need the name, cluster IP and ports only.
+	inf.SetTransform(func(svc *corev1.Service) *corev1.Service {
+		svc.ManagedFields, svc.Annotations, svc.Labels, svc.Status = nil, nil, nil, corev1.ServiceStatus{}
+		return svc
+	})
+	return &serviceSource{typed: typed, inf: inf, clock: clock, log: log, ready: make(chan struct{})}
 }
 
 func (s *serviceSource) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
