@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,15 @@ type Informers struct {
 	ServiceAccounts *informer.Informer[corev1.ServiceAccount]
 	// ClusterRoles feeds the cluster role aggregation.
 	ClusterRoles *informer.Informer[rbacv1.ClusterRole]
+	// Services, Endpoints and EndpointSlices are nil until
+	// AddServiceInformers makes them (when the apiserver serves them:
+	// see ServedResources). Services are indexed by ServiceSelectorIndex,
+	// EndpointSlices by ServiceNameIndex.
+	Services       *informer.Informer[corev1.Service]
+	Endpoints      *informer.Informer[corev1.Endpoints]
+	EndpointSlices *informer.Informer[discoveryv1.EndpointSlice]
+
+	cfg informer.Config
 }
 
 // NewInformers creates (but does not start) the shared informers, with the
@@ -70,6 +80,7 @@ func NewInformers(c *client.Client, log *slog.Logger) *Informers {
 		Secrets:                informer.New(c.Secrets(), cfg),
 		ServiceAccounts:        informer.New(c.ServiceAccounts(), cfg),
 		ClusterRoles:           informer.New(client.For[rbacv1.ClusterRole](c, client.ClusterRoles), cfg),
+		cfg:                    cfg,
 	}
 	addOwnerIndexes(inf.Pods)
 	addOwnerIndexes(inf.ReplicationControllers)
@@ -108,9 +119,13 @@ type runnable interface {
 }
 
 func (inf *Informers) all() []runnable {
-	return []runnable{inf.Pods, inf.Nodes, inf.Namespaces, inf.ReplicationControllers, inf.ReplicaSets,
+	all := []runnable{inf.Pods, inf.Nodes, inf.Namespaces, inf.ReplicationControllers, inf.ReplicaSets,
 		inf.Deployments, inf.DaemonSets, inf.Jobs, inf.PodDisruptionBudgets, inf.Leases, inf.ConfigMaps,
 		inf.Secrets, inf.ServiceAccounts, inf.ClusterRoles}
+	if inf.Services != nil {
+		all = append(all, inf.Services, inf.Endpoints, inf.EndpointSlices)
+	}
+	return all
 }
 
 // Start runs every informer until ctx ends and returns a channel that is

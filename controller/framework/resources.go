@@ -55,7 +55,7 @@ func NewResource[T any](inf *informer.Informer[T], api client.Resource, kind str
 // Resources returns a view of every informer that holds objects which can
 // own or depend on others.
 func (inf *Informers) Resources() []*Resource {
-	return []*Resource{
+	out := []*Resource{
 		NewResource(inf.Pods, client.Pods, "Pod"),
 		NewResource(inf.Nodes, client.Nodes, "Node"),
 		NewResource(inf.ReplicationControllers, client.ReplicationControllers, "ReplicationController"),
@@ -68,4 +68,11 @@ func (inf *Informers) Resources() []*Resource {
 		NewResource(inf.Secrets, client.Secrets, "Secret"),
 		NewResource(inf.ServiceAccounts, client.ServiceAccounts, "ServiceAccount"),
 	}
+	if inf.Services != nil {
+		out = append(out,
+			NewResource(inf.Services, ServicesResource, "Service"),
+			NewResource(inf.Endpoints, EndpointsResource, "Endpoints"),
+			NewResource(inf.EndpointSlices, EndpointSlicesResource, "EndpointSlice"))
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // T0 is the reference time of the tests.
@@ -84,8 +85,91 @@ func (b *PodBuilder) Tolerate(key string, seconds *int64) *PodBuilder {
 	return b
 }
 
+// IP gives the pod its IP (status.podIP and podIPs).
+func (b *PodBuilder) IP(ip string) *PodBuilder {
+	b.p.Status.PodIP = ip
+	b.p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+	return b
+}
+
+// NotReady makes the pod Running with its Ready condition False since t.
+func (b *PodBuilder) NotReady(t time.Time) *PodBuilder {
+	b.p.Status.Phase = corev1.PodRunning
+	b.p.Status.Conditions = append(b.p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse,
+		LastTransitionTime: metav1.NewTime(t)})
+	return b
+}
+
+// Hostname sets spec.hostname and spec.subdomain.
+func (b *PodBuilder) Hostname(hostname, subdomain string) *PodBuilder {
+	b.p.Spec.Hostname, b.p.Spec.Subdomain = hostname, subdomain
+	return b
+}
+
+// ContainerPort adds a named TCP port to the first container.
+func (b *PodBuilder) ContainerPort(name string, port int32) *PodBuilder {
+	c := &b.p.Spec.Containers[0]
+	c.Ports = append(c.Ports, corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP})
+	return b
+}
+
 // Obj returns the pod.
 func (b *PodBuilder) Obj() *corev1.Pod { return b.p }
+
+// ServiceBuilder builds a Service.
+type ServiceBuilder struct{ s *corev1.Service }
+
+// Service starts a ClusterIP Service in namespace default, created at T0,
+// with an empty selector (set one with Selector).
+func Service(name string) *ServiceBuilder {
+	return &ServiceBuilder{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
+		UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(T0)},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.0.20", Selector: map[string]string{}}}}
+}
+
+// Selector adds a selector pair.
+func (b *ServiceBuilder) Selector(k, v string) *ServiceBuilder { b.s.Spec.Selector[k] = v; return b }
+
+// NoSelector makes the Service selectorless.
+func (b *ServiceBuilder) NoSelector() *ServiceBuilder { b.s.Spec.Selector = nil; return b }
+
+// Label sets a label.
+func (b *ServiceBuilder) Label(k, v string) *ServiceBuilder {
+	if b.s.Labels == nil {
+		b.s.Labels = map[string]string{}
+	}
+	b.s.Labels[k] = v
+	return b
+}
+
+// Port adds a TCP port with a numbered targetPort.
+func (b *ServiceBuilder) Port(name string, port, target int32) *ServiceBuilder {
+	b.s.Spec.Ports = append(b.s.Spec.Ports, corev1.ServicePort{Name: name, Port: port, Protocol: corev1.ProtocolTCP,
+		TargetPort: intstr.FromInt32(target)})
+	return b
+}
+
+// NamedPort adds a TCP port whose targetPort is a container port's name.
+func (b *ServiceBuilder) NamedPort(name string, port int32, target string) *ServiceBuilder {
+	b.s.Spec.Ports = append(b.s.Spec.Ports, corev1.ServicePort{Name: name, Port: port, Protocol: corev1.ProtocolTCP,
+		TargetPort: intstr.FromString(target)})
+	return b
+}
+
+// Headless makes the Service headless (clusterIP None).
+func (b *ServiceBuilder) Headless() *ServiceBuilder {
+	b.s.Spec.ClusterIP = corev1.ClusterIPNone
+	return b
+}
+
+// PublishNotReady sets publishNotReadyAddresses.
+func (b *ServiceBuilder) PublishNotReady() *ServiceBuilder {
+	b.s.Spec.PublishNotReadyAddresses = true
+	return b
+}
+
+// Obj returns the Service.
+func (b *ServiceBuilder) Obj() *corev1.Service { return b.s }
 
 // NodeBuilder builds a node.
 type NodeBuilder struct{ n *corev1.Node }
