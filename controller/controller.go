@@ -22,6 +22,8 @@ import (
 	"minik/controller/daemonset"
 	"minik/controller/deployment"
 	"minik/controller/disruption"
+	"minik/controller/endpoints"
+	"minik/controller/endpointslice"
 	"minik/controller/framework"
 	"minik/controller/garbagecollector"
 	"minik/controller/job"
@@ -74,6 +76,9 @@ type Config struct {
 	// RootCA is the cluster CA bundle (PEM) published in every namespace
 	// as the ConfigMap kube-root-ca.crt (--root-ca-file). Default: none.
 	RootCA []byte
+	// MaxEndpointsPerSlice caps the endpoints of one EndpointSlice
+	// (--max-endpoints-per-slice). Default 100.
+	MaxEndpointsPerSlice int
 	// Controllers lists the controllers to run; empty means all. Names are
 	// the packages' Name constants.
 	Controllers []string
@@ -179,6 +184,14 @@ func (cfg *Config) enabled(name string) bool {
 func runControllers(ctx context.Context, cfg Config) error {
 	log := cfg.Logger.With("component", "controller")
 	inf := framework.NewInformers(cfg.Client, log)
+	// The Service kinds are watched only if the apiserver serves them, as
+	// kube-controller-manager starts only the controllers whose resources
+	// discovery lists: an informer of an unserved resource never syncs.
+	served := framework.ServedResources(ctx, cfg.Client, framework.ServicesResource, framework.EndpointsResource,
+		framework.EndpointSlicesResource)
+	if served[framework.ServicesResource] && served[framework.EndpointsResource] && served[framework.EndpointSlicesResource] {
+		inf.AddServiceInformers()
+	}
 	rec := record.NewRecorder(cfg.Client, "controller-manager", cfg.Identity)
 	deps := deps{cfg: &cfg, inf: inf, rec: rec, log: log}
 
@@ -190,6 +203,10 @@ func runControllers(ctx context.Context, cfg Config) error {
 		c, err := b.build(deps)
 		if err != nil {
 			return fmt.Errorf("controller %s: %w", b.name, err)
+		}
+		if c == nil {
+			log.Info("not starting controller: the apiserver does not serve its resources", "controller", b.name)
+			continue
 		}
 		ctrls = append(ctrls, c)
 	}
@@ -262,4 +279,16 @@ var builders = []struct {
 		return daemonset.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
 	}},
 	{job.Name, func(d deps) (runnable, error) { return job.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil }},
+	{endpointslice.Name, func(d deps) (runnable, error) {
+		if d.inf.Services == nil {
+			return nil, nil
+		}
+		return endpointslice.New(d.cfg.Client, d.inf, d.rec, d.cfg.MaxEndpointsPerSlice, d.log), nil
+	}},
+	{endpoints.Name, func(d deps) (runnable, error) {
+		if d.inf.Services == nil {
+			return nil, nil
+		}
+		return endpoints.New(d.cfg.Client, d.inf, d.rec, d.log), nil
+	}},
 }

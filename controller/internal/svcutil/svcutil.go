@@ -11,8 +11,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"minik/client/informer"
 	"minik/controller/framework"
 )
 
@@ -213,4 +215,40 @@ func TriggerTime(prev *TriggerState, svc *corev1.Service, pods []*corev1.Pod) (t
 		earliest(next.Service)
 	}
 	return minChanged, next
+}
+
+// PodHandler returns pod informer handlers that queue, through enqueue,
+// the keys of the Services a pod event concerns: the Services of an added
+// or deleted pod, and those ServiceKeysForPodUpdate names for an update.
+// A pod event costs one index lookup per pod label (see
+// framework.ServicesOfLabels), never a walk over every Service.
+func PodHandler(services *informer.Store[corev1.Service], enqueue func(key string)) informer.Handler[corev1.Pod] {
+	all := func(p *corev1.Pod) {
+		for _, s := range framework.ServicesOfPod(services, p) {
+			enqueue(framework.KeyOf(s))
+		}
+	}
+	return informer.Handler[corev1.Pod]{
+		OnAdd: all,
+		OnUpdate: func(old, cur *corev1.Pod) {
+			for _, k := range ServiceKeysForPodUpdate(old, cur, func(l map[string]string) []*corev1.Service {
+				return framework.ServicesOfLabels(services, cur.Namespace, l)
+			}) {
+				enqueue(k)
+			}
+		},
+		OnDelete: all,
+	}
+}
+
+// SelectedPods returns the pods of svc's namespace its selector matches.
+func SelectedPods(pods *informer.Store[corev1.Pod], svc *corev1.Service) []*corev1.Pod {
+	sel := labels.SelectorFromValidatedSet(svc.Spec.Selector)
+	var out []*corev1.Pod
+	for _, p := range pods.ByIndex(informer.NamespaceIndex, svc.Namespace) {
+		if sel.Matches(labels.Set(p.Labels)) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -1,0 +1,175 @@
+package endpoints
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	. "minik/controller/internal/testutil"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+var (
+	t1 = T0.Add(time.Second)
+	t2 = T0.Add(2 * time.Second)
+)
+
+func webPod(name, ip string) *PodBuilder {
+	return Pod(name).Label("app", "web").Node("n1").IP(ip).ContainerPort("http", 8080)
+}
+
+func TestReconcile(t *testing.T) {
+	web := Service("web").Selector("app", "web").Label("app", "web").Port("http", 80, 8080).Obj()
+	ready := func(name, ip string) *corev1.Pod { return webPod(name, ip).Ready(t1).Obj() }
+	// steps: each sync's pods; the Endpoints written by one is the next one's Current.
+	cases := []struct {
+		name  string
+		svc   *corev1.Service
+		steps [][]*corev1.Pod
+	}{
+		{"ready pods are addresses, not-ready ones notReadyAddresses, a pod without IP or finished is left out", web,
+			[][]*corev1.Pod{{ready("a", "10.0.0.2"), ready("b", "10.0.0.10"), webPod("c", "10.0.0.3").NotReady(t2).Obj(),
+				Pod("no-ip").Label("app", "web").Ready(t1).Obj(), webPod("done", "10.0.0.4").Phase(corev1.PodFailed).Obj()}}},
+		{"a readiness flip moves the address, and an unchanged sync writes nothing", web,
+			[][]*corev1.Pod{{ready("a", "10.0.0.1"), ready("b", "10.0.0.2")},
+				{ready("a", "10.0.0.1"), webPod("b", "10.0.0.2").NotReady(t2).Obj()},
+				{ready("a", "10.0.0.1"), webPod("b", "10.0.0.2").NotReady(t2).Obj()}}},
+		{"a terminating pod leaves the Endpoints", web,
+			[][]*corev1.Pod{{ready("a", "10.0.0.1"), webPod("b", "10.0.0.2").Ready(t1).Deleting().Obj()}}},
+		{"publishNotReadyAddresses lists not-ready and terminating pods as ready", Service("web").Selector("app", "web").Port("http", 80, 8080).PublishNotReady().Obj(),
+			[][]*corev1.Pod{{webPod("a", "10.0.0.1").NotReady(t1).Obj(), webPod("b", "10.0.0.2").Ready(t1).Deleting().Obj()}}},
+		{"pods whose named port resolves differently, or not at all, go in different subsets",
+			Service("web").Selector("app", "web").NamedPort("http", 80, "http").Port("metrics", 9090, 9090).Obj(),
+			[][]*corev1.Pod{{ready("a", "10.0.0.1"), Pod("b").Label("app", "web").Node("n1").IP("10.0.0.2").ContainerPort("http", 8081).Ready(t1).Obj(),
+				Pod("c").Label("app", "web").Node("n1").IP("10.0.0.3").Ready(t1).Obj()}}},
+		{"a headless Service without ports lists its pods with no ports, hostnames for its subdomain",
+			Service("db").Selector("app", "web").Headless().Obj(),
+			[][]*corev1.Pod{{webPod("a", "10.0.0.1").Hostname("db-0", "db").Ready(t1).Obj(), ready("b", "10.0.0.2")}}},
+		{"a pod relabeled out of the selector leaves the Endpoints", web,
+			[][]*corev1.Pod{{ready("a", "10.0.0.1"), ready("b", "10.0.0.2")}, {ready("a", "10.0.0.1")}}},
+		{"a Service without pods gets an Endpoints without subsets", web, [][]*corev1.Pod{{}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var cur *corev1.Endpoints
+			var out strings.Builder
+			for i, pods := range tc.steps {
+				p := Reconcile(Input{Service: tc.svc, Pods: pods, Current: cur, TriggerTime: T0.Add(time.Duration(i) * time.Minute)})
+				fmt.Fprintf(&out, "# step %d: %d pods\n", i+1, len(pods))
+				switch {
+				case p.Create != nil:
+					out.WriteString("create:\n" + indent(p.Create))
+					cur = p.Create
+				case p.Update != nil:
+					out.WriteString("update:\n" + indent(p.Update))
+					cur = p.Update
+				case p.Delete != nil:
+					t.Fatalf("step %d deletes", i+1)
+				}
+			}
+			golden(t, tc.name, out.String())
+		})
+	}
+}
+
+func TestReconcileDeletesTheEndpointsOfADeletedService(t *testing.T) {
+	cur := Reconcile(Input{Service: Service("web").Selector("app", "web").Obj()}).Create
+	if p := Reconcile(Input{Current: cur}); p.Delete != cur || p.Create != nil || p.Update != nil {
+		t.Fatalf("plan %+v, want the delete of the Endpoints", p)
+	}
+	if p := Reconcile(Input{}); p != (Plan{}) {
+		t.Fatalf("plan %+v with neither Service nor Endpoints, want nothing", p)
+	}
+}
+
+func TestReconcileTruncatesAtCapacity(t *testing.T) {
+	web := Service("web").Selector("app", "web").Port("http", 80, 8080).Obj()
+	pods := func(ready, notReady int) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := range ready + notReady {
+			b := webPod(fmt.Sprintf("p%04d", i), fmt.Sprintf("10.1.%d.%d", i/250, i%250+1))
+			if i < ready {
+				b.Ready(t1)
+			} else {
+				b.NotReady(t1)
+			}
+			out = append(out, b.Obj())
+		}
+		return out
+	}
+	count := func(ep *corev1.Endpoints) (ready, notReady int) {
+		for _, s := range ep.Subsets {
+			ready += len(s.Addresses)
+			notReady += len(s.NotReadyAddresses)
+		}
+		return ready, notReady
+	}
+	cases := []struct {
+		name                  string
+		ready, notReady       int
+		wantReady, wantNotRdy int
+		truncated             bool
+	}{
+		{"1000 addresses fit without the annotation", 600, 400, 600, 400, false},
+		{"over capacity, not-ready addresses are cut first", 900, 300, 900, 100, true},
+		{"over capacity with more than 1000 ready, only ready addresses are kept", 1200, 50, 1000, 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ep := Reconcile(Input{Service: web, Pods: pods(tc.ready, tc.notReady)}).Create
+			r, n := count(ep)
+			if r != tc.wantReady || n != tc.wantNotRdy {
+				t.Errorf("%d ready, %d not ready; want %d, %d", r, n, tc.wantReady, tc.wantNotRdy)
+			}
+			if got := ep.Annotations[corev1.EndpointsOverCapacity] == Truncated; got != tc.truncated {
+				t.Errorf("annotation %q, want truncated=%v", ep.Annotations[corev1.EndpointsOverCapacity], tc.truncated)
+			}
+			if again := Reconcile(Input{Service: web, Pods: pods(tc.ready, tc.notReady), Current: ep}); again != (Plan{}) {
+				t.Errorf("a second sync writes again: %+v", again)
+			}
+			if tc.truncated {
+				fewer := Reconcile(Input{Service: web, Pods: pods(10, 0), Current: ep}).Update
+				if _, ok := fewer.Annotations[corev1.EndpointsOverCapacity]; ok {
+					t.Errorf("the annotation stays once back under capacity")
+				}
+			}
+		})
+	}
+}
+
+func indent(ep *corev1.Endpoints) string {
+	b, err := yaml.Marshal(ep)
+	if err != nil {
+		panic(err)
+	}
+	return "  " + strings.ReplaceAll(strings.TrimRight(string(b), "\n"), "\n", "\n  ") + "\n"
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(name), "-")+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("plan differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
