@@ -62,7 +62,9 @@ func TestServiceKeysForPodUpdate(t *testing.T) {
 		}
 		return out
 	}
-	base := func() *PodBuilder { return Pod("p").Label("app", "web").Label("tier", "front").IP("10.0.0.1").Ready(T0) }
+	base := func() *PodBuilder {
+		return Pod("p").Label("app", "web").Label("tier", "front").IP("10.0.0.1").Ready(T0)
+	}
 	cases := []struct {
 		name     string
 		old, cur *corev1.Pod
