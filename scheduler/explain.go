@@ -147,6 +147,13 @@ func ExplainFromAPI(ctx context.Context, c *client.Client, ns, name string) (*Ex
 			ch.SetPDB(&pdbs[i])
 		}
 	}
+	// The Services of the pod's namespace, for the default spreading
+	// (none if the apiserver does not serve Services).
+	if svcs, err := listAll(ctx, client.For[corev1.Service](c, servicesResource), pod.Namespace); err == nil {
+		for i := range svcs {
+			ch.SetService(&svcs[i])
+		}
+	}
 	snap := cache.NewEmptySnapshot()
 	ch.UpdateSnapshot(snap)
 	pending := pod.DeepCopy()

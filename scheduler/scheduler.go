@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"minik/client"
@@ -158,6 +160,7 @@ type Scheduler struct {
 	nodes      *informer.Informer[corev1.Node]
 	namespaces *informer.Informer[corev1.Namespace]
 	pdbs       *informer.Informer[policyv1.PodDisruptionBudget]
+	services   *informer.Informer[corev1.Service]
 
 	nextStartNodeIndex int
 	// verdicts and passed are findFeasible's per-node buffers, reused
@@ -201,6 +204,7 @@ func New(cfg Config) *Scheduler {
 	s.nodes = informer.New(cfg.Client.Nodes(), informer.Config{Logger: cfg.Logger})
 	s.namespaces = informer.New(cfg.Client.Namespaces(), informer.Config{Logger: cfg.Logger})
 	s.pdbs = informer.New(client.For[policyv1.PodDisruptionBudget](cfg.Client, client.PodDisruptionBudgets), informer.Config{Logger: cfg.Logger})
+	s.services = informer.New(client.For[corev1.Service](cfg.Client, servicesResource), informer.Config{Logger: cfg.Logger})
 	s.addEventHandlers()
 	return s
 }
@@ -223,8 +227,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if s.runRecorder != nil {
 		bg.Go(func() { s.runRecorder(ctx) })
 	}
-	// Budgets only guide preemption: scheduling does not wait for them.
-	for _, run := range []func(context.Context) error{s.pods.Run, s.nodes.Run, s.namespaces.Run, s.pdbs.Run} {
+	// Budgets only guide preemption, Services only the default spreading
+	// (a score): scheduling does not wait for them. Services are watched
+	// only if the apiserver serves them.
+	informers := []func(context.Context) error{s.pods.Run, s.nodes.Run, s.namespaces.Run, s.pdbs.Run}
+	if servesServices(ctx, s.client) {
+		informers = append(informers, s.services.Run)
+	}
+	for _, run := range informers {
 		bg.Go(func() { _ = run(ctx) })
 	}
 	for _, c := range []<-chan struct{}{s.pods.Synced(), s.nodes.Synced(), s.namespaces.Synced()} {
@@ -582,6 +592,30 @@ func (s *Scheduler) addEventHandlers() {
 		OnUpdate: func(_, pdb *policyv1.PodDisruptionBudget) { s.cache.SetPDB(pdb) },
 		OnDelete: s.cache.RemovePDB,
 	})
+	// A Service change wakes no pod: the default spreading only scores.
+	s.services.AddHandler(informer.Handler[corev1.Service]{
+		OnAdd:    s.cache.SetService,
+		OnUpdate: func(_, svc *corev1.Service) { s.cache.SetService(svc) },
+		OnDelete: s.cache.RemoveService,
+	})
+}
+
+// servicesResource is core/v1 services.
+var servicesResource = client.Resource{Version: "v1", Resource: "services", Namespaced: true}
+
+// servesServices asks discovery whether the apiserver serves Services; a
+// failed request answers yes (the informer retries its list).
+func servesServices(ctx context.Context, c *client.Client) bool {
+	var list metav1.APIResourceList
+	if err := c.Do(ctx, http.MethodGet, "/api/v1", nil, nil, &list); err != nil {
+		return true
+	}
+	for _, r := range list.APIResources {
+		if r.Name == servicesResource.Resource {
+			return true
+		}
+	}
+	return false
 }
 
 // podEventPlugins are the plugins a pod added or relabelled on a node

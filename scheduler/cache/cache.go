@@ -11,6 +11,7 @@ package cache
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/distribution/reference"
@@ -55,6 +56,8 @@ type Cache struct {
 	nsGen      int64
 	pdbs       map[string]*policyv1.PodDisruptionBudget // by namespace/name
 	pdbGen     int64
+	services   map[string]*corev1.Service // with a selector, by namespace/name
+	svcGen     int64
 }
 
 // New returns an empty cache.
@@ -65,6 +68,7 @@ func New() *Cache {
 		images:     map[string]*imageState{},
 		namespaces: map[string]labels.Set{},
 		pdbs:       map[string]*policyv1.PodDisruptionBudget{},
+		services:   map[string]*corev1.Service{},
 	}
 }
 
@@ -337,6 +341,38 @@ func (c *Cache) RemovePDB(pdb *policyv1.PodDisruptionBudget) {
 	defer c.mu.Unlock()
 	delete(c.pdbs, pdb.Namespace+"/"+pdb.Name)
 	c.pdbGen = framework.NextGeneration()
+}
+
+// SetService records a Service for the default spreading; a Service
+// without selector selects no pod and is forgotten.
+func (c *Cache) SetService(svc *corev1.Service) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := svc.Namespace + "/" + svc.Name
+	if svc.Spec.Selector == nil {
+		if _, ok := c.services[key]; !ok {
+			return
+		}
+		delete(c.services, key)
+	} else {
+		if old, ok := c.services[key]; ok && maps.Equal(old.Spec.Selector, svc.Spec.Selector) {
+			c.services[key] = svc
+			return // the selector is all the snapshot holds
+		}
+		c.services[key] = svc
+	}
+	c.svcGen = framework.NextGeneration()
+}
+
+// RemoveService forgets a Service.
+func (c *Cache) RemoveService(svc *corev1.Service) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := svc.Namespace + "/" + svc.Name
+	if _, ok := c.services[key]; ok {
+		delete(c.services, key)
+		c.svcGen = framework.NextGeneration()
+	}
 }
 
 // NodeCount returns the number of nodes with a Node object.

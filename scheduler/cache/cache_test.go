@@ -1,9 +1,11 @@
 package cache_test
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/scheduler/cache"
 	"minik/scheduler/framework"
@@ -135,5 +137,40 @@ func TestImageStatesCountNodes(t *testing.T) {
 	is := snap.Get("a").ImageStates["docker.io/library/nginx:1"]
 	if is == nil || is.NumNodes != 2 || is.Size != 100 {
 		t.Fatalf("image state %+v: both spellings name one image on 2 nodes", is)
+	}
+}
+
+func TestSnapshotServices(t *testing.T) {
+	svc := func(name string, sel map[string]string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: corev1.ServiceSpec{Selector: sel}}
+	}
+	names := func(snap *cache.Snapshot) []string {
+		var out []string
+		for _, s := range snap.Services("default") {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	c := cache.New()
+	snap := cache.NewEmptySnapshot()
+	steps := []struct {
+		name string
+		do   func()
+		want []string
+	}{
+		{"Services with a selector are listed by namespace, by name", func() {
+			c.SetService(svc("web", map[string]string{"app": "web"}))
+			c.SetService(svc("api", map[string]string{"app": "api"}))
+		}, []string{"api", "web"}},
+		{"a Service without selector selects nothing and is left out", func() { c.SetService(svc("manual", nil)) }, []string{"api", "web"}},
+		{"a Service whose selector is removed leaves", func() { c.SetService(svc("web", nil)) }, []string{"api"}},
+		{"a deleted Service leaves", func() { c.RemoveService(svc("api", nil)) }, nil},
+	}
+	for _, st := range steps {
+		st.do()
+		c.UpdateSnapshot(snap)
+		if got := names(snap); !slices.Equal(got, st.want) {
+			t.Errorf("%s: snapshot Services %v, want %v", st.name, got, st.want)
+		}
 	}
 }

@@ -1,9 +1,11 @@
 package cache
 
 import (
-	policyv1 "k8s.io/api/policy/v1"
 	"slices"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -19,11 +21,13 @@ type Snapshot struct {
 	withAnti     []*framework.NodeInfo
 	namespaces   map[string]labels.Set
 	pdbs         []*policyv1.PodDisruptionBudget
+	services     map[string][]*corev1.Service // with a selector, by namespace
 
 	generation int64 // the highest NodeInfo generation copied
 	nodeSetGen int64
 	nsGen      int64
 	pdbGen     int64
+	svcGen     int64
 }
 
 var _ framework.SharedLister = &Snapshot{}
@@ -76,6 +80,20 @@ func (s *Snapshot) PodDisruptionBudgets() []*policyv1.PodDisruptionBudget { retu
 
 // SetPodDisruptionBudgets replaces the budgets (for tests and explain).
 func (s *Snapshot) SetPodDisruptionBudgets(pdbs []*policyv1.PodDisruptionBudget) { s.pdbs = pdbs }
+
+// Services implements framework.SharedLister.
+func (s *Snapshot) Services(namespace string) []*corev1.Service { return s.services[namespace] }
+
+// SetServices replaces the Services (for tests and explain); those
+// without a selector are left out, as the cache leaves them out.
+func (s *Snapshot) SetServices(svcs []*corev1.Service) {
+	s.services = map[string][]*corev1.Service{}
+	for _, svc := range svcs {
+		if svc.Spec.Selector != nil {
+			s.services[svc.Namespace] = append(s.services[svc.Namespace], svc)
+		}
+	}
+}
 
 // NumNodes returns the number of nodes.
 func (s *Snapshot) NumNodes() int { return len(s.nodeInfoList) }
@@ -148,6 +166,16 @@ func (c *Cache) UpdateSnapshot(snap *Snapshot) {
 		snap.pdbs = make([]*policyv1.PodDisruptionBudget, 0, len(c.pdbs))
 		for _, p := range c.pdbs {
 			snap.pdbs = append(snap.pdbs, p)
+		}
+	}
+	if c.svcGen > snap.svcGen {
+		snap.svcGen = c.svcGen
+		snap.services = make(map[string][]*corev1.Service, len(snap.services))
+		for _, svc := range c.services {
+			snap.services[svc.Namespace] = append(snap.services[svc.Namespace], svc)
+		}
+		for _, l := range snap.services {
+			slices.SortFunc(l, func(a, b *corev1.Service) int { return strings.Compare(a.Name, b.Name) })
 		}
 	}
 	if c.nsGen > snap.nsGen {

@@ -49,6 +49,9 @@ type SharedLister interface {
 	// PodDisruptionBudgets returns every PodDisruptionBudget (preemption
 	// prefers victims that do not break one).
 	PodDisruptionBudgets() []*policyv1.PodDisruptionBudget
+	// Services returns the Services of a namespace that have a selector
+	// (the default spreading counts the pods of a pod's Services).
+	Services(namespace string) []*corev1.Service
 }
 
 // PreFilterPlugin computes, once per pod, what its Filter needs for every

@@ -6,9 +6,12 @@
 //     at or below maxSkew. A node without the topologyKey label fails.
 //   - ScheduleAnyway constraints score: fewer matching pods in the node's
 //     domains is better.
-//   - A pod without constraints that belongs to a controller (a
-//     ReplicaSet, say) gets the default spreading: by hostname (maxSkew 3)
-//     and by zone (maxSkew 5), as scores only.
+//   - A pod without constraints of its own gets the system default
+//     spreading, by hostname (maxSkew 3) and by zone (maxSkew 5), as
+//     scores only, over the pods of its Services and of its
+//     ReplicaSet, ReplicationController or StatefulSet, as Kubernetes
+//     derives the default constraints' selector (the seeds'
+//     SelectorSpreadPriority).
 package podtopologyspread
 
 import (
@@ -121,22 +124,59 @@ func newConstraint(pod *corev1.Pod, c corev1.TopologySpreadConstraint, matches f
 	return out
 }
 
-// defaultConstraints spreads the pods of pod's controller.
-func defaultConstraints(pod *corev1.Pod) []constraint {
-	owner := metav1.GetControllerOf(pod)
-	if owner == nil {
+// spreadingOwnerKinds are the controllers whose pods the default
+// spreading counts together, as Kubernetes' DefaultSelector.
+var spreadingOwnerKinds = map[string]bool{"ReplicationController": true, "ReplicaSet": true, "StatefulSet": true}
+
+// defaultConstraints spreads the pods that share pod's Services and its
+// controller. Kubernetes ANDs the selectors of the pod's Services (the
+// Services of its namespace whose selector matches it) with its
+// controller's selector; here the controller's part is "has the same
+// controller", which its selector matches by construction, so that a
+// pod with no Service counts through NodeInfo's per-controller counts
+// without walking any pod. A pod with neither gets no default spreading.
+func defaultConstraints(pod *corev1.Pod, services []*corev1.Service) []constraint {
+	var uid types.UID
+	if owner := metav1.GetControllerOfNoCopy(pod); owner != nil && spreadingOwnerKinds[owner.Kind] {
+		uid = owner.UID
+	}
+	var svcSelector labels.Set
+	for _, svc := range services {
+		if svc.Namespace == pod.Namespace && svc.Spec.Selector != nil &&
+			labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+			svcSelector = labels.Merge(svcSelector, svc.Spec.Selector)
+		}
+	}
+	if uid == "" && len(svcSelector) == 0 {
 		return nil
 	}
-	ns, uid := pod.Namespace, owner.UID
-	matches := func(p *corev1.Pod) bool {
-		// Called for every pod on every node scored: no copying.
-		o := metav1.GetControllerOfNoCopy(p)
-		return o != nil && o.UID == uid && p.Namespace == ns
+	ns := pod.Namespace
+	var matches func(p *corev1.Pod) bool
+	if len(svcSelector) == 0 {
+		matches = func(p *corev1.Pod) bool {
+			// Called for every pod on every node scored: no copying.
+			o := metav1.GetControllerOfNoCopy(p)
+			return o != nil && o.UID == uid && p.Namespace == ns
+		}
+	} else {
+		sel := labels.SelectorFromValidatedSet(svcSelector)
+		matches = func(p *corev1.Pod) bool {
+			if p.Namespace != ns || !sel.Matches(labels.Set(p.Labels)) {
+				return false
+			}
+			if uid == "" {
+				return true
+			}
+			o := metav1.GetControllerOfNoCopy(p)
+			return o != nil && o.UID == uid
+		}
 	}
 	out := make([]constraint, len(DefaultConstraints))
 	for i, c := range DefaultConstraints {
 		out[i] = newConstraint(pod, c, matches)
-		out[i].controllerUID = uid
+		if len(svcSelector) == 0 {
+			out[i].controllerUID = uid // NodeInfo counts these
+		}
 	}
 	return out
 }
@@ -261,7 +301,7 @@ func (*PodTopologySpread) PreScore(state *framework.CycleState, pod *corev1.Pod,
 	}
 	requireAll := len(pod.Spec.TopologySpreadConstraints) > 0
 	if len(pod.Spec.TopologySpreadConstraints) == 0 {
-		cs = defaultConstraints(pod)
+		cs = defaultConstraints(pod, snap.Services(pod.Namespace))
 	}
 	if len(cs) == 0 {
 		return framework.NewStatus(framework.Skip)
