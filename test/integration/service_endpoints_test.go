@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
@@ -233,6 +234,22 @@ func TestServiceEndpointsFollowPods(t *testing.T) {
 		gate.open(t)
 		wait(t, "3 ready endpoints again", allReady(true))
 	})
+	t.Run("a pod relabeled out of the selector leaves; its replacement joins", func(t *testing.T) {
+		var victim string
+		for name := range pods() {
+			victim = name
+			break
+		}
+		patch := []byte(`{"metadata":{"labels":{"app":"gone"}}}`)
+		if _, err := cs.CoreV1().Pods(ns).Patch(ctx, victim, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		wait(t, "3 ready endpoints without "+victim, func(st endpointState, pods map[string]corev1.Pod) bool {
+			_, listed := st.ips[victim]
+			_, selected := pods[victim]
+			return !listed && !selected && allReady(true)(st, pods)
+		})
+	})
 	t.Run("scaling to one leaves one endpoint", func(t *testing.T) {
 		scale, err := cs.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
 		if err != nil {
@@ -264,6 +281,9 @@ func TestServiceEndpointsFollowPods(t *testing.T) {
 	})
 	// The pods go before the hollow kubelets stop.
 	if err := cs.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Error(err)
+	}
+	if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app=gone"}); err != nil {
 		t.Error(err)
 	}
 }
