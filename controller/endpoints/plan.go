@@ -116,34 +116,20 @@ func endpointsLabels(svc *corev1.Service) map[string]string {
 	return out
 }
 
-// Subsets lists svc's pods as Kubernetes' endpoint controller does, in
-// its canonical form (RepackSubsets): each address with each port it
-// serves, grouped so that one subset holds the addresses that serve
-// exactly the same ports in the same state; an address not ready for a
-// port is not ready there. Pods being deleted are left out unless the
-// Service publishes not-ready addresses, which also makes every address
-// ready.
+// Subsets lists svc's pods as Kubernetes' endpoint controller does: each
+// address with each port it serves, ready or not, then Repack. Pods being
+// deleted are left out unless the Service publishes not-ready addresses,
+// which also makes every address ready.
 func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
-	type addrKey struct {
-		ip  string
-		uid string
-	}
-	addrs := map[addrKey]*corev1.EndpointAddress{}
-	var noPort = corev1.EndpointPort{Port: -1} // headless without ports
-	// port → address → ready ("not ready" wins)
-	byPort := map[corev1.EndpointPort]map[addrKey]bool{}
-	record := func(k addrKey, a corev1.EndpointAddress, port corev1.EndpointPort, ready bool) {
-		if _, ok := addrs[k]; !ok {
-			addrs[k] = &a
+	var subsets []corev1.EndpointSubset
+	add := func(a corev1.EndpointAddress, ready bool, ports []corev1.EndpointPort) {
+		s := corev1.EndpointSubset{Ports: ports}
+		if ready {
+			s.Addresses = []corev1.EndpointAddress{a}
+		} else {
+			s.NotReadyAddresses = []corev1.EndpointAddress{a}
 		}
-		m := byPort[port]
-		if m == nil {
-			m = map[addrKey]bool{}
-			byPort[port] = m
-		}
-		if was, ok := m[k]; !ok || was {
-			m[k] = ready
-		}
+		subsets = append(subsets, s)
 	}
 	publish := svc.Spec.PublishNotReadyAddresses
 	for _, pod := range pods {
@@ -160,11 +146,10 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 		if svcutil.ShouldSetHostname(pod, svc) {
 			a.Hostname = pod.Spec.Hostname
 		}
-		k := addrKey{a.IP, string(pod.UID)}
 		ready := publish || framework.IsPodReady(pod)
 		if len(svc.Spec.Ports) == 0 {
 			if svc.Spec.ClusterIP == corev1.ClusterIPNone {
-				record(k, a, noPort, ready)
+				add(a, ready, nil)
 			}
 			continue
 		}
@@ -178,10 +163,58 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 			if proto == "" {
 				proto = corev1.ProtocolTCP
 			}
-			record(k, a, corev1.EndpointPort{Name: sp.Name, Port: n, Protocol: proto, AppProtocol: sp.AppProtocol}, ready)
+			add(a, ready, []corev1.EndpointPort{{Name: sp.Name, Port: n, Protocol: proto, AppProtocol: sp.AppProtocol}})
 		}
 	}
-	// Ports served by the same addresses in the same states share a subset.
+	return Repack(subsets)
+}
+
+// Repack puts subsets in the canonical form of Kubernetes'
+// RepackSubsets: every (address, port) pair is expanded, an address not
+// ready for a port in any subset is not ready for it, and the ports
+// served by exactly the same addresses in the same states share one
+// subset. Addresses (by IP, then pod UID), ports and subsets are sorted.
+func Repack(subsets []corev1.EndpointSubset) []corev1.EndpointSubset {
+	type addrKey struct {
+		ip  string
+		uid string
+	}
+	addrs := map[addrKey]*corev1.EndpointAddress{}
+	noPort := corev1.EndpointPort{Port: -1} // addresses without ports are kept too
+	// port → address → ready ("not ready" wins)
+	byPort := map[corev1.EndpointPort]map[addrKey]bool{}
+	record := func(a *corev1.EndpointAddress, port corev1.EndpointPort, ready bool) {
+		k := addrKey{ip: a.IP}
+		if a.TargetRef != nil {
+			k.uid = string(a.TargetRef.UID)
+		}
+		if _, ok := addrs[k]; !ok {
+			addrs[k] = a
+		}
+		m := byPort[port]
+		if m == nil {
+			m = map[addrKey]bool{}
+			byPort[port] = m
+		}
+		if was, ok := m[k]; !ok || was {
+			m[k] = ready
+		}
+	}
+	for i := range subsets {
+		s := &subsets[i]
+		ports := s.Ports
+		if len(ports) == 0 {
+			ports = []corev1.EndpointPort{noPort}
+		}
+		for _, p := range ports {
+			for j := range s.Addresses {
+				record(&s.Addresses[j], p, true)
+			}
+			for j := range s.NotReadyAddresses {
+				record(&s.NotReadyAddresses[j], p, false)
+			}
+		}
+	}
 	type group struct {
 		members map[addrKey]bool
 		ports   []corev1.EndpointPort
@@ -226,8 +259,14 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 }
 
 func lessAddress(a, b corev1.EndpointAddress) int {
-	return cmp.Or(cmp.Compare(ipSortKey(a.IP), ipSortKey(b.IP)), strings.Compare(a.IP, b.IP),
-		strings.Compare(string(a.TargetRef.UID), string(b.TargetRef.UID)))
+	return cmp.Or(cmp.Compare(ipSortKey(a.IP), ipSortKey(b.IP)), strings.Compare(a.IP, b.IP), strings.Compare(uidOf(a), uidOf(b)))
+}
+
+func uidOf(a corev1.EndpointAddress) string {
+	if a.TargetRef == nil {
+		return ""
+	}
+	return string(a.TargetRef.UID)
 }
 
 // ipSortKey orders IPv4 addresses numerically.

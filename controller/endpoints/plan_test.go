@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
 
 	. "minik/controller/internal/testutil"
@@ -171,5 +172,41 @@ func golden(t *testing.T, name, got string) {
 	}
 	if got != string(want) {
 		t.Errorf("plan differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+func TestRepack(t *testing.T) {
+	addr := func(ip string) corev1.EndpointAddress { return corev1.EndpointAddress{IP: ip} }
+	port := func(name string, n int32) corev1.EndpointPort {
+		return corev1.EndpointPort{Name: name, Port: n, Protocol: corev1.ProtocolTCP}
+	}
+	cases := []struct {
+		name string
+		in   []corev1.EndpointSubset
+		want []corev1.EndpointSubset
+	}{
+		{"subsets with the same ports merge, addresses sorted numerically",
+			[]corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{addr("10.0.0.10")}, Ports: []corev1.EndpointPort{port("a", 80)}},
+				{Addresses: []corev1.EndpointAddress{addr("10.0.0.9")}, Ports: []corev1.EndpointPort{port("a", 80)}}},
+			[]corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{addr("10.0.0.9"), addr("10.0.0.10")}, Ports: []corev1.EndpointPort{port("a", 80)}}}},
+		{"an address not ready in one subset is not ready for that port",
+			[]corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{addr("10.0.0.1")}, Ports: []corev1.EndpointPort{port("a", 80)}},
+				{NotReadyAddresses: []corev1.EndpointAddress{addr("10.0.0.1")}, Ports: []corev1.EndpointPort{port("a", 80)}}},
+			[]corev1.EndpointSubset{{NotReadyAddresses: []corev1.EndpointAddress{addr("10.0.0.1")}, Ports: []corev1.EndpointPort{port("a", 80)}}}},
+		{"ports served by the same addresses share a subset, others split",
+			[]corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{addr("10.0.0.1"), addr("10.0.0.2")}, Ports: []corev1.EndpointPort{port("b", 81), port("a", 80)}},
+				{Addresses: []corev1.EndpointAddress{addr("10.0.0.3")}, Ports: []corev1.EndpointPort{port("a", 80)}}},
+			[]corev1.EndpointSubset{
+				{Addresses: []corev1.EndpointAddress{addr("10.0.0.1"), addr("10.0.0.2"), addr("10.0.0.3")}, Ports: []corev1.EndpointPort{port("a", 80)}},
+				{Addresses: []corev1.EndpointAddress{addr("10.0.0.1"), addr("10.0.0.2")}, Ports: []corev1.EndpointPort{port("b", 81)}}}},
+		{"addresses without ports are kept", []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{addr("10.0.0.1")}}},
+			[]corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{addr("10.0.0.1")}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Repack(tc.in); !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Errorf("Repack:\n got %+v\nwant %+v", got, tc.want)
+			}
+		})
 	}
 }

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"minik/client"
 	"minik/client/informer"
@@ -38,7 +36,7 @@ type Controller struct {
 	log      *slog.Logger
 	queue    *framework.Queue
 	maxPer   int
-	tracker  *tracker
+	tracker  *svcutil.SliceTracker
 
 	mu       sync.Mutex
 	triggers map[string]*svcutil.TriggerState // by Service key
@@ -51,7 +49,7 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, maxPe
 	ec := &Controller{api: client.For[discoveryv1.EndpointSlice](c, framework.EndpointSlicesResource),
 		services: inf.Services, pods: inf.Pods, nodes: inf.Nodes, slices: inf.EndpointSlices, rec: rec,
 		log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{}), maxPer: maxPerSlice,
-		tracker: newTracker(), triggers: map[string]*svcutil.TriggerState{}}
+		tracker: svcutil.NewSliceTracker(), triggers: map[string]*svcutil.TriggerState{}}
 	inf.Services.AddHandler(informer.Handler[corev1.Service]{
 		OnAdd:    func(s *corev1.Service) { ec.queue.Add(framework.KeyOf(s)) },
 		OnUpdate: func(_, s *corev1.Service) { ec.queue.Add(framework.KeyOf(s)) },
@@ -60,7 +58,7 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, maxPe
 	inf.Pods.AddHandler(svcutil.PodHandler(inf.Services.Store(), ec.queue.Add))
 	inf.EndpointSlices.AddHandler(informer.Handler[discoveryv1.EndpointSlice]{
 		OnAdd: func(s *discoveryv1.EndpointSlice) {
-			if managed(s) && !ec.tracker.own(s) {
+			if managed(s) && !ec.tracker.Own(s) {
 				ec.queueService(s)
 			}
 		},
@@ -68,15 +66,15 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, maxPe
 			// A slice taken over by someone else, or moved to another
 			// Service, concerns the Service it was of too.
 			if managed(old) && (!managed(s) || old.Labels[discoveryv1.LabelServiceName] != s.Labels[discoveryv1.LabelServiceName]) {
-				ec.tracker.deleted(old) // no longer among the old Service's slices
+				ec.tracker.Deleted(old) // no longer among the old Service's slices
 				ec.queueService(old)
 			}
-			if managed(s) && !ec.tracker.own(s) {
+			if managed(s) && !ec.tracker.Own(s) {
 				ec.queueService(s)
 			}
 		},
 		OnDelete: func(s *discoveryv1.EndpointSlice) {
-			if managed(s) && !ec.tracker.deleted(s) {
+			if managed(s) && !ec.tracker.Deleted(s) {
 				ec.queueService(s)
 			}
 		},
@@ -121,7 +119,7 @@ func (ec *Controller) sync(ctx context.Context, key string) (framework.Result, e
 			existing = append(existing, s)
 		}
 	}
-	if ec.tracker.stale(key, existing) {
+	if ec.tracker.Stale(key, existing) {
 		return framework.Result{}, errStale
 	}
 	pods := svcutil.SelectedPods(ec.pods.Store(), svc)
@@ -157,21 +155,21 @@ func (ec *Controller) apply(ctx context.Context, key string, plan Plan) error {
 			}
 			return fmt.Errorf("create slice: %w", err)
 		}
-		ec.tracker.expect(key, got)
+		ec.tracker.Expect(key, got)
 	}
 	for _, s := range plan.Update {
 		got, err := ec.api.Update(ctx, s, metav1.UpdateOptions{})
 		if err != nil {
 			return fmt.Errorf("update slice %s: %w", s.Name, err)
 		}
-		ec.tracker.expect(key, got)
+		ec.tracker.Expect(key, got)
 	}
 	for _, s := range plan.Delete {
 		err := ec.api.Delete(ctx, s.Namespace, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete slice %s: %w", s.Name, err)
 		}
-		ec.tracker.expectDeletion(key, s)
+		ec.tracker.ExpectDeletion(key, s)
 	}
 	return nil
 }
@@ -180,113 +178,5 @@ func (ec *Controller) forget(key string) {
 	ec.mu.Lock()
 	delete(ec.triggers, key)
 	ec.mu.Unlock()
-	ec.tracker.forgetService(key)
-}
-
-// tracker remembers, per Service, the resourceVersion of each slice this
-// controller wrote and the slices it deleted, until the cache shows them
-// (Kubernetes' EndpointSliceTracker, which counts generations).
-type tracker struct {
-	mu  sync.Mutex
-	svc map[string]map[types.UID]uint64 // 0: deletion expected
-	key map[types.UID]string            // slice → Service key
-}
-
-func newTracker() *tracker {
-	return &tracker{svc: map[string]map[types.UID]uint64{}, key: map[types.UID]string{}}
-}
-
-func rv(s *discoveryv1.EndpointSlice) uint64 {
-	n, _ := strconv.ParseUint(s.ResourceVersion, 10, 64)
-	return n
-}
-
-func (t *tracker) set(key string, uid types.UID, v uint64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	m := t.svc[key]
-	if m == nil {
-		m = map[types.UID]uint64{}
-		t.svc[key] = m
-	}
-	m[uid] = v
-	t.key[uid] = key
-}
-
-func (t *tracker) expect(key string, s *discoveryv1.EndpointSlice) {
-	if v := rv(s); v > 0 {
-		t.set(key, s.UID, v)
-	}
-}
-
-func (t *tracker) expectDeletion(key string, s *discoveryv1.EndpointSlice) { t.set(key, s.UID, 0) }
-
-// own reports whether s, as an informer event carries it, is this
-// controller's own last write: no need to sync for it.
-func (t *tracker) own(s *discoveryv1.EndpointSlice) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	v, ok := t.svc[t.key[s.UID]][s.UID]
-	return ok && v != 0 && v == rv(s)
-}
-
-// deleted handles a slice's deletion event: true if this controller
-// deleted it. Either way it is no longer tracked.
-func (t *tracker) deleted(s *discoveryv1.EndpointSlice) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	key, ok := t.key[s.UID]
-	if !ok {
-		return false
-	}
-	v, ok := t.svc[key][s.UID]
-	delete(t.svc[key], s.UID)
-	delete(t.key, s.UID)
-	return ok && v == 0
-}
-
-// stale reports whether the cached slices of key lag behind the writes
-// tracked; writes the cache shows are no longer tracked.
-func (t *tracker) stale(key string, cached []*discoveryv1.EndpointSlice) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	m := t.svc[key]
-	if len(m) == 0 {
-		return false
-	}
-	seen := make(map[types.UID]bool, len(cached))
-	stale := false
-	for _, s := range cached {
-		seen[s.UID] = true
-		v, ok := m[s.UID]
-		switch {
-		case !ok:
-		case v == 0 || rv(s) < v:
-			stale = true
-		default:
-			delete(m, s.UID)
-			delete(t.key, s.UID)
-		}
-	}
-	for uid, v := range m {
-		if seen[uid] {
-			continue
-		}
-		if v != 0 {
-			stale = true // written, not seen yet
-		} else {
-			delete(m, uid) // deleted, and gone
-			delete(t.key, uid)
-		}
-	}
-	return stale
-}
-
-func (t *tracker) forgetService(key string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for uid := range t.svc[key] {
-		delete(t.key, uid)
-	}
-	delete(t.svc, key)
+	ec.tracker.ForgetService(key)
 }
