@@ -24,6 +24,7 @@ import (
 	"minik/controller/disruption"
 	"minik/controller/endpoints"
 	"minik/controller/endpointslice"
+	"minik/controller/endpointslicemirroring"
 	"minik/controller/framework"
 	"minik/controller/garbagecollector"
 	"minik/controller/job"
@@ -290,5 +291,11 @@ var builders = []struct {
 			return nil, nil
 		}
 		return endpoints.New(d.cfg.Client, d.inf, d.rec, d.log), nil
+	}},
+	{endpointslicemirroring.Name, func(d deps) (runnable, error) {
+		if d.inf.Services == nil {
+			return nil, nil
+		}
+		return endpointslicemirroring.New(d.cfg.Client, d.inf, d.rec, d.log), nil
 	}},
 }

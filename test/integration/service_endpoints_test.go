@@ -287,3 +287,78 @@ func TestServiceEndpointsFollowPods(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestSelectorlessServiceEndpointsAreMirrored: a Service without selector
+// gets no Endpoints or slices of the controllers' own; the Endpoints its
+// user writes is mirrored into an EndpointSlice, followed on change, and
+// the slice goes when the Service gains a selector.
+func TestSelectorlessServiceEndpointsAreMirrored(t *testing.T) {
+	_, cs, ctx := startWithController(t, controller.Config{})
+	ns := "default"
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "pg", Port: 5432, Protocol: corev1.ProtocolTCP}}}}
+	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create Service (the apiserver must serve Services): %v", err)
+	}
+	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "db", Labels: map[string]string{"team": "db"}},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "192.0.2.10"}},
+			Ports: []corev1.EndpointPort{{Name: "pg", Port: 5432, Protocol: corev1.ProtocolTCP}}}}}
+	if _, err := cs.CoreV1().Endpoints(ns).Create(ctx, ep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mirrored := func(want ...string) func() (bool, string) {
+		return func() (bool, string) {
+			l, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=db"})
+			if err != nil {
+				return false, err.Error()
+			}
+			var got []string
+			for _, s := range l.Items {
+				if s.Labels[discoveryv1.LabelManagedBy] != "endpointslicemirroring-controller.k8s.io" || s.Labels["team"] != "db" {
+					return false, fmt.Sprintf("slice %s labels %v", s.Name, s.Labels)
+				}
+				for _, e := range s.Endpoints {
+					got = append(got, e.Addresses...)
+				}
+			}
+			sort.Strings(got)
+			return slices.Equal(got, want), fmt.Sprintf("%d slices with %v", len(l.Items), got)
+		}
+	}
+	t.Run("the user's Endpoints is mirrored into a slice, and the controllers leave both alone", func(t *testing.T) {
+		eventually(t, 30*time.Second, "a mirrored slice with 192.0.2.10", mirrored("192.0.2.10"))
+		got, err := cs.CoreV1().Endpoints(ns).Get(ctx, "db", metav1.GetOptions{})
+		if err != nil || len(got.Subsets) != 1 || got.Labels["endpoints.kubernetes.io/managed-by"] != "" {
+			t.Errorf("the Endpoints changed: %+v, %v", got, err)
+		}
+	})
+	t.Run("a changed address follows", func(t *testing.T) {
+		cur, err := cs.CoreV1().Endpoints(ns).Get(ctx, "db", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Subsets[0].Addresses = append(cur.Subsets[0].Addresses, corev1.EndpointAddress{IP: "192.0.2.11"})
+		if _, err := cs.CoreV1().Endpoints(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "both addresses mirrored", mirrored("192.0.2.10", "192.0.2.11"))
+	})
+	t.Run("a selector on the Service removes the mirrored slice", func(t *testing.T) {
+		cur, err := cs.CoreV1().Services(ns).Get(ctx, "db", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.Selector = map[string]string{"app": "db"}
+		if _, err := cs.CoreV1().Services(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "no mirrored slice", func() (bool, string) {
+			l, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
+				LabelSelector: discoveryv1.LabelManagedBy + "=endpointslicemirroring-controller.k8s.io"})
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(l.Items) == 0, fmt.Sprintf("%d mirrored slices", len(l.Items))
+		})
+	})
+}

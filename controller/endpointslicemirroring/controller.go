@@ -1,0 +1,170 @@
+package endpointslicemirroring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik/client"
+	"minik/client/informer"
+	"minik/client/record"
+	"minik/controller/framework"
+	"minik/controller/internal/svcutil"
+)
+
+var errStale = errors.New("EndpointSlice cache is behind this controller's writes")
+
+// Controller mirrors user-written Endpoints into EndpointSlices.
+type Controller struct {
+	api       *client.Typed[discoveryv1.EndpointSlice]
+	services  *informer.Informer[corev1.Service]
+	endpoints *informer.Informer[corev1.Endpoints]
+	slices    *informer.Informer[discoveryv1.EndpointSlice]
+	rec       *record.Recorder
+	log       *slog.Logger
+	queue     *framework.Queue
+	tracker   *svcutil.SliceTracker
+}
+
+// New wires the controller to the shared informers, which must include
+// the Service informers (framework.Informers.AddServiceInformers).
+func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, log *slog.Logger) *Controller {
+	mc := &Controller{api: client.For[discoveryv1.EndpointSlice](c, framework.EndpointSlicesResource),
+		services: inf.Services, endpoints: inf.Endpoints, slices: inf.EndpointSlices, rec: rec,
+		log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{}), tracker: svcutil.NewSliceTracker()}
+	// Only selectorless Services matter, and a Service whose selector
+	// comes or goes.
+	inf.Services.AddHandler(informer.Handler[corev1.Service]{
+		OnAdd: func(s *corev1.Service) {
+			if s.Spec.Selector == nil {
+				mc.queue.Add(framework.KeyOf(s))
+			}
+		},
+		OnUpdate: func(old, s *corev1.Service) {
+			if (old.Spec.Selector == nil) != (s.Spec.Selector == nil) {
+				mc.queue.Add(framework.KeyOf(s))
+			}
+		},
+		OnDelete: func(s *corev1.Service) {
+			if s.Spec.Selector == nil {
+				mc.queue.Add(framework.KeyOf(s))
+			}
+		},
+	})
+	inf.Endpoints.AddHandler(informer.Handler[corev1.Endpoints]{
+		OnAdd: func(e *corev1.Endpoints) {
+			if ShouldMirror(e) {
+				mc.queue.Add(framework.KeyOf(e))
+			}
+		},
+		OnUpdate: func(old, e *corev1.Endpoints) {
+			if ShouldMirror(old) || ShouldMirror(e) {
+				mc.queue.Add(framework.KeyOf(e))
+			}
+		},
+		OnDelete: func(e *corev1.Endpoints) {
+			if ShouldMirror(e) {
+				mc.queue.Add(framework.KeyOf(e))
+			}
+		},
+	})
+	inf.EndpointSlices.AddHandler(informer.Handler[discoveryv1.EndpointSlice]{
+		OnAdd: func(s *discoveryv1.EndpointSlice) {
+			if managed(s) && !mc.tracker.Own(s) {
+				mc.queueFor(s)
+			}
+		},
+		OnUpdate: func(old, s *discoveryv1.EndpointSlice) {
+			if managed(old) && (!managed(s) || old.Labels[discoveryv1.LabelServiceName] != s.Labels[discoveryv1.LabelServiceName]) {
+				mc.tracker.Deleted(old)
+				mc.queueFor(old)
+			}
+			if managed(s) && !mc.tracker.Own(s) {
+				mc.queueFor(s)
+			}
+		},
+		OnDelete: func(s *discoveryv1.EndpointSlice) {
+			if managed(s) && !mc.tracker.Deleted(s) {
+				mc.queueFor(s)
+			}
+		},
+	})
+	return mc
+}
+
+func managed(s *discoveryv1.EndpointSlice) bool {
+	return s.Labels[discoveryv1.LabelManagedBy] == ControllerName && s.Labels[discoveryv1.LabelServiceName] != ""
+}
+
+func (mc *Controller) queueFor(s *discoveryv1.EndpointSlice) {
+	mc.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
+}
+
+// Run processes the queue until ctx ends.
+func (mc *Controller) Run(ctx context.Context, workers int) {
+	framework.RunWorkers(ctx, mc.queue, workers, mc.sync, func(key string, err error) {
+		if !errors.Is(err, errStale) {
+			mc.log.Warn("sync failed", "endpoints", key, "err", err)
+		}
+	})
+}
+
+func (mc *Controller) sync(ctx context.Context, key string) (framework.Result, error) {
+	ns, name := framework.SplitKey(key)
+	ep, _ := mc.endpoints.Store().Get(ns, name)
+	svc, _ := mc.services.Store().Get(ns, name)
+	var existing []*discoveryv1.EndpointSlice
+	for _, s := range mc.slices.Store().ByIndex(framework.ServiceNameIndex, key) {
+		if managed(s) {
+			existing = append(existing, s)
+		}
+	}
+	if ep == nil && len(existing) == 0 {
+		mc.tracker.ForgetService(key)
+		return framework.Result{}, nil
+	}
+	if mc.tracker.Stale(key, existing) {
+		return framework.Result{}, errStale
+	}
+	plan := Reconcile(Input{Endpoints: ep, Service: svc, Slices: existing})
+	if ep != nil && plan.Invalid > 0 {
+		mc.rec.Eventf(ep, corev1.EventTypeWarning, "InvalidIPAddress",
+			"Skipped %d invalid IP addresses when mirroring to EndpointSlices", plan.Invalid)
+	}
+	if ep != nil && plan.Skipped > 0 {
+		mc.rec.Eventf(ep, corev1.EventTypeWarning, "TooManyAddressesToMirror",
+			"A max of %d addresses can be mirrored to EndpointSlices per Endpoints subset. %d addresses were skipped",
+			DefaultMaxEndpointsPerSubset, plan.Skipped)
+	}
+	for _, s := range plan.Create {
+		got, err := mc.api.Create(ctx, s, metav1.CreateOptions{})
+		if err != nil {
+			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				return framework.Result{}, nil
+			}
+			return framework.Result{}, fmt.Errorf("create slice: %w", err)
+		}
+		mc.tracker.Expect(key, got)
+	}
+	for _, s := range plan.Update {
+		got, err := mc.api.Update(ctx, s, metav1.UpdateOptions{})
+		if err != nil {
+			return framework.Result{}, fmt.Errorf("update slice %s: %w", s.Name, err)
+		}
+		mc.tracker.Expect(key, got)
+	}
+	for _, s := range plan.Delete {
+		err := mc.api.Delete(ctx, s.Namespace, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return framework.Result{}, fmt.Errorf("delete slice %s: %w", s.Name, err)
+		}
+		mc.tracker.ExpectDeletion(key, s)
+	}
+	return framework.Result{}, nil
+}
