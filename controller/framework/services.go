@@ -81,6 +81,12 @@ func ServicesOfPod(services *informer.Store[corev1.Service], pod *corev1.Pod) []
 
 // ServicesOfLabels is ServicesOfPod for a pod in ns with labels set.
 func ServicesOfLabels(services *informer.Store[corev1.Service], ns string, set map[string]string) []*corev1.Service {
+	return servicesOfLabels(func(v string) []*corev1.Service { return services.ByIndex(ServiceSelectorIndex, v) }, ns, set)
+}
+
+// servicesOfLabels looks candidates up by index value and keeps those
+// whose whole selector matches.
+func servicesOfLabels(byIndex func(value string) []*corev1.Service, ns string, set map[string]string) []*corev1.Service {
 	var out []*corev1.Service
 	seen := map[string]bool{}
 	consider := func(candidates []*corev1.Service) {
@@ -94,9 +100,9 @@ func ServicesOfLabels(services *informer.Store[corev1.Service], ns string, set m
 			}
 		}
 	}
-	consider(services.ByIndex(ServiceSelectorIndex, ns+"/*"))
+	consider(byIndex(ns + "/*"))
 	for k, v := range set {
-		consider(services.ByIndex(ServiceSelectorIndex, ns+"/"+k+"="+v))
+		consider(byIndex(ns + "/" + k + "=" + v))
 	}
 	return out
 }
