@@ -5,7 +5,7 @@ ARGS    ?=
 
 IMAGES  ?= bin/images
 
-.PHONY: deps build images up test fuzz unit bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns bench-services compose-images compose-up compose-down compose-kubeconfig clean
+.PHONY: deps build images up test fuzz unit bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns bench-services compose-images compose-up compose-down compose-kubeconfig compose-load clean
 
 ## build: bin/minik, static (no cgo) and without containerd's Go-plugin
 ## loader (its import of package plugin exports every symbol dynamically:
@@ -87,6 +87,15 @@ compose-down:
 
 compose-kubeconfig:
 	@echo $(CURDIR)/deploy/.kube/config
+
+## compose-load IMAGE=FILE.tar: import an image archive into every node's containerd.
+compose-load:
+	@test -n "$(IMAGE)" || { echo "usage: make compose-load IMAGE=FILE.tar" >&2; exit 1; }
+	for n in master node01 node02; do \
+	  docker cp "$(IMAGE)" minik_$${n}_1:/tmp/image.tar && \
+	  docker exec minik_$${n}_1 minik image load /tmp/image.tar --node $$n \
+	    --containerd-address /var/lib/minik/kubelet/$$n/containerd/containerd.sock || exit 1; \
+	done
 
 clean:
 	rm -rf bin $(DATA)
