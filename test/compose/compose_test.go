@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,6 +265,28 @@ func (c *cluster) acrossNodes() {
 		c.t.Fatalf("the page from %s (node02) read on node01: %q (%v)", ip, logs, err)
 	}
 	c.step("   node01 read %q from %s on node02 (kubectl logs through node01's kubelet)", "hello-from-node02", ip)
+
+	c.step("   kubectl exec and port-forward to the pod on node02")
+	kc := "--kubeconfig=" + filepath.Join(root, "deploy/.kube/config")
+	if out, err := run(c.t, root, 30*time.Second, "kubectl", kc, "exec", "web", "--", "cat", "/tmp/index.html"); err != nil || !strings.Contains(out, "hello-from-node02") {
+		c.t.Fatalf("kubectl exec web: %q (%v)", out, err)
+	}
+	pf := exec.Command("kubectl", kc, "port-forward", "pod/web", "18080:8080")
+	var pfOut bytes.Buffer
+	pf.Stdout, pf.Stderr = &pfOut, &pfOut
+	if err := pf.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	defer func() { _ = pf.Process.Kill(); _ = pf.Wait() }()
+	c.eventually(30*time.Second, "a page through kubectl port-forward", func() (bool, string) {
+		resp, err := http.Get("http://127.0.0.1:18080/index.html")
+		if err != nil {
+			return false, err.Error() + " " + pfOut.String()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), "hello-from-node02"), string(b)
+	})
 }
 
 func (c *cluster) nodeCannotReadOtherSecrets() {
