@@ -106,9 +106,9 @@ func (k *Kubelet) nodeLabels() map[string]string {
 
 // registerNode creates the Node, or takes over an existing one.
 func (k *Kubelet) registerNode(ctx context.Context) error {
-	if k.cfg.PodCIDR != "" {
-		k.setNetworkErr(k.rt.UpdatePodCIDR(ctx, k.cfg.PodCIDR))
-	}
+	// The pod range is set from the Node once it is known (setNode), not
+	// from --pod-cidr first: on a restart that would reconcile the bridge
+	// away from the range the node's running pods use.
 	nodes := k.cfg.Client.Nodes()
 	for attempt := 0; ; attempt++ {
 		node := &corev1.Node{
