@@ -1,7 +1,6 @@
 #!/bin/sh
 # One node of the compose cluster: the kubelet (which starts this node's
-# own containerd and runc), the host-gw route agent, and (once it lands)
-# the node proxy. Identities: /pki/kubelet.kubeconfig is system:node:NAME,
+# own containerd and runc), the host-gw route agent and the node proxy. Identities: /pki/kubelet.kubeconfig is system:node:NAME,
 # /pki/proxy.kubeconfig is system:kube-proxy.
 #
 #   node.sh NAME IP [kubelet flags...]
@@ -25,9 +24,9 @@ trap stop TERM INT
 minik routes --kubeconfig /pki/proxy.kubeconfig --node-name "$name" &
 pids="$pids $!"
 
-# The node proxy goes here once `minik proxy` lands (branch proxy):
-#   minik proxy --kubeconfig /pki/proxy.kubeconfig --node-name "$name" &
-#   pids="$pids $!"
+# The node proxy: this node's nftables table (ip minik-proxy) for Services.
+minik proxy --kubeconfig /pki/proxy.kubeconfig --node-name "$name" &
+pids="$pids $!"
 
 minik kubelet --node-name "$name" --node-ip "$ip" --kubeconfig /pki/kubelet.kubeconfig \
   --tls-cert-file /pki/kubelet.crt --tls-private-key-file /pki/kubelet.key --client-ca-file /pki/ca.crt \
