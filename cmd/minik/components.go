@@ -44,7 +44,7 @@ func apiserverCommand() *cobra.Command {
 					return fmt.Errorf("%s is required: minik serves HTTPS only (`minik up` writes these under DATA/pki)", f.flag)
 				}
 			}
-			client, err := etcd.Dial(etcdServers, etcdTLS)
+			client, err := etcd.DialTLS(etcdServers, etcdTLS)
 			if err != nil {
 				return err
 			}

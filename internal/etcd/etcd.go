@@ -182,8 +182,13 @@ func (t ClientTLS) Config() (*tls.Config, error) {
 	return c, nil
 }
 
-// Dial connects to an external etcd cluster, over TLS when t names files.
-func Dial(endpoints []string, t ClientTLS) (*clientv3.Client, error) {
+// Dial connects to an external etcd cluster over plain http.
+func Dial(endpoints []string) (*clientv3.Client, error) {
+	return DialTLS(endpoints, ClientTLS{})
+}
+
+// DialTLS connects to an external etcd cluster, over TLS when t names files.
+func DialTLS(endpoints []string, t ClientTLS) (*clientv3.Client, error) {
 	tlsConfig, err := t.Config()
 	if err != nil {
 		return nil, err

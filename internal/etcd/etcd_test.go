@@ -76,7 +76,7 @@ func TestTLSMemberRefusesClientsWithoutACertificateOfItsCA(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Dial([]string{clientURL}, tc.tls)
+			c, err := DialTLS([]string{clientURL}, tc.tls)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestTLSMemberRefusesClientsWithoutACertificateOfItsCA(t *testing.T) {
 		})
 	}
 	t.Run("a plaintext client is refused", func(t *testing.T) {
-		c, err := Dial([]string{"http" + clientURL[len("https"):]}, ClientTLS{})
+		c, err := Dial([]string{"http" + clientURL[len("https"):]})
 		if err != nil {
 			t.Fatal(err)
 		}
