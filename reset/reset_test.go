@@ -28,8 +28,8 @@ const childEnv = "MINIK_RESET_TEST_CHILD"
 // the bridge, iptables rules, the nftables table, the route, mounts under
 // the run root, the data dir. A reset removes every minik thing on its
 // host, so the test runs in network and mount namespaces of its own (the
-// test binary again, under unshare, with a tmpfs of its own on the run
-// root): other clusters on this machine are left alone.
+// test binary again, under unshare, with a tmpfs of its own on /run and a
+// kubelet root of its own): other clusters on this machine are left alone.
 func TestResetLeavesNothing(t *testing.T) {
 	if os.Getenv(childEnv) == "1" {
 		resetChild(t)
@@ -61,13 +61,25 @@ func run(t *testing.T, name string, args ...string) string {
 }
 
 func resetChild(t *testing.T) {
-	// The run root, private to this mount namespace.
+	// A /run of this mount namespace's own: the host's /run/minik (other
+	// clusters' state, and the mounts of it this namespace began with) is
+	// out of reach, also once the reset unmounts what is under the run
+	// root. (A tmpfs on /run/minik alone would not do: unmounting it shows
+	// the host's directory again.)
+	if err := unix.Mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(ctdrt.RunRoot, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Mount("tmpfs", ctdrt.RunRoot, "tmpfs", 0, "mode=0755"); err != nil {
+	if ents, err := os.ReadDir(ctdrt.RunRoot); err != nil || len(ents) != 0 {
+		t.Fatalf("the run root is not this test's own: %v (%v)", ents, err)
+	}
+	kubeletRoot, err := os.MkdirTemp("", "minik-reset-kubelet-")
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer os.RemoveAll(kubeletRoot)
 	run(t, "ip", "link", "set", "lo", "up")
 	dataDir, err := os.MkdirTemp("", "minik-reset-")
 	if err != nil {
@@ -101,8 +113,8 @@ func resetChild(t *testing.T) {
 	if _, err := ctdrt.Import(ctx, daemon.Address, ns, &archive); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := ctdrt.New(ctx, ctdrt.Config{Address: daemon.Address, Namespace: ns,
-		StateDir: filepath.Join(dataDir, "kubelet", node, "runtime"), PodCIDR: "10.244.77.0/24"})
+	stateDir := filepath.Join(dataDir, "kubelet", node, "runtime")
+	rt, err := ctdrt.New(ctx, ctdrt.Config{Address: daemon.Address, Namespace: ns, StateDir: stateDir, PodCIDR: "10.244.77.0/24"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,20 +137,20 @@ func resetChild(t *testing.T) {
 	run(t, "ip", "route", "add", "10.244.78.0/24", "dev", "lo", "proto", fmt.Sprint(hostgw.Protocol))
 
 	// What the pod left, before the reset.
-	before := observe(t, ctx, daemon.Address, ns, dataDir)
-	for _, what := range []string{"containers: 1", "netns mounts: 2", "bridges: 1", "veths: 1", "iptables: 3", "nft: 1", "routes: 1", "data dir: 1"} {
+	before := observe(t, ctx, daemon.Address, ns, dataDir, ctdrt.RunDirFor(stateDir))
+	for _, what := range []string{"containers: 1", "netns mounts: 1", "bridges: 1", "veths: 1", "iptables: 3", "nft: 1", "routes: 1", "data dir: 1"} {
 		if !strings.Contains(before, what) {
 			t.Fatalf("before the reset, want %q in:\n%s", what, before)
 		}
 	}
 	t.Logf("before the reset:\n%s", before)
 
-	opts := Options{ContainerdAddresses: []string{daemon.Address}, OnlyTheseContainerds: true, DataDir: dataDir,
+	opts := Options{ContainerdAddresses: []string{daemon.Address}, OnlyTheseContainerds: true, DataDir: dataDir, KubeletRoot: kubeletRoot,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	if err := Run(ctx, opts); err != nil {
 		t.Fatalf("reset: %v", err)
 	}
-	after := observe(t, ctx, daemon.Address, ns, dataDir)
+	after := observe(t, ctx, daemon.Address, ns, dataDir, ctdrt.RunDirFor(stateDir))
 	want := "containers: 0\nnetns mounts: 0\nbridges: 0\nveths: 0\niptables: 0\nnft: 0\nroutes: 0\ndata dir: 0\n"
 	if after != want {
 		t.Fatalf("after the reset:\n%swant\n%s", after, want)
@@ -149,13 +161,15 @@ func resetChild(t *testing.T) {
 }
 
 // observe counts what a node leaves on this host, one line per kind.
-func observe(t *testing.T, ctx context.Context, addr, ns, dataDir string) string {
+// Network namespace handles are counted under runDir, the node's: the
+// mount namespace began as a copy of the host's, with its handles.
+func observe(t *testing.T, ctx context.Context, addr, ns, dataDir, runDir string) string {
 	t.Helper()
 	var b strings.Builder
 	out := run(t, "ctr", "--address", addr, "-n", ns, "containers", "list", "-q")
 	fmt.Fprintf(&b, "containers: %d\n", len(strings.Fields(out)))
 	info, _ := os.ReadFile("/proc/self/mountinfo")
-	fmt.Fprintf(&b, "netns mounts: %d\n", strings.Count(string(info), "nsfs"))
+	fmt.Fprintf(&b, "netns mounts: %d\n", len(MountsUnder(string(info), []string{runDir})))
 	links := run(t, "ip", "-o", "link", "show")
 	bridges, veths := 0, 0
 	for _, l := range strings.Split(links, "\n") {
