@@ -5,7 +5,7 @@ ARGS    ?=
 
 IMAGES  ?= bin/images
 
-.PHONY: deps build images up test fuzz unit bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns bench-services clean
+.PHONY: deps build images up test fuzz unit bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns bench-services compose-images compose-up compose-down compose-kubeconfig compose-load clean
 
 ## build: bin/minik, static (no cgo) and without containerd's Go-plugin
 ## loader (its import of package plugin exports every symbol dynamically:
@@ -69,6 +69,33 @@ bench-dns:
 ## bench-services: the node proxy's network programming latency (p50, p99) with 1,000 Services × 10 endpoints and 5,000 × 2, CPU per endpoint change, RSS; one JSON line each; needs root (runs in a network namespace it makes).
 bench-services:
 	$(GO) run ./test/bench/services
+
+## compose-*: a cluster in containers (deploy/compose.yaml): 3 etcd members,
+## an apiserver on 127.0.0.1:6443, 2 schedulers, a controller, nodes master,
+## node01, node02. Images are built locally (deploy/compose/images.sh).
+COMPOSE ?= docker-compose -f deploy/compose.yaml -p minik
+compose-images: build images
+	COMPOSE="$(COMPOSE)" bash deploy/compose/images.sh
+
+compose-up: compose-images
+	$(COMPOSE) up -d
+	bash deploy/compose/wait.sh
+
+compose-down:
+	$(COMPOSE) down -v --remove-orphans
+	rm -rf deploy/.pki deploy/.kube
+
+compose-kubeconfig:
+	@echo $(CURDIR)/deploy/.kube/config
+
+## compose-load IMAGE=FILE.tar: import an image archive into every node's containerd.
+compose-load:
+	@test -n "$(IMAGE)" || { echo "usage: make compose-load IMAGE=FILE.tar" >&2; exit 1; }
+	for n in master node01 node02; do \
+	  docker cp "$(IMAGE)" minik_$${n}_1:/tmp/image.tar && \
+	  docker exec minik_$${n}_1 minik image load /tmp/image.tar --node $$n \
+	    --containerd-address /var/lib/minik/kubelet/$$n/containerd/containerd.sock || exit 1; \
+	done
 
 clean:
 	rm -rf bin $(DATA)

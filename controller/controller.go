@@ -31,6 +31,7 @@ import (
 	"minik/controller/namespace"
 	"minik/controller/nodeipam"
 	"minik/controller/nodelifecycle"
+	"minik/controller/podgc"
 	"minik/controller/replicaset"
 	"minik/controller/replication"
 	"minik/controller/serviceaccount"
@@ -80,6 +81,9 @@ type Config struct {
 	// MaxEndpointsPerSlice caps the endpoints of one EndpointSlice
 	// (--max-endpoints-per-slice). Default 100.
 	MaxEndpointsPerSlice int
+	// PodGC is the pod garbage collector's policy (zero: Kubernetes'
+	// timing, 20s passes, 40s quarantine, 12500 ended pods kept).
+	PodGC podgc.Config
 	// Controllers lists the controllers to run; empty means all. Names are
 	// the packages' Name constants.
 	Controllers []string
@@ -297,5 +301,8 @@ var builders = []struct {
 			return nil, nil
 		}
 		return endpointslicemirroring.New(d.cfg.Client, d.inf, d.rec, d.log), nil
+	}},
+	{podgc.Name, func(d deps) (runnable, error) {
+		return podgc.New(d.cfg.Client, d.inf, d.cfg.Clock, d.cfg.PodGC, d.log), nil
 	}},
 }

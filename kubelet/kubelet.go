@@ -47,6 +47,9 @@ type Kubelet struct {
 	static *staticPods
 	// statusChanged wakes the node status loop.
 	nodeStatusKick chan struct{}
+	// networkErr is why pods cannot get a network (the runtime's answer
+	// to the last UpdatePodCIDR), nil when they can.
+	networkErr error
 }
 
 // Run runs the kubelet until ctx ends: it registers the Node, keeps its

@@ -34,9 +34,48 @@ func (k *Kubelet) setNode(n *corev1.Node) {
 	k.mu.Lock()
 	k.node = n
 	k.mu.Unlock()
-	if cidr := n.Spec.PodCIDR; cidr != "" {
-		_ = k.rt.UpdatePodCIDR(context.Background(), cidr)
+	// Each Node seen (at least every status pass) re-checks the pod
+	// network, so a repaired one makes the node Ready again.
+	cidr := n.Spec.PodCIDR
+	if cidr == "" {
+		cidr = k.cfg.PodCIDR
 	}
+	if cidr != "" {
+		k.setNetworkErr(k.rt.UpdatePodCIDR(context.Background(), cidr))
+	}
+}
+
+// setNetworkErr keeps the runtime's verdict on the pod network and wakes
+// the node status loop when it changed.
+func (k *Kubelet) setNetworkErr(err error) {
+	k.mu.Lock()
+	changed := (err == nil) != (k.networkErr == nil) || err != nil && err.Error() != k.networkErr.Error()
+	k.networkErr = err
+	k.mu.Unlock()
+	if !changed {
+		return
+	}
+	if err != nil {
+		k.log.Error("pod network not ready; the node reports NotReady", "err", err)
+	} else {
+		k.log.Info("pod network ready")
+	}
+	select {
+	case k.nodeStatusKick <- struct{}{}:
+	default:
+	}
+}
+
+// readyCondition is the node's Ready condition: NotReady while the
+// runtime cannot give pods a network (as the kubelet reports a runtime
+// whose NetworkReady is false), so that no pod is sent to a node where
+// none can start.
+func readyCondition(networkErr error) conditionState {
+	if networkErr != nil {
+		return conditionState{corev1.ConditionFalse, "KubeletNotReady",
+			"container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:" + networkErr.Error()}
+	}
+	return conditionState{corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"}
 }
 
 // observeNode takes a watched version of our Node unless the kubelet
@@ -67,9 +106,9 @@ func (k *Kubelet) nodeLabels() map[string]string {
 
 // registerNode creates the Node, or takes over an existing one.
 func (k *Kubelet) registerNode(ctx context.Context) error {
-	if k.cfg.PodCIDR != "" {
-		_ = k.rt.UpdatePodCIDR(ctx, k.cfg.PodCIDR)
-	}
+	// The pod range is set from the Node once it is known (setNode), not
+	// from --pod-cidr first: on a restart that would reconcile the bridge
+	// away from the range the node's running pods use.
 	nodes := k.cfg.Client.Nodes()
 	for attempt := 0; ; attempt++ {
 		node := &corev1.Node{
@@ -218,7 +257,10 @@ func (k *Kubelet) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.
 		}
 		s.Conditions = append(s.Conditions, cond(p.typ, c.status, c.reason, c.message))
 	}
-	s.Conditions = append(s.Conditions, cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"))
+	k.mu.Lock()
+	ready := readyCondition(k.networkErr)
+	k.mu.Unlock()
+	s.Conditions = append(s.Conditions, cond(corev1.NodeReady, ready.status, ready.reason, ready.message))
 	if imgs, err := k.rt.ListImages(ctx); err == nil {
 		for _, img := range imgs {
 			names := append(append([]string{}, img.RepoDigests...), img.RepoTags...)

@@ -16,7 +16,8 @@ import (
 // controllerCommand runs the controller manager as its own process.
 func controllerCommand() *cobra.Command {
 	var (
-		kubeconfigPath string
+		kubeconfigPath         string
+		terminatedPodThreshold int
 		// The eviction flags always set the policy, so that an explicit 0
 		// is kept (a rate of 0 taints no node).
 		eviction   = nodelifecycle.DefaultEvictionConfig()
@@ -51,6 +52,11 @@ func controllerCommand() *cobra.Command {
 					return fmt.Errorf("--root-ca-file: %w", err)
 				}
 			}
+			if terminatedPodThreshold <= 0 {
+				cfg.PodGC.TerminatedPodThreshold = -1 // as Kubernetes: 0 turns it off
+			} else {
+				cfg.PodGC.TerminatedPodThreshold = terminatedPodThreshold
+			}
 			return controller.Run(cmd.Context(), cfg)
 		},
 	}
@@ -70,6 +76,7 @@ func controllerCommand() *cobra.Command {
 	f.Float64Var(&eviction.SecondaryRate, "secondary-node-eviction-rate", eviction.SecondaryRate, "the same in a partially disrupted zone larger than --large-cluster-size-threshold")
 	f.Float64Var(&eviction.UnhealthyZoneThreshold, "unhealthy-zone-threshold", eviction.UnhealthyZoneThreshold, "fraction of not-ready nodes (more than 2) that makes a zone partially disrupted")
 	f.IntVar(&eviction.LargeClusterSizeThreshold, "large-cluster-size-threshold", eviction.LargeClusterSizeThreshold, "zone size up to which a partially disrupted zone gets no NoExecute taints")
+	f.IntVar(&terminatedPodThreshold, "terminated-pod-gc-threshold", 12500, "ended (Succeeded or Failed) pods kept before the oldest are deleted (0: no limit)")
 	f.StringSliceVar(&cfg.Controllers, "controllers", nil, "controllers to run (default all): "+strings.Join(controller.Names(), ", "))
 	return cmd
 }

@@ -5,12 +5,15 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
@@ -27,6 +30,39 @@ type MemberConfig struct {
 	InitialCluster           string // "name=peerURL,name=peerURL"
 	InitialClusterState      string // "new" (default) or "existing"
 	Quiet                    bool   // log only fatal errors (the embedded member)
+
+	// ClientTLS serves clients over TLS (https:// client URLs); PeerTLS
+	// does the same between members (https:// peer URLs). With
+	// ClientCertAuth set, a member accepts only connections that present a
+	// certificate signed by TrustedCAFile, as kubeadm's etcd does.
+	ClientTLS, PeerTLS TLSFiles
+}
+
+// TLSFiles are the PEM files of one side of a member's TLS.
+type TLSFiles struct {
+	CertFile, KeyFile, TrustedCAFile string
+	ClientCertAuth                   bool
+}
+
+func (t TLSFiles) info() transport.TLSInfo {
+	return transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.TrustedCAFile, ClientCertAuth: t.ClientCertAuth}
+}
+
+// check says which file is missing for the https URLs given.
+func (t TLSFiles) check(side string, urls []url.URL) error {
+	https := false
+	for _, u := range urls {
+		https = https || u.Scheme == "https" || u.Scheme == "unixs"
+	}
+	switch {
+	case !https:
+		return nil
+	case t.CertFile == "" || t.KeyFile == "":
+		return fmt.Errorf("%s URLs are https: a certificate and key are needed", side)
+	case t.ClientCertAuth && t.TrustedCAFile == "":
+		return fmt.Errorf("%s client certificate auth needs a trusted CA file", side)
+	}
+	return nil
 }
 
 // Member is a running etcd member.
@@ -54,6 +90,13 @@ func StartMember(ctx context.Context, mc MemberConfig) (*Member, error) {
 	if cfg.AdvertisePeerUrls, err = parseURLs(mc.InitialAdvertisePeerURLs, cfg.ListenPeerUrls); err != nil {
 		return nil, err
 	}
+	if err := mc.ClientTLS.check("client", cfg.ListenClientUrls); err != nil {
+		return nil, err
+	}
+	if err := mc.PeerTLS.check("peer", cfg.ListenPeerUrls); err != nil {
+		return nil, err
+	}
+	cfg.ClientTLSInfo, cfg.PeerTLSInfo = mc.ClientTLS.info(), mc.PeerTLS.info()
 	if mc.InitialCluster != "" {
 		cfg.InitialCluster = mc.InitialCluster
 	} else {
@@ -116,9 +159,41 @@ func (m *Member) Err() <-chan error { return m.etcd.Err() }
 // Close stops the member.
 func (m *Member) Close() { m.etcd.Close() }
 
-// Dial connects to an external etcd cluster.
+// ClientTLS is what a client presents to a TLS etcd: the CA that signed
+// the members' certificates and its own certificate (the apiserver's
+// --etcd-cafile, --etcd-certfile, --etcd-keyfile). Empty: plain http.
+type ClientTLS struct {
+	CAFile, CertFile, KeyFile string
+}
+
+// Config returns the client's TLS configuration, nil when no file is set.
+func (t ClientTLS) Config() (*tls.Config, error) {
+	if t == (ClientTLS{}) {
+		return nil, nil
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		return nil, errors.New("etcd client TLS: a certificate needs its key and a key its certificate")
+	}
+	info := transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.CAFile}
+	c, err := info.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("etcd client TLS: %w", err)
+	}
+	return c, nil
+}
+
+// Dial connects to an external etcd cluster over plain http.
 func Dial(endpoints []string) (*clientv3.Client, error) {
-	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second})
+	return DialTLS(endpoints, ClientTLS{})
+}
+
+// DialTLS connects to an external etcd cluster, over TLS when t names files.
+func DialTLS(endpoints []string, t ClientTLS) (*clientv3.Client, error) {
+	tlsConfig, err := t.Config()
+	if err != nil {
+		return nil, err
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second, TLS: tlsConfig})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to etcd %s: %w", strings.Join(endpoints, ","), err)
 	}

@@ -78,10 +78,16 @@ type CA struct {
 // than a reason to start over: a new CA would silently invalidate every
 // certificate and kubeconfig issued so far.
 func EnsureCA(dir string) (*CA, error) {
-	return ensureCA(dir, time.Now)
+	return ensureCA(dir, caCommonName, time.Now)
 }
 
-func ensureCA(dir string, now func() time.Time) (*CA, error) {
+// EnsureNamedCA is EnsureCA for a CA of its own, such as etcd's (kubeadm's
+// etcd/ca.crt, "etcd-ca"): commonName names it when it is created.
+func EnsureNamedCA(dir, commonName string) (*CA, error) {
+	return ensureCA(dir, commonName, time.Now)
+}
+
+func ensureCA(dir, commonName string, now func() time.Time) (*CA, error) {
 	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("pki: create %s: %w", dir, err)
 	}
@@ -106,7 +112,7 @@ func ensureCA(dir string, now func() time.Time) (*CA, error) {
 	}
 	// No certificate: a key left alone by an interrupted first start is
 	// useless, so both are created anew.
-	ca, err := newCA(now)
+	ca, err := newCA(commonName, now)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +135,7 @@ func LoadCA(dir string) (*CA, error) {
 	return parseCA(certPEM, keyPEM, time.Now)
 }
 
-func newCA(now func() time.Time) (*CA, error) {
+func newCA(commonName string, now func() time.Time) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("pki: generate CA key: %w", err)
@@ -141,7 +147,7 @@ func newCA(now func() time.Time) (*CA, error) {
 	start := now().Add(-time.Hour) // tolerate clocks a little behind ours
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: caCommonName},
+		Subject:               pkix.Name{CommonName: commonName},
 		NotBefore:             start,
 		NotAfter:              start.Add(CAValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
@@ -204,6 +210,26 @@ func (ca *CA) EnsureServing(dir, name string, hosts []string) (certFile, keyFile
 	}
 	fits := func(c *x509.Certificate) bool {
 		return hasUsage(c, x509.ExtKeyUsageServerAuth) && coversHosts(c, dns, ips)
+	}
+	return ca.ensureLeaf(dir, name, tmpl, fits)
+}
+
+// EnsurePeer returns dir/NAME.crt and dir/NAME.key, a certificate for
+// commonName that serves hosts (plus DefaultHosts) and is also a client
+// certificate, as etcd's server and peer certificates are (a member dials
+// its peers with its peer certificate). Existing files are reused while
+// they still cover every host.
+func (ca *CA) EnsurePeer(dir, name, commonName string, hosts []string) (certFile, keyFile string, err error) {
+	dns, ips := splitHosts(append(slices.Clone(hosts), DefaultHosts...))
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: commonName},
+		DNSNames:    dns,
+		IPAddresses: ips,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	fits := func(c *x509.Certificate) bool {
+		return hasUsage(c, x509.ExtKeyUsageServerAuth) && hasUsage(c, x509.ExtKeyUsageClientAuth) &&
+			c.Subject.CommonName == commonName && coversHosts(c, dns, ips)
 	}
 	return ca.ensureLeaf(dir, name, tmpl, fits)
 }

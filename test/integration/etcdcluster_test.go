@@ -49,29 +49,45 @@ func startProcess(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 }
 
 // TestThreeMemberEtcdClusterBehindTheAPIServer forms a cluster from three
-// `minik etcd` members and runs `minik apiserver --etcd-servers` on it;
-// the cluster keeps serving writes after one member is stopped.
+// `minik etcd` members, TLS between peers and to clients with client
+// certificates (each member sees only etcd's CA certificate and its own
+// key, as in the compose cluster), and runs `minik apiserver
+// --etcd-servers --etcd-cafile --etcd-certfile --etcd-keyfile` on it; the
+// cluster keeps serving writes after one member is stopped.
 func TestThreeMemberEtcdClusterBehindTheAPIServer(t *testing.T) {
 	dir := t.TempDir()
+	pkiDir := filepath.Join(dir, "pki")
+	etcdCA, err := pki.EnsureEtcdCA(pkiDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcdClient, err := pki.EnsureAPIServerEtcdClient(pkiDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ports := make([][2]string, 3)
 	for i := range ports {
 		ports[i] = [2]string{freePort(t), freePort(t)}
 	}
 	var initial []string
 	for i, p := range ports {
-		initial = append(initial, fmt.Sprintf("m%d=http://127.0.0.1:%s", i, p[1]))
+		initial = append(initial, fmt.Sprintf("m%d=https://127.0.0.1:%s", i, p[1]))
 	}
 	var members []*exec.Cmd
 	var clientURLs []string
 	for i, p := range ports {
-		cmd, _ := startProcess(t, "etcd", "--name", fmt.Sprintf("m%d", i), "--data-dir", filepath.Join(dir, fmt.Sprintf("m%d", i)),
-			"--listen-client-urls", "http://127.0.0.1:"+p[0], "--listen-peer-urls", "http://127.0.0.1:"+p[1],
-			"--initial-advertise-peer-urls", "http://127.0.0.1:"+p[1], "--initial-cluster", strings.Join(initial, ","))
+		name := fmt.Sprintf("m%d", i)
+		memberPKI := filepath.Join(dir, name+"-pki")
+		if _, err := pki.IssueEtcdMember(etcdCA, memberPKI, name, nil); err != nil {
+			t.Fatal(err)
+		}
+		cmd, _ := startProcess(t, "etcd", "--name", name, "--data-dir", filepath.Join(dir, name), "--pki-dir", memberPKI,
+			"--listen-client-urls", "https://127.0.0.1:"+p[0], "--listen-peer-urls", "https://127.0.0.1:"+p[1],
+			"--initial-advertise-peer-urls", "https://127.0.0.1:"+p[1], "--initial-cluster", strings.Join(initial, ","))
 		members = append(members, cmd)
-		clientURLs = append(clientURLs, "http://127.0.0.1:"+p[0])
+		clientURLs = append(clientURLs, "https://127.0.0.1:"+p[0])
 	}
 
-	pkiDir := filepath.Join(dir, "pki")
 	ca, err := pki.EnsureCA(pkiDir)
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +108,7 @@ func TestThreeMemberEtcdClusterBehindTheAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, apiLog := startProcess(t, "apiserver", "--etcd-servers", strings.Join(clientURLs, ","), "--listen", listen,
+		"--etcd-cafile", etcdClient.CA, "--etcd-certfile", etcdClient.Cert, "--etcd-keyfile", etcdClient.Key,
 		"--tls-cert-file", cert, "--tls-private-key-file", key, "--client-ca-file", filepath.Join(pkiDir, "ca.crt"))
 	waitHealthy(t, "https://"+listen+"/readyz", apiLog)
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -260,3 +261,72 @@ func removeStaleBridges(ctx context.Context, own, cidr string) {
 // BridgeName is the bridge device of the node whose containerd namespace
 // is ns.
 func BridgeName(ns string) string { return bridgeName(ns) }
+
+// bridgeGateway is the address the bridge plugin gives the node's bridge
+// for cidr (isGateway, no explicit gateway): the range's first host.
+func bridgeGateway(cidr netip.Prefix) netip.Prefix {
+	return netip.PrefixFrom(cidr.Masked().Addr().Next(), cidr.Bits())
+}
+
+// staleBridgeAddrs returns the addresses of have that the node's bridge
+// must lose to serve cidr: every IPv4 address but cidr's gateway (an
+// earlier cluster's range, or a node name that came back with another
+// podCIDR). The bridge plugin refuses a bridge that holds one ("bridge
+// already has an IP address different from …"). IPv6 addresses (the
+// link-local one) stay.
+func staleBridgeAddrs(have []netip.Prefix, cidr netip.Prefix) []netip.Prefix {
+	gw := bridgeGateway(cidr)
+	var out []netip.Prefix
+	for _, a := range have {
+		if a.Addr().Is4() && a != gw {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// ready checks that pods can get a network on cidr: the plugins are
+// installed, and the node's bridge, if it exists, holds no address of
+// another range (removed here, so that the next sandbox succeeds).
+func (n *cniNetwork) ready(ctx context.Context, cidr string) error {
+	for _, p := range []string{"bridge", "host-local"} {
+		if _, err := os.Stat(filepath.Join(n.binDir, p)); err != nil {
+			return fmt.Errorf("CNI plugin %s not found in %s (Debian: containernetworking-plugins): %w", p, n.binDir, err)
+		}
+	}
+	if cidr == "" {
+		return fmt.Errorf("no pod CIDR: the node has no spec.podCIDR and no fallback range is configured")
+	}
+	prefix, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return fmt.Errorf("pod CIDR %q: %w", cidr, err)
+	}
+	return reconcileBridge(ctx, n.bridge, prefix)
+}
+
+// reconcileBridge removes from bridge (if it exists) the addresses
+// staleBridgeAddrs names.
+func reconcileBridge(ctx context.Context, bridge string, cidr netip.Prefix) error {
+	link, err := net.InterfaceByName(bridge)
+	if err != nil {
+		return nil // not made yet: the bridge plugin makes it with the right address
+	}
+	addrs, err := link.Addrs()
+	if err != nil {
+		return fmt.Errorf("reading the addresses of bridge %s: %w", bridge, err)
+	}
+	var have []netip.Prefix
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			have = append(have, netip.PrefixFrom(p.Addr().Unmap(), p.Bits()))
+		}
+	}
+	for _, a := range staleBridgeAddrs(have, cidr) {
+		slog.Info("removing an address of another pod range from the node's bridge", "bridge", bridge, "address", a, "podCIDR", cidr)
+		if out, err := exec.CommandContext(ctx, "ip", "addr", "del", a.String(), "dev", bridge).CombinedOutput(); err != nil {
+			return fmt.Errorf("bridge %s holds %s, not the gateway of the pod range %s, and it could not be removed: %v: %s",
+				bridge, a, cidr, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}

@@ -286,11 +286,18 @@ func (r *Runtime) Version(ctx context.Context) (*cri.VersionResponse, error) {
 	return &cri.VersionResponse{RuntimeName: "containerd", RuntimeVersion: v.Version}, nil
 }
 
-func (r *Runtime) UpdatePodCIDR(_ context.Context, cidr string) error {
+// UpdatePodCIDR sets the pod range and readies the node's pod network for
+// it: an error says no pod can get a network (the kubelet reports the
+// node NotReady with it). The bridge of an earlier range is reconciled.
+func (r *Runtime) UpdatePodCIDR(ctx context.Context, cidr string) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if cidr != "" {
 		r.cidr = cidr
+	}
+	cur := r.cidr
+	r.mu.Unlock()
+	if err := r.net.ready(ctx, cur); err != nil {
+		return fmt.Errorf("pod network not ready: %w", err)
 	}
 	return nil
 }

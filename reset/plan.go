@@ -1,0 +1,157 @@
+// Package reset removes what minik nodes left on a host, as kubeadm reset
+// and k3s-killall.sh do: a host that ran one cluster can run another.
+//
+//	containerd (each address that answers; a data dir's own containerd is
+//	started for the clean-up when it is not running)
+//	   └─ every namespace minik-*: kill each task, delete it and its container
+//	mounts under the run root (/run/minik), /var/lib/minik and the data dir
+//	   └─ unmounted deepest first (netns handles, tmpfs volumes, the run root)
+//	links: veths on a minik bridge, then the bridges mk<8 hex>
+//	iptables: every rule commented "minik pods" (filter and nat)
+//	nftables: the node proxy's table `ip minik-proxy`
+//	routes: the host-gw routes (proto 203)
+//	--data-dir: its files
+//
+// Each step reads what is there and removes what is minik's: running it
+// twice is harmless. The parsing of what the tools print is pure (this
+// file) and table-tested.
+package reset
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// BridgeName matches the node bridges the containerd runtime makes.
+var BridgeName = regexp.MustCompile(`^mk[0-9a-f]{8}$`)
+
+// IPTablesComment marks the rules the containerd runtime adds.
+const IPTablesComment = "minik pods"
+
+// NamespacePrefix starts every containerd namespace of a minik node.
+const NamespacePrefix = "minik-"
+
+// ProxyTable is the node proxy's nftables table (family ip).
+const ProxyTable = "minik-proxy"
+
+// IPTablesDeletes turns the output of `iptables -S` into the argument
+// lists of `iptables -D` for every rule carrying IPTablesComment.
+func IPTablesDeletes(rules string) [][]string {
+	var out [][]string
+	for _, line := range strings.Split(rules, "\n") {
+		if !strings.HasPrefix(line, "-A ") || !strings.Contains(line, `--comment "`+IPTablesComment+`"`) {
+			continue
+		}
+		args := splitQuoted(line)
+		args[0] = "-D"
+		out = append(out, args)
+	}
+	return out
+}
+
+// splitQuoted splits an iptables -S line into words, a double-quoted
+// string being one word without its quotes.
+func splitQuoted(s string) []string {
+	var out []string
+	var cur strings.Builder
+	inQuote, have := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && inQuote && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+		case c == '"':
+			inQuote, have = !inQuote, true
+		case c == ' ' && !inQuote:
+			if have {
+				out = append(out, cur.String())
+				cur.Reset()
+				have = false
+			}
+		default:
+			cur.WriteByte(c)
+			have = true
+		}
+	}
+	if have {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// MountsUnder returns the mount points of mountinfo (the text of
+// /proc/self/mountinfo) at or below any of roots, deepest first, so that
+// each can be unmounted before what holds it.
+func MountsUnder(mountinfo string, roots []string) []string {
+	var out []string
+	for _, line := range strings.Split(mountinfo, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		for _, r := range roots {
+			r = strings.TrimRight(r, "/")
+			if r != "" && (mp == r || strings.HasPrefix(mp, r+"/")) {
+				out = append(out, mp)
+				break
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	return slices.Compact(out)
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space...).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			v := 0
+			ok := true
+			for _, c := range s[i+1 : i+4] {
+				if c < '0' || c > '7' {
+					ok = false
+					break
+				}
+				v = v*8 + int(c-'0')
+			}
+			if ok {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Link is a network link as `ip -j link show` reports it.
+type Link struct {
+	Name   string `json:"ifname"`
+	Master string `json:"master"`
+	Info   struct {
+		Kind string `json:"info_kind"`
+	} `json:"linkinfo"`
+}
+
+// LinkDeletes returns the links to delete, in order: the links attached to
+// a minik bridge (pod veths whose pod is gone), then the bridges.
+func LinkDeletes(links []Link) []string {
+	var ports, bridges []string
+	for _, l := range links {
+		switch {
+		case BridgeName.MatchString(l.Master):
+			ports = append(ports, l.Name)
+		case BridgeName.MatchString(l.Name) && (l.Info.Kind == "bridge" || l.Info.Kind == ""):
+			bridges = append(bridges, l.Name)
+		}
+	}
+	return append(ports, bridges...)
+}

@@ -1,0 +1,64 @@
+package reset
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestIPTablesDeletes(t *testing.T) {
+	rules := `-P FORWARD DROP
+-A FORWARD -i mk1234abcd -m comment --comment "minik pods" -j ACCEPT
+-A FORWARD -j DOCKER-USER
+-A POSTROUTING -s 10.244.0.0/24 ! -d 10.244.0.0/24 -m comment --comment "minik pods" -j MASQUERADE
+-A FORWARD -m comment --comment "other pods" -j ACCEPT`
+	got := fmt.Sprint(IPTablesDeletes(rules))
+	want := "[[-D FORWARD -i mk1234abcd -m comment --comment minik pods -j ACCEPT] [-D POSTROUTING -s 10.244.0.0/24 ! -d 10.244.0.0/24 -m comment --comment minik pods -j MASQUERADE]]"
+	if got != want {
+		t.Fatalf("IPTablesDeletes =\n%s\nwant\n%s", got, want)
+	}
+	if d := IPTablesDeletes(rules); len(d[0]) != 10 || d[0][7] != "minik pods" {
+		t.Fatalf("the quoted comment must be one word: %q", d[0])
+	}
+}
+
+func TestMountsUnder(t *testing.T) {
+	info := `22 1 0:21 / / rw - ext4 /dev/sda1 rw
+40 22 0:50 / /run/minik rw - tmpfs tmpfs rw
+41 40 0:4 net:[4026532] /run/minik/node/0a0b0c0d/netns/abc rw - nsfs nsfs rw
+42 22 0:51 / /var/lib/minik/kubelet/n1/pods/uid/volumes/secret rw - tmpfs tmpfs rw
+43 22 0:52 / /srv/data\040dir/kubelet/x rw - tmpfs tmpfs rw
+44 22 0:53 / /run/minikother rw - tmpfs tmpfs rw`
+	cases := []struct {
+		name  string
+		roots []string
+		want  string
+	}{
+		{"mounts below the run root come deepest first, the root last", []string{"/run/minik"}, "[/run/minik/node/0a0b0c0d/netns/abc /run/minik]"},
+		{"a sibling with the same prefix is not below", []string{"/run/minik/"}, "[/run/minik/node/0a0b0c0d/netns/abc /run/minik]"},
+		{"escaped spaces are read back", []string{"/srv/data dir"}, "[/srv/data dir/kubelet/x]"},
+		{"several roots", []string{"/var/lib/minik", "/run/minik"}, "[/var/lib/minik/kubelet/n1/pods/uid/volumes/secret /run/minik/node/0a0b0c0d/netns/abc /run/minik]"},
+		{"nothing below an unrelated root", []string{"/nowhere"}, "[]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fmt.Sprint(MountsUnder(info, tc.roots)); got != tc.want {
+				t.Fatalf("MountsUnder = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLinkDeletes(t *testing.T) {
+	link := func(name, master, kind string) Link {
+		l := Link{Name: name, Master: master}
+		l.Info.Kind = kind
+		return l
+	}
+	links := []Link{
+		link("lo", "", ""), link("eth0", "", "veth"), link("mk0a1b2c3d", "", "bridge"), link("veth12ab", "mk0a1b2c3d", "veth"),
+		link("docker0", "", "bridge"), link("vethdock", "docker0", "veth"), link("mkfake", "", "bridge"), link("mk0a1b2c3e", "", "vxlan"),
+	}
+	if got, want := fmt.Sprint(LinkDeletes(links)), "[veth12ab mk0a1b2c3d]"; got != want {
+		t.Fatalf("LinkDeletes = %s, want %s (pod veths first, then minik bridges; nothing else)", got, want)
+	}
+}
