@@ -373,7 +373,7 @@ func (s *Server) bookmarkLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_ = s.cfg.Etcd.RequestProgress(ctx)
+			_ = s.cfg.Etcd.RequestProgress(clientv3.WithRequireLeader(ctx)) // the watch caches' streams are keyed by this metadata
 			// Give the progress notifications a moment to land.
 			time.AfterFunc(100*time.Millisecond, func() {
 				for _, st := range s.stores {

@@ -105,18 +105,25 @@ func NewServer(cfg ServerConfig) *Server {
 // Listen binds the UDP and TCP sockets, so that an address in use fails
 // here, before anything else starts.
 func (s *Server) Listen() error {
-	pc, err := net.ListenPacket("udp", s.cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("dns: listen udp %s: %w", s.cfg.Listen, err)
+	_, port, _ := net.SplitHostPort(s.cfg.Listen)
+	for attempt := 0; ; attempt++ {
+		pc, err := net.ListenPacket("udp", s.cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("dns: listen udp %s: %w", s.cfg.Listen, err)
+		}
+		// With port 0, TCP takes the port UDP got; another process may
+		// hold that TCP port, so a free pair is looked for a few times.
+		ln, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err != nil {
+			pc.Close()
+			if port == "0" && attempt < 10 {
+				continue
+			}
+			return fmt.Errorf("dns: listen tcp %s: %w", pc.LocalAddr(), err)
+		}
+		s.pc, s.ln = pc, ln
+		return nil
 	}
-	// With port 0, TCP takes the port UDP got.
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
-		return fmt.Errorf("dns: listen tcp %s: %w", pc.LocalAddr(), err)
-	}
-	s.pc, s.ln = pc, ln
-	return nil
 }
 
 // Addr returns the address the server listens on, once Listen returned.
