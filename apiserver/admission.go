@@ -38,6 +38,9 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	defaults.OnCreate(obj) // needs the uid: the Job selector
 	switch o := obj.(type) {
 	case *corev1.Pod:
+		if err := s.admitLimitRanger(ctx, o, reads); err != nil { // on the defaulted pod, as upstream
+			return err
+		}
 		o.Status = corev1.PodStatus{}
 		defaults.PodStatus(o) // Pending, with its QoS class
 		if err := s.admitPriority(ctx, o, reads); err != nil {
