@@ -66,7 +66,9 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	if errs := validation.Create(obj, h.res.Namespaced); len(errs) > 0 {
 		return apierrors.NewInvalid(h.res.GroupVersion().WithKind(h.res.Kind).GroupKind(), m.GetName(), errs)
 	}
-	return nil
+	// Validating admission runs on the validated object, as upstream's
+	// (ResourceQuota last of all).
+	return s.admitResourceQuota(ctx, h, obj, reads)
 }
 
 // keepsStatusOnCreate lists the kinds whose creator sets the first

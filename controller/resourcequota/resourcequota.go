@@ -1,0 +1,177 @@
+// Package resourcequota keeps every ResourceQuota's status current, as
+// kube-controller-manager's resource quota controller:
+//
+//	quota added/changed, counted object added/changed/deleted ─▶ queue namespace
+//	  ─▶ per quota: Status(quota, cached objects of the namespace) ─▶ differs? UpdateStatus
+//
+// Admission charges each create to status.used in the create's own etcd
+// transaction (apiserver/admission_quota.go); this controller gives back
+// what deletions and ended pods free, and fills in a new quota's status.
+// It writes only from caches at least as new as the quota it read, so it
+// never undoes a charge its caches have not seen yet.
+package resourcequota
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"minik/client"
+	"minik/client/informer"
+	"minik/controller/framework"
+)
+
+// Name is the controller's name.
+const Name = "resourcequota"
+
+// ResyncPeriod is how often every quota is recomputed anyway (upstream's
+// --resource-quota-sync-period default).
+const ResyncPeriod = 5 * time.Minute
+
+var resourceQuotas = client.Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true}
+
+const nsIndex = "resourcequota/namespace"
+
+// source is one counted kind's cache.
+type source struct {
+	kind Kind
+	list func(namespace string) []runtime.Object
+	rev  func() int64
+}
+
+// Controller recomputes quota usage.
+type Controller struct {
+	quotas  *informer.Informer[corev1.ResourceQuota]
+	api     *client.Typed[corev1.ResourceQuota]
+	sources []source
+	queue   *framework.Queue
+	log     *slog.Logger
+}
+
+// New registers the controller on the shared informers; it runs its own
+// ResourceQuota informer.
+func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controller {
+	api := client.For[corev1.ResourceQuota](c, resourceQuotas)
+	ctl := &Controller{quotas: informer.New(api, informer.Config{Logger: log}), api: api,
+		queue: framework.NewQueue(framework.QueueConfig{}), log: log.With("controller", Name)}
+	ctl.quotas.AddHandler(informer.Handler[corev1.ResourceQuota]{
+		OnAdd:    func(q *corev1.ResourceQuota) { ctl.queue.Add(q.Namespace) },
+		OnUpdate: func(_, q *corev1.ResourceQuota) { ctl.queue.Add(q.Namespace) },
+	})
+	_ = ctl.quotas.AddIndex(nsIndex, func(q *corev1.ResourceQuota) []string { return []string{q.Namespace} })
+	ctl.sources = []source{
+		watch(ctl, inf.Pods, Kind{"pods", ""}),
+		watch(ctl, inf.ConfigMaps, Kind{"configmaps", ""}),
+		watch(ctl, inf.Secrets, Kind{"secrets", ""}),
+		watch(ctl, inf.ServiceAccounts, Kind{"serviceaccounts", ""}),
+		watch(ctl, inf.ReplicationControllers, Kind{"replicationcontrollers", ""}),
+		watch(ctl, inf.ReplicaSets, Kind{"replicasets", "apps"}),
+		watch(ctl, inf.Deployments, Kind{"deployments", "apps"}),
+		watch(ctl, inf.DaemonSets, Kind{"daemonsets", "apps"}),
+		watch(ctl, inf.Jobs, Kind{"jobs", "batch"}),
+		watch(ctl, inf.PodDisruptionBudgets, Kind{"poddisruptionbudgets", "policy"}),
+		{kind: Kind{"resourcequotas", ""}, list: ctl.quotaList, rev: func() int64 { return parseRV(ctl.quotas.LastResourceVersion()) }},
+	}
+	return ctl
+}
+
+// watch indexes a shared informer by namespace and queues the namespace
+// of every change, if it has quotas.
+func watch[T any](ctl *Controller, inf *informer.Informer[T], kind Kind) source {
+	_ = inf.AddIndex(nsIndex, func(o *T) []string { return []string{any(o).(metav1.Object).GetNamespace()} })
+	enqueue := func(o *T) {
+		ns := any(o).(metav1.Object).GetNamespace()
+		if len(ctl.quotas.Store().ByIndex(nsIndex, ns)) > 0 {
+			ctl.queue.Add(ns)
+		}
+	}
+	inf.AddHandler(informer.Handler[T]{OnAdd: enqueue, OnUpdate: func(_, o *T) { enqueue(o) }, OnDelete: enqueue})
+	return source{kind: kind,
+		list: func(ns string) []runtime.Object {
+			items := inf.Store().ByIndex(nsIndex, ns)
+			out := make([]runtime.Object, len(items))
+			for i, o := range items {
+				out[i] = any(o).(runtime.Object)
+			}
+			return out
+		},
+		rev: func() int64 { return parseRV(inf.LastResourceVersion()) }}
+}
+
+func (ctl *Controller) quotaList(ns string) []runtime.Object {
+	items := ctl.quotas.Store().ByIndex(nsIndex, ns)
+	out := make([]runtime.Object, len(items))
+	for i, q := range items {
+		out[i] = q
+	}
+	return out
+}
+
+func parseRV(rv string) int64 {
+	n, _ := strconv.ParseInt(rv, 10, 64)
+	return n
+}
+
+// Run works until ctx ends.
+func (ctl *Controller) Run(ctx context.Context, workers int) {
+	go func() { _ = ctl.quotas.Run(ctx) }()
+	select {
+	case <-ctl.quotas.Synced():
+	case <-ctx.Done():
+		return
+	}
+	framework.RunWorkers(ctx, ctl.queue, workers, ctl.sync, func(key string, err error) {
+		ctl.log.Warn("sync failed", "namespace", key, "err", err)
+	})
+}
+
+func (ctl *Controller) sync(ctx context.Context, ns string) (framework.Result, error) {
+	quotas := ctl.quotas.Store().ByIndex(nsIndex, ns)
+	if len(quotas) == 0 {
+		return framework.Result{}, nil
+	}
+	now := time.Now()
+	objs := Objects{}
+	for _, s := range ctl.sources {
+		objs[s.kind] = s.list(ns)
+	}
+	for _, q := range quotas {
+		// A create commits its pod and its charge at one revision: a
+		// cache older than the quota may lack a charged object.
+		for _, s := range ctl.sources {
+			if s.kind.Resource != "resourcequotas" && s.rev() < parseRV(q.ResourceVersion) && counts(q, s.kind) {
+				return framework.Result{RequeueAfter: time.Second}, nil
+			}
+		}
+		want := Status(q, objs, now)
+		if !StatusChanged(q.Status, want) {
+			continue
+		}
+		next := q.DeepCopy()
+		next.Status = want
+		if _, err := ctl.api.UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return framework.Result{RequeueAfter: 100 * time.Millisecond}, nil // a newer quota is on its way
+			}
+			return framework.Result{}, fmt.Errorf("updating the status of quota %s: %w", q.Name, err)
+		}
+	}
+	return framework.Result{RequeueAfter: ResyncPeriod}, nil
+}
+
+// counts reports whether q limits anything of kind.
+func counts(q *corev1.ResourceQuota, kind Kind) bool {
+	for name := range q.Spec.Hard {
+		if len(quotaMatching(kind, name)) > 0 {
+			return true
+		}
+	}
+	return false
+}
