@@ -68,6 +68,9 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	}
 	// Validating admission runs on the validated object, as upstream's
 	// (ResourceQuota last of all).
+	if err := s.admitPodSecurity(ctx, h, obj, nil, reads); err != nil {
+		return err
+	}
 	return s.admitResourceQuota(ctx, h, obj, reads)
 }
 
@@ -117,7 +120,10 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 	if errs := validation.Update(obj, old, h.res.Namespaced); len(errs) > 0 {
 		return apierrors.NewInvalid(gk, m.GetName(), errs)
 	}
-	return nil
+	if sub != "" { // scale, finalize: upstream's PodSecurity skips subresources
+		return nil
+	}
+	return s.admitPodSecurity(ctx, h, obj, old, &admissionReads{srv: s})
 }
 
 // admitDelete refuses to delete the namespaces the system needs, and

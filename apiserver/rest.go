@@ -141,7 +141,7 @@ func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, ri *req
 		writeError(w, r, err)
 		return
 	}
-	created, err := h.createObject(r.Context(), ri, obj, isDryRun(r))
+	created, err := h.createObject(withWarnings(r.Context(), w), ri, obj, isDryRun(r))
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -290,7 +290,7 @@ func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, ri *req
 		writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
 		return
 	}
-	updated, err := h.updateObject(r.Context(), ri, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+	updated, err := h.updateObject(withWarnings(r.Context(), w), ri, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
 		return obj.DeepCopyObject(), nil
 	})
 	if err != nil {
@@ -433,7 +433,7 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ri *requ
 		writeError(w, r, err)
 		return
 	}
-	updated, err := h.updateObject(r.Context(), ri, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+	updated, err := h.updateObject(withWarnings(r.Context(), w), ri, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
 		view, err := h.out(current)
 		if err != nil {
 			return nil, err
