@@ -7,8 +7,9 @@
 // Admission charges each create to status.used in the create's own etcd
 // transaction (apiserver/admission_quota.go); this controller gives back
 // what deletions and ended pods free, and fills in a new quota's status.
-// It writes only from caches at least as new as the quota it read, so it
-// never undoes a charge its caches have not seen yet.
+// It lowers a usage only from what is at least as new as the quota it
+// read (its cache, or else a live list), so it never undoes a charge for
+// an object its caches have not seen yet; raising one is always safe.
 package resourcequota
 
 import (
@@ -18,7 +19,10 @@ import (
 	"strconv"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,11 +43,13 @@ var resourceQuotas = client.Resource{Version: "v1", Resource: "resourcequotas", 
 
 const nsIndex = "resourcequota/namespace"
 
-// source is one counted kind's cache.
+// source is one counted kind: its cache, how new the cache is, and a
+// live list for when the cache is older than a quota.
 type source struct {
 	kind Kind
 	list func(namespace string) []runtime.Object
 	rev  func() int64
+	live func(ctx context.Context, namespace string) ([]runtime.Object, error)
 }
 
 // Controller recomputes quota usage.
@@ -67,25 +73,28 @@ func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controll
 	})
 	_ = ctl.quotas.AddIndex(nsIndex, func(q *corev1.ResourceQuota) []string { return []string{q.Namespace} })
 	ctl.sources = []source{
-		watch(ctl, inf.Pods, Kind{"pods", ""}),
-		watch(ctl, inf.ConfigMaps, Kind{"configmaps", ""}),
-		watch(ctl, inf.Secrets, Kind{"secrets", ""}),
-		watch(ctl, inf.ServiceAccounts, Kind{"serviceaccounts", ""}),
-		watch(ctl, inf.ReplicationControllers, Kind{"replicationcontrollers", ""}),
-		watch(ctl, inf.ReplicaSets, Kind{"replicasets", "apps"}),
-		watch(ctl, inf.Deployments, Kind{"deployments", "apps"}),
-		watch(ctl, inf.DaemonSets, Kind{"daemonsets", "apps"}),
-		watch(ctl, inf.Jobs, Kind{"jobs", "batch"}),
-		watch(ctl, inf.PodDisruptionBudgets, Kind{"poddisruptionbudgets", "policy"}),
-		{kind: Kind{"resourcequotas", ""}, list: ctl.quotaList, rev: func() int64 { return parseRV(ctl.quotas.LastResourceVersion()) }},
+		watch(ctl, inf.Pods, client.For[corev1.Pod](c, client.Pods)),
+		watch(ctl, inf.ConfigMaps, client.For[corev1.ConfigMap](c, client.ConfigMaps)),
+		watch(ctl, inf.Secrets, client.For[corev1.Secret](c, client.Secrets)),
+		watch(ctl, inf.ServiceAccounts, client.For[corev1.ServiceAccount](c, client.ServiceAccounts)),
+		watch(ctl, inf.ReplicationControllers, client.For[corev1.ReplicationController](c, client.ReplicationControllers)),
+		watch(ctl, inf.ReplicaSets, client.For[appsv1.ReplicaSet](c, client.ReplicaSets)),
+		watch(ctl, inf.Deployments, client.For[appsv1.Deployment](c, client.Deployments)),
+		watch(ctl, inf.DaemonSets, client.For[appsv1.DaemonSet](c, client.DaemonSets)),
+		watch(ctl, inf.Jobs, client.For[batchv1.Job](c, client.Jobs)),
+		watch(ctl, inf.PodDisruptionBudgets, client.For[policyv1.PodDisruptionBudget](c, client.PodDisruptionBudgets)),
+		watch(ctl, ctl.quotas, api),
 	}
 	return ctl
 }
 
 // watch indexes a shared informer by namespace and queues the namespace
 // of every change, if it has quotas.
-func watch[T any](ctl *Controller, inf *informer.Informer[T], kind Kind) source {
-	_ = inf.AddIndex(nsIndex, func(o *T) []string { return []string{any(o).(metav1.Object).GetNamespace()} })
+func watch[T any](ctl *Controller, inf *informer.Informer[T], api *client.Typed[T]) source {
+	kind := Kind{api.Resource().Resource, api.Resource().Group}
+	if kind.Resource != "resourcequotas" { // indexed in New
+		_ = inf.AddIndex(nsIndex, func(o *T) []string { return []string{any(o).(metav1.Object).GetNamespace()} })
+	}
 	enqueue := func(o *T) {
 		ns := any(o).(metav1.Object).GetNamespace()
 		if len(ctl.quotas.Store().ByIndex(nsIndex, ns)) > 0 {
@@ -102,16 +111,18 @@ func watch[T any](ctl *Controller, inf *informer.Informer[T], kind Kind) source 
 			}
 			return out
 		},
-		rev: func() int64 { return parseRV(inf.LastResourceVersion()) }}
-}
-
-func (ctl *Controller) quotaList(ns string) []runtime.Object {
-	items := ctl.quotas.Store().ByIndex(nsIndex, ns)
-	out := make([]runtime.Object, len(items))
-	for i, q := range items {
-		out[i] = q
-	}
-	return out
+		rev: func() int64 { return parseRV(inf.LastResourceVersion()) },
+		live: func(ctx context.Context, ns string) ([]runtime.Object, error) {
+			list, err := api.List(ctx, ns, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			out := make([]runtime.Object, len(list.Items))
+			for i := range list.Items {
+				out[i] = any(&list.Items[i]).(runtime.Object)
+			}
+			return out, nil
+		}}
 }
 
 func parseRV(rv string) int64 {
@@ -142,15 +153,23 @@ func (ctl *Controller) sync(ctx context.Context, ns string) (framework.Result, e
 	for _, s := range ctl.sources {
 		objs[s.kind] = s.list(ns)
 	}
+	live := map[Kind]bool{}
 	for _, q := range quotas {
-		// A create commits its pod and its charge at one revision: a
-		// cache older than the quota may lack a charged object.
-		for _, s := range ctl.sources {
-			if s.kind.Resource != "resourcequotas" && s.rev() < parseRV(q.ResourceVersion) && counts(q, s.kind) {
-				return framework.Result{RequeueAfter: time.Second}, nil
-			}
-		}
 		want := Status(q, objs, now)
+		// A create commits its object and its charge at one revision: a
+		// cache older than the quota may lack a charged object. Lower a
+		// usage only from a list at least as new as the quota.
+		for _, s := range ctl.sources {
+			if live[s.kind] || s.rev() >= parseRV(q.ResourceVersion) || !Lowers(q, want, s.kind) {
+				continue
+			}
+			items, err := s.live(ctx, ns)
+			if err != nil {
+				return framework.Result{}, fmt.Errorf("listing %s: %w", s.kind.Resource, err)
+			}
+			objs[s.kind], live[s.kind] = items, true
+			want = Status(q, objs, now)
+		}
 		if !StatusChanged(q.Status, want) {
 			continue
 		}
@@ -164,14 +183,4 @@ func (ctl *Controller) sync(ctx context.Context, ns string) (framework.Result, e
 		}
 	}
 	return framework.Result{RequeueAfter: ResyncPeriod}, nil
-}
-
-// counts reports whether q limits anything of kind.
-func counts(q *corev1.ResourceQuota, kind Kind) bool {
-	for name := range q.Spec.Hard {
-		if len(quotaMatching(kind, name)) > 0 {
-			return true
-		}
-	}
-	return false
 }

@@ -48,6 +48,14 @@ func StatusChanged(have, want corev1.ResourceQuotaStatus) bool {
 	return !equality.Semantic.DeepEqual(have.Hard, want.Hard) || !equality.Semantic.DeepEqual(have.Used, want.Used)
 }
 
-func quotaMatching(kind Kind, name corev1.ResourceName) []corev1.ResourceName {
-	return quota.Matching(kind.Resource, kind.Group, []corev1.ResourceName{name})
+// Lowers reports whether want would lower a usage of q that objects of
+// kind count toward.
+func Lowers(q *corev1.ResourceQuota, want corev1.ResourceQuotaStatus, kind Kind) bool {
+	for _, name := range quota.Matching(kind.Resource, kind.Group, quota.Names(want.Used)) {
+		have, ok := q.Status.Used[name]
+		if w := want.Used[name]; ok && w.Cmp(have) < 0 {
+			return true
+		}
+	}
+	return false
 }

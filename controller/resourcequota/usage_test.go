@@ -69,3 +69,25 @@ func TestStatus(t *testing.T) {
 }
 
 var _ runtime.Object = &corev1.Pod{}
+
+func TestLowers(t *testing.T) {
+	q := &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: list("pods", "5", "configmaps", "5")},
+		Status: corev1.ResourceQuotaStatus{Used: list("pods", "2", "configmaps", "1")}}
+	tests := []struct {
+		name string
+		want corev1.ResourceList
+		kind Kind
+		out  bool
+	}{
+		{"fewer pods lowers the pods' usage", list("pods", "1", "configmaps", "1"), Kind{"pods", ""}, true},
+		{"fewer pods does not concern config maps", list("pods", "1", "configmaps", "1"), Kind{"configmaps", ""}, false},
+		{"more is never a lowering", list("pods", "3", "configmaps", "2"), Kind{"pods", ""}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Lowers(q, corev1.ResourceQuotaStatus{Used: tt.want}, tt.kind); got != tt.out {
+				t.Fatalf("Lowers = %v, want %v", got, tt.out)
+			}
+		})
+	}
+}
