@@ -85,6 +85,9 @@ func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controll
 		watch(ctl, inf.PodDisruptionBudgets, client.For[policyv1.PodDisruptionBudget](c, client.PodDisruptionBudgets)),
 		watch(ctl, ctl.quotas, api),
 	}
+	if inf.Services != nil { // when the apiserver serves them
+		ctl.sources = append(ctl.sources, watch(ctl, inf.Services, client.For[corev1.Service](c, framework.ServicesResource)))
+	}
 	return ctl
 }
 

@@ -70,6 +70,13 @@ func TestAdmit(t *testing.T) {
 			wantErr: "exceeded quota: q, requested: count/deployments.apps=1, used: count/deployments.apps=1, limited: count/deployments.apps=1",
 		},
 		{
+			name: "a NodePort Service counts its node ports", resource: "services",
+			obj: &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort,
+				Ports: []corev1.ServicePort{{Port: 80}, {Port: 443}}}},
+			quotas:  []*corev1.ResourceQuota{quotaOf("q", list("services.nodeports", "2", "services", "5"), list("services.nodeports", "1", "services", "0"))},
+			wantErr: "exceeded quota: q, requested: services.nodeports=2, used: services.nodeports=1, limited: services.nodeports=2",
+		},
+		{
 			name: "the legacy name of a core count is charged", resource: "configmaps",
 			obj:      &corev1.ConfigMap{},
 			quotas:   []*corev1.ResourceQuota{quotaOf("q", list("configmaps", "3"), list("configmaps", "1"))},

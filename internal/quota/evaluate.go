@@ -60,7 +60,16 @@ func Usage(res, group string, obj runtime.Object, now time.Time) corev1.Resource
 			out[corev1.ResourceServicesLoadBalancers] = one.DeepCopy()
 		}
 		if o.Spec.Type == corev1.ServiceTypeLoadBalancer || o.Spec.Type == corev1.ServiceTypeNodePort {
-			out[corev1.ResourceServicesNodePorts] = *resource.NewQuantity(int64(len(o.Spec.Ports)), resource.DecimalSI)
+			ports := len(o.Spec.Ports)
+			if o.Spec.Type == corev1.ServiceTypeLoadBalancer && o.Spec.AllocateLoadBalancerNodePorts != nil && !*o.Spec.AllocateLoadBalancerNodePorts {
+				ports = 0 // only the node ports asked for by number
+				for _, p := range o.Spec.Ports {
+					if p.NodePort != 0 {
+						ports++
+					}
+				}
+			}
+			out[corev1.ResourceServicesNodePorts] = *resource.NewQuantity(int64(ports), resource.DecimalSI)
 		}
 	}
 	return out
