@@ -38,6 +38,9 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	defaults.OnCreate(obj) // needs the uid: the Job selector
 	switch o := obj.(type) {
 	case *corev1.Pod:
+		if err := s.admitLimitRanger(ctx, o, reads); err != nil { // on the defaulted pod, as upstream
+			return err
+		}
 		o.Status = corev1.PodStatus{}
 		defaults.PodStatus(o) // Pending, with its QoS class
 		if err := s.admitPriority(ctx, o, reads); err != nil {
@@ -63,7 +66,12 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	if errs := validation.Create(obj, h.res.Namespaced); len(errs) > 0 {
 		return apierrors.NewInvalid(h.res.GroupVersion().WithKind(h.res.Kind).GroupKind(), m.GetName(), errs)
 	}
-	return nil
+	// Validating admission runs on the validated object, as upstream's
+	// (ResourceQuota last of all).
+	if err := s.admitPodSecurity(ctx, h, obj, nil, reads); err != nil {
+		return err
+	}
+	return s.admitResourceQuota(ctx, h, obj, reads)
 }
 
 // keepsStatusOnCreate lists the kinds whose creator sets the first
@@ -112,7 +120,10 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 	if errs := validation.Update(obj, old, h.res.Namespaced); len(errs) > 0 {
 		return apierrors.NewInvalid(gk, m.GetName(), errs)
 	}
-	return nil
+	if sub != "" { // scale, finalize: upstream's PodSecurity skips subresources
+		return nil
+	}
+	return s.admitPodSecurity(ctx, h, obj, old, &admissionReads{srv: s})
 }
 
 // admitDelete refuses to delete the namespaces the system needs, and

@@ -141,7 +141,7 @@ func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, ri *req
 		writeError(w, r, err)
 		return
 	}
-	created, err := h.createObject(r.Context(), ri, obj, isDryRun(r))
+	created, err := h.createObject(withWarnings(r.Context(), w), ri, obj, isDryRun(r))
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -219,15 +219,35 @@ func (h *resourceHandler) createOnce(ctx context.Context, obj runtime.Object, dr
 		}
 		obj = fresh
 	}
-	if err := h.srv.admitCreate(ctx, h, obj, &admissionReads{srv: h.srv}); err != nil {
-		return nil, err
+	// Fresh reads. The only guards here are the usage a create charges to
+	// ResourceQuotas: when a quota changed meanwhile, admit again.
+	requested := obj.DeepCopyObject()
+	for attempt := 1; ; attempt++ {
+		reads := &admissionReads{srv: h.srv}
+		if err := h.srv.admitCreate(ctx, h, obj, reads); err != nil {
+			return nil, err
+		}
+		if dryRun {
+			return h.out(obj)
+		}
+		stored, err := h.store.Create(ctx, obj, reads.guards...)
+		if !errors.Is(err, storage.ErrGuardFailed) {
+			return h.created(stored, err, m)
+		}
+		if _, getErr := h.store.Get(ctx, m.GetNamespace(), m.GetName()); getErr == nil {
+			return nil, apierrors.NewAlreadyExists(h.res.GroupResource(), m.GetName())
+		}
+		if attempt == maxQuotaAttempts {
+			return nil, apierrors.NewConflict(schema.GroupResource{Resource: "resourcequotas"}, "",
+				fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+		}
+		obj = requested.DeepCopyObject()
 	}
-	if dryRun {
-		return h.out(obj)
-	}
-	stored, err := h.store.Create(ctx, obj)
-	return h.created(stored, err, m)
 }
+
+// maxQuotaAttempts bounds how often a create is admitted again after
+// losing a race for a quota (each lost race is another create's win).
+const maxQuotaAttempts = 100
 
 // created finishes createObject with the store's answer.
 func (h *resourceHandler) created(stored runtime.Object, err error, m metav1.Object) (runtime.Object, error) {
@@ -270,7 +290,7 @@ func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, ri *req
 		writeError(w, r, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
 		return
 	}
-	updated, err := h.updateObject(r.Context(), ri, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+	updated, err := h.updateObject(withWarnings(r.Context(), w), ri, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
 		return obj.DeepCopyObject(), nil
 	})
 	if err != nil {
@@ -413,7 +433,7 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ri *requ
 		writeError(w, r, err)
 		return
 	}
-	updated, err := h.updateObject(r.Context(), ri, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+	updated, err := h.updateObject(withWarnings(r.Context(), w), ri, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
 		view, err := h.out(current)
 		if err != nil {
 			return nil, err

@@ -131,6 +131,9 @@ type Server struct {
 	kubeletOnce sync.Once
 	kubeletHTTP *http.Client
 	kubeletErr  error
+
+	// policy is what LimitRanger and ResourceQuota admission read.
+	policy *policyReads
 }
 
 // New builds the server; Run starts it.
@@ -238,6 +241,7 @@ func New(cfg Config) (*Server, error) {
 	s.serviceStore.SetCompanions(services.companions)
 	s.namespaceCache = newObjectCache("namespaces", s.namespaces)
 	s.priorityClassCache = newObjectCache("priorityclasses", s.priorityClasses)
+	s.policy = newPolicyReads(byID)
 	s.router = s.routes(buildInBackground(func() http.Handler { return openapi.NewHandler(openapiResources) }))
 	return s, nil
 }
@@ -282,6 +286,9 @@ func (s *Server) Run(ctx context.Context) error {
 		if err := c.start(ctx); err != nil {
 			return fmt.Errorf("starting admission cache: %w", err)
 		}
+	}
+	if err := s.policy.start(ctx); err != nil {
+		return fmt.Errorf("starting admission cache: %w", err)
 	}
 	if err := follow(ctx, "node authorizer graph", s.pods, s.nodeGraph); err != nil {
 		return fmt.Errorf("starting the node authorizer: %w", err)

@@ -34,6 +34,7 @@ import (
 	"minik/controller/podgc"
 	"minik/controller/replicaset"
 	"minik/controller/replication"
+	"minik/controller/resourcequota"
 	"minik/controller/serviceaccount"
 	"minik/controller/tainteviction"
 )
@@ -305,4 +306,5 @@ var builders = []struct {
 	{podgc.Name, func(d deps) (runnable, error) {
 		return podgc.New(d.cfg.Client, d.inf, d.cfg.Clock, d.cfg.PodGC, d.log), nil
 	}},
+	{resourcequota.Name, func(d deps) (runnable, error) { return resourcequota.New(d.cfg.Client, d.inf, d.log), nil }},
 }

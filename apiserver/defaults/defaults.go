@@ -59,6 +59,8 @@ func Object(obj runtime.Object) {
 		Endpoints(o)
 	case *discoveryv1.EndpointSlice:
 		EndpointSlice(o)
+	case *corev1.LimitRange:
+		LimitRange(o)
 	case *corev1.Event, *coordinationv1.Lease, *corev1.ServiceAccount, *policyv1.PodDisruptionBudget:
 		// Upstream has no server-side defaults for these types.
 	}

@@ -13,6 +13,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -219,6 +220,24 @@ func TestKindTablesMatchGolden(t *testing.T) {
 					Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.com"}},
 			},
 			golden: "service.golden",
+		},
+		{
+			name: "resource quotas show used/hard, limits apart",
+			kind: "ResourceQuota",
+			objs: []runtime.Object{
+				&corev1.ResourceQuota{ObjectMeta: objectMeta("compute", time.Hour), Status: corev1.ResourceQuotaStatus{
+					Hard: corev1.ResourceList{"pods": resource.MustParse("10"), "requests.cpu": resource.MustParse("2"), "limits.memory": resource.MustParse("4Gi")},
+					Used: corev1.ResourceList{"pods": resource.MustParse("3"), "requests.cpu": resource.MustParse("500m"), "limits.memory": resource.MustParse("1Gi")}}},
+				&corev1.ResourceQuota{ObjectMeta: objectMeta("new", time.Second)},
+			},
+			golden: "resourcequota.golden",
+		},
+		{
+			name: "limit ranges show when they were created",
+			kind: "LimitRange",
+			objs: []runtime.Object{&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: "default",
+				CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}}},
+			golden: "limitrange.golden",
 		},
 		{
 			name: "endpoints show up to three ip:port pairs",

@@ -73,6 +73,8 @@ var byKind = map[string]printer{
 	"Service":               {serviceColumns, typed(serviceRow)},
 	"Endpoints":             {endpointsColumns, typed(endpointsRow)},
 	"EndpointSlice":         {endpointSliceColumns, typed(endpointSliceRow)},
+	"LimitRange":            {limitRangeColumns, typed(limitRangeRow)},
+	"ResourceQuota":         {resourceQuotaColumns, typed(resourceQuotaRow)},
 }
 
 // defaultPrinter serves kinds without their own columns.

@@ -111,6 +111,39 @@ type Guard struct {
 	// ModRevision is the key's expected ModRevision (0: the key must not
 	// exist). With Prefix, no key under Key may have a newer ModRevision.
 	ModRevision int64
+	// Put, if set, is written to Key in the same transaction: a change
+	// the write makes to another object (a ResourceQuota's usage charged
+	// by a create), made only if that object is still at ModRevision.
+	Put []byte
+}
+
+// PutGuard returns a Guard that writes obj (read at its resourceVersion)
+// along with a create, if obj has not changed since it was read.
+func (s *Store) PutGuard(obj runtime.Object) (Guard, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return Guard{}, err
+	}
+	rev, err := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return Guard{}, fmt.Errorf("storage: %s %q has no resourceVersion to guard: %w", s.gr, m.GetName(), err)
+	}
+	data, err := s.encode(obj)
+	if err != nil {
+		return Guard{}, err
+	}
+	return Guard{Key: s.Key(m.GetNamespace(), m.GetName()), ModRevision: rev, Put: data}, nil
+}
+
+// puts returns the writes the guards carry.
+func puts(guards []Guard) []clientv3.Op {
+	var ops []clientv3.Op
+	for _, g := range guards {
+		if g.Put != nil && !g.Prefix {
+			ops = append(ops, clientv3.OpPut(g.Key, string(g.Put)))
+		}
+	}
+	return ops
 }
 
 func (g Guard) cmp() clientv3.Cmp {
@@ -147,7 +180,7 @@ func (s *Store) Create(ctx context.Context, obj runtime.Object, guards ...Guard)
 	cmps = append(cmps, comp.cmps()...)
 	resp, err := s.client.Txn(ctx).
 		If(cmps...).
-		Then(append([]clientv3.Op{clientv3.OpPut(key, string(data))}, comp.ops()...)...).
+		Then(append(append([]clientv3.Op{clientv3.OpPut(key, string(data))}, comp.ops()...), puts(guards)...)...).
 		Else(append([]clientv3.Op{clientv3.OpGet(key, clientv3.WithKeysOnly())}, comp.reads()...)...).
 		Commit()
 	if err != nil {

@@ -618,10 +618,10 @@ func TestCreate(t *testing.T) {
 			want: []want{{field.ErrorTypeInvalid, "spec.maxUnavailable", "must not be greater than 100%"}},
 		},
 		// Types without specific rules
-		{name: "an unknown type gets the metadata checks only", obj: &corev1.LimitRange{ObjectMeta: objMeta("lr")}, namespaced: true},
+		{name: "an unknown type gets the metadata checks only", obj: &corev1.PodTemplate{ObjectMeta: objMeta("pt")}, namespaced: true},
 		{
 			name: "an unknown type with a bad name is rejected", namespaced: true,
-			obj:  &corev1.LimitRange{ObjectMeta: objMeta("Lr")},
+			obj:  &corev1.PodTemplate{ObjectMeta: objMeta("Pt")},
 			want: []want{{field.ErrorTypeInvalid, "metadata.name", ""}},
 		},
 	}

@@ -70,6 +70,10 @@ func Create(obj runtime.Object, namespaced bool) field.ErrorList {
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateEndpointSubsets(o.Subsets)...)
 	case *discoveryv1.EndpointSlice:
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateEndpointSlice(o)...)
+	case *corev1.LimitRange:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateLimitRange(o)...)
+	case *corev1.ResourceQuota:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateResourceQuota(o)...)
 	case *coordinationv1.Lease:
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateLeaseSpec(&o.Spec, specPath)...)
 	case *schedulingv1.PriorityClass:
@@ -159,6 +163,14 @@ func Update(obj, old runtime.Object, namespaced bool) field.ErrorList {
 			errs := append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateEndpointSlice(o)...)
 			return append(errs, apimachineryvalidation.ValidateImmutableField(o.AddressType, old.AddressType, field.NewPath("addressType"))...)
 		})
+	case *corev1.LimitRange:
+		return update(o, old, func(o, old *corev1.LimitRange) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateLimitRange(o)...)
+		})
+	case *corev1.ResourceQuota:
+		return update(o, old, func(o, old *corev1.ResourceQuota) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateResourceQuota(o)...)
+		})
 	case *coordinationv1.Lease:
 		return update(o, old, func(o, old *coordinationv1.Lease) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateLeaseSpec(&o.Spec, specPath)...)
@@ -236,6 +248,10 @@ func StatusUpdate(obj, old runtime.Object) field.ErrorList {
 	case *corev1.Service:
 		return update(o, old, func(o, old *corev1.Service) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateServiceStatus(o)...)
+		})
+	case *corev1.ResourceQuota:
+		return update(o, old, func(o, old *corev1.ResourceQuota) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateResourceQuotaStatus(o)...)
 		})
 	}
 	return genericMetaUpdate(obj, old)

@@ -1,0 +1,100 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik/client"
+)
+
+// TestResourceQuotaUnderConcurrentCreates races many creates for the
+// last slots of a quota: exactly the quota's worth commit, the rest get
+// upstream's 403, and status.used matches what was stored.
+func TestResourceQuotaUnderConcurrentCreates(t *testing.T) {
+	ts := startTestServer(t)
+	c := ts.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "q"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	quotas := client.For[corev1.ResourceQuota](c, client.Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true})
+	hard := rl("pods", "5", "configmaps", "3")
+	q, err := quotas.Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "quota", Namespace: "q"},
+		Spec: corev1.ResourceQuotaSpec{Hard: hard}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The controller's part: the first status.
+	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: rl("pods", "0", "configmaps", "0")}
+	if _, err := quotas.UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	created, refused := 0, 0
+	for i := range 20 {
+		wg.Go(func() {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "q"},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}
+			_, err := c.Pods().Create(ctx, pod, metav1.CreateOptions{})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				created++
+			case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota: quota, requested: pods=1, used: pods=5, limited: pods=5"):
+				refused++
+			default:
+				t.Errorf("create p%d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if created != 5 || refused != 15 {
+		t.Fatalf("created %d and refused %d, want 5 and 15", created, refused)
+	}
+	got, err := quotas.Get(ctx, "q", "quota", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := got.Status.Used[corev1.ResourcePods]; used.Value() != 5 {
+		t.Fatalf("used pods = %s, want 5", used.String())
+	}
+
+	t.Run("a create that fails charges nothing", func(t *testing.T) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "q"}}
+		if _, err := c.ConfigMaps().Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ConfigMaps().Create(ctx, cm, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("second create = %v, want AlreadyExists", err)
+		}
+		got, err := quotas.Get(ctx, "q", "quota", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if used := got.Status.Used[corev1.ResourceConfigMaps]; used.Value() != 1 {
+			t.Fatalf("used configmaps = %s, want 1", used.String())
+		}
+	})
+	t.Run("a dry run is checked but not charged", func(t *testing.T) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dry", Namespace: "q"}}
+		if _, err := c.ConfigMaps().Create(ctx, cm, metav1.CreateOptions{DryRun: []string{"All"}}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := quotas.Get(ctx, "q", "quota", metav1.GetOptions{})
+		if used := got.Status.Used[corev1.ResourceConfigMaps]; used.Value() != 1 {
+			t.Fatalf("used configmaps = %s, want 1", used.String())
+		}
+	})
+}
