@@ -15,9 +15,11 @@ import (
 )
 
 // Admission runs after decoding and before storage, in Kubernetes' order:
-// mutating plugins (defaulting, priority, default tolerations), then
-// validation. Everything here is a pure check except the reads of
-// namespaces and priority classes.
+// NamespaceLifecycle, ServiceAccount, NodeRestriction, RBAC escalation,
+// mutating plugins (defaulting, LimitRanger, priority, default
+// tolerations), validation, then PodSecurity and ResourceQuota.
+// Everything here is a pure check except the reads of namespaces,
+// priority classes, service accounts, limit ranges and quotas.
 
 // admitCreate admits a new object, reading namespaces and priority
 // classes through reads.
@@ -25,6 +27,11 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	m, _ := meta.Accessor(obj)
 	if h.res.Namespaced {
 		if err := s.namespaceAcceptsCreate(ctx, m.GetNamespace(), reads); err != nil {
+			return err
+		}
+	}
+	if pod, ok := obj.(*corev1.Pod); ok && !s.disabledAdmission[ServiceAccountPlugin] {
+		if err := s.admitServiceAccount(ctx, pod, reads); err != nil {
 			return err
 		}
 	}

@@ -2,9 +2,13 @@ package apiserver
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -86,14 +90,15 @@ func (c *objectCache) apply(ev *storage.Event) {
 }
 
 // get returns the cached object and its ModRevision; ok is false when
-// the cache does not have it or is not synced.
-func (c *objectCache) get(name string) (obj runtime.Object, rev int64, ok bool) {
+// the cache does not have it or is not synced. namespace is "" for
+// cluster-scoped objects.
+func (c *objectCache) get(namespace, name string) (obj runtime.Object, rev int64, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if !c.synced {
 		return nil, 0, false
 	}
-	o, ok := c.objs[cacheKey("", name)]
+	o, ok := c.objs[cacheKey(namespace, name)]
 	return o.obj, o.rev, ok
 }
 
@@ -133,8 +138,8 @@ func (c *objectCache) all(fn func(runtime.Object)) (rev int64, ok bool) {
 	return c.rev, true
 }
 
-// admissionReads is where one admission of a create reads namespaces and
-// priority classes: etcd, or (cached) the objectCaches, recording the
+// admissionReads is where one admission of a create reads namespaces,
+// priority classes and service accounts: etcd, or (cached) the objectCaches, recording the
 // guards its write must commit under.
 type admissionReads struct {
 	srv    *Server
@@ -144,7 +149,7 @@ type admissionReads struct {
 
 func (r *admissionReads) namespace(ctx context.Context, name string) (runtime.Object, error) {
 	if r.cached {
-		if obj, rev, ok := r.srv.namespaceCache.get(name); ok {
+		if obj, rev, ok := r.srv.namespaceCache.get("", name); ok {
 			r.guards = append(r.guards, storage.Guard{Key: r.srv.namespaces.Key("", name), ModRevision: rev})
 			return obj, nil
 		}
@@ -154,7 +159,7 @@ func (r *admissionReads) namespace(ctx context.Context, name string) (runtime.Ob
 
 func (r *admissionReads) priorityClass(ctx context.Context, name string) (runtime.Object, error) {
 	if r.cached {
-		if obj, rev, ok := r.srv.priorityClassCache.get(name); ok {
+		if obj, rev, ok := r.srv.priorityClassCache.get("", name); ok {
 			r.guards = append(r.guards, storage.Guard{Key: r.srv.priorityClasses.Key("", name), ModRevision: rev})
 			return obj, nil
 		}
@@ -179,4 +184,37 @@ func (r *admissionReads) globalDefaultPriorityClass(ctx context.Context) (*sched
 		}
 	}
 	return r.srv.globalDefaultPriorityClass(ctx)
+}
+
+// serviceAccount reads the account a pod runs as. On the fresh path a
+// missing `default` is looked for again for about 1.5s, as kube-apiserver's
+// ServiceAccount plugin does (10 tries, 100-200ms apart), since the
+// serviceaccount controller creates it just after its namespace; the
+// cached path never waits: a miss is decided again on the fresh path.
+func (r *admissionReads) serviceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
+	if r.cached {
+		if obj, rev, ok := r.srv.serviceAccountCache.get(namespace, name); ok {
+			r.guards = append(r.guards, storage.Guard{Key: r.srv.serviceAccounts.Key(namespace, name), ModRevision: rev})
+			return obj.(*corev1.ServiceAccount), nil
+		}
+	}
+	attempts := 1
+	if name == defaultServiceAccountName && !r.cached {
+		attempts = 10
+	}
+	interval := time.Duration(100+rand.Int64N(100)) * time.Millisecond
+	for i := 0; ; i++ {
+		obj, err := r.srv.serviceAccounts.Get(ctx, namespace, name)
+		if err == nil {
+			return obj.(*corev1.ServiceAccount), nil
+		}
+		if !apierrors.IsNotFound(err) || i+1 >= attempts {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(interval):
+		}
+	}
 }

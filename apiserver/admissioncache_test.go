@@ -154,7 +154,7 @@ func waitCached(t *testing.T, c *objectCache, name string, ok func(runtime.Objec
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		obj, rev, found := c.get(name)
+		obj, rev, found := c.get("", name)
 		if !found {
 			obj = nil
 		}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,7 +93,14 @@ type Config struct {
 	// ServiceRepairInterval is how often allocations are compared with
 	// the Services holding them (default 3m; negative: at start-up only).
 	ServiceRepairInterval time.Duration
+	// DisableAdmissionPlugins names admission plugins to leave out, as
+	// kube-apiserver's --disable-admission-plugins (minik can leave out
+	// only ServiceAccount; default none).
+	DisableAdmissionPlugins []string
 }
+
+// optionalAdmissionPlugins are the plugins DisableAdmissionPlugins may name.
+var optionalAdmissionPlugins = []string{ServiceAccountPlugin}
 
 // Server is a running apiserver.
 type Server struct {
@@ -104,6 +112,7 @@ type Server struct {
 
 	namespaces      *storage.Store
 	priorityClasses *storage.Store
+	serviceAccounts *storage.Store
 	pods            *storage.Store
 	nodes           *storage.Store
 	pdbs            *storage.Store
@@ -115,8 +124,11 @@ type Server struct {
 
 	// namespaceCache and priorityClassCache serve admission's reads on
 	// the create path (see objectCache).
-	namespaceCache     *objectCache
-	priorityClassCache *objectCache
+	namespaceCache      *objectCache
+	priorityClassCache  *objectCache
+	serviceAccountCache *objectCache
+
+	disabledAdmission map[string]bool // by plugin name
 
 	// authorizers run in order for every request (authz.go); nodeGraph
 	// is what the node authorizer knows of each node's pods.
@@ -179,7 +191,14 @@ func New(cfg Config) (*Server, error) {
 		cfg.RequestTimeout = defaultRequestTimeout
 	}
 	s := &Server{cfg: cfg, handlers: map[string]*resourceHandler{}, ready: make(chan struct{}),
-		limiter: newLimiter(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight, cfg.RequestTimeout)}
+		limiter:           newLimiter(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight, cfg.RequestTimeout),
+		disabledAdmission: map[string]bool{}}
+	for _, name := range cfg.DisableAdmissionPlugins {
+		if !slices.Contains(optionalAdmissionPlugins, name) {
+			return nil, fmt.Errorf("apiserver: admission plugin %q cannot be disabled (minik can disable: %s)", name, strings.Join(optionalAdmissionPlugins, ", "))
+		}
+		s.disabledAdmission[name] = true
+	}
 	if cfg.ServiceAccountSigningKeyFile != "" {
 		if cfg.ServiceAccountIssuer == "" {
 			cfg.ServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
@@ -221,6 +240,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.namespaces = byID["namespaces"]
 	s.priorityClasses = byID["priorityclasses.scheduling.k8s.io"]
+	s.serviceAccounts = byID["serviceaccounts"]
 	s.pods = byID["pods"]
 	s.nodes = byID["nodes"]
 	s.pdbs = byID["poddisruptionbudgets.policy"]
@@ -242,6 +262,7 @@ func New(cfg Config) (*Server, error) {
 	s.namespaceCache = newObjectCache("namespaces", s.namespaces)
 	s.priorityClassCache = newObjectCache("priorityclasses", s.priorityClasses)
 	s.policy = newPolicyReads(byID)
+	s.serviceAccountCache = newObjectCache("serviceaccounts", s.serviceAccounts)
 	s.router = s.routes(buildInBackground(func() http.Handler { return openapi.NewHandler(openapiResources) }))
 	return s, nil
 }
@@ -281,7 +302,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("starting watch cache: %w", err)
 		}
 	}
-	for _, c := range []*objectCache{s.namespaceCache, s.priorityClassCache,
+	for _, c := range []*objectCache{s.namespaceCache, s.priorityClassCache, s.serviceAccountCache,
 		s.rbac.roles, s.rbac.clusterRoles, s.rbac.roleBindings, s.rbac.clusterRoleBindings} {
 		if err := c.start(ctx); err != nil {
 			return fmt.Errorf("starting admission cache: %w", err)
@@ -421,12 +442,21 @@ func (s *Server) compactLoop(ctx context.Context) {
 	}
 }
 
-// bootstrap creates the namespaces and priority classes every cluster has.
+// bootstrap creates the namespaces and priority classes every cluster
+// has, and the `default` service account of each of those namespaces, so
+// that pods can be created there before the serviceaccount controller
+// runs (or in a cluster without it).
 func (s *Server) bootstrap(ctx context.Context) error {
 	nsHandler := s.handlers["/v1/namespaces"]
+	saHandler := s.handlers["/v1/serviceaccounts"]
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if _, err := nsHandler.createObject(ctx, &requestInfo{}, ns, false); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: metav1.ObjectMeta{Name: defaultServiceAccountName, Namespace: name}}
+		if _, err := saHandler.createObject(ctx, &requestInfo{namespace: name}, sa, false); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}

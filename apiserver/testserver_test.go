@@ -26,7 +26,11 @@ type testServer struct {
 }
 
 // startTestServer runs a whole apiserver in-process, so that a profile of
-// a benchmark sees the server, its etcd and the client together.
+// a benchmark sees the server, its etcd and the client together. Like
+// Kubernetes' API-only integration servers it runs without the
+// ServiceAccount admission plugin (no controller creates the accounts of
+// new namespaces); a change to Config.DisableAdmissionPlugins in
+// startTestServerWith turns it on.
 func startTestServer(tb testing.TB) *testServer {
 	tb.Helper()
 	return startTestServerWith(tb, nil)
@@ -64,7 +68,10 @@ func startTestServerWith(tb testing.TB, change func(*Config)) *testServer {
 		tb.Fatal(err)
 	}
 	cfg := Config{Etcd: cli, Listener: ln, TLSCertFile: certFile, TLSKeyFile: keyFile,
-		ClientCAFile: filepath.Join(pkiDir, "ca.crt"), CompactionInterval: -1, ServiceAccountSigningKeyFile: saKey}
+		ClientCAFile: filepath.Join(pkiDir, "ca.crt"), CompactionInterval: -1, ServiceAccountSigningKeyFile: saKey,
+		// As in Kubernetes' API-only integration servers (no controller
+		// creates the accounts of new namespaces); change may turn it on.
+		DisableAdmissionPlugins: []string{ServiceAccountPlugin}}
 	if change != nil {
 		change(&cfg)
 	}

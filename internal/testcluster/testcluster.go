@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -86,10 +87,18 @@ type Cluster struct {
 }
 
 // StartAPIOnly is Start with only etcd and the apiserver: no scheduler,
-// controller or kubelet acts on the objects a test writes.
+// controller or kubelet acts on the objects a test writes. As in
+// Kubernetes' API-only integration clusters, the ServiceAccount admission
+// plugin is off: no controller creates the `default` account of a new
+// namespace, and no kubelet would mount its token. A test that wants it
+// passes its own --disable-admission-plugins (e.g. empty) among extra.
 func StartAPIOnly(t testing.TB, extra ...string) *Cluster {
 	t.Helper()
-	return Start(t, append([]string{"--scheduler=false", "--controller=false"}, extra...)...)
+	args := []string{"--scheduler=false", "--controller=false"}
+	if !slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--disable-admission-plugins") }) {
+		args = append(args, "--disable-admission-plugins=ServiceAccount")
+	}
+	return Start(t, append(args, extra...)...)
 }
 
 // Start runs `minik up --kubelet=false` (plus extra args) on a free port
