@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -475,99 +476,176 @@ func expandAll(in []string, env []corev1.EnvVar) []string {
 // --- volumes ---
 
 // prepareVolumes creates or refreshes the pod's volumes on disk and its
-// /etc/hosts file.
-func (k *Kubelet) prepareVolumes(ctx context.Context, pod *corev1.Pod, podIP string) error {
-	dir := k.podDir(string(pod.UID))
-	for _, v := range pod.Spec.Volumes {
-		target := filepath.Join(dir, "volumes", v.Name)
-		switch {
-		case v.EmptyDir != nil:
-			if err := k.setUpEmptyDir(pod, &v, target); err != nil {
-				return err
-			}
-		case v.HostPath != nil:
-			t := corev1.HostPathUnset
-			if v.HostPath.Type != nil {
-				t = *v.HostPath.Type
-			}
-			switch t {
-			case corev1.HostPathDirectoryOrCreate:
-				if err := os.MkdirAll(v.HostPath.Path, 0o755); err != nil {
-					return err
-				}
-			case corev1.HostPathFileOrCreate:
-				if _, err := os.Stat(v.HostPath.Path); errors.Is(err, os.ErrNotExist) {
-					if err := os.WriteFile(v.HostPath.Path, nil, 0o644); err != nil {
-						return err
-					}
-				}
-			case corev1.HostPathDirectory, corev1.HostPathFile, corev1.HostPathSocket:
-				if _, err := os.Stat(v.HostPath.Path); err != nil {
-					return configErrorf("hostPath %s: %v", v.HostPath.Path, err)
-				}
-			}
-		case v.ConfigMap != nil:
-			cm, err := k.cfg.Client.ConfigMaps().Get(ctx, pod.Namespace, v.ConfigMap.Name, metav1.GetOptions{})
-			if err != nil {
-				if apierrors.IsNotFound(err) && v.ConfigMap.Optional != nil && *v.ConfigMap.Optional {
-					cm = &corev1.ConfigMap{}
-				} else {
-					return configErrorf("configmap %q not found", v.ConfigMap.Name)
-				}
-			}
-			data := map[string][]byte{}
-			for key, val := range cm.Data {
-				data[key] = []byte(val)
-			}
-			for key, val := range cm.BinaryData {
-				data[key] = val
-			}
-			err = writeVolumeFiles(target, data, v.ConfigMap.Items, v.ConfigMap.DefaultMode)
-			if err := keyError(err, v.ConfigMap.Optional, "configmap references non-existent config key: %s"); err != nil {
-				return err
-			}
-		case v.Secret != nil:
-			s, err := k.cfg.Client.Secrets().Get(ctx, pod.Namespace, v.Secret.SecretName, metav1.GetOptions{})
-			if err != nil {
-				if apierrors.IsNotFound(err) && v.Secret.Optional != nil && *v.Secret.Optional {
-					s = &corev1.Secret{}
-				} else {
-					return configErrorf("secret %q not found", v.Secret.SecretName)
-				}
-			}
-			if err := k.setUpSecretDir(pod, target); err != nil {
-				return err
-			}
-			err = writeVolumeFiles(target, s.Data, v.Secret.Items, v.Secret.DefaultMode)
-			if err := keyError(err, v.Secret.Optional, "references non-existent secret key: %s"); err != nil {
-				return err
-			}
-		case v.DownwardAPI != nil:
-			data := map[string][]byte{}
-			var items []corev1.KeyToPath
-			for _, it := range v.DownwardAPI.Items {
-				var val string
-				var err error
-				switch {
-				case it.FieldRef != nil:
-					val, err = fieldValue(pod, it.FieldRef.FieldPath, podIP, k.cfg.NodeIP)
-				case it.ResourceFieldRef != nil:
-					val, err = resourceValue(pod, &pod.Spec.Containers[0], it.ResourceFieldRef)
-				}
-				if err != nil {
-					return err
-				}
-				data[it.Path] = []byte(val)
-				items = append(items, corev1.KeyToPath{Key: it.Path, Path: it.Path, Mode: it.Mode})
-			}
-			if err := writeVolumeFiles(target, data, items, v.DownwardAPI.DefaultMode); err != nil {
-				return err
-			}
-		default:
-			return configErrorf("volume %q: unsupported volume type", v.Name)
+// /etc/hosts file. It returns when the projected tokens in them must be
+// replaced (zero: none).
+func (k *Kubelet) prepareVolumes(ctx context.Context, pod *corev1.Pod, podIP string) (time.Time, error) {
+	var refreshAt time.Time
+	for i := range pod.Spec.Volumes {
+		at, err := k.setUpVolume(ctx, pod, &pod.Spec.Volumes[i], podIP)
+		if err != nil {
+			return time.Time{}, err
+		}
+		refreshAt = earliest(refreshAt, at)
+	}
+	return refreshAt, k.writeHosts(pod, podIP)
+}
+
+// refreshTokenVolumes rewrites the projected volumes that hold a
+// service-account token, with a fresh token when the old one is due; it
+// returns when to come back.
+func (k *Kubelet) refreshTokenVolumes(ctx context.Context, pod *corev1.Pod, podIP string) (time.Time, error) {
+	var refreshAt time.Time
+	for i := range pod.Spec.Volumes {
+		if !hasTokenProjection(&pod.Spec.Volumes[i]) {
+			continue
+		}
+		at, err := k.setUpVolume(ctx, pod, &pod.Spec.Volumes[i], podIP)
+		if err != nil {
+			return time.Time{}, err
+		}
+		refreshAt = earliest(refreshAt, at)
+	}
+	return refreshAt, nil
+}
+
+func hasTokenProjection(v *corev1.Volume) bool {
+	if v.Projected == nil {
+		return false
+	}
+	for _, src := range v.Projected.Sources {
+		if src.ServiceAccountToken != nil {
+			return true
 		}
 	}
-	return k.writeHosts(pod, podIP)
+	return false
+}
+
+// earliest is the earlier of two times, zero meaning never.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// setUpVolume writes one volume under the pod's directory; for a
+// projected volume with a token it returns when the token is due.
+func (k *Kubelet) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, podIP string) (time.Time, error) {
+	v := *vol
+	target := filepath.Join(k.podDir(string(pod.UID)), "volumes", v.Name)
+	switch {
+	case v.Projected != nil:
+		files, refreshAt, err := projectVolume(ctx, kubeletSources{k}, pod, v.Projected, podIP, k.cfg.NodeIP, k.cfg.Clock.Now())
+		if err != nil {
+			return time.Time{}, err
+		}
+		// On a tmpfs, as the kubelet keeps projected volumes: they hold
+		// tokens and secrets.
+		if err := k.setUpSecretDir(pod, target); err != nil {
+			return time.Time{}, err
+		}
+		return refreshAt, files.write(target, v.Projected.DefaultMode)
+	case v.EmptyDir != nil:
+		if err := k.setUpEmptyDir(pod, &v, target); err != nil {
+			return time.Time{}, err
+		}
+	case v.HostPath != nil:
+		t := corev1.HostPathUnset
+		if v.HostPath.Type != nil {
+			t = *v.HostPath.Type
+		}
+		switch t {
+		case corev1.HostPathDirectoryOrCreate:
+			if err := os.MkdirAll(v.HostPath.Path, 0o755); err != nil {
+				return time.Time{}, err
+			}
+		case corev1.HostPathFileOrCreate:
+			if _, err := os.Stat(v.HostPath.Path); errors.Is(err, os.ErrNotExist) {
+				if err := os.WriteFile(v.HostPath.Path, nil, 0o644); err != nil {
+					return time.Time{}, err
+				}
+			}
+		case corev1.HostPathDirectory, corev1.HostPathFile, corev1.HostPathSocket:
+			if _, err := os.Stat(v.HostPath.Path); err != nil {
+				return time.Time{}, configErrorf("hostPath %s: %v", v.HostPath.Path, err)
+			}
+		}
+	case v.ConfigMap != nil:
+		cm, err := k.cfg.Client.ConfigMaps().Get(ctx, pod.Namespace, v.ConfigMap.Name, metav1.GetOptions{})
+		if err != nil {
+			if apierrors.IsNotFound(err) && v.ConfigMap.Optional != nil && *v.ConfigMap.Optional {
+				cm = &corev1.ConfigMap{}
+			} else {
+				return time.Time{}, configErrorf("configmap %q not found", v.ConfigMap.Name)
+			}
+		}
+		err = writeVolumeFiles(target, configMapBytes(cm), v.ConfigMap.Items, v.ConfigMap.DefaultMode)
+		if err := keyError(err, v.ConfigMap.Optional, "configmap references non-existent config key: %s"); err != nil {
+			return time.Time{}, err
+		}
+	case v.Secret != nil:
+		s, err := k.cfg.Client.Secrets().Get(ctx, pod.Namespace, v.Secret.SecretName, metav1.GetOptions{})
+		if err != nil {
+			if apierrors.IsNotFound(err) && v.Secret.Optional != nil && *v.Secret.Optional {
+				s = &corev1.Secret{}
+			} else {
+				return time.Time{}, configErrorf("secret %q not found", v.Secret.SecretName)
+			}
+		}
+		if err := k.setUpSecretDir(pod, target); err != nil {
+			return time.Time{}, err
+		}
+		err = writeVolumeFiles(target, s.Data, v.Secret.Items, v.Secret.DefaultMode)
+		if err := keyError(err, v.Secret.Optional, "references non-existent secret key: %s"); err != nil {
+			return time.Time{}, err
+		}
+	case v.DownwardAPI != nil:
+		data, items, err := downwardAPIFiles(pod, v.DownwardAPI.Items, podIP, k.cfg.NodeIP)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if err := writeVolumeFiles(target, data, items, v.DownwardAPI.DefaultMode); err != nil {
+			return time.Time{}, err
+		}
+	default:
+		return time.Time{}, configErrorf("volume %q: unsupported volume type", v.Name)
+	}
+	return time.Time{}, nil
+}
+
+// configMapBytes is a ConfigMap's data and binary data as files' contents.
+func configMapBytes(cm *corev1.ConfigMap) map[string][]byte {
+	data := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
+	for key, val := range cm.Data {
+		data[key] = []byte(val)
+	}
+	for key, val := range cm.BinaryData {
+		data[key] = val
+	}
+	return data
+}
+
+// downwardAPIFiles resolves downward API items into files' contents and
+// the items that write them.
+func downwardAPIFiles(pod *corev1.Pod, files []corev1.DownwardAPIVolumeFile, podIP, nodeIP string) (map[string][]byte, []corev1.KeyToPath, error) {
+	data := map[string][]byte{}
+	var items []corev1.KeyToPath
+	for _, it := range files {
+		var val string
+		var err error
+		switch {
+		case it.FieldRef != nil:
+			val, err = fieldValue(pod, it.FieldRef.FieldPath, podIP, nodeIP)
+		case it.ResourceFieldRef != nil:
+			val, err = resourceValue(pod, &pod.Spec.Containers[0], it.ResourceFieldRef)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		data[it.Path] = []byte(val)
+		items = append(items, corev1.KeyToPath{Key: it.Path, Path: it.Path, Mode: it.Mode})
+	}
+	return data, items, nil
 }
 
 // missingKeyError is an item's key that the data lacks.
@@ -680,7 +758,7 @@ func (k *Kubelet) containerMounts(pod *corev1.Pod, c *corev1.Container) ([]*cri.
 		if v.HostPath != nil {
 			host = v.HostPath.Path
 		}
-		readonly := m.ReadOnly || v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil
+		readonly := m.ReadOnly || v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
 		if m.SubPath != "" {
 			host = filepath.Join(host, filepath.Clean("/"+m.SubPath))
 			if _, err := os.Stat(host); errors.Is(err, os.ErrNotExist) {

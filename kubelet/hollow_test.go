@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,6 +153,13 @@ func startHollowKubelet(t *testing.T, c *testcluster.Cluster, cfg kubelet.Config
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("kubelet.Run: %v", err)
+		}
+		// Pods outlive their kubelet: what is still mounted for them
+		// (tmpfs volumes: secrets, projected service-account tokens)
+		// goes here, before the temp dir is removed.
+		vols, _ := filepath.Glob(filepath.Join(cfg.RootDir, "pods", "*", "volumes", "*"))
+		for _, v := range vols {
+			_ = syscall.Unmount(v, syscall.MNT_DETACH)
 		}
 	})
 	select {

@@ -32,6 +32,8 @@ type Kubelet struct {
 	// services feeds the pods' service environment variables.
 	services *serviceSource
 	probes   *prober
+	// tokens are the service-account tokens of projected volumes.
+	tokens *tokenManager
 	// evictions is the eviction policy; stats feeds it.
 	evictions *eviction.Manager
 	stats     StatsProvider
@@ -65,6 +67,9 @@ func Run(ctx context.Context, cfg Config) error {
 		workers:  map[types.UID]*podWorker{}, nodeStatusKick: make(chan struct{}, 1),
 	}
 	k.probes = newProber(k)
+	k.tokens = newTokenManager(requestTokenFrom(func(ctx context.Context, method, path string, body, out any) error {
+		return cfg.Client.Do(ctx, method, path, nil, body, out)
+	}))
 	k.evictions = eviction.NewManager(cfg.EvictionHard, cfg.EvictionPressureTransitionPeriod)
 	k.stats = cfg.Stats
 	if k.stats == nil {

@@ -98,6 +98,9 @@ type podState struct {
 	cleanedUp chan struct{}
 	// volumesRemoved: the finished pod's volumes are torn down.
 	volumesRemoved bool
+	// volumesRefreshAt is when the service-account tokens in the pod's
+	// projected volumes are due (zero: it has none, or none written yet).
+	volumesRefreshAt time.Time
 }
 
 func newPodState() *podState {
@@ -127,6 +130,9 @@ type actions struct {
 	MarkPullBackOff []string
 	// Terminal: every container is done for good; stop the sandbox.
 	Terminal bool
+	// RefreshTokens rewrites the projected volumes' service-account
+	// tokens, which are due.
+	RefreshTokens bool
 	// WakeAt asks for another sync then (a back-off ends).
 	WakeAt time.Time
 }
@@ -142,7 +148,7 @@ type startContainer struct {
 
 func (a *actions) empty() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.Kill) == 0 && len(a.Start) == 0 &&
-		len(a.Remove) == 0 && len(a.MarkPullBackOff) == 0 && !a.Terminal
+		len(a.Remove) == 0 && len(a.MarkPullBackOff) == 0 && !a.Terminal && !a.RefreshTokens
 }
 
 func (a *actions) wake(t time.Time) {
@@ -198,6 +204,16 @@ func computePodActions(pod *corev1.Pod, obs *observed, st *podState, now time.Ti
 		a.KillPod = len(obs.Sandboxes) > 0
 		a.CreateSandbox = true
 		return a
+	}
+	// The projected tokens of a live sandbox are replaced when due,
+	// whatever else happens; not yet written (a new pod, or one adopted
+	// after a restart of the kubelet) counts as due.
+	if podHasTokenVolume(pod) {
+		if at := st.volumesRefreshAt; !at.IsZero() && now.Before(at) {
+			a.wake(at)
+		} else {
+			a.RefreshTokens = true
+		}
 	}
 	// Stale containers that were created but never started.
 	for _, c := range obs.Containers {
@@ -265,6 +281,15 @@ func computePodActions(pod *corev1.Pod, obs *observed, st *podState, now time.Ti
 		a.Terminal = true
 	}
 	return a
+}
+
+func podHasTokenVolume(pod *corev1.Pod) bool {
+	for i := range pod.Spec.Volumes {
+		if hasTokenProjection(&pod.Spec.Volumes[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // startOrWait starts a container unless a start failure holds it back.

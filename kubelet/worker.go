@@ -73,6 +73,7 @@ func (w *podWorker) run(ctx context.Context) {
 			}
 			w.k.mu.Unlock()
 			w.k.probes.removePod(w.uid)
+			w.k.tokens.forgetPod(w.uid)
 			return
 		}
 		timer = nil
@@ -230,6 +231,9 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *observed,
 		}
 		return nil
 	}
+	if a.RefreshTokens {
+		w.refreshTokens(ctx, pod, obs)
+	}
 	for _, id := range a.Remove {
 		if err := k.rt.RemoveContainer(ctx, id); err != nil {
 			return err
@@ -286,7 +290,12 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *observed,
 	if sb == nil {
 		return errors.New("no ready sandbox")
 	}
-	if err := k.prepareVolumes(ctx, pod, sb.Ip); err != nil {
+	refreshAt, err := k.prepareVolumes(ctx, pod, sb.Ip)
+	if err == nil {
+		w.mu.Lock()
+		st.volumesRefreshAt = refreshAt
+		w.mu.Unlock()
+	} else {
 		msg := err.Error()
 		w.mu.Lock()
 		for _, s := range a.Start {
@@ -301,6 +310,26 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *observed,
 		w.startContainer(ctx, pod, obs, sb, sbCfg, s)
 	}
 	return nil
+}
+
+// refreshTokens rewrites the pod's projected token volumes and records
+// when they are due next; a failure is retried after tokenRetry (the
+// containers keep the old token, valid until it expires).
+func (w *podWorker) refreshTokens(ctx context.Context, pod *corev1.Pod, obs *observed) {
+	k := w.k
+	podIP := ""
+	if sb := obs.readySandbox(); sb != nil {
+		podIP = sb.Ip
+	}
+	at, err := k.refreshTokenVolumes(ctx, pod, podIP)
+	if err != nil {
+		k.log.Warn("refreshing service account token volumes", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		w.event(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for the service account token: %v", err)
+		at = k.cfg.Clock.Now().Add(tokenRetry)
+	}
+	w.mu.Lock()
+	w.state.volumesRefreshAt = at
+	w.mu.Unlock()
 }
 
 func imageOf(pod *corev1.Pod, name string) string {
@@ -475,6 +504,7 @@ func (w *podWorker) terminate(ctx context.Context, pod *corev1.Pod, removed bool
 		}
 	}
 	k.probes.removePod(pod.UID)
+	k.tokens.forgetPod(pod.UID)
 	// Volumes go before the pod object, as in the kubelet: a pod is gone
 	// from the API only once its resources are reclaimed.
 	if err := k.removeVolumes(string(pod.UID)); err != nil {

@@ -105,9 +105,23 @@ func StartAPIOnly(t testing.TB, extra ...string) *Cluster {
 // in a temp dir and waits until it is ready. It is stopped at test end.
 func Start(t testing.TB, extra ...string) *Cluster {
 	t.Helper()
+	return start(t, "127.0.0.1", extra)
+}
+
+// StartReachable is Start with the apiserver listening on every address
+// (0.0.0.0 and a free port), so that pods reach it at the node's address
+// (Pod.Status.HostIP); the test's own clients use 127.0.0.1.
+func StartReachable(t testing.TB, extra ...string) *Cluster {
+	t.Helper()
+	return start(t, "0.0.0.0", extra)
+}
+
+func start(t testing.TB, host string, extra []string) *Cluster {
+	t.Helper()
 	c := &Cluster{t: t, DataDir: t.TempDir(), Listen: freeAddr(t)}
+	_, port, _ := net.SplitHostPort(c.Listen)
 	c.Kubeconfig = filepath.Join(c.DataDir, "admin.kubeconfig")
-	c.Args = append([]string{"up", "--data-dir", c.DataDir, "--listen", c.Listen, "--kubelet=false"}, extra...)
+	c.Args = append([]string{"up", "--data-dir", c.DataDir, "--listen", net.JoinHostPort(host, port), "--kubelet=false"}, extra...)
 	c.start()
 	t.Cleanup(c.Stop)
 	return c
