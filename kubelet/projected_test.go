@@ -63,8 +63,8 @@ func TestProjectedVolume(t *testing.T) {
 		wantError string
 	}{
 		{name: "the admission plugin's volume: token, ca.crt and namespace at 0644",
-			proj: &corev1.ProjectedVolumeSource{DefaultMode: ptr.To(int32(0o644)), Sources: apiAccess},
-			want: map[string]string{"token": "token-for-default-", "ca.crt": "CA", "namespace": "ns"},
+			proj:  &corev1.ProjectedVolumeSource{DefaultMode: ptr.To(int32(0o644)), Sources: apiAccess},
+			want:  map[string]string{"token": "token-for-default-", "ca.crt": "CA", "namespace": "ns"},
 			modes: map[string]os.FileMode{"token": 0o644, "ca.crt": 0o644, "namespace": 0o644}, wantDue: src.due},
 		{name: "defaultMode and an item's own mode",
 			proj: &corev1.ProjectedVolumeSource{DefaultMode: ptr.To(int32(0o400)), Sources: []corev1.VolumeProjection{
