@@ -81,6 +81,7 @@ type Cluster struct {
 	Listen     string
 	Kubeconfig string
 	Args       []string
+	env        []string // added to minik up's environment
 	cmd        *exec.Cmd
 	log        *bytes.Buffer
 	done       chan struct{}
@@ -109,16 +110,24 @@ func Start(t testing.TB, extra ...string) *Cluster {
 }
 
 // StartReachable is Start with the apiserver listening on every address
-// (0.0.0.0 and a free port), so that pods reach it at the node's address
-// (Pod.Status.HostIP); the test's own clients use 127.0.0.1.
-func StartReachable(t testing.TB, extra ...string) *Cluster {
+// (0.0.0.0 and a free port), so that pods reach it at the host's
+// addresses, which its serving certificate names; the test's own clients
+// use 127.0.0.1. env is added to minik up's environment.
+func StartReachable(t testing.TB, env []string, extra ...string) *Cluster {
 	t.Helper()
-	return start(t, "0.0.0.0", extra)
+	c := &Cluster{t: t, DataDir: t.TempDir(), Listen: freeAddr(t), env: env}
+	return c.startOn("0.0.0.0", extra)
 }
 
 func start(t testing.TB, host string, extra []string) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t, DataDir: t.TempDir(), Listen: freeAddr(t)}
+	return c.startOn(host, extra)
+}
+
+func (c *Cluster) startOn(host string, extra []string) *Cluster {
+	t := c.t
+	t.Helper()
 	_, port, _ := net.SplitHostPort(c.Listen)
 	c.Kubeconfig = filepath.Join(c.DataDir, "admin.kubeconfig")
 	c.Args = append([]string{"up", "--data-dir", c.DataDir, "--listen", net.JoinHostPort(host, port), "--kubelet=false"}, extra...)
@@ -131,6 +140,9 @@ func (c *Cluster) start() {
 	c.t.Helper()
 	c.log = &bytes.Buffer{}
 	c.cmd = exec.Command(Binary(c.t), c.Args...)
+	if len(c.env) > 0 {
+		c.cmd.Env = append(os.Environ(), c.env...)
+	}
 	c.cmd.Stdout = c.log
 	c.cmd.Stderr = c.log
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

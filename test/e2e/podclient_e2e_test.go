@@ -18,10 +18,11 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// TestPodClient runs what a pod needs to be a client of other pods and
-// Services: its resolv.conf by dnsPolicy, its /etc/hosts, busybox's wget
-// and nslookup (by IP and by name, through a DNS server the test runs),
-// printenv, and the service environment variables.
+// TestPodClient runs what a pod needs to be a client of other pods,
+// Services and the apiserver: its resolv.conf by dnsPolicy, its
+// /etc/hosts, busybox's wget and nslookup (by IP and by name, through a
+// DNS server the test runs), printenv, the service environment
+// variables, and its service account's token.
 func TestPodClient(t *testing.T) {
 	e := startCluster(t)
 	a, b := e.nodes[0], e.nodes[1]
@@ -169,6 +170,11 @@ func TestPodClient(t *testing.T) {
 		} else if strings.Contains(got, "_SERVICE_HOST=") {
 			t.Errorf("the apiserver serves no services, yet the pod has service variables:\n%s", got)
 		}
+	})
+
+	t.Run("a pod's service-account token lists the pods of its namespace, not others, and dies with the pod", func(t *testing.T) {
+		t.Parallel()
+		testPodIdentity(t, e)
 	})
 }
 
