@@ -51,6 +51,11 @@ func controllerCommand() *cobra.Command {
 				if cfg.RootCA, err = os.ReadFile(rootCAFile); err != nil {
 					return fmt.Errorf("--root-ca-file: %w", err)
 				}
+			} else if r, err := kc.Current(); err == nil {
+				// As kube-controller-manager: without --root-ca-file the
+				// CA its kubeconfig trusts is the cluster's. Pods need
+				// kube-root-ca.crt for their service-account volume.
+				cfg.RootCA = r.Cluster.CertificateAuthorityData
 			}
 			if terminatedPodThreshold <= 0 {
 				cfg.PodGC.TerminatedPodThreshold = -1 // as Kubernetes: 0 turns it off
@@ -62,7 +67,7 @@ func controllerCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig of the apiserver (default $KUBECONFIG or ~/.kube/config)")
-	f.StringVar(&rootCAFile, "root-ca-file", "", "CA bundle published in every namespace as the ConfigMap kube-root-ca.crt (e.g. DATA/pki/ca.crt)")
+	f.StringVar(&rootCAFile, "root-ca-file", "", "CA bundle published in every namespace as the ConfigMap kube-root-ca.crt (default: the CA of --kubeconfig)")
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", false, "run only while holding the Lease kube-system/kube-controller-manager")
 	f.StringVar(&cfg.Identity, "identity", "", "name of this instance in the Lease (default host_pid)")
 	f.IntVar(&cfg.Workers, "workers", 4, "goroutines per controller")
