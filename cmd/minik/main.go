@@ -1,5 +1,12 @@
 // Command minik is the multi-call binary: `minik up` runs a whole
 // cluster in one process; the other subcommands run one component each.
+//
+// tlssha1=1: a TLS 1.2 client that sends no signature_algorithms (the
+// wget of Debian's busybox, the default image's) may be answered with a
+// SHA-1 signature, as RFC 5246 says and as Go did before 1.26; without
+// it, pods could not reach the API with the image minik ships.
+//
+//go:debug tlssha1=1
 package main
 
 import (

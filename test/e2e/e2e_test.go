@@ -57,13 +57,9 @@ func startCluster(t *testing.T) *env {
 	// and a system containerd may be shared with other runs.
 	id := fmt.Sprintf("%x", os.Getpid()&0xffff)
 	e := &env{nodes: [2]string{"e2e-" + id + "-a", "e2e-" + id + "-b"}}
-	// Reachable from pods at the host's address. GODEBUG=tlssha1=1: Debian
-	// busybox 1.35's wget, the pods' HTTPS client, sends no
-	// signature_algorithms in its TLS 1.2 ClientHello, which Go's TLS
-	// server refuses since RFC 9155 unless this setting is on (real
-	// clients, client-go and curl, send it; the apiserver itself does not
-	// need it).
-	e.c = testcluster.StartReachable(t, []string{"GODEBUG=tlssha1=1"}, "--kubelet=true", "--nodes", e.nodes[0]+","+e.nodes[1], "--preload-images", archive)
+	// Reachable from pods at the host's address (busybox's wget, the pods'
+	// HTTPS client, is served because minik sets tlssha1=1: see cmd/minik).
+	e.c = testcluster.StartReachable(t, nil, "--kubelet=true", "--nodes", e.nodes[0]+","+e.nodes[1], "--preload-images", archive)
 	e.dataDir = e.c.DataDir
 	e.cs = e.c.Clientset()
 	t.Cleanup(func() { e.cleanup(t) })
