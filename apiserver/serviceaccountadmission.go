@@ -69,6 +69,16 @@ func (s *Server) admitServiceAccount(ctx context.Context, pod *corev1.Pod, reads
 	if err != nil {
 		return forbid(fmt.Errorf("error looking up service account %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err))
 	}
+	if s.tokens == nil {
+		// No signing key, no tokens: a token volume could never be
+		// filled (kube-apiserver has MountServiceAccountToken off then).
+		off := false
+		sa = sa.DeepCopy()
+		sa.AutomountServiceAccountToken = &off
+		if pod.Spec.AutomountServiceAccountToken != nil && *pod.Spec.AutomountServiceAccountToken {
+			return forbid(fmt.Errorf("service account tokens are not enabled: the apiserver has no --service-account-signing-key-file"))
+		}
+	}
 	applyServiceAccount(pod, sa, func() string { return serviceAccountVolumePrefix + utilrand.String(5) })
 	if err := mountableSecrets(pod, sa); err != nil {
 		return forbid(err)

@@ -95,7 +95,7 @@ type clusterLayout struct {
 // directory of its own holding only what it needs:
 //
 //	out/etcd-NAME/etcd/{ca.crt,server.*,peer.*}         each etcd member
-//	out/apiserver/{ca.crt,apiserver.*,apiserver-kubelet-client.*,apiserver-etcd-client.*,etcd/ca.crt}
+//	out/apiserver/{ca.crt,apiserver.*,apiserver-kubelet-client.*,apiserver-etcd-client.*,etcd/ca.crt,sa.key}
 //	out/scheduler/kubeconfig                            system:kube-scheduler
 //	out/controller/kubeconfig                           system:kube-controller-manager
 //	out/node-NAME/{ca.crt,kubelet.kubeconfig,kubelet.crt,kubelet.key,proxy.kubeconfig}
@@ -131,6 +131,9 @@ func writeClusterLayout(out string, l clusterLayout) error {
 		return err
 	}
 	if _, _, err := etcdCA.EnsureClient(api, "apiserver-etcd-client", pki.APIServerEtcdClientUser, nil); err != nil {
+		return err
+	}
+	if _, err := pki.EnsureServiceAccountKey(api); err != nil {
 		return err
 	}
 
