@@ -56,39 +56,11 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, maxPe
 		OnDelete: func(s *corev1.Service) { ec.queue.Add(framework.KeyOf(s)) },
 	})
 	inf.Pods.AddHandler(svcutil.PodHandler(inf.Services.Store(), ec.queue.Add))
-	inf.EndpointSlices.AddHandler(informer.Handler[discoveryv1.EndpointSlice]{
-		OnAdd: func(s *discoveryv1.EndpointSlice) {
-			if managed(s) && !ec.tracker.Own(s) {
-				ec.queueService(s)
-			}
-		},
-		OnUpdate: func(old, s *discoveryv1.EndpointSlice) {
-			// A slice taken over by someone else, or moved to another
-			// Service, concerns the Service it was of too.
-			if managed(old) && (!managed(s) || old.Labels[discoveryv1.LabelServiceName] != s.Labels[discoveryv1.LabelServiceName]) {
-				ec.tracker.Deleted(old) // no longer among the old Service's slices
-				ec.queueService(old)
-			}
-			if managed(s) && !ec.tracker.Own(s) {
-				ec.queueService(s)
-			}
-		},
-		OnDelete: func(s *discoveryv1.EndpointSlice) {
-			if managed(s) && !ec.tracker.Deleted(s) {
-				ec.queueService(s)
-			}
-		},
-	})
+	inf.EndpointSlices.AddHandler(svcutil.SliceHandler(ControllerName, ec.tracker, ec.queue.Add))
 	return ec
 }
 
-func managed(s *discoveryv1.EndpointSlice) bool {
-	return s.Labels[discoveryv1.LabelManagedBy] == ControllerName && s.Labels[discoveryv1.LabelServiceName] != ""
-}
-
-func (ec *Controller) queueService(s *discoveryv1.EndpointSlice) {
-	ec.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
-}
+func managed(s *discoveryv1.EndpointSlice) bool { return svcutil.ManagedBy(s, ControllerName) }
 
 // Run processes the queue until ctx ends.
 func (ec *Controller) Run(ctx context.Context, workers int) {

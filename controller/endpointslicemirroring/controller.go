@@ -74,37 +74,11 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, log *
 			}
 		},
 	})
-	inf.EndpointSlices.AddHandler(informer.Handler[discoveryv1.EndpointSlice]{
-		OnAdd: func(s *discoveryv1.EndpointSlice) {
-			if managed(s) && !mc.tracker.Own(s) {
-				mc.queueFor(s)
-			}
-		},
-		OnUpdate: func(old, s *discoveryv1.EndpointSlice) {
-			if managed(old) && (!managed(s) || old.Labels[discoveryv1.LabelServiceName] != s.Labels[discoveryv1.LabelServiceName]) {
-				mc.tracker.Deleted(old)
-				mc.queueFor(old)
-			}
-			if managed(s) && !mc.tracker.Own(s) {
-				mc.queueFor(s)
-			}
-		},
-		OnDelete: func(s *discoveryv1.EndpointSlice) {
-			if managed(s) && !mc.tracker.Deleted(s) {
-				mc.queueFor(s)
-			}
-		},
-	})
+	inf.EndpointSlices.AddHandler(svcutil.SliceHandler(ControllerName, mc.tracker, mc.queue.Add))
 	return mc
 }
 
-func managed(s *discoveryv1.EndpointSlice) bool {
-	return s.Labels[discoveryv1.LabelManagedBy] == ControllerName && s.Labels[discoveryv1.LabelServiceName] != ""
-}
-
-func (mc *Controller) queueFor(s *discoveryv1.EndpointSlice) {
-	mc.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
-}
+func managed(s *discoveryv1.EndpointSlice) bool { return svcutil.ManagedBy(s, ControllerName) }
 
 // Run processes the queue until ctx ends.
 func (mc *Controller) Run(ctx context.Context, workers int) {

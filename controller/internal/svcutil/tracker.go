@@ -6,6 +6,8 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"minik/client/informer"
 )
 
 // SliceTracker remembers, per Service, the resourceVersion of each slice a
@@ -118,4 +120,42 @@ func (t *SliceTracker) ForgetService(key string) {
 		delete(t.key, uid)
 	}
 	delete(t.svc, key)
+}
+
+// SliceHandler is the EndpointSlice handler of a controller that owns
+// the slices labelled managed-by managedBy: a slice change the tracker
+// did not expect (someone else's write, a deletion, a slice moved to
+// another Service or taken over) re-queues the Service it belongs, or
+// belonged, to, as "namespace/service".
+func SliceHandler(managedBy string, tracker *SliceTracker, enqueue func(key string)) informer.Handler[discoveryv1.EndpointSlice] {
+	managed := func(s *discoveryv1.EndpointSlice) bool { return ManagedBy(s, managedBy) }
+	queue := func(s *discoveryv1.EndpointSlice) {
+		enqueue(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
+	}
+	return informer.Handler[discoveryv1.EndpointSlice]{
+		OnAdd: func(s *discoveryv1.EndpointSlice) {
+			if managed(s) && !tracker.Own(s) {
+				queue(s)
+			}
+		},
+		OnUpdate: func(old, s *discoveryv1.EndpointSlice) {
+			if managed(old) && (!managed(s) || old.Labels[discoveryv1.LabelServiceName] != s.Labels[discoveryv1.LabelServiceName]) {
+				tracker.Deleted(old) // no longer among the old Service's slices
+				queue(old)
+			}
+			if managed(s) && !tracker.Own(s) {
+				queue(s)
+			}
+		},
+		OnDelete: func(s *discoveryv1.EndpointSlice) {
+			if managed(s) && !tracker.Deleted(s) {
+				queue(s)
+			}
+		},
+	}
+}
+
+// ManagedBy reports whether the slice is managedBy's and names its Service.
+func ManagedBy(s *discoveryv1.EndpointSlice, managedBy string) bool {
+	return s.Labels[discoveryv1.LabelManagedBy] == managedBy && s.Labels[discoveryv1.LabelServiceName] != ""
 }
