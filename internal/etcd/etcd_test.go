@@ -27,7 +27,7 @@ func freePort(t *testing.T) int {
 // the one with the apiserver's etcd client certificate gets in.
 func TestTLSMemberRefusesClientsWithoutACertificateOfItsCA(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts an etcd member")
+		t.Skip("starts an etcd member; skipped under -short")
 	}
 	dir := t.TempDir()
 	pkiDir := filepath.Join(dir, "pki")
