@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -35,6 +36,8 @@ type objectCache struct {
 	objs   map[string]cachedObject // by namespace/name
 	rev    int64                   // every change up to rev is in objs
 	synced bool
+	// changed is closed and replaced on every change (waitUntil).
+	changed chan struct{}
 }
 
 type cachedObject struct {
@@ -43,7 +46,7 @@ type cachedObject struct {
 }
 
 func newObjectCache(name string, store *storage.Store) *objectCache {
-	return &objectCache{name: name, store: store}
+	return &objectCache{name: name, store: store, changed: make(chan struct{})}
 }
 
 // start fills the cache and keeps it current until ctx ends. It returns
@@ -61,6 +64,7 @@ func (c *objectCache) reset(items []runtime.Object, rev int64) {
 	}
 	c.mu.Lock()
 	c.objs, c.rev, c.synced = objs, rev, true
+	c.notify()
 	c.mu.Unlock()
 }
 
@@ -87,6 +91,31 @@ func (c *objectCache) apply(ev *storage.Event) {
 		c.objs[key] = cachedObject{obj: ev.Object, rev: ev.Rev}
 	}
 	c.rev = ev.Rev
+	c.notify()
+}
+
+// notify wakes waitUntil (mu held).
+func (c *objectCache) notify() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// waitUntil waits until the cache holds the object, or ctx ends.
+func (c *objectCache) waitUntil(ctx context.Context, namespace, name string) error {
+	for {
+		c.mu.RLock()
+		_, ok := c.objs[cacheKey(namespace, name)]
+		ch := c.changed
+		c.mu.RUnlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s %s/%s in the %s cache: %w", c.name, namespace, name, c.name, ctx.Err())
+		}
+	}
 }
 
 // get returns the cached object and its ModRevision; ok is false when

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -235,6 +236,19 @@ func (s *Server) bootstrapRBAC(ctx context.Context) error {
 	}
 	for _, obj := range objs {
 		if err := s.reconcileDefault(ctx, obj); err != nil {
+			return err
+		}
+	}
+	// The server is ready only once the authorizer sees the defaults
+	// (kube-apiserver's rbac/bootstrap-roles readiness check): a
+	// component's first request must not meet an empty cache.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, obj := range objs {
+		m := obj.(metav1.Object)
+		cache := map[string]*objectCache{"ClusterRole": s.rbac.clusterRoles, "ClusterRoleBinding": s.rbac.clusterRoleBindings,
+			"Role": s.rbac.roles, "RoleBinding": s.rbac.roleBindings}[obj.GetObjectKind().GroupVersionKind().Kind]
+		if err := cache.waitUntil(ctx, m.GetNamespace(), m.GetName()); err != nil {
 			return err
 		}
 	}
