@@ -34,6 +34,20 @@ func fieldValidation(r *http.Request) (string, error) {
 // bodyTypes are the media types of whole-object request bodies.
 var bodyTypes = []string{"application/json", "application/yaml", protobufMediaType}
 
+// decodeRequest reads and decodes a whole-object request body (create,
+// update, reviews) under the request's fieldValidation mode.
+func decodeRequest(w http.ResponseWriter, r *http.Request, res *registry.Resource) (runtime.Object, error) {
+	mode, err := fieldValidation(r)
+	if err != nil {
+		return nil, err
+	}
+	data, mediaType, err := readBody(r, bodyTypes...)
+	if err != nil {
+		return nil, err
+	}
+	return decodeInto(res, data, mediaType, mode, w)
+}
+
 // decodeInto decodes a request body (JSON, or protobuf when mediaType says
 // so) into a new object of res's kind. Unknown or duplicate JSON fields
 // fail the request under Strict and become warnings under Warn.

@@ -126,17 +126,7 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, ri *reque
 
 // create answers POST on a collection.
 func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
-	mode, err := fieldValidation(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	data, mediaType, err := readBody(r, bodyTypes...)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	obj, err := decodeInto(h.res, data, mediaType, mode, w)
+	obj, err := decodeRequest(w, r, h.res)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -262,17 +252,7 @@ func (h *resourceHandler) created(stored runtime.Object, err error, m metav1.Obj
 
 // update answers PUT on an object or its status.
 func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
-	mode, err := fieldValidation(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	data, mediaType, err := readBody(r, bodyTypes...)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	obj, err := decodeInto(h.res, data, mediaType, mode, w)
+	obj, err := decodeRequest(w, r, h.res)
 	if err != nil {
 		writeError(w, r, err)
 		return

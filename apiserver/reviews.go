@@ -18,17 +18,7 @@ import (
 // auth can-i`), and what may I do here (SelfSubjectRulesReview, `kubectl
 // auth can-i --list`).
 func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
-	mode, err := fieldValidation(r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	data, mediaType, err := readBody(r, bodyTypes...)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	obj, err := decodeInto(ri.handler.res, data, mediaType, mode, w)
+	obj, err := decodeRequest(w, r, ri.handler.res)
 	if err != nil {
 		writeError(w, r, err)
 		return
