@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"minik/internal/pki"
 	"net"
 	"net/http"
 	"net/url"
@@ -59,7 +60,8 @@ func (k *Kubelet) serve(ctx context.Context, l net.Listener) error {
 	return nil
 }
 
-// authorizeClient admits only the apiserver and admins (system:masters).
+// authorizeClient admits only the apiserver (its kubelet-client certificate)
+// and admins (system:masters).
 func authorizeClient(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
@@ -67,7 +69,7 @@ func authorizeClient(next http.Handler) http.Handler {
 			return
 		}
 		subj := r.TLS.PeerCertificates[0].Subject
-		if !slices.Contains(subj.Organization, "system:masters") && subj.CommonName != "kube-apiserver-kubelet-client" {
+		if !slices.Contains(subj.Organization, "system:masters") && subj.CommonName != pki.KubeletClientUser {
 			http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=get, resource=nodes, subresource=proxy)", subj.CommonName), http.StatusForbidden)
 			return
 		}

@@ -466,5 +466,11 @@ func storageError(err error) error {
 		// As kube-apiserver: an object over etcd's request limit is refused whole.
 		return apierrors.NewRequestEntityTooLargeError(err.Error())
 	}
+	if errors.Is(err, rpctypes.ErrNoSpace) || strings.Contains(err.Error(), rpctypes.ErrNoSpace.Error()) {
+		// etcd's NOSPACE alarm (its disk guard or its quota): writes are
+		// refused whole, reads go on. A 500, as kube-apiserver answers it,
+		// with a message that says what to do.
+		return apierrors.NewInternalError(fmt.Errorf("etcd is out of space (NOSPACE alarm): writes are refused until disk space is freed under its data directory (reads still work): %w", err))
+	}
 	return apierrors.NewInternalError(fmt.Errorf("storage: %w", err))
 }

@@ -127,7 +127,7 @@ func writeClusterLayout(out string, l clusterLayout) error {
 	if _, _, err := ca.EnsureServing(api, "apiserver", l.APIServerHosts); err != nil {
 		return err
 	}
-	if _, _, err := ca.EnsureClient(api, "apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{pki.MastersGroup}); err != nil {
+	if _, _, err := ca.EnsureClient(api, "apiserver-kubelet-client", pki.KubeletClientUser, nil); err != nil {
 		return err
 	}
 	if _, _, err := etcdCA.EnsureClient(api, "apiserver-etcd-client", pki.APIServerEtcdClientUser, nil); err != nil {

@@ -131,7 +131,7 @@ func preparePKI(dataDir, listen string, extraHosts []string) (*clusterFiles, err
 	if f.servingCert, f.servingKey, err = ca.EnsureServing(pkiDir, "apiserver", hosts); err != nil {
 		return nil, err
 	}
-	if f.kubeletCert, f.kubeletKey, err = ca.EnsureClient(pkiDir, "apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{pki.MastersGroup}); err != nil {
+	if f.kubeletCert, f.kubeletKey, err = ca.EnsureClient(pkiDir, "apiserver-kubelet-client", pki.KubeletClientUser, nil); err != nil {
 		return nil, err
 	}
 	if f.saKey, err = pki.EnsureServiceAccountKey(pkiDir); err != nil {

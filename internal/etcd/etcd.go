@@ -30,6 +30,10 @@ type MemberConfig struct {
 	InitialCluster           string // "name=peerURL,name=peerURL"
 	InitialClusterState      string // "new" (default) or "existing"
 	Quiet                    bool   // log only fatal errors (the embedded member)
+	// DiskReserve is the free space (bytes) under DataDir below which the
+	// member refuses writes (etcd's NOSPACE alarm) instead of dying of a
+	// full disk; 0 means DefaultDiskReserve, negative turns the guard off.
+	DiskReserve int64
 
 	// ClientTLS serves clients over TLS (https:// client URLs); PeerTLS
 	// does the same between members (https:// peer URLs). With
@@ -68,6 +72,7 @@ func (t TLSFiles) check(side string, urls []url.URL) error {
 // Member is a running etcd member.
 type Member struct {
 	etcd *embed.Etcd
+	stop context.CancelFunc
 }
 
 // StartMember starts a member and waits until it serves (or ctx ends).
@@ -128,7 +133,17 @@ func StartMember(ctx context.Context, mc MemberConfig) (*Member, error) {
 		e.Close()
 		return nil, fmt.Errorf("etcd member %q did not become ready within 60s (is a quorum of --initial-cluster up?)", cfg.Name)
 	}
-	return &Member{etcd: e}, nil
+	m := &Member{etcd: e, stop: func() {}}
+	if mc.DiskReserve >= 0 {
+		reserve := uint64(mc.DiskReserve)
+		if reserve == 0 {
+			reserve = DefaultDiskReserve
+		}
+		var guardCtx context.Context
+		guardCtx, m.stop = context.WithCancel(context.Background())
+		go m.guardDisk(guardCtx, cfg.Dir, reserve)
+	}
+	return m, nil
 }
 
 // StartEmbedded runs the single member of `minik up` under dir/etcd,
@@ -157,7 +172,10 @@ func StartEmbedded(ctx context.Context, dir string) (*Member, *clientv3.Client, 
 func (m *Member) Err() <-chan error { return m.etcd.Err() }
 
 // Close stops the member.
-func (m *Member) Close() { m.etcd.Close() }
+func (m *Member) Close() {
+	m.stop()
+	m.etcd.Close()
+}
 
 // ClientTLS is what a client presents to a TLS etcd: the CA that signed
 // the members' certificates and its own certificate (the apiserver's

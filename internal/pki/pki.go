@@ -40,12 +40,16 @@ const (
 // Well-known identities. The apiserver's authorizer gives system:masters
 // every right, and the node authorizer recognises system:node:NAME.
 const (
-	AdminUser           = "admin"
-	MastersGroup        = "system:masters"
-	SchedulerUser       = "system:kube-scheduler"
-	ControllerUser      = "system:kube-controller-manager"
-	NodesGroup          = "system:nodes"
-	NodeUserPrefix      = "system:node:"
+	AdminUser      = "admin"
+	MastersGroup   = "system:masters"
+	SchedulerUser  = "system:kube-scheduler"
+	ControllerUser = "system:kube-controller-manager"
+	NodesGroup     = "system:nodes"
+	NodeUserPrefix = "system:node:"
+	// KubeletClientUser is the apiserver's identity towards kubelets (logs,
+	// exec, port-forward). It has no group: to the apiserver it is nobody,
+	// kubelets admit it by name.
+	KubeletClientUser   = "kube-apiserver-kubelet-client"
 	caCertFile          = "ca.crt"
 	caKeyFile           = "ca.key"
 	caCommonName        = "minik-ca"
