@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,22 +28,53 @@ import (
 //	              │yes
 //	              ▼
 //	   context deadline (RequestTimeout) ─▶ handler ─▶ release slot
+//
+//	watch ─▶ user holds MaxWatchesPerUser already? ─yes─▶ 429 Retry-After: 1
 
 // Defaults of the protection settings (kube-apiserver's).
 const (
 	defaultMaxRequestsInflight         = 400
 	defaultMaxMutatingRequestsInflight = 200
 	defaultRequestTimeout              = 60 * time.Second
+	defaultMaxWatchesPerUser           = 1000
 )
 
-// limiter holds the in-flight slots.
+// limiter holds the in-flight slots and the open watches per user.
 type limiter struct {
 	readOnly, mutating chan struct{}
 	timeout            time.Duration
+
+	maxWatches int // per user
+	mu         sync.Mutex
+	watches    map[string]int // open watches by user name
 }
 
-func newLimiter(readOnly, mutating int, timeout time.Duration) *limiter {
-	return &limiter{readOnly: make(chan struct{}, readOnly), mutating: make(chan struct{}, mutating), timeout: timeout}
+func newLimiter(readOnly, mutating int, timeout time.Duration, maxWatches int) *limiter {
+	return &limiter{readOnly: make(chan struct{}, readOnly), mutating: make(chan struct{}, mutating), timeout: timeout,
+		maxWatches: maxWatches, watches: map[string]int{}}
+}
+
+// openWatch counts a watch against its user, or refuses it with 429 when
+// the user already holds maxWatches: watches are long-running, so the
+// in-flight slots do not bound them, and each holds a goroutine and a
+// buffer. The apiserver's own watches (no user) are not counted.
+func (l *limiter) openWatch(u *User) (closeWatch func(), err error) {
+	if u == nil {
+		return func() {}, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.watches[u.Name] >= l.maxWatches {
+		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("too many watches open by user %q (limit %d per user); close some and retry", u.Name, l.maxWatches), 1)
+	}
+	l.watches[u.Name]++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.watches[u.Name]--; l.watches[u.Name] == 0 {
+			delete(l.watches, u.Name)
+		}
+	}, nil
 }
 
 // longRunning reports the requests that legitimately last: watches, the
@@ -88,7 +120,6 @@ func (s *Server) protect(next http.Handler) http.Handler {
 		case slots <- struct{}{}:
 			defer func() { <-slots }()
 		default:
-			w.Header().Set("Retry-After", "1")
 			writeError(w, r, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1))
 			return
 		}

@@ -123,3 +123,64 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
+
+// Watches are long-running, so the in-flight slots do not bound them: a
+// user may hold MaxWatchesPerUser at once, the next gets 429, other users
+// are not affected, and closing one frees its place.
+func TestWatchesPerUserAreBounded(t *testing.T) {
+	ts := startTestServerWith(t, func(c *Config) { c.MaxWatchesPerUser = 2 })
+	httpClient := func(cfg *tls.Config) *http.Client {
+		return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg.Clone()}}
+	}
+	admin := httpClient(ts.config.TLS)
+	url := ts.config.Host + "/api/v1/namespaces/default/configmaps?watch=true"
+	open := func(c *http.Client) *http.Response {
+		t.Helper()
+		resp, err := c.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	first, second := open(admin), open(admin)
+	defer second.Body.Close()
+	for _, r := range []*http.Response{first, second} {
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("watch within the limit: %s", r.Status)
+		}
+	}
+	third := open(admin)
+	body, _ := io.ReadAll(third.Body)
+	third.Body.Close()
+	if third.StatusCode != http.StatusTooManyRequests || third.Header.Get("Retry-After") == "" ||
+		!strings.Contains(string(body), `too many watches open by user \"admin\" (limit 2 per user)`) {
+		t.Fatalf("a third watch: %s %q, want 429 with Retry-After and the reason", third.Status, body)
+	}
+	// Another user has its own count.
+	other := httpClient(bobTLS(t, ts))
+	if r := open(other); r.StatusCode != http.StatusOK {
+		t.Fatalf("another user's watch: %s", r.Status)
+	} else {
+		r.Body.Close()
+	}
+	// Closing a watch frees its place (the server notices the closed stream).
+	first.Body.Close()
+	waitFor(t, func() bool {
+		r := open(admin)
+		defer r.Body.Close()
+		return r.StatusCode == http.StatusOK
+	})
+}
+
+func bobTLS(t *testing.T, ts *testServer) *tls.Config {
+	t.Helper()
+	certFile, keyFile, err := ts.ca.EnsureClient(ts.pkiDir, "bob", "bob", []string{"system:masters"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{RootCAs: ts.ca.CertPool(), Certificates: []tls.Certificate{pair}}
+}

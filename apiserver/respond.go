@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +39,10 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	st := toStatus(err)
 	if st.Code >= 500 {
 		slog.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		// As kube-apiserver: a suggested delay is also a header.
+		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
 	}
 	writeObject(w, r, int(st.Code), st)
 }

@@ -65,6 +65,9 @@ type Config struct {
 	// RequestTimeout bounds each request that is not long-running, and
 	// the reading of any request body (default 60s).
 	RequestTimeout time.Duration
+	// MaxWatchesPerUser bounds the watches one user holds open at once
+	// (default 1000); more get 429.
+	MaxWatchesPerUser int
 	// WatchCacheSize is how many recent events per resource a watch can
 	// resume from (default 10000); older resourceVersions answer 410 Gone.
 	WatchCacheSize int
@@ -190,8 +193,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = defaultRequestTimeout
 	}
+	if cfg.MaxWatchesPerUser <= 0 {
+		cfg.MaxWatchesPerUser = defaultMaxWatchesPerUser
+	}
 	s := &Server{cfg: cfg, handlers: map[string]*resourceHandler{}, ready: make(chan struct{}),
-		limiter:           newLimiter(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight, cfg.RequestTimeout),
+		limiter:           newLimiter(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight, cfg.RequestTimeout, cfg.MaxWatchesPerUser),
 		disabledAdmission: map[string]bool{}}
 	for _, name := range cfg.DisableAdmissionPlugins {
 		if !slices.Contains(optionalAdmissionPlugins, name) {

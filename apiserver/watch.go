@@ -29,6 +29,12 @@ const initialEventsEndAnnotation = "k8s.io/initial-events-end"
 //	resourceVersion N:      changes after N, or 410 Gone if N is older
 //	                        than the watch cache's window.
 func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	closeWatch, err := h.srv.limiter.openWatch(UserFrom(r.Context()))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	defer closeWatch()
 	q := r.URL.Query()
 	pred, err := newPredicate(h.res, ri.namespace, q.Get("labelSelector"), q.Get("fieldSelector"))
 	if err != nil {

@@ -12,11 +12,11 @@ import (
 // flags that `minik apiserver` and `minik up` share, named as
 // kube-apiserver's.
 type authFlags struct {
-	signingKey, issuer, tokenFile string
-	audiences                     []string
-	maxInflight, maxMutating      int
-	requestTimeout                time.Duration
-	disableAdmission              []string
+	signingKey, issuer, tokenFile        string
+	audiences                            []string
+	maxInflight, maxMutating, maxWatches int
+	requestTimeout                       time.Duration
+	disableAdmission                     []string
 }
 
 func addAuthFlags(f *pflag.FlagSet) *authFlags {
@@ -32,6 +32,7 @@ func (a *authFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&a.tokenFile, "token-auth-file", "", "static bearer tokens, CSV: token,user,uid,\"group1,group2\"")
 	f.IntVar(&a.maxInflight, "max-requests-inflight", 400, "read-only requests served at once; more get 429 (watches not counted)")
 	f.IntVar(&a.maxMutating, "max-mutating-requests-inflight", 200, "mutating requests served at once; more get 429")
+	f.IntVar(&a.maxWatches, "max-watches-per-user", 1000, "watches one user may hold open at once; more get 429")
 	f.DurationVar(&a.requestTimeout, "request-timeout", time.Minute, "deadline of each request that is not long-running, and of reading any request body")
 	f.StringSliceVar(&a.disableAdmission, "disable-admission-plugins", nil, "admission plugins to leave out (minik can leave out: ServiceAccount)")
 }
@@ -43,4 +44,5 @@ func (a *authFlags) apply(cfg *apiserver.Config) {
 	cfg.ServiceAccountIssuer, cfg.APIAudiences, cfg.TokenAuthFile = a.issuer, a.audiences, a.tokenFile
 	cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight, cfg.RequestTimeout = a.maxInflight, a.maxMutating, a.requestTimeout
 	cfg.DisableAdmissionPlugins = a.disableAdmission
+	cfg.MaxWatchesPerUser = a.maxWatches
 }
