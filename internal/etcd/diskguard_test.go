@@ -41,7 +41,8 @@ func TestNospaceActionRaisesBelowTheReserveAndClearsAboveTwiceIt(t *testing.T) {
 // TestFullDiskRefusesWritesKeepsReadsAndRecovers runs a member on a small
 // tmpfs, fills the disk below the reserve, and checks that writes are
 // refused with etcd's NOSPACE error while reads go on and the member
-// lives; once the filler is removed, writes are taken again.
+// lives, also across a restart on the full disk; once the filler is
+// removed, writes are taken again.
 func TestFullDiskRefusesWritesKeepsReadsAndRecovers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("mounts a tmpfs and starts an etcd member; skipped under -short")
@@ -56,20 +57,21 @@ func TestFullDiskRefusesWritesKeepsReadsAndRecovers(t *testing.T) {
 	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
 
 	const reserve = 48 << 20
-	m, err := StartMember(context.Background(), MemberConfig{
+	cfg := MemberConfig{
 		Name:             "disk",
 		DataDir:          filepath.Join(mnt, "etcd"),
 		ListenClientURLs: []string{"unix://" + filepath.Join(mnt, "c.sock")},
 		ListenPeerURLs:   []string{"unix://" + filepath.Join(mnt, "p.sock")},
 		Quiet:            true,
 		DiskReserve:      reserve,
-	})
+	}
+	m, err := StartMember(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	defer func() { m.Close() }()
 	cli := v3client.New(m.etcd.Server)
-	defer cli.Close()
+	defer func() { cli.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if _, err := cli.Put(ctx, "/a", "before"); err != nil {
@@ -103,6 +105,20 @@ func TestFullDiskRefusesWritesKeepsReadsAndRecovers(t *testing.T) {
 	got, err := cli.Get(ctx, "/a")
 	if err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "before" {
 		t.Fatalf("a read on a full disk: %v %v", got, err)
+	}
+
+	// A restart on the full disk comes up, serves reads, refuses writes.
+	cli.Close()
+	m.Close()
+	if m, err = StartMember(context.Background(), cfg); err != nil {
+		t.Fatalf("restart on a full disk: %v", err)
+	}
+	cli = v3client.New(m.etcd.Server)
+	if got, err := cli.Get(ctx, "/a"); err != nil || len(got.Kvs) != 1 {
+		t.Fatalf("a read after the restart on a full disk: %v %v", got, err)
+	}
+	if _, err := cli.Put(ctx, "/b", "restarted"); err == nil || err.Error() != rpctypes.ErrNoSpace.Error() {
+		t.Fatalf("a write after the restart on a full disk: %v, want %v", err, rpctypes.ErrNoSpace)
 	}
 
 	if err := os.Remove(filler); err != nil {
