@@ -159,6 +159,28 @@ func TestDNSWatchesAndRegisters(t *testing.T) {
 	if api.service("kube-system", "kube-dns") == nil {
 		t.Errorf("the kube-dns Service went away with the server; other servers may use it")
 	}
+
+	// A restart on the same address lists everything again: it answers
+	// for what changed while it was down and registers itself again.
+	api.put(t, "services", makeService("default", "late").IPs("10.96.0.21").Obj(), true)
+	d2, err := New(Config{Client: c, Listen: d.Addr(), ResolvConf: resolvConf, Register: true, NodeName: "n1",
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	done2 := make(chan error, 1)
+	go func() { done2 <- d2.Run(ctx2) }()
+	defer func() { cancel2(); <-done2 }()
+	d = d2
+	eventually(t, "after a restart, a Service made while it was down resolves", resolve("late.default.svc.cluster.local.", miekg.TypeA))
+	eventually(t, "after a restart, the old ones still resolve", resolve("web.default.svc.cluster.local.", miekg.TypeA))
+	eventually(t, "after a restart, its slice is back", func() error {
+		if api.slice("kube-system", sliceName) == nil {
+			return errString("no slice " + sliceName)
+		}
+		return nil
+	})
 }
 
 func atoi(t *testing.T, s string) int {

@@ -411,6 +411,88 @@ func TestKernelPodsOnOneBridge(t *testing.T) {
 			t.Fatalf("got %q, %v", got, err)
 		}
 	})
+	t.Run("a killed proxy leaves traffic flowing; its successor resyncs without dropping a connection", func(t *testing.T) {
+		pod1.serveEcho(t, "10.244.0.5:9090")
+		echo := makeService("default", "echo", "10.96.0.21").Port("echo", tcp, 90, num(9090)).Obj()
+		echoSlice := makeSlice("default", "echo-1", "echo").Port("echo", tcp, 9090).Endpoint("10.244.0.5", "node-a", ready).Obj()
+		node.do(t, func() {
+			p.OnServiceAdd(echo)
+			p.OnEndpointSliceAdd(echoSlice)
+			if _, err := p.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+		var conn net.Conn
+		pod2.do(t, func() {
+			var err error
+			if conn, err = net.DialTimeout("tcp", "10.96.0.21:90", 2*time.Second); err != nil {
+				t.Fatal(err)
+			}
+		})
+		defer conn.Close()
+		roundTrip := func(msg string) {
+			t.Helper()
+			_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+			if _, err := io.WriteString(conn, msg); err != nil {
+				t.Fatalf("write %q on the established connection: %v", msg, err)
+			}
+			buf := make([]byte, len(msg))
+			if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != msg {
+				t.Fatalf("echo of %q on the established connection: %q, %v", msg, buf, err)
+			}
+		}
+		roundTrip("before")
+		// Killed: no clean-up runs, the table stays in the kernel.
+		p = nil
+		if got, err := pod2.get(t, "10.96.0.20:80"); err != nil || got != "a" {
+			t.Fatalf("a new connection with no proxy running: %q, %v", got, err)
+		}
+		roundTrip("no proxy")
+		// Its successor starts from nothing and rewrites the table whole.
+		node.do(t, func() {
+			var err error
+			if p, err = New(Options{Config: testConfig, NFT: nft}); err != nil {
+				t.Fatal(err)
+			}
+			p.OnServiceAdd(makeService("default", "web", "10.96.0.20").Port("http", tcp, 80, num(8080)).Obj())
+			p.OnEndpointSliceAdd(makeSlice("default", "web-1", "web").Port("http", tcp, 8080).Endpoint("10.244.0.5", "node-a", ready).Obj())
+			p.OnServiceAdd(echo)
+			p.OnEndpointSliceAdd(echoSlice)
+			p.SetInitialized()
+			if _, err := p.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+		roundTrip("after the restart")
+		if got, err := pod2.get(t, "10.96.0.20:80"); err != nil || got != "a" {
+			t.Fatalf("a new connection after the restart: %q, %v", got, err)
+		}
+	})
+}
+
+// serveEcho echoes every connection to addr (inside ns) back to it.
+func (ns netns) serveEcho(t *testing.T, addr string) {
+	t.Helper()
+	var l net.Listener
+	ns.do(t, func() {
+		var err error
+		if l, err = net.Listen("tcp", addr); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
 }
 
 // serveUDP answers every datagram to addr (inside ns) with name.
