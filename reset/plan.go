@@ -18,8 +18,10 @@
 package reset
 
 import (
+	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -154,4 +156,29 @@ func LinkDeletes(links []Link) []string {
 		}
 	}
 	return append(ports, bridges...)
+}
+
+// CgroupRemovals orders the cgroup directories under the minik parents
+// for removal, deepest first: everything under a cleaned namespace's
+// cgroup (minik/NAMESPACE/...), and with all set, every directory under
+// the parents and the parents themselves.
+func CgroupRemovals(dirs, parents []string, cleaned map[string]bool, all bool) []string {
+	var out []string
+	for _, d := range dirs {
+		for _, p := range parents {
+			rel, err := filepath.Rel(p, d)
+			if err != nil || strings.HasPrefix(rel, "..") {
+				continue
+			}
+			ns, _, _ := strings.Cut(rel, string(filepath.Separator))
+			if all || (rel != "." && cleaned[ns]) {
+				out = append(out, d)
+			}
+			break
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		return strings.Count(out[i], string(filepath.Separator)) > strings.Count(out[j], string(filepath.Separator))
+	})
+	return out
 }

@@ -2,6 +2,7 @@ package reset
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -60,5 +61,36 @@ func TestLinkDeletes(t *testing.T) {
 	}
 	if got, want := fmt.Sprint(LinkDeletes(links)), "[veth12ab mk0a1b2c3d]"; got != want {
 		t.Fatalf("LinkDeletes = %s, want %s (pod veths first, then minik bridges; nothing else)", got, want)
+	}
+}
+
+func TestCgroupRemovalsTakeTheDeepestFirstAndOnlyCleanedNodesWhenAsked(t *testing.T) {
+	parents := []string{"/cg/cpu/minik", "/cg/memory/minik"}
+	dirs := []string{
+		"/cg/cpu/minik", "/cg/cpu/minik/minik-a", "/cg/cpu/minik/minik-a/c1", "/cg/cpu/minik/minik-b",
+		"/cg/memory/minik", "/cg/memory/minik/minik-a",
+	}
+	cases := []struct {
+		name    string
+		cleaned map[string]bool
+		all     bool
+		want    []string
+	}{
+		{"everything, children before parents", nil, true, []string{
+			"/cg/cpu/minik/minik-a/c1",
+			"/cg/cpu/minik/minik-a", "/cg/cpu/minik/minik-b", "/cg/memory/minik/minik-a",
+			"/cg/cpu/minik", "/cg/memory/minik",
+		}},
+		{"only the cleaned node's, never the shared parent", map[string]bool{"minik-a": true}, false, []string{
+			"/cg/cpu/minik/minik-a/c1", "/cg/cpu/minik/minik-a", "/cg/memory/minik/minik-a",
+		}},
+		{"nothing cleaned, nothing touched", map[string]bool{}, false, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := CgroupRemovals(dirs, parents, c.cleaned, c.all); !slices.Equal(got, c.want) {
+				t.Fatalf("got %q\nwant %q", got, c.want)
+			}
+		})
 	}
 }

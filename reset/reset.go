@@ -38,6 +38,9 @@ type Options struct {
 	DataDir string
 	// RunRoot is the run directory. Default ctdrt.RunRoot (/run/minik).
 	RunRoot string
+	// CgroupRoot is where the cgroup file systems are mounted. Default
+	// /sys/fs/cgroup.
+	CgroupRoot string
 	// KubeletRoot is where `minik kubelet` keeps node dirs by default; its
 	// mounts are undone and its nodes' containerds cleaned, its files
 	// kept. Default /var/lib/minik.
@@ -66,7 +69,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	log := o.Logger
 	var errs []error
-	errs = append(errs, cleanContainerds(ctx, o, log)...)
+	cleaned := map[string]bool{} // containerd namespaces, one per node
+	errs = append(errs, cleanContainerds(ctx, o, log, cleaned)...)
+	errs = append(errs, removeCgroups(o, cleaned, log)...)
 	roots := []string{o.RunRoot, o.KubeletRoot}
 	if o.DataDir != "" {
 		roots = append(roots, o.DataDir)
@@ -112,11 +117,11 @@ func containerdDirs(o Options) []string {
 	return dirs
 }
 
-func cleanContainerds(ctx context.Context, o Options, log *slog.Logger) []error {
+func cleanContainerds(ctx context.Context, o Options, log *slog.Logger, cleaned map[string]bool) []error {
 	var errs []error
 	addrs := append([]string{}, o.ContainerdAddresses...)
 	if o.OnlyTheseContainerds {
-		return cleanAll(ctx, addrs, log)
+		return cleanAll(ctx, addrs, log, cleaned)
 	}
 	if ctdrt.Answers(ctx, ctdrt.DefaultAddress, 2*time.Second) {
 		addrs = append(addrs, ctdrt.DefaultAddress)
@@ -139,10 +144,10 @@ func cleanContainerds(ctx context.Context, o Options, log *slog.Logger) []error 
 		defer d.Stop()
 		addrs = append(addrs, d.Address)
 	}
-	return append(errs, cleanAll(ctx, addrs, log)...)
+	return append(errs, cleanAll(ctx, addrs, log, cleaned)...)
 }
 
-func cleanAll(ctx context.Context, addrs []string, log *slog.Logger) []error {
+func cleanAll(ctx context.Context, addrs []string, log *slog.Logger, cleaned map[string]bool) []error {
 	var errs []error
 	seen := map[string]bool{}
 	for _, a := range addrs {
@@ -150,14 +155,14 @@ func cleanAll(ctx context.Context, addrs []string, log *slog.Logger) []error {
 			continue
 		}
 		seen[a] = true
-		errs = append(errs, cleanContainerd(ctx, a, log)...)
+		errs = append(errs, cleanContainerd(ctx, a, log, cleaned)...)
 	}
 	return errs
 }
 
 // cleanContainerd kills and deletes every container of every minik
 // namespace of the containerd at addr. Images stay.
-func cleanContainerd(ctx context.Context, addr string, log *slog.Logger) []error {
+func cleanContainerd(ctx context.Context, addr string, log *slog.Logger, cleaned map[string]bool) []error {
 	c, err := containerd.New(addr, containerd.WithTimeout(10*time.Second))
 	if err != nil {
 		return []error{fmt.Errorf("containerd %s: %w", addr, err)}
@@ -183,6 +188,7 @@ func cleanContainerd(ctx context.Context, addr string, log *slog.Logger) []error
 				errs = append(errs, fmt.Errorf("namespace %s, container %s: %w", ns, ctr.ID(), err))
 			}
 		}
+		cleaned[ns] = true
 		log.Info("removed a node's containers", "containerd", addr, "namespace", ns, "containers", len(ctrs))
 	}
 	return errs
@@ -214,6 +220,43 @@ func deleteContainer(ctx context.Context, ctr containerd.Container) error {
 		}
 	}
 	return nil
+}
+
+// removeCgroups removes the nodes' emptied cgroups: runc removes a
+// container's own, but not the minik/NAMESPACE parents it made them
+// under (in every v1 hierarchy, or once in v2). Only empty cgroups can
+// be removed, so a cgroup still in use anywhere stays. With
+// OnlyTheseContainerds, only the cleaned namespaces' are touched.
+func removeCgroups(o Options, cleaned map[string]bool, log *slog.Logger) []error {
+	root := o.CgroupRoot
+	if root == "" {
+		root = "/sys/fs/cgroup"
+	}
+	var parents []string
+	for _, pattern := range []string{filepath.Join(root, ctdrt.CgroupParent), filepath.Join(root, "*", ctdrt.CgroupParent)} {
+		m, _ := filepath.Glob(pattern)
+		parents = append(parents, m...)
+	}
+	var dirs []string
+	for _, parent := range parents {
+		_ = filepath.WalkDir(parent, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, path)
+			}
+			return nil
+		})
+	}
+	var errs []error
+	for _, dir := range CgroupRemovals(dirs, parents, cleaned, !o.OnlyTheseContainerds) {
+		if err := unix.Rmdir(dir); err != nil {
+			if !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("rmdir %s: %w", dir, err))
+			}
+			continue
+		}
+		log.Debug("removed a cgroup", "path", dir)
+	}
+	return errs
 }
 
 func unmountAll(roots []string, log *slog.Logger) []error {

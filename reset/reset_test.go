@@ -138,7 +138,7 @@ func resetChild(t *testing.T) {
 
 	// What the pod left, before the reset.
 	before := observe(t, ctx, daemon.Address, ns, dataDir, ctdrt.RunDirFor(stateDir))
-	for _, what := range []string{"containers: 1", "netns mounts: 1", "bridges: 1", "veths: 1", "iptables: 3", "nft: 1", "routes: 1", "data dir: 1"} {
+	for _, what := range []string{"containers: 1", "netns mounts: 1", "bridges: 1", "veths: 1", "iptables: 3", "nft: 1", "routes: 1", "data dir: 1", "cgroups: 1"} {
 		if !strings.Contains(before, what) {
 			t.Fatalf("before the reset, want %q in:\n%s", what, before)
 		}
@@ -151,7 +151,7 @@ func resetChild(t *testing.T) {
 		t.Fatalf("reset: %v", err)
 	}
 	after := observe(t, ctx, daemon.Address, ns, dataDir, ctdrt.RunDirFor(stateDir))
-	want := "containers: 0\nnetns mounts: 0\nbridges: 0\nveths: 0\niptables: 0\nnft: 0\nroutes: 0\ndata dir: 0\n"
+	want := "containers: 0\nnetns mounts: 0\nbridges: 0\nveths: 0\niptables: 0\nnft: 0\nroutes: 0\ndata dir: 0\ncgroups: 0\n"
 	if after != want {
 		t.Fatalf("after the reset:\n%swant\n%s", after, want)
 	}
@@ -195,5 +195,8 @@ func observe(t *testing.T, ctx context.Context, addr, ns, dataDir, runDir string
 		n = 1
 	}
 	fmt.Fprintf(&b, "data dir: %d\n", n)
+	cgroups, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", ctdrt.CgroupParent, ns))
+	v1, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", ctdrt.CgroupParent, ns))
+	fmt.Fprintf(&b, "cgroups: %d\n", min(len(cgroups)+len(v1), 1))
 	return b.String()
 }

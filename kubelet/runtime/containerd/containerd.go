@@ -75,6 +75,10 @@ type Config struct {
 // NamespaceFor is the containerd namespace of a node's containers.
 func NamespaceFor(node string) string { return "minik-" + node }
 
+// CgroupParent is the cgroup every container is put under, as
+// CgroupParent/NAMESPACE/ID (in each v1 hierarchy, or in the v2 tree).
+const CgroupParent = "minik"
+
 // Labels on containerd containers.
 const (
 	labelKind       = "minik.io/kind"
@@ -567,7 +571,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 		r.withImageProcess(img, userKey, userOpts), // right after the default spec: it replaces the process
 		oci.WithProcessArgs(args...),
 		oci.WithEnv(env),
-		oci.WithCgroup(filepath.Join("/minik", r.cfg.Namespace, id)),
+		oci.WithCgroup(filepath.Join("/", CgroupParent, r.cfg.Namespace, id)),
 	}
 	// The kubelet mounts the pod's own /etc/resolv.conf and /etc/hosts;
 	// a container it gave none of them sees the host's.
@@ -987,7 +991,7 @@ func (r *Runtime) status(ctx context.Context, info containers.Container, proc *t
 // oomKilled reads the container's memory cgroup (v1 or v2) for an OOM
 // kill, for when the event has not been seen.
 func (r *Runtime) oomKilled(id string) bool {
-	rel := filepath.Join("minik", r.cfg.Namespace, id)
+	rel := filepath.Join(CgroupParent, r.cfg.Namespace, id)
 	for _, f := range []string{
 		filepath.Join("/sys/fs/cgroup/memory", rel, "memory.oom_control"),
 		filepath.Join("/sys/fs/cgroup", rel, "memory.events"),

@@ -35,7 +35,7 @@ func (r *Runtime) ListContainerStats(ctx context.Context) ([]*cri.ContainerStats
 		// An exited task's cgroup lingers until the task is deleted, still
 		// charged with its page cache: that is not usage.
 		if p := procs[info.ID]; p != nil && p.Status == task.Status_RUNNING {
-			st.MemoryWorkingSetBytes, st.ProcessCount = cgroupUsage(filepath.Join("minik", r.cfg.Namespace, info.ID))
+			st.MemoryWorkingSetBytes, st.ProcessCount = cgroupUsage(filepath.Join(CgroupParent, r.cfg.Namespace, info.ID))
 		}
 		if info.SnapshotKey != "" {
 			if u, err := snapshots.Usage(ctx, info.SnapshotKey); err == nil {
