@@ -98,6 +98,7 @@ type clusterLayout struct {
 //	out/apiserver/{ca.crt,apiserver.*,apiserver-kubelet-client.*,apiserver-etcd-client.*,etcd/ca.crt,sa.key}
 //	out/scheduler/kubeconfig                            system:kube-scheduler
 //	out/controller/kubeconfig                           system:kube-controller-manager
+//	out/dns/kubeconfig                                  system:kube-dns
 //	out/node-NAME/{ca.crt,kubelet.kubeconfig,kubelet.crt,kubelet.key,proxy.kubeconfig}
 //	                                                    system:node:NAME (system:nodes), system:kube-proxy
 //	out/admin/kubeconfig                                admin (system:masters), for the host
@@ -156,6 +157,9 @@ func writeClusterLayout(out string, l clusterLayout) error {
 		return err
 	}
 	if err := writeKC(filepath.Join(out, "controller"), "kubeconfig", pki.ControllerUser, nil, l.Server); err != nil {
+		return err
+	}
+	if err := writeKC(filepath.Join(out, "dns"), "kubeconfig", dnsUser, nil, l.Server); err != nil {
 		return err
 	}
 	for name, ip := range l.Nodes {

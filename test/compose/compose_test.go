@@ -271,7 +271,7 @@ func (c *cluster) acrossNodes() {
 	}
 	c.step("   node01 read %q from %s on node02 (kubectl logs through node01's kubelet)", "hello-from-node02", ip)
 
-	c.step("   the same page through a Service's ClusterIP (the node proxy's nftables on node01)")
+	c.step("   the same page through a Service, by name and by FQDN (the cluster DNS container, the node proxy's nftables on node01)")
 	svc, err := c.cs.CoreV1().Services("default").Create(ctx(20*time.Second), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}},
 		metav1.CreateOptions{})
@@ -281,18 +281,18 @@ func (c *cluster) acrossNodes() {
 	viaSvc := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fetch-svc", Namespace: "default"},
 		Spec: corev1.PodSpec{NodeName: "node01", RestartPolicy: corev1.RestartPolicyOnFailure, Containers: []corev1.Container{{Name: "c", Image: "busybox",
 			ImagePullPolicy: corev1.PullNever, Command: []string{"sh", "-c",
-				fmt.Sprintf(`printf 'GET /index.html HTTP/1.0\r\n\r\n' | nc -w 5 %s 80 | grep hello-from-node02`, svc.Spec.ClusterIP)}}}}}
+				`timeout 5 wget -qO- http://web/index.html | grep hello-from-node02 && timeout 5 wget -qO- http://web.default.svc.cluster.local/index.html | grep hello-from-node02`}}}}}
 	if _, err := c.cs.CoreV1().Pods("default").Create(ctx(20*time.Second), viaSvc, metav1.CreateOptions{}); err != nil {
 		c.t.Fatal(err)
 	}
-	c.eventually(90*time.Second, "the page through the ClusterIP", func() (bool, string) {
+	c.eventually(90*time.Second, "the page through the Service's name", func() (bool, string) {
 		p, err := c.cs.CoreV1().Pods("default").Get(ctx(20*time.Second), "fetch-svc", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return p.Status.Phase == corev1.PodSucceeded, string(p.Status.Phase)
 	})
-	c.step("   node01 read it from %s:80", svc.Spec.ClusterIP)
+	c.step("   node01 read it from http://web and http://web.default.svc.cluster.local (ClusterIP %s)", svc.Spec.ClusterIP)
 
 	c.step("   kubectl exec and port-forward to the pod on node02")
 	kc := "--kubeconfig=" + filepath.Join(root, "deploy/.kube/config")

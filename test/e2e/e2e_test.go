@@ -317,7 +317,7 @@ func TestKubelet(t *testing.T) {
 			// kubectl 1.30+ tunnels SPDY in a WebSocket; with the feature
 			// off it upgrades to SPDY itself.
 			for _, websockets := range []string{"true", "false"} {
-				local := portForward(t, e.c.Kubeconfig, websockets, "forward", "8080")
+				local := portForward(t, e.c.Kubeconfig, websockets, "pod/forward", "8080")
 				var body string
 				waitFor(t, 20*time.Second, "the page through the forwarded port", func() (bool, string) {
 					resp, err := http.Get("http://" + local + "/")
@@ -762,13 +762,14 @@ func countProcs(args ...string) int {
 	return n
 }
 
-// portForward starts `kubectl port-forward pod/POD :REMOTE` (a free local
+// portForward starts `kubectl port-forward TARGET :REMOTE` (a free local
 // port) with KUBECTL_PORT_FORWARD_WEBSOCKETS=websockets, and returns the
 // local address once kubectl says it forwards; kubectl is stopped at the
 // end of the test.
-func portForward(t *testing.T, kubeconfig, websockets, pod, remote string) string {
+// TARGET is pod/NAME or svc/NAME (kubectl picks one of the Service's pods).
+func portForward(t *testing.T, kubeconfig, websockets, target, remote string) string {
 	t.Helper()
-	cmd := exec.Command("kubectl", "--kubeconfig", kubeconfig, "port-forward", "--address", "127.0.0.1", "pod/"+pod, ":"+remote)
+	cmd := exec.Command("kubectl", "--kubeconfig", kubeconfig, "port-forward", "--address", "127.0.0.1", target, ":"+remote)
 	cmd.Env = append(os.Environ(), "KUBECTL_PORT_FORWARD_WEBSOCKETS="+websockets)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

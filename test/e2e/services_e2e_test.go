@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os/exec"
@@ -97,6 +98,19 @@ func TestServices(t *testing.T) {
 		}
 		resp.Body.Close()
 		return resp.StatusCode == 200, resp.Status
+	})
+
+	// kubectl port-forward svc/NAME: kubectl picks a ready pod of the
+	// Service and forwards to its target port.
+	local := portForward(t, e.c.Kubeconfig, "true", "svc/web", "80")
+	waitFor(t, 30*time.Second, "http://"+local+" through kubectl port-forward svc/web", func() (bool, string) {
+		resp, err := (&http.Client{Timeout: 3 * time.Second}).Get("http://" + local + "/")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode == 200 && strings.HasPrefix(strings.TrimSpace(string(body)), "web-"), resp.Status + " " + string(body)
 	})
 
 	// The headless Service answers with every ready pod.
