@@ -27,7 +27,7 @@ import (
 //	   body read deadline ─▶ in-flight slot (read-only / mutating)? ─no─▶ 429 Retry-After: 1
 //	              │yes
 //	              ▼
-//	   context deadline (RequestTimeout) ─▶ handler ─▶ release slot
+//	   context deadline (RequestTimeout, or ?timeout= when shorter) ─▶ handler ─▶ release slot
 //
 //	watch ─▶ user holds MaxWatchesPerUser already? ─yes─▶ 429 Retry-After: 1
 
@@ -123,10 +123,33 @@ func (s *Server) protect(next http.Handler) http.Handler {
 			writeError(w, r, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1))
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), l.timeout)
+		timeout, err := requestTimeout(r, l.timeout)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// requestTimeout is the deadline of a request: the client's ?timeout=
+// (client-go sends its own timeout there) when it is shorter than the
+// server's, as kube-apiserver's request-deadline filter does.
+func requestTimeout(r *http.Request, server time.Duration) (time.Duration, error) {
+	v := r.URL.Query().Get("timeout")
+	if v == "" {
+		return server, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid timeout specified in the request URL: %q", v))
+	}
+	if d == 0 || d > server {
+		return server, nil
+	}
+	return d, nil
 }
 
 // recoverPanic answers a request whose handler panicked with a 500

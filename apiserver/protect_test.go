@@ -184,3 +184,33 @@ func bobTLS(t *testing.T, ts *testServer) *tls.Config {
 	}
 	return &tls.Config{RootCAs: ts.ca.CertPool(), Certificates: []tls.Certificate{pair}}
 }
+
+func TestRequestTimeoutTakesTheClientsWhenShorter(t *testing.T) {
+	cases := []struct {
+		name, query string
+		want        time.Duration
+		bad         bool
+	}{
+		{"no timeout: the server's", "", time.Minute, false},
+		{"a shorter one is the client's", "timeout=20s", 20 * time.Second, false},
+		{"a longer one is capped at the server's", "timeout=5m", time.Minute, false},
+		{"zero means none given", "timeout=0s", time.Minute, false},
+		{"garbage is a 400", "timeout=soon", 0, true},
+		{"negative is a 400", "timeout=-1s", 0, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := http.NewRequest(http.MethodGet, "/api/v1/pods?"+c.query, nil)
+			got, err := requestTimeout(r, time.Minute)
+			if c.bad {
+				if !apierrors.IsBadRequest(err) {
+					t.Fatalf("got %v, %v; want 400", got, err)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("got %v, %v; want %v", got, err, c.want)
+			}
+		})
+	}
+}
