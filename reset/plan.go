@@ -28,6 +28,10 @@ import (
 // BridgeName matches the node bridges the containerd runtime makes.
 var BridgeName = regexp.MustCompile(`^mk[0-9a-f]{8}$`)
 
+// CNINetwork is the name of the nodes' CNI network (the bridge and
+// portmap plugins' configuration).
+const CNINetwork = "minik"
+
 // IPTablesComment marks the rules the containerd runtime adds.
 const IPTablesComment = "minik pods"
 
@@ -38,18 +42,38 @@ const NamespacePrefix = "minik-"
 const ProxyTable = "minik-proxy"
 
 // IPTablesDeletes turns the output of `iptables -S` into the argument
-// lists of `iptables -D` for every rule carrying IPTablesComment.
+// lists of `iptables -D` for every rule carrying IPTablesComment, and of
+// the portmap plugin's jumps to the per-pod CNI-DN- chains of minik's
+// network, followed by `-F` and `-X` of those chains.
 func IPTablesDeletes(rules string) [][]string {
-	var out [][]string
+	var out, chains [][]string
 	for _, line := range strings.Split(rules, "\n") {
-		if !strings.HasPrefix(line, "-A ") || !strings.Contains(line, `--comment "`+IPTablesComment+`"`) {
+		if !strings.HasPrefix(line, "-A ") {
 			continue
 		}
 		args := splitQuoted(line)
+		switch {
+		case strings.Contains(line, `--comment "`+IPTablesComment+`"`):
+		case args[1] == "CNI-HOSTPORT-DNAT" && slices.ContainsFunc(args, isPortmapComment):
+			// The portmap plugin's jump to a pod's own chain of host
+			// ports; the chain goes after it (CNI DEL would have removed
+			// both, but a reset kills pods without it).
+			if i := slices.Index(args, "-j"); i > 0 && i+1 < len(args) && strings.HasPrefix(args[i+1], "CNI-DN-") {
+				chains = append(chains, []string{"-F", args[i+1]}, []string{"-X", args[i+1]})
+			}
+		default:
+			continue
+		}
 		args[0] = "-D"
 		out = append(out, args)
 	}
-	return out
+	return append(out, chains...)
+}
+
+// isPortmapComment matches the comment the portmap plugin puts on a
+// pod's host-port rules for minik's network: dnat name: "minik" id: "…".
+func isPortmapComment(word string) bool {
+	return strings.HasPrefix(word, `dnat name: "`+CNINetwork+`" id: `)
 }
 
 // splitQuoted splits an iptables -S line into words, a double-quoted

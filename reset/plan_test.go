@@ -22,6 +22,19 @@ func TestIPTablesDeletes(t *testing.T) {
 	}
 }
 
+func TestIPTablesDeletesTakesThePortmapChainsOfMinikPods(t *testing.T) {
+	rules := `-N CNI-DN-0a1b2c
+-N CNI-DN-ffffff
+-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \"minik\" id: \"abc123\"" -m multiport --dports 8080 -j CNI-DN-0a1b2c
+-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \"other\" id: \"def\"" -m multiport --dports 9090 -j CNI-DN-ffffff
+-A CNI-DN-0a1b2c -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.244.0.5:8080`
+	got := fmt.Sprint(IPTablesDeletes(rules))
+	want := `[[-D CNI-HOSTPORT-DNAT -p tcp -m comment --comment dnat name: "minik" id: "abc123" -m multiport --dports 8080 -j CNI-DN-0a1b2c] [-F CNI-DN-0a1b2c] [-X CNI-DN-0a1b2c]]`
+	if got != want {
+		t.Fatalf("IPTablesDeletes =\n%s\nwant\n%s", got, want)
+	}
+}
+
 func TestMountsUnder(t *testing.T) {
 	info := `22 1 0:21 / / rw - ext4 /dev/sda1 rw
 40 22 0:50 / /run/minik rw - tmpfs tmpfs rw

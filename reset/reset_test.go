@@ -119,7 +119,8 @@ func resetChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	sbCfg := &cri.PodSandboxConfig{Metadata: &cri.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "uid-p"},
-		Hostname: "p", LogDirectory: filepath.Join(dataDir, "logs")}
+		Hostname: "p", LogDirectory: filepath.Join(dataDir, "logs"),
+		PortMappings: []*cri.PortMapping{{Protocol: "TCP", ContainerPort: 8080, HostPort: 38080}}}
 	sb, err := rt.RunPodSandbox(ctx, sbCfg)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func resetChild(t *testing.T) {
 
 	// What the pod left, before the reset.
 	before := observe(t, ctx, daemon.Address, ns, dataDir, ctdrt.RunDirFor(stateDir))
-	for _, what := range []string{"containers: 1", "netns mounts: 1", "bridges: 1", "veths: 1", "iptables: 3", "nft: 1", "routes: 1", "data dir: 1", "cgroups: 1"} {
+	for _, what := range []string{"containers: 1", "netns mounts: 1", "bridges: 1", "veths: 1", "iptables: 3", "host-port chains: 1", "nft: 1", "routes: 1", "data dir: 1", "cgroups: 1"} {
 		if !strings.Contains(before, what) {
 			t.Fatalf("before the reset, want %q in:\n%s", what, before)
 		}
@@ -151,7 +152,7 @@ func resetChild(t *testing.T) {
 		t.Fatalf("reset: %v", err)
 	}
 	after := observe(t, ctx, daemon.Address, ns, dataDir, ctdrt.RunDirFor(stateDir))
-	want := "containers: 0\nnetns mounts: 0\nbridges: 0\nveths: 0\niptables: 0\nnft: 0\nroutes: 0\ndata dir: 0\ncgroups: 0\n"
+	want := "containers: 0\nnetns mounts: 0\nbridges: 0\nveths: 0\niptables: 0\nhost-port chains: 0\nnft: 0\nroutes: 0\ndata dir: 0\ncgroups: 0\n"
 	if after != want {
 		t.Fatalf("after the reset:\n%swant\n%s", after, want)
 	}
@@ -188,6 +189,7 @@ func observe(t *testing.T, ctx context.Context, addr, ns, dataDir, runDir string
 	fmt.Fprintf(&b, "bridges: %d\nveths: %d\n", bridges, veths)
 	rules := run(t, "iptables", "-w", "-S") + run(t, "iptables", "-w", "-t", "nat", "-S")
 	fmt.Fprintf(&b, "iptables: %d\n", strings.Count(rules, IPTablesComment))
+	fmt.Fprintf(&b, "host-port chains: %d\n", strings.Count(rules, "-N CNI-DN-"))
 	fmt.Fprintf(&b, "nft: %d\n", strings.Count(run(t, "nft", "list", "tables"), ProxyTable))
 	fmt.Fprintf(&b, "routes: %d\n", len(strings.Fields(run(t, "ip", "route", "show", "proto", fmt.Sprint(hostgw.Protocol))))/3)
 	n := 0
