@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"minik/apiserver/storage"
@@ -34,8 +35,10 @@ type objectRef struct {
 }
 
 type podEdges struct {
-	node string
-	refs []objectRef
+	node     string
+	refs     []objectRef
+	uid      types.UID
+	deleting bool // has a deletionTimestamp
 }
 
 func newNodeGraph() *nodeGraph {
@@ -52,6 +55,16 @@ func (g *nodeGraph) related(node string, ref objectRef) bool {
 		return ok && e.node == node
 	}
 	return g.uses[ref][node] > 0
+}
+
+// boundPod returns the UID of a pod bound to a node and whether it is
+// being deleted; ok is false for a pod the graph does not hold (unbound,
+// gone, or not seen yet).
+func (g *nodeGraph) boundPod(namespace, name string) (uid types.UID, deleting, ok bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	e, ok := g.pods[objectRef{kind: "pods", namespace: namespace, name: name}]
+	return e.uid, e.deleting, ok
 }
 
 // waitFor waits until the graph holds every pod change up to rev, or the
@@ -127,7 +140,7 @@ func (g *nodeGraph) setPod(pod *corev1.Pod, deleted bool) {
 	if deleted || pod.Spec.NodeName == "" {
 		return
 	}
-	e := podEdges{node: pod.Spec.NodeName, refs: podReferences(pod)}
+	e := podEdges{node: pod.Spec.NodeName, refs: podReferences(pod), uid: pod.UID, deleting: pod.DeletionTimestamp != nil}
 	g.pods[key] = e
 	for _, r := range e.refs {
 		if g.uses[r] == nil {

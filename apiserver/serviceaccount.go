@@ -301,15 +301,22 @@ func (s *Server) authenticateToken(ctx context.Context, raw string) (*User, bool
 	if c.Subject != serviceAccountUser(k.Namespace, k.ServiceAccount.Name) {
 		return nil, false
 	}
-	sa, err := s.serviceAccountByName(ctx, k.Namespace, k.ServiceAccount.Name)
-	if err != nil || string(sa.UID) != k.ServiceAccount.UID {
-		return nil, false
+	// The account and the bound pod are checked in the caches first, as
+	// kube-apiserver checks them in its informers; only when a cache does
+	// not say yes is etcd read (a cache may lag, never wrongly refuse).
+	if !s.cachedServiceAccount(k.Namespace, k.ServiceAccount.Name, k.ServiceAccount.UID) {
+		sa, err := s.serviceAccountByName(ctx, k.Namespace, k.ServiceAccount.Name)
+		if err != nil || string(sa.UID) != k.ServiceAccount.UID {
+			return nil, false
+		}
 	}
 	u := &User{Name: c.Subject, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + k.Namespace, "system:authenticated"}}
 	if k.Pod != nil {
-		obj, err := s.pods.Get(ctx, k.Namespace, k.Pod.Name)
-		if err != nil || string(obj.(*corev1.Pod).UID) != k.Pod.UID || obj.(*corev1.Pod).DeletionTimestamp != nil {
-			return nil, false
+		if uid, deleting, ok := s.nodeGraph.boundPod(k.Namespace, k.Pod.Name); !ok || string(uid) != k.Pod.UID || deleting {
+			obj, err := s.pods.Get(ctx, k.Namespace, k.Pod.Name)
+			if err != nil || string(obj.(*corev1.Pod).UID) != k.Pod.UID || obj.(*corev1.Pod).DeletionTimestamp != nil {
+				return nil, false
+			}
 		}
 	}
 	if k.Secret != nil {
@@ -319,6 +326,13 @@ func (s *Server) authenticateToken(ctx context.Context, raw string) (*User, bool
 		}
 	}
 	return u, true
+}
+
+// cachedServiceAccount reports whether the cache holds the account with
+// this UID.
+func (s *Server) cachedServiceAccount(namespace, name, uid string) bool {
+	obj, _, ok := s.serviceAccountCache.get(namespace, name)
+	return ok && string(obj.(*corev1.ServiceAccount).UID) == uid
 }
 
 func (s *Server) serviceAccountByName(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
