@@ -54,7 +54,7 @@ func (s *Server) writeTable(w http.ResponseWriter, r *http.Request, h *resourceH
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, t)
+	writeJSONBody(w, r, http.StatusOK, t)
 }
 
 // writeMaybeTable answers with one object, as a one-row Table if asked.
@@ -69,7 +69,7 @@ func (s *Server) writeMaybeTable(w http.ResponseWriter, r *http.Request, h *reso
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, code, t)
+	writeJSONBody(w, r, code, t)
 }
 
 // tableJSON renders one object as a one-row Table (for watch frames).
