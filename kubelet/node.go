@@ -180,8 +180,20 @@ func (k *Kubelet) nodeStatusLoop(ctx context.Context) error {
 }
 
 // updateNodeStatus reads the Node, computes its status and writes it when
-// it changed (or when force is set, to renew the heartbeat times).
+// it changed (or when force is set, to renew the heartbeat times). A
+// conflict (the node controller wrote the Node in between: its podCIDR
+// just after registration, or a taint) is retried at once on a fresh
+// read, a few times, instead of waiting for the next round.
 func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
+	for attempt := 0; ; attempt++ {
+		err := k.tryUpdateNodeStatus(ctx, force)
+		if !apierrors.IsConflict(err) || attempt == 4 {
+			return err
+		}
+	}
+}
+
+func (k *Kubelet) tryUpdateNodeStatus(ctx context.Context, force bool) error {
 	nodes := k.cfg.Client.Nodes()
 	node, err := nodes.Get(ctx, "", k.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
