@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -255,4 +257,30 @@ func TestNodeMatchesPod(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Re-arming the delay timer (every AddAfter with an earlier time, every
+// key that falls due) must not leave the previous timer's goroutine
+// behind: a NotReady node re-arms it hundreds of times a minute.
+func TestQueueRearmingLeavesNoGoroutines(t *testing.T) {
+	q := NewQueue(QueueConfig{})
+	defer q.ShutDown()
+	before := runtime.NumGoroutine()
+	for i := range 2000 {
+		// Each key earlier than the last: every add re-arms the timer.
+		q.AddAfter(fmt.Sprintf("k%d", i), time.Hour-time.Duration(i)*time.Millisecond)
+	}
+	// Keys falling due re-arm it too.
+	for i := range 50 {
+		q.AddAfter(fmt.Sprintf("soon%d", i), time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
+	}
+	var after int
+	for range 100 { // goroutines of stopped timers end soon, not at once
+		if after = runtime.NumGoroutine(); after <= before+2 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%d goroutines before, %d after 2,050 re-arms: the timers' goroutines leak", before, after)
 }

@@ -40,6 +40,7 @@ type Queue struct {
 	failures   map[string]int
 	waiting    map[string]time.Time // delayed adds: key → earliest due time
 	timer      clock.Timer
+	timerStop  chan struct{} // closed when timer is replaced: its goroutine ends
 	shutdown   bool
 }
 
@@ -111,12 +112,11 @@ func (q *Queue) AddAfter(key string, d time.Duration) {
 }
 
 // armLocked sets the timer for the earliest delayed key.
+// The goroutine that waits on a timer ends when the timer is replaced
+// (a stopped timer's channel never fires), so at most one is alive.
 func (q *Queue) armLocked() {
-	if q.timer != nil {
-		q.timer.Stop()
-		q.timer = nil
-	}
-	if len(q.waiting) == 0 {
+	q.disarmLocked()
+	if len(q.waiting) == 0 || q.shutdown {
 		return
 	}
 	var first time.Time
@@ -126,12 +126,23 @@ func (q *Queue) armLocked() {
 		}
 	}
 	t := q.clock.NewTimer(first.Sub(q.clock.Now()))
-	q.timer = t
+	stop := make(chan struct{})
+	q.timer, q.timerStop = t, stop
 	go func() {
-		if _, ok := <-t.C(); ok {
+		select {
+		case <-t.C():
 			q.fireDue()
+		case <-stop:
 		}
 	}()
+}
+
+func (q *Queue) disarmLocked() {
+	if q.timer != nil {
+		q.timer.Stop()
+		close(q.timerStop)
+		q.timer, q.timerStop = nil, nil
+	}
 }
 
 // fireDue moves every delayed key that is due into the queue.
@@ -218,9 +229,7 @@ func (q *Queue) ShutDown() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.shutdown = true
-	if q.timer != nil {
-		q.timer.Stop()
-	}
+	q.disarmLocked()
 	q.cond.Broadcast()
 }
 
