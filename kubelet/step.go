@@ -232,6 +232,15 @@ func computePodActions(pod *corev1.Pod, obs *observed, st *podState, now time.Ti
 			}
 		}
 	}
+	// A running container whose spec changed (`kubectl set image pod/…`)
+	// is killed and started again from the new spec, whatever the
+	// restart policy, as the kubelet's containerChanged decides.
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if cur, _ := obs.latest(c.Name); cur != nil && cur.State == cri.ContainerState_CONTAINER_RUNNING && specChanged(c, cur) {
+			a.Kill = append(a.Kill, kill{ID: cur.Id, Name: c.Name, Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
+		}
+	}
 	if len(a.Kill) > 0 {
 		return a
 	}
@@ -267,6 +276,8 @@ func computePodActions(pod *corev1.Pod, obs *observed, st *podState, now time.Ti
 		case cur == nil:
 			startOrWait(&a, st, c, false, nil, now)
 		case cur.State == cri.ContainerState_CONTAINER_RUNNING:
+		case specChanged(c, cur):
+			startOrWait(&a, st, c, false, cur, now) // killed for its new spec: no back-off
 		case !shouldRestart(pod.Spec.RestartPolicy, cur):
 			done++
 		default:
@@ -281,6 +292,13 @@ func computePodActions(pod *corev1.Pod, obs *observed, st *podState, now time.Ti
 		a.Terminal = true
 	}
 	return a
+}
+
+// specChanged reports whether a container was made from another spec
+// than c (a container without the hash annotation counts as unchanged).
+func specChanged(c *corev1.Container, s *cri.ContainerStatus) bool {
+	h, ok := s.Annotations[runtime.AnnotationContainerHash]
+	return ok && h != containerHash(c)
 }
 
 func podHasTokenVolume(pod *corev1.Pod) bool {

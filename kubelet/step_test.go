@@ -76,6 +76,13 @@ func (b *obsB) Running(name string, restarts int) *obsB {
 func (b *obsB) Exited(name string, code int32, restarts int, at time.Time) *obsB {
 	return b.add(name, cri.ContainerState_CONTAINER_EXITED, code, restarts, at)
 }
+// MadeFrom stamps the last container added with the hash of image's spec
+// (the kubelet stamps every container it creates).
+func (b *obsB) MadeFrom(image string) *obsB {
+	c := b.o.Containers[len(b.o.Containers)-1]
+	c.Annotations[runtime.AnnotationContainerHash] = containerHash(&corev1.Container{Name: c.Metadata.Name, Image: image})
+	return b
+}
 func (b *obsB) Obj() *observed { b.o.sort(); return b.o }
 
 func started(a actions) []string {
@@ -129,6 +136,15 @@ func TestComputePodActions(t *testing.T) {
 			obs: makeObs().Sandbox(true).Exited("a", 2, 0, t0).Running("b", 0).Obj()},
 		{name: "an unhealthy container is killed", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Running("a", 0).Obj(),
 			state: func(s *podState) { s.unhealthy["a-0"] = "failed liveness probe" }, kill: 1},
+		{name: "a running container made from the same spec is left alone", pod: makePod("a").Obj(),
+			obs: makeObs().Sandbox(true).Running("a", 0).MadeFrom("busybox").Obj()},
+		{name: "a running container whose image changed is killed", pod: makePod("a").Obj(),
+			obs: makeObs().Sandbox(true).Running("a", 0).MadeFrom("busybox:old").Obj(), kill: 1},
+		{name: "once killed for its new spec it starts again at once, even under Never", pod: makePod("a").Policy(corev1.RestartPolicyNever).Obj(),
+			obs:   makeObs().Sandbox(true).Exited("a", 137, 0, t0).MadeFrom("busybox:old").Obj(),
+			state: func(s *podState) { s.backOff["a"] = time.Minute }, now: t0.Add(time.Second), want: []string{"a#1"}},
+		{name: "a container without a spec hash counts as unchanged", pod: makePod("a").Obj(),
+			obs: makeObs().Sandbox(true).Running("a", 0).Obj()},
 		{name: "an evicted pod's running containers are stopped", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Running("a", 0).Obj(),
 			state: func(s *podState) { s.evicted = &admitResult{Reason: "Evicted"} }, term: true},
 		{name: "an evicted pod's crashed container is not restarted", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Exited("a", 1, 0, t0).Obj(),
