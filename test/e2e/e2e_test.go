@@ -498,6 +498,27 @@ func TestKubelet(t *testing.T) {
 			}
 		})
 
+		t.Run("kubectl set image restarts the container from its new spec, even under Never", func(t *testing.T) {
+			t.Parallel()
+			e.create(t, makePod("setimage", a).Restart(corev1.RestartPolicyNever).Obj())
+			e.waitPod(t, "setimage", 60*time.Second, "running", running)
+			// Another name of the same local image: the spec changes, the pull does not.
+			if out, err := e.c.Kubectl(context.Background(), "", "set", "image", "pod/setimage", "main=busybox:latest"); err != nil {
+				t.Fatalf("kubectl set image: %v: %s", err, out)
+			}
+			p := e.waitPod(t, "setimage", 30*time.Second, "restarted from busybox:latest", func(p *corev1.Pod) bool {
+				return len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].RestartCount == 1 &&
+					p.Status.ContainerStatuses[0].State.Running != nil
+			})
+			if p.Status.Phase != corev1.PodRunning {
+				t.Errorf("phase %s, want Running", p.Status.Phase)
+			}
+			evs, err := e.cs.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=setimage,reason=Killing"})
+			if err != nil || len(evs.Items) == 0 || !strings.Contains(evs.Items[0].Message, "Container main definition changed, will be restarted") {
+				t.Errorf("Killing events %v (%v), want \"Container main definition changed, will be restarted\"", evs, err)
+			}
+		})
+
 		t.Run("readiness turns Ready on and off", func(t *testing.T) {
 			t.Parallel()
 			e.create(t, makePod("readiness", b).Sh("sleep 2; touch /tmp/ready; sleep 4; rm /tmp/ready; sleep 3600").With(func(p *corev1.Pod) {
