@@ -12,7 +12,9 @@ import (
 )
 
 func TestStorageTablesMatchGolden(t *testing.T) {
-	gi := func(s string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(s)} }
+	gi := func(s string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(s)}
+	}
 	fs := corev1.PersistentVolumeFilesystem
 	deleting := objectMeta("going", time.Minute)
 	deleting.DeletionTimestamp = agoPtr(time.Second)

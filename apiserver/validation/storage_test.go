@@ -61,7 +61,9 @@ func TestStorageCreate(t *testing.T) {
 		{name: "a volume without access modes is rejected", obj: pv(func(v *corev1.PersistentVolume) { v.Spec.AccessModes = nil }),
 			want: []want{{field.ErrorTypeRequired, "spec.accessModes", ""}}},
 		{name: "ReadWriteOncePod may not be combined with another mode",
-			obj:  pv(func(v *corev1.PersistentVolume) { v.Spec.AccessModes = append(v.Spec.AccessModes, corev1.ReadWriteOncePod) }),
+			obj: pv(func(v *corev1.PersistentVolume) {
+				v.Spec.AccessModes = append(v.Spec.AccessModes, corev1.ReadWriteOncePod)
+			}),
 			want: []want{{field.ErrorTypeForbidden, "spec.accessModes", "may not use ReadWriteOncePod with other access modes"}}},
 		{name: "a volume without capacity is rejected", obj: pv(func(v *corev1.PersistentVolume) { v.Spec.Capacity = nil }),
 			want: []want{{field.ErrorTypeRequired, "spec.capacity", ""}, {field.ErrorTypeNotSupported, "spec.capacity", "supported values"}}},
@@ -123,10 +125,14 @@ func TestStorageUpdate(t *testing.T) {
 			obj:  pvc(bound, func(c *corev1.PersistentVolumeClaim) { c.Spec.Resources.Requests = storageList("500Mi") }),
 			want: []want{{field.ErrorTypeForbidden, "spec.resources.requests.storage", "field can not be less than previous value"}}},
 		{name: "a claim's access modes are immutable", ns: true, old: pvc(),
-			obj:  pvc(func(c *corev1.PersistentVolumeClaim) { c.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany} }),
+			obj: pvc(func(c *corev1.PersistentVolumeClaim) {
+				c.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+			}),
 			want: []want{{field.ErrorTypeForbidden, "spec", "spec is immutable after creation"}}},
 		{name: "the binder may set a volume's claimRef", old: pv(),
-			obj: pv(func(v *corev1.PersistentVolume) { v.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: "data"} })},
+			obj: pv(func(v *corev1.PersistentVolume) {
+				v.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: "data"}
+			})},
 		{name: "a volume's source is immutable", old: pv(),
 			obj:  pv(func(v *corev1.PersistentVolume) { v.Spec.HostPath.Path = "/elsewhere" }),
 			want: []want{{field.ErrorTypeForbidden, "spec.persistentvolumesource", "spec.persistentvolumesource is immutable after creation"}}},
