@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -65,4 +66,21 @@ func (s *Server) defaultStorageClass(ctx context.Context) (*storagev1.StorageCla
 		}
 	}
 	return best, nil
+}
+
+// bootstrapStorage creates the local-path StorageClass, the default class
+// of every minik cluster (as k3s ships one): volumes are directories on
+// the node the pod was scheduled to (see controller/volume).
+func (s *Server) bootstrapStorage(ctx context.Context) error {
+	wait := storagev1.VolumeBindingWaitForFirstConsumer
+	del := corev1.PersistentVolumeReclaimDelete
+	sc := &storagev1.StorageClass{TypeMeta: metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: volumeutil.LocalPathClass,
+			Annotations: map[string]string{volumeutil.IsDefaultClassAnnotation: "true"}},
+		Provisioner: volumeutil.LocalPathProvisioner, ReclaimPolicy: &del, VolumeBindingMode: &wait}
+	_, err := s.handlers["storage.k8s.io/v1/storageclasses"].createObject(ctx, &requestInfo{}, sc, false)
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }

@@ -104,3 +104,13 @@ func ClaimVolumeName(pod *corev1.Pod, v *corev1.Volume) string {
 	}
 	return ""
 }
+
+// LocalPathNode returns the node a local-path volume lives on (its
+// AnnSelectedNode, which the provisioner copies from the claim), or ""
+// for every other volume.
+func LocalPathNode(pv *corev1.PersistentVolume) string {
+	if pv.Annotations[AnnProvisionedBy] != LocalPathProvisioner {
+		return ""
+	}
+	return pv.Annotations[AnnSelectedNode]
+}
