@@ -114,3 +114,8 @@ func LocalPathNode(pv *corev1.PersistentVolume) string {
 	}
 	return pv.Annotations[AnnSelectedNode]
 }
+
+// AnnLocalPathDir is the Node annotation where a kubelet publishes the
+// directory that holds its local-path volumes; the provisioner builds each
+// volume's path from it, and that kubelet creates only directories in it.
+const AnnLocalPathDir = "minik.io/local-path-dir"
