@@ -12,9 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"minik/internal/volumeutil"
 )
@@ -163,7 +161,7 @@ func planClaim(c *corev1.PersistentVolumeClaim, s Snapshot, vols map[string]*cor
 	// A volume made for (or pre-bound to) this claim comes first.
 	for _, v := range sortedVolumes(vols) {
 		if boundTo(v, c) && v.DeletionTimestamp == nil && v.Status.Phase != corev1.VolumeReleased && v.Status.Phase != corev1.VolumeFailed {
-			if !matches(v, c) {
+			if !volumeutil.Matches(v, c) {
 				return []Action{claimEvent(c, corev1.EventTypeWarning, ReasonFailedBinding,
 					fmt.Sprintf("volume %q is pre-bound to this claim but does not match it", v.Name))}
 			}
@@ -184,7 +182,7 @@ func planClaim(c *corev1.PersistentVolumeClaim, s Snapshot, vols map[string]*cor
 	if wffc {
 		node = s.Nodes[selected]
 	}
-	if v := FindVolume(c, vols, touched, node); v != nil {
+	if v := volumeutil.FindVolume(c, sortedVolumes(vols), touched, node); v != nil {
 		return bind(c, v)
 	}
 	// No volume: hand the claim to its class's provisioner.
@@ -227,67 +225,6 @@ func sortedVolumes(vols map[string]*corev1.PersistentVolume) []*corev1.Persisten
 	return out
 }
 
-// FindVolume returns the smallest free volume that satisfies c (class,
-// volume mode, access modes, size, selector), reachable from node when
-// node is set; ties go to the name first in order. nil if none.
-func FindVolume(c *corev1.PersistentVolumeClaim, vols map[string]*corev1.PersistentVolume, taken map[string]bool, node *corev1.Node) *corev1.PersistentVolume {
-	var best *corev1.PersistentVolume
-	for _, v := range sortedVolumes(vols) {
-		if taken[v.Name] || v.Spec.ClaimRef != nil || v.DeletionTimestamp != nil ||
-			v.Status.Phase == corev1.VolumeReleased || v.Status.Phase == corev1.VolumeFailed || !matches(v, c) {
-			continue
-		}
-		if node != nil && !volumeutil.NodeAffinityMatches(v, node) {
-			continue
-		}
-		if have, cur := capacity(v), capacity(best); best == nil || have.Cmp(cur) < 0 {
-			best = v
-		}
-	}
-	return best
-}
-
-func capacity(v *corev1.PersistentVolume) resource.Quantity {
-	if v == nil {
-		return resource.Quantity{}
-	}
-	return v.Spec.Capacity[corev1.ResourceStorage]
-}
-
-// matches reports whether v can serve c, leaving out who holds v.
-func matches(v *corev1.PersistentVolume, c *corev1.PersistentVolumeClaim) bool {
-	if volumeutil.VolumeClass(v) != volumeutil.ClaimClass(c) {
-		return false
-	}
-	if mode(v.Spec.VolumeMode) != mode(c.Spec.VolumeMode) {
-		return false
-	}
-	for _, m := range c.Spec.AccessModes {
-		if !slices.Contains(v.Spec.AccessModes, m) {
-			return false
-		}
-	}
-	want := c.Spec.Resources.Requests[corev1.ResourceStorage]
-	have := capacity(v)
-	if have.Cmp(want) < 0 {
-		return false
-	}
-	if c.Spec.Selector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(c.Spec.Selector)
-		if err != nil || !sel.Matches(labels.Set(v.Labels)) {
-			return false
-		}
-	}
-	return true
-}
-
-func mode(m *corev1.PersistentVolumeMode) corev1.PersistentVolumeMode {
-	if m == nil {
-		return corev1.PersistentVolumeFilesystem
-	}
-	return *m
-}
-
 // bind writes both sides in upstream's order: the volume's claimRef, its
 // phase, the claim's volumeName, then the claim's status.
 func bind(c *corev1.PersistentVolumeClaim, v *corev1.PersistentVolume) []Action {
@@ -315,7 +252,7 @@ func bind(c *corev1.PersistentVolumeClaim, v *corev1.PersistentVolume) []Action 
 }
 
 func claimStatusBound(c *corev1.PersistentVolumeClaim, v *corev1.PersistentVolume) []Action {
-	cap := capacity(v)
+	cap := volumeutil.Capacity(v)
 	have := c.Status.Capacity[corev1.ResourceStorage]
 	if c.Status.Phase == corev1.ClaimBound && have.Cmp(cap) == 0 && slices.Equal(c.Status.AccessModes, v.Spec.AccessModes) {
 		return nil
@@ -347,7 +284,7 @@ func planBoundClaim(c *corev1.PersistentVolumeClaim, v *corev1.PersistentVolume)
 		if c.DeletionTimestamp != nil {
 			return nil
 		}
-		if !matches(v, c) {
+		if !volumeutil.Matches(v, c) {
 			return []Action{claimEvent(c, corev1.EventTypeWarning, ReasonFailedBinding, fmt.Sprintf("Cannot bind to requested volume %q: it does not match the claim", v.Name))}
 		}
 		return bind(c, v)

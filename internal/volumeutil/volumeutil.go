@@ -6,8 +6,13 @@
 package volumeutil
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"minik/scheduler/framework"
 )
@@ -119,3 +124,66 @@ func LocalPathNode(pv *corev1.PersistentVolume) string {
 // directory that holds its local-path volumes; the provisioner builds each
 // volume's path from it, and that kubelet creates only directories in it.
 const AnnLocalPathDir = "minik.io/local-path-dir"
+
+// FindVolume returns the smallest free volume that satisfies c (class,
+// volume mode, access modes, size, selector), reachable from node when
+// node is set; ties go to the first in vols (callers sort them by name).
+// taken names volumes already promised to other claims. nil if none.
+func FindVolume(c *corev1.PersistentVolumeClaim, vols []*corev1.PersistentVolume, taken map[string]bool, node *corev1.Node) *corev1.PersistentVolume {
+	var best *corev1.PersistentVolume
+	for _, v := range vols {
+		if taken[v.Name] || v.Spec.ClaimRef != nil || v.DeletionTimestamp != nil ||
+			v.Status.Phase == corev1.VolumeReleased || v.Status.Phase == corev1.VolumeFailed || !Matches(v, c) {
+			continue
+		}
+		if node != nil && !NodeAffinityMatches(v, node) {
+			continue
+		}
+		if have, cur := Capacity(v), Capacity(best); best == nil || have.Cmp(cur) < 0 {
+			best = v
+		}
+	}
+	return best
+}
+
+// Capacity is a volume's storage capacity.
+func Capacity(v *corev1.PersistentVolume) resource.Quantity {
+	if v == nil {
+		return resource.Quantity{}
+	}
+	return v.Spec.Capacity[corev1.ResourceStorage]
+}
+
+// Matches reports whether v can serve c, leaving out who holds v.
+func Matches(v *corev1.PersistentVolume, c *corev1.PersistentVolumeClaim) bool {
+	if VolumeClass(v) != ClaimClass(c) {
+		return false
+	}
+	if mode(v.Spec.VolumeMode) != mode(c.Spec.VolumeMode) {
+		return false
+	}
+	for _, m := range c.Spec.AccessModes {
+		if !slices.Contains(v.Spec.AccessModes, m) {
+			return false
+		}
+	}
+	want := c.Spec.Resources.Requests[corev1.ResourceStorage]
+	have := Capacity(v)
+	if have.Cmp(want) < 0 {
+		return false
+	}
+	if c.Spec.Selector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(c.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(v.Labels)) {
+			return false
+		}
+	}
+	return true
+}
+
+func mode(m *corev1.PersistentVolumeMode) corev1.PersistentVolumeMode {
+	if m == nil {
+		return corev1.PersistentVolumeFilesystem
+	}
+	return *m
+}
