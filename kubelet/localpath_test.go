@@ -91,7 +91,9 @@ func TestReclaimable(t *testing.T) {
 	}{
 		{"a released local-path volume of this node with Delete is reclaimed", pv(nil), true},
 		{"a bound volume is kept", pv(func(v *corev1.PersistentVolume) { v.Status.Phase = corev1.VolumeBound }), false},
-		{"a Retain volume is kept", pv(func(v *corev1.PersistentVolume) { v.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain }), false},
+		{"a Retain volume is kept", pv(func(v *corev1.PersistentVolume) {
+			v.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+		}), false},
 		{"another node's volume is not ours", pv(func(v *corev1.PersistentVolume) { v.Annotations[volumeutil.AnnSelectedNode] = "n2" }), false},
 		{"a volume made by hand is not ours", pv(func(v *corev1.PersistentVolume) { delete(v.Annotations, volumeutil.AnnProvisionedBy) }), false},
 		{"a volume whose path is elsewhere is not removed", pv(func(v *corev1.PersistentVolume) { v.Spec.Local.Path = "/data" }), false},
