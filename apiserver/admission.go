@@ -111,6 +111,7 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 		if svc, ok := obj.(*corev1.Service); ok {
 			defaults.ServiceStatus(svc)
 		}
+		volumePhaseTransition(obj, old)
 		if errs := validation.StatusUpdate(obj, old); len(errs) > 0 {
 			return apierrors.NewInvalid(gk, m.GetName(), errs)
 		}

@@ -84,3 +84,16 @@ func (s *Server) bootstrapStorage(ctx context.Context) error {
 	}
 	return err
 }
+
+// volumePhaseTransition stamps status.lastPhaseTransitionTime when a
+// volume's phase changes, as upstream's PersistentVolume status strategy.
+func volumePhaseTransition(obj, old runtime.Object) {
+	pv, ok := obj.(*corev1.PersistentVolume)
+	if !ok {
+		return
+	}
+	if prev := old.(*corev1.PersistentVolume); pv.Status.Phase != prev.Status.Phase {
+		now := metav1.NewTime(time.Now().Truncate(time.Second))
+		pv.Status.LastPhaseTransitionTime = &now
+	}
+}

@@ -41,7 +41,10 @@ func TestNodeReadsExactlyTheVolumesOfItsPods(t *testing.T) {
 		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
-		mustCreate(t, func() error { _, err := admin.PersistentVolumeClaims().Create(ctx, c, metav1.CreateOptions{}); return err })
+		mustCreate(t, func() error {
+			_, err := admin.PersistentVolumeClaims().Create(ctx, c, metav1.CreateOptions{})
+			return err
+		})
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "ka",
 		Containers: []corev1.Container{{Name: "c", Image: "busybox"}},

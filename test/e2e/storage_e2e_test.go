@@ -57,9 +57,9 @@ func (e *ctlEnv) localPathVolume(t *testing.T) {
 	e.create(t, makePod("pv-reader", "").Restart(corev1.RestartPolicyNever).
 		Sh(`[ "$(cat /data/file)" = hello ] && [ "$(cat /data/sub/f)" = through-subpath ] || exit 1; touch /tmp/ok; sleep 3600`).
 		With(withClaim).With(func(p *corev1.Pod) {
-			p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1,
-				ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/ok"}}}}
-		}).Obj())
+		p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1,
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/ok"}}}}
+	}).Obj())
 	reader := e.waitPod(t, "pv-reader", 60*time.Second, "Ready (it read the data)", func(p *corev1.Pod) bool {
 		if p.Status.Phase == corev1.PodFailed {
 			t.Fatalf("the reader did not find the writer's data: %+v", p.Status.ContainerStatuses)

@@ -173,7 +173,7 @@ func TestStaticVolumeBinding(t *testing.T) {
 		q := cl.Status.Capacity[corev1.ResourceStorage]
 		return cl.Spec.VolumeName == "big" && cl.Status.Phase == corev1.ClaimBound && q.String() == "5Gi" &&
 				cl.Annotations["pv.kubernetes.io/bind-completed"] == "yes" &&
-				v.Status.Phase == corev1.VolumeBound && v.Spec.ClaimRef != nil && v.Spec.ClaimRef.UID == cl.UID &&
+				v.Status.Phase == corev1.VolumeBound && v.Status.LastPhaseTransitionTime != nil && v.Spec.ClaimRef != nil && v.Spec.ClaimRef.UID == cl.UID &&
 				v.Annotations["pv.kubernetes.io/bound-by-controller"] == "yes",
 			fmt.Sprintf("claim %+v %v; volume %+v", cl.Status, cl.Annotations, v.Status)
 	})
