@@ -37,6 +37,7 @@ import (
 	"minik/controller/resourcequota"
 	"minik/controller/serviceaccount"
 	"minik/controller/tainteviction"
+	"minik/controller/volume"
 )
 
 // Config configures the controller manager. Durations are wall-clock; zero
@@ -307,4 +308,5 @@ var builders = []struct {
 		return podgc.New(d.cfg.Client, d.inf, d.cfg.Clock, d.cfg.PodGC, d.log), nil
 	}},
 	{resourcequota.Name, func(d deps) (runnable, error) { return resourcequota.New(d.cfg.Client, d.inf, d.log), nil }},
+	{volume.Name, func(d deps) (runnable, error) { return volume.New(d.cfg.Client, d.inf, d.rec, d.log), nil }},
 }
