@@ -216,6 +216,8 @@ func subresourceDiscovery(rs *registry.Resource, sub string) metav1.APIResource 
 		out.Verbs = []string{"get"}
 	case "exec":
 		out.Kind, out.Verbs = "PodExecOptions", []string{"create", "get"}
+	case "attach":
+		out.Kind, out.Verbs = "PodAttachOptions", []string{"create", "get"}
 	case "portforward":
 		out.Kind, out.Verbs = "PodPortForwardOptions", []string{"create", "get"}
 	case "finalize":

@@ -19,7 +19,7 @@ import (
 )
 
 // serveSubresource dispatches /status, /scale, /binding, /eviction, /log,
-// /exec and /finalize.
+// /exec, /attach, /portforward and /finalize.
 func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 	switch {
 	case ri.subresource == "status" && ri.verb == "get":
@@ -38,6 +38,8 @@ func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Reques
 		h.log(w, r, ri)
 	case ri.subresource == "exec" && (ri.verb == "get" || ri.verb == "create"):
 		h.exec(w, r, ri)
+	case ri.subresource == "attach" && (ri.verb == "get" || ri.verb == "create"):
+		h.attach(w, r, ri)
 	case ri.subresource == "portforward" && (ri.verb == "get" || ri.verb == "create"):
 		h.portForward(w, r, ri)
 	case ri.subresource == "finalize" && ri.verb == "update":
