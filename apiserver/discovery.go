@@ -202,7 +202,7 @@ func (s *Server) serveResourceList(w http.ResponseWriter, r *http.Request) {
 func subresourceDiscovery(rs *registry.Resource, sub string) metav1.APIResource {
 	out := metav1.APIResource{Name: rs.Resource + "/" + sub, Namespaced: rs.Namespaced, Kind: rs.Kind}
 	switch sub {
-	case "status":
+	case "status", "ephemeralcontainers":
 		out.Verbs = []string{"get", "patch", "update"}
 	case "scale":
 		out.Group, out.Version, out.Kind = "autoscaling", "v1", "Scale"

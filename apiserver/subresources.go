@@ -18,15 +18,15 @@ import (
 	"minik/apiserver/storage"
 )
 
-// serveSubresource dispatches /status, /scale, /binding, /eviction, /log,
+// serveSubresource dispatches /status, /ephemeralcontainers, /scale, /binding, /eviction, /log,
 // /exec, /attach, /portforward and /finalize.
 func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 	switch {
-	case ri.subresource == "status" && ri.verb == "get":
+	case (ri.subresource == "status" || ri.subresource == "ephemeralcontainers") && ri.verb == "get":
 		h.get(w, r, ri)
-	case ri.subresource == "status" && ri.verb == "update":
+	case (ri.subresource == "status" || ri.subresource == "ephemeralcontainers") && ri.verb == "update":
 		h.update(w, r, ri)
-	case ri.subresource == "status" && ri.verb == "patch":
+	case (ri.subresource == "status" || ri.subresource == "ephemeralcontainers") && ri.verb == "patch":
 		h.patch(w, r, ri)
 	case ri.subresource == "scale":
 		h.scale(w, r, ri)
