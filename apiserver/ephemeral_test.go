@@ -32,7 +32,9 @@ func TestEphemeralContainers(t *testing.T) {
 		err := c.Do(t.Context(), "PUT", path, nil, &p, &out)
 		return &out, err
 	}
-	out, err := put(func(p *corev1.Pod) { p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, debug("debugger")) })
+	out, err := put(func(p *corev1.Pod) {
+		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, debug("debugger"))
+	})
 	if err != nil {
 		t.Fatalf("adding an ephemeral container: %v", err)
 	}

@@ -55,7 +55,7 @@ func TestErrorsAreCompleteStatuses(t *testing.T) {
 		{name: "a missing pod's ephemeral containers are NotFound, naming it", client: admHTTP, method: "GET", path: "/api/v1/namespaces/default/pods/nope/ephemeralcontainers",
 			wantCode: 404, wantReason: metav1.StatusReasonNotFound, wantName: "nope", wantKind: "pods"},
 		{name: "an existing pod created again is AlreadyExists", client: admHTTP, method: "POST", path: "/api/v1/namespaces/default/pods",
-			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`,
+			body:     `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`,
 			wantCode: 409, wantReason: metav1.StatusReasonAlreadyExists, wantName: "p", wantKind: "pods"},
 		{name: "an invalid pod is Invalid", client: admHTTP, method: "POST", path: "/api/v1/namespaces/default/pods",
 			body:     `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bad"},"spec":{"containers":[]}}`,

@@ -32,6 +32,7 @@ func (b *podB) Init(names ...string) *podB {
 	}
 	return b
 }
+
 // Debug adds an ephemeral container targeting target ("" for none).
 func (b *podB) Debug(name, target string) *podB {
 	b.p.Spec.EphemeralContainers = append(b.p.Spec.EphemeralContainers, corev1.EphemeralContainer{TargetContainerName: target,
