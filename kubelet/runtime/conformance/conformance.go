@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,7 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, o Options)
 		{"attach to an unknown container is not found, to a stopped one fails, and ends when the container exits", testAttachLifecycle, false},
 		{"attach passes input to a container with stdin, closed after the first client with stdinOnce", testAttachStdinOnce, true},
 		{"attach to a tty container gives a terminal, and its log keeps the output", testAttachTTY, true},
+		{"hostPID and hostIPC keep the host's namespaces; a target's PID namespace is shared", testNamespaces, true},
 		{"containers of one pod share its network namespace and environment reaches them", testEnvAndNetwork, true},
 		{"port-forward reaches a server on the pod's localhost, with a half-close", testPortForward, true},
 		{"port-forward to an unknown sandbox is not found", testPortForwardNotFound, false},
@@ -781,5 +783,63 @@ func testAttachTTY(t *testing.T, rt runtime.Runtime, o Options) {
 	}
 	if !strings.Contains(log, "/dev/pts/") {
 		t.Errorf("log %q; want the terminal's output", log)
+	}
+}
+
+func testNamespaces(t *testing.T, rt runtime.Runtime, o Options) {
+	c := ctx(t)
+	hostPID, err := os.Readlink("/proc/1/ns/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostIPC, err := os.Readlink("/proc/self/ns/ipc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsOf := func(sb, name string, sbCfg *cri.PodSandboxConfig, target string) string {
+		t.Helper()
+		cfg := containerConfig(o, name)
+		cfg.TargetContainerId = target
+		id, err := rt.CreateContainer(c, sb, cfg, sbCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.StartContainer(c, id); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rt.StopContainer(context.Background(), id, 0) })
+		resp, err := rt.ExecSync(c, id, []string{"sh", "-c", "readlink /proc/1/ns/pid /proc/self/ns/ipc"}, 10)
+		if err != nil || resp.ExitCode != 0 {
+			t.Fatalf("readlink in %s: %v %+v", name, err, resp)
+		}
+		return strings.TrimSpace(string(resp.Stdout))
+	}
+	hostCfg := sandboxConfig(t, "hostns")
+	hostCfg.HostPid, hostCfg.HostIpc = true, true
+	hostSB, err := rt.RunPodSandbox(c, hostCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, hostSB)
+	if got, want := nsOf(hostSB, "host", hostCfg, ""), hostPID+"\n"+hostIPC; got != want {
+		t.Errorf("a hostPID, hostIPC pod's namespaces are %q, want the host's %q", got, want)
+	}
+	podCfg := sandboxConfig(t, "podns")
+	podSB, err := rt.RunPodSandbox(c, podCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, podSB)
+	own := nsOf(podSB, "own", podCfg, "")
+	if strings.Contains(own, hostPID) || strings.Contains(own, hostIPC) {
+		t.Errorf("a pod without hostPID or hostIPC has the host's namespaces: %q", own)
+	}
+	list, err := rt.ListContainers(c, podSB)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("containers %v, %v", list, err)
+	}
+	shared := nsOf(podSB, "debugger", podCfg, list[0].Id)
+	if strings.Split(shared, "\n")[0] != strings.Split(own, "\n")[0] {
+		t.Errorf("a container targeting another has PID namespace %q, want its target's %q", shared, own)
 	}
 }
