@@ -206,4 +206,58 @@ func (e *env) testInteractive(t *testing.T) {
 			t.Errorf("kubectl exec over SPDY: %v, output %q; want the input echoed and exit code 7", err, out)
 		}
 	})
+
+	t.Run("kubectl debug -it pod --target gives a shell that sees the target's processes", func(t *testing.T) {
+		t.Parallel()
+		e.create(t, makePod("debugme", b).Sh("sleep 3601").Obj())
+		e.waitPod(t, "debugme", 60*time.Second, "running", running)
+		term := e.kubectlTerminal(t, "debug", "-it", "pod/debugme", "--image=busybox", "--target=main", "--container=dbg", "--", "sh")
+		term.expect(t, "If you don't see a command prompt, try pressing enter.")
+		term.typeLine(t, "ps | grep -c 'sleep 360[1]'; echo ps-done")
+		term.expect(t, "ps-done")
+		if out := term.output(); !strings.Contains(out, "\n1\r\n") && !strings.Contains(out, "\r\n1\r\n") {
+			t.Errorf("the debug shell does not see the target's sleep: %q", out)
+		}
+		term.typeLine(t, "exit")
+		_ = term.wait(t)
+		p := e.waitPod(t, "debugme", 30*time.Second, "with the debug container terminated", func(p *corev1.Pod) bool {
+			return len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Terminated != nil
+		})
+		if st := p.Status.EphemeralContainerStatuses[0]; st.Name != "dbg" || st.State.Terminated.ExitCode != 0 {
+			t.Errorf("ephemeral container status %+v, want dbg exited 0", st)
+		}
+		if !running(p) {
+			t.Errorf("the target pod stopped running: %+v", p.Status)
+		}
+	})
+
+	t.Run("kubectl debug node -it gives a shell in the host's namespaces with / at /host", func(t *testing.T) {
+		t.Parallel()
+		term := e.kubectlTerminal(t, "debug", "node/"+a, "-it", "--image=busybox")
+		term.expect(t, "If you don't see a command prompt, try pressing enter.")
+		t.Cleanup(func() {
+			pods, _ := e.cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+			zero := int64(0)
+			for _, p := range pods.Items {
+				if strings.HasPrefix(p.Name, "node-debugger-"+a) {
+					_ = e.cs.CoreV1().Pods("default").Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+				}
+			}
+		})
+		term.typeLine(t, "echo ns $(readlink /proc/self/ns/pid) $(readlink /proc/self/ns/ipc) $(readlink /proc/self/ns/net) end; test -d /host"+e.dataDir+" && echo host-root")
+		term.expect(t, "host-root")
+		var want []string
+		for _, ns := range []string{"/proc/self/ns/pid", "/proc/self/ns/ipc", "/proc/self/ns/net"} {
+			l, err := os.Readlink(ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, l)
+		}
+		if line := "ns " + strings.Join(want, " ") + " end"; !strings.Contains(term.output(), line) {
+			t.Errorf("output %q, want the host's namespaces %q", term.output(), line)
+		}
+		term.typeLine(t, "exit")
+		_ = term.wait(t)
+	})
 }

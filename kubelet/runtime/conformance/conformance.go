@@ -788,7 +788,7 @@ func testAttachTTY(t *testing.T, rt runtime.Runtime, o Options) {
 
 func testNamespaces(t *testing.T, rt runtime.Runtime, o Options) {
 	c := ctx(t)
-	hostPID, err := os.Readlink("/proc/1/ns/pid")
+	hostPID, err := os.Readlink("/proc/self/ns/pid")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -808,7 +808,7 @@ func testNamespaces(t *testing.T, rt runtime.Runtime, o Options) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = rt.StopContainer(context.Background(), id, 0) })
-		resp, err := rt.ExecSync(c, id, []string{"sh", "-c", "readlink /proc/1/ns/pid /proc/self/ns/ipc"}, 10)
+		resp, err := rt.ExecSync(c, id, []string{"sh", "-c", "readlink /proc/self/ns/pid /proc/self/ns/ipc"}, 10)
 		if err != nil || resp.ExitCode != 0 {
 			t.Fatalf("readlink in %s: %v %+v", name, err, resp)
 		}
