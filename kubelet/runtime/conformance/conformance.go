@@ -808,7 +808,7 @@ func testNamespaces(t *testing.T, rt runtime.Runtime, o Options) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = rt.StopContainer(context.Background(), id, 0) })
-		resp, err := rt.ExecSync(c, id, []string{"sh", "-c", "readlink /proc/self/ns/pid /proc/self/ns/ipc"}, 10)
+		resp, err := rt.ExecSync(c, id, []string{"sh", "-c", "readlink /proc/self/ns/pid; readlink /proc/self/ns/ipc"}, 10)
 		if err != nil || resp.ExitCode != 0 {
 			t.Fatalf("readlink in %s: %v %+v", name, err, resp)
 		}
