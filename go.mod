@@ -7,6 +7,7 @@ require (
 	github.com/containerd/containerd/api v1.8.0
 	github.com/containerd/log v0.1.0
 	github.com/containerd/typeurl/v2 v2.3.0
+	github.com/creack/pty v1.1.18
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc
 	github.com/distribution/reference v0.6.0
 	github.com/go-logr/logr v1.4.4

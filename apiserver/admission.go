@@ -118,6 +118,14 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 		return nil
 	}
 	defaults.Object(obj)
+	if sub == "ephemeralcontainers" {
+		if errs := validation.EphemeralContainersUpdate(obj, old); len(errs) > 0 {
+			return apierrors.NewInvalid(gk, m.GetName(), errs)
+		}
+		// Upstream's PodSecurity checks this subresource: a debug
+		// container may not exceed the namespace's level.
+		return s.admitPodSecurity(ctx, h, obj, old, &admissionReads{srv: s})
+	}
 	if svc, ok := obj.(*corev1.Service); ok {
 		if err := s.admitService(ctx, svc, old.(*corev1.Service)); err != nil {
 			return err

@@ -202,7 +202,7 @@ func (s *Server) serveResourceList(w http.ResponseWriter, r *http.Request) {
 func subresourceDiscovery(rs *registry.Resource, sub string) metav1.APIResource {
 	out := metav1.APIResource{Name: rs.Resource + "/" + sub, Namespaced: rs.Namespaced, Kind: rs.Kind}
 	switch sub {
-	case "status":
+	case "status", "ephemeralcontainers":
 		out.Verbs = []string{"get", "patch", "update"}
 	case "scale":
 		out.Group, out.Version, out.Kind = "autoscaling", "v1", "Scale"
@@ -216,6 +216,8 @@ func subresourceDiscovery(rs *registry.Resource, sub string) metav1.APIResource 
 		out.Verbs = []string{"get"}
 	case "exec":
 		out.Kind, out.Verbs = "PodExecOptions", []string{"create", "get"}
+	case "attach":
+		out.Kind, out.Verbs = "PodAttachOptions", []string{"create", "get"}
 	case "portforward":
 		out.Kind, out.Verbs = "PodPortForwardOptions", []string{"create", "get"}
 	case "finalize":

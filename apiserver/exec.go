@@ -12,18 +12,35 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/remotecommand"
 )
 
-// exec serves pods/exec by proxying the client's protocol upgrade to the
-// kubelet of the pod's node, which runs the command:
+// exec serves pods/exec and attach pods/attach by proxying the client's
+// protocol upgrade to the kubelet of the pod's node, which runs the
+// command or attaches to the container:
 //
-//	kubectl exec → apiserver /api/v1/namespaces/NS/pods/P/exec?command=…&stdin=true
-//	             → https://NODE:10250/exec/NS/P/C?command=…&input=1  (WebSocket, v5.channel.k8s.io)
+//	kubectl exec   → apiserver /api/v1/namespaces/NS/pods/P/exec?command=…&stdin=true
+//	               → https://NODE:10250/exec/NS/P/C?command=…&input=1
+//	kubectl attach → …/pods/P/attach?stdin=true&tty=true → https://NODE:10250/attach/NS/P/C?input=1&tty=1
 //
-// Once the kubelet switches protocols, the two connections are spliced.
-// The kubelet speaks WebSocket only; kubectl tries it first and falls
-// back to SPDY only when the upgrade fails.
+// Both carriers pass: WebSocket (v5.channel.k8s.io, kubectl's first
+// choice) and SPDY/3.1 (v4.channel.k8s.io, its fallback). Once the
+// kubelet switches protocols, the two connections are spliced; if it
+// refuses (the container is not running), its reason is the answer, on
+// either carrier.
 func (h *resourceHandler) exec(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	if len(r.URL.Query()["command"]) == 0 {
+		writeError(w, r, apierrors.NewBadRequest("you must specify at least 1 command"))
+		return
+	}
+	h.streamToKubelet(w, r, ri, "exec")
+}
+
+func (h *resourceHandler) attach(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	h.streamToKubelet(w, r, ri, "attach")
+}
+
+func (h *resourceHandler) streamToKubelet(w http.ResponseWriter, r *http.Request, ri *requestInfo, endpoint string) {
 	ctx := r.Context()
 	obj, err := h.store.Get(ctx, ri.namespace, ri.name)
 	if err != nil {
@@ -32,36 +49,39 @@ func (h *resourceHandler) exec(w http.ResponseWriter, r *http.Request, ri *reque
 	}
 	pod := obj.(*corev1.Pod)
 	q := r.URL.Query()
-	if len(q["command"]) == 0 {
-		writeError(w, r, apierrors.NewBadRequest("you must specify at least 1 command"))
-		return
-	}
 	container, err := podContainer(pod, q.Get("container"))
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("cannot exec into a container in a completed pod; current phase is %s", pod.Status.Phase)))
+		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("cannot %s into a container in a completed pod; current phase is %s", endpoint, pod.Status.Phase)))
 		return
 	}
-	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-		writeError(w, r, apierrors.NewBadRequest("pods/exec is served over WebSocket (v5.channel.k8s.io) only"))
+	spdyUpgrade := strings.EqualFold(r.Header.Get("Upgrade"), "SPDY/3.1")
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && !spdyUpgrade {
+		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("pods/%s needs an upgrade to WebSocket (%s) or SPDY/3.1", endpoint, remotecommand.StreamProtocolV5Name)))
 		return
 	}
-	// PodExecOptions become the kubelet's parameters.
-	params := url.Values{"command": q["command"]}
+	// PodExecOptions and PodAttachOptions become the kubelet's parameters.
+	params := url.Values{}
+	if cmd := q["command"]; len(cmd) > 0 {
+		params["command"] = cmd
+	}
 	for api, kubelet := range map[string]string{"stdin": "input", "stdout": "output", "stderr": "error", "tty": "tty"} {
 		if v, _ := strconv.ParseBool(q.Get(api)); v {
 			params.Set(kubelet, "1")
 		}
 	}
-	client, req, nodeName, err := h.kubeletRequest(ctx, pod, "exec", container, params)
+	client, req, nodeName, err := h.kubeletRequest(ctx, pod, endpoint, container, params)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	for _, k := range []string{"Connection", "Upgrade", "Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Protocol", "Sec-Websocket-Extensions"} {
+	if spdyUpgrade {
+		req.Method = http.MethodPost
+	}
+	for _, k := range []string{"Connection", "Upgrade", "Sec-Websocket-Key", "Sec-Websocket-Version", "Sec-Websocket-Protocol", "Sec-Websocket-Extensions", "X-Stream-Protocol-Version"} {
 		if v := r.Header.Values(k); len(v) > 0 {
 			req.Header[k] = v
 		}
@@ -74,7 +94,7 @@ func (h *resourceHandler) exec(w http.ResponseWriter, r *http.Request, ri *reque
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		defer resp.Body.Close()
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		writeError(w, r, statusError(int32(resp.StatusCode), "", strings.TrimSpace(string(msg))))
+		writeError(w, r, kubeletError(resp.StatusCode, strings.TrimSpace(string(msg))))
 		return
 	}
 	backend := resp.Body.(io.ReadWriteCloser) // the upgraded connection to the kubelet
@@ -90,6 +110,12 @@ func (h *resourceHandler) exec(w http.ResponseWriter, r *http.Request, ri *reque
 	}
 	defer conn.Close()
 	splice(conn, buf, resp, backend)
+}
+
+// kubeletError is the Status for a kubelet's refusal: its message, with
+// the reason of its code.
+func kubeletError(code int, msg string) error {
+	return statusError(int32(code), reasonForCode(code), msg)
 }
 
 // splice answers the client with the kubelet's 101 response, then copies

@@ -61,7 +61,7 @@ func (h *resourceHandler) log(w http.ResponseWriter, r *http.Request, ri *reques
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		writeError(w, r, statusError(int32(resp.StatusCode), "", strings.TrimSpace(string(msg))))
+		writeError(w, r, kubeletError(resp.StatusCode, strings.TrimSpace(string(msg))))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
@@ -165,6 +165,11 @@ func (h *resourceHandler) kubeletRequest(ctx context.Context, pod *corev1.Pod, e
 
 func hasContainer(pod *corev1.Pod, name string) bool {
 	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if c.Name == name {
+			return true
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
 		if c.Name == name {
 			return true
 		}

@@ -56,7 +56,7 @@ func (h *resourceHandler) portForward(w http.ResponseWriter, r *http.Request, ri
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		defer resp.Body.Close()
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		writeError(w, r, statusError(int32(resp.StatusCode), "", strings.TrimSpace(string(msg))))
+		writeError(w, r, kubeletError(resp.StatusCode, strings.TrimSpace(string(msg))))
 		return
 	}
 	backend := resp.Body.(io.ReadWriteCloser) // the upgraded connection to the kubelet

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,22 +24,88 @@ import (
 const maxBodyBytes = 3 << 20
 
 // toStatus maps any error to a Kubernetes Status. This is the one place
-// where errors become HTTP codes.
+// where errors become HTTP codes. The Status is complete: kind,
+// apiVersion, status, a reason for its code and details (empty rather
+// than absent: clients such as kubectl debug read them unchecked).
 func toStatus(err error) *metav1.Status {
+	var st metav1.Status
 	var apiStatus apierrors.APIStatus
 	if errors.As(err, &apiStatus) {
-		st := apiStatus.Status()
-		st.Kind, st.APIVersion = "Status", "v1"
-		return &st
+		st = apiStatus.Status()
+	} else {
+		st = apierrors.NewInternalError(err).Status()
 	}
-	st := apierrors.NewInternalError(err).Status()
 	st.Kind, st.APIVersion = "Status", "v1"
+	st.Status = metav1.StatusFailure
+	if st.Code == 0 {
+		st.Code = http.StatusInternalServerError
+	}
+	if st.Reason == "" {
+		st.Reason = reasonForCode(int(st.Code))
+	}
+	if st.Details == nil {
+		st.Details = &metav1.StatusDetails{}
+	}
 	return &st
 }
 
-// writeError answers with the Status for err.
+// reasonForCode is the reason Kubernetes gives a code when nothing more
+// precise is known (as apimachinery's NewGenericServerResponse).
+func reasonForCode(code int) metav1.StatusReason {
+	switch code {
+	case http.StatusBadRequest:
+		return metav1.StatusReasonBadRequest
+	case http.StatusUnauthorized:
+		return metav1.StatusReasonUnauthorized
+	case http.StatusForbidden:
+		return metav1.StatusReasonForbidden
+	case http.StatusNotFound:
+		return metav1.StatusReasonNotFound
+	case http.StatusMethodNotAllowed:
+		return metav1.StatusReasonMethodNotAllowed
+	case http.StatusNotAcceptable:
+		return metav1.StatusReasonNotAcceptable
+	case http.StatusConflict:
+		return metav1.StatusReasonConflict
+	case http.StatusGone:
+		return metav1.StatusReasonGone
+	case http.StatusRequestEntityTooLarge:
+		return metav1.StatusReasonRequestEntityTooLarge
+	case http.StatusUnsupportedMediaType:
+		return metav1.StatusReasonUnsupportedMediaType
+	case http.StatusUnprocessableEntity:
+		return metav1.StatusReasonInvalid
+	case http.StatusTooManyRequests:
+		return metav1.StatusReasonTooManyRequests
+	case http.StatusServiceUnavailable:
+		return metav1.StatusReasonServiceUnavailable
+	case http.StatusGatewayTimeout:
+		return metav1.StatusReasonTimeout
+	}
+	if code >= 500 {
+		return metav1.StatusReasonInternalError
+	}
+	return metav1.StatusReasonUnknown
+}
+
+// requestInfoKey carries a resource request's requestInfo in its context,
+// so that its errors name the object.
+type requestInfoKey struct{}
+
+func withRequestInfo(r *http.Request, ri *requestInfo) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, ri))
+}
+
+// writeError answers with the Status for err. An error about a resource
+// request that names no object gets the request's: its name, group and
+// resource (Kubernetes' details.kind is the resource, as in NotFound).
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	st := toStatus(err)
+	if ri, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok && st.Details.Name == "" && st.Details.Kind == "" {
+		st.Details.Name = ri.name
+		st.Details.Group = ri.handler.res.Group
+		st.Details.Kind = ri.handler.res.Resource
+	}
 	if st.Code >= 500 {
 		slog.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}

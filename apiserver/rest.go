@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"net/http"
 	"strconv"
 
@@ -368,6 +369,14 @@ func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
 					fmt.Errorf("no new finalizers can be added if the object is being deleted, found new finalizers %q", f))
 			}
 		}
+	}
+	if sub == "ephemeralcontainers" {
+		// Only the ephemeral containers move (kubectl debug).
+		keep := old.DeepCopyObject().(*corev1.Pod)
+		keep.Spec.EphemeralContainers = obj.(*corev1.Pod).Spec.EphemeralContainers
+		keep.ResourceVersion = m.GetResourceVersion()
+		copyInto(obj, keep)
+		return nil
 	}
 	if !h.res.HasStatus {
 		return nil

@@ -591,6 +591,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	r = withRequestInfo(r, ri)
 	if err := s.authorize(r, ri); err != nil {
 		writeError(w, r, err)
 		return

@@ -18,15 +18,15 @@ import (
 	"minik/apiserver/storage"
 )
 
-// serveSubresource dispatches /status, /scale, /binding, /eviction, /log,
-// /exec and /finalize.
+// serveSubresource dispatches /status, /ephemeralcontainers, /scale, /binding, /eviction, /log,
+// /exec, /attach, /portforward and /finalize.
 func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 	switch {
-	case ri.subresource == "status" && ri.verb == "get":
+	case (ri.subresource == "status" || ri.subresource == "ephemeralcontainers") && ri.verb == "get":
 		h.get(w, r, ri)
-	case ri.subresource == "status" && ri.verb == "update":
+	case (ri.subresource == "status" || ri.subresource == "ephemeralcontainers") && ri.verb == "update":
 		h.update(w, r, ri)
-	case ri.subresource == "status" && ri.verb == "patch":
+	case (ri.subresource == "status" || ri.subresource == "ephemeralcontainers") && ri.verb == "patch":
 		h.patch(w, r, ri)
 	case ri.subresource == "scale":
 		h.scale(w, r, ri)
@@ -38,6 +38,8 @@ func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Reques
 		h.log(w, r, ri)
 	case ri.subresource == "exec" && (ri.verb == "get" || ri.verb == "create"):
 		h.exec(w, r, ri)
+	case ri.subresource == "attach" && (ri.verb == "get" || ri.verb == "create"):
+		h.attach(w, r, ri)
 	case ri.subresource == "portforward" && (ri.verb == "get" || ri.verb == "create"):
 		h.portForward(w, r, ri)
 	case ri.subresource == "finalize" && ri.verb == "update":

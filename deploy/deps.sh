@@ -3,7 +3,21 @@
 # `make up` works on a fresh machine and costs nothing afterwards, and
 # downloads (without installing) Debian's dynamically linked busybox, which
 # the busybox image is built from (deploy/images/README.md).
+#
+# deploy/deps.sh --proto installs instead what regenerating proto/ needs
+# (proto/README.md): Debian's protobuf-compiler, and protoc-gen-go and
+# protoc-gen-go-grpc at the versions the committed code was made with.
 set -euo pipefail
+
+if [[ ${1:-} == --proto ]]; then
+  if ! command -v protoc >/dev/null; then
+    [[ $EUID -eq 0 ]] || { echo "regenerating proto/ needs protoc: sudo apt-get install -y protobuf-compiler" >&2; exit 1; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler >/dev/null
+  fi
+  go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+  go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
+  exit 0
+fi
 
 busybox_deb=/var/cache/minik/busybox.deb
 

@@ -53,6 +53,8 @@ func (k *Kubelet) sandboxConfig(pod *corev1.Pod) *cri.PodSandboxConfig {
 		Labels: map[string]string{runtime.LabelPodName: pod.Name, runtime.LabelPodNamespace: pod.Namespace,
 			runtime.LabelPodUID: string(pod.UID)},
 		HostNetwork: pod.Spec.HostNetwork,
+		HostPid:     pod.Spec.HostPID,
+		HostIpc:     pod.Spec.HostIPC,
 		Sysctls:     map[string]string{},
 	}
 	for _, c := range pod.Spec.Containers {
@@ -107,7 +109,10 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 			runtime.LabelPodUID: string(pod.UID), runtime.LabelContainerName: c.Name},
 		Annotations: map[string]string{runtime.AnnotationRestartCount: strconv.Itoa(restarts),
 			runtime.AnnotationContainerHash: containerHash(c)},
-		LogPath: filepath.Join(c.Name, strconv.Itoa(restarts)+".log"),
+		LogPath:   filepath.Join(c.Name, strconv.Itoa(restarts)+".log"),
+		Stdin:     c.Stdin,
+		StdinOnce: c.StdinOnce,
+		Tty:       c.TTY,
 	}
 	if init {
 		cfg.Annotations[runtime.AnnotationInit] = "true"

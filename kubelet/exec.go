@@ -3,27 +3,39 @@ package kubelet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
+	"k8s.io/streaming/pkg/httpstream/spdy"
 
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
 )
 
-// The exec endpoint, /exec/NS/POD/CONTAINER?command=…&input=1&output=1
-// &error=1&tty=1 (the kubelet's parameters), which the apiserver's
-// pods/exec proxies to. It speaks the WebSocket remote command protocol
-// v5.channel.k8s.io, as kubectl 1.30 and later do: every binary message
-// starts with its channel, 0 stdin, 1 stdout, 2 stderr, 3 the final
-// metav1.Status, 4 terminal sizes (JSON); the client sends [255, 0] when
-// its input ends.
+// The exec and attach endpoints, /exec/NS/POD/CONTAINER?command=…&input=1
+// &output=1&error=1&tty=1 and /attach/NS/POD/CONTAINER?input=1&… (the
+// kubelet's parameters), which the apiserver's pods/exec and pods/attach
+// proxy to. Two carriers, as Kubernetes' kubelet serves:
+//
+//	WebSocket, v5.channel.k8s.io (kubectl 1.30+): every binary message
+//	  starts with its channel, 0 stdin, 1 stdout, 2 stderr, 3 the final
+//	  metav1.Status, 4 terminal sizes (JSON); the client sends [255, 0]
+//	  when its input ends.
+//	SPDY/3.1, v4.channel.k8s.io (kubectl's fallback): one SPDY stream per
+//	  channel, named by its streamType header (error, stdin, stdout,
+//	  stderr, resize); the status is written on the error stream.
+//
+// Both end in one session: exec runs Runtime.Exec, attach Runtime.Attach.
 
 var execUpgrader = websocket.Upgrader{
 	Subprotocols: []string{remotecommand.StreamProtocolV5Name},
@@ -31,15 +43,43 @@ var execUpgrader = websocket.Upgrader{
 	CheckOrigin: func(*http.Request) bool { return true },
 }
 
+// streamOptions are the kubelet's exec and attach parameters.
+type streamOptions struct {
+	stdin, stdout, stderr, tty bool
+}
+
+// run is what a session does with its streams: Exec or Attach; it returns
+// the final status.
+type runFunc func(ctx context.Context, opts runtime.ExecOptions) metav1.Status
+
 func (k *Kubelet) exec(w http.ResponseWriter, r *http.Request) {
-	pw, container, ok := k.pathPod(w, r)
-	if !ok {
-		return
-	}
-	q := r.URL.Query()
-	cmd := q["command"]
+	cmd := r.URL.Query()["command"]
 	if len(cmd) == 0 {
 		http.Error(w, "you must specify at least 1 command", http.StatusBadRequest)
+		return
+	}
+	k.serveStreams(w, r, func(id string) runFunc {
+		return func(ctx context.Context, opts runtime.ExecOptions) metav1.Status {
+			opts.Cmd = cmd
+			code, err := k.rt.Exec(ctx, id, opts)
+			return execStatus(cmd, code, err)
+		}
+	})
+}
+
+func (k *Kubelet) attach(w http.ResponseWriter, r *http.Request) {
+	k.serveStreams(w, r, func(id string) runFunc {
+		return func(ctx context.Context, opts runtime.ExecOptions) metav1.Status {
+			return execStatus(nil, 0, k.rt.Attach(ctx, id, opts))
+		}
+	})
+}
+
+// serveStreams finds the running container of the request, then upgrades
+// the connection and runs the session on it.
+func (k *Kubelet) serveStreams(w http.ResponseWriter, r *http.Request, session func(containerID string) runFunc) {
+	pw, container, ok := k.pathPod(w, r)
+	if !ok {
 		return
 	}
 	obs, err := k.observe(r.Context(), pw.uid)
@@ -48,14 +88,30 @@ func (k *Kubelet) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cur, _ := obs.latest(container)
-	if cur == nil || cur.State != cri.ContainerState_CONTAINER_RUNNING {
+	switch {
+	case cur == nil: // the apiserver checked the name
+		http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, r.PathValue("pod"), waitingReason(pw, container)), http.StatusBadRequest)
+		return
+	case cur.State != cri.ContainerState_CONTAINER_RUNNING:
+		// Kubernetes' words for a container that is not running.
 		http.Error(w, fmt.Sprintf("container not found (%q)", container), http.StatusBadRequest)
 		return
 	}
-	if !websocket.IsWebSocketUpgrade(r) {
-		http.Error(w, "exec is served over WebSocket ("+remotecommand.StreamProtocolV5Name+")", http.StatusBadRequest)
-		return
+	q := r.URL.Query()
+	flag := func(key string) bool { return q.Get(key) == "1" || q.Get(key) == "true" }
+	so := streamOptions{stdin: flag("input"), stdout: flag("output"), stderr: flag("error"), tty: flag("tty")}
+	run := session(cur.Id)
+	switch {
+	case websocket.IsWebSocketUpgrade(r):
+		serveWebSocket(w, r, so, run)
+	case strings.EqualFold(r.Header.Get("Upgrade"), "SPDY/3.1"):
+		serveSPDY(w, r, so, run)
+	default:
+		http.Error(w, "exec and attach need an upgrade to WebSocket ("+remotecommand.StreamProtocolV5Name+") or SPDY/3.1", http.StatusBadRequest)
 	}
+}
+
+func serveWebSocket(w http.ResponseWriter, r *http.Request, so streamOptions, run runFunc) {
 	conn, err := execUpgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader answered the client
@@ -66,19 +122,18 @@ func (k *Kubelet) exec(w http.ResponseWriter, r *http.Request) {
 			websocket.FormatCloseMessage(websocket.CloseProtocolError, "only "+remotecommand.StreamProtocolV5Name+" is supported"), time.Now().Add(time.Second))
 		return
 	}
-	flag := func(key string) bool { return q.Get(key) == "1" || q.Get(key) == "true" }
 	s := &execSession{conn: conn}
-	opts := runtime.ExecOptions{Cmd: cmd, TTY: flag("tty")}
-	if flag("output") {
+	opts := runtime.ExecOptions{TTY: so.tty}
+	if so.stdout {
 		opts.Stdout = s.channel(remotecommand.StreamStdOut)
 	}
-	if flag("error") && !opts.TTY {
+	if so.stderr && !so.tty {
 		opts.Stderr = s.channel(remotecommand.StreamStdErr)
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	var stdin *io.PipeWriter
-	if flag("input") {
+	if so.stdin {
 		var in *io.PipeReader
 		in, stdin = io.Pipe()
 		defer in.Close()
@@ -87,8 +142,7 @@ func (k *Kubelet) exec(w http.ResponseWriter, r *http.Request) {
 	resize := make(chan runtime.TerminalSize, 4)
 	opts.Resize = resize
 	go s.readInput(stdin, resize, cancel)
-	code, err := k.rt.Exec(ctx, cur.Id, opts)
-	s.finish(execStatus(cmd, code, err))
+	s.finish(run(ctx, opts))
 }
 
 // execSession is one exec's WebSocket connection.
@@ -144,17 +198,23 @@ func (s *execSession) readInput(stdin *io.PipeWriter, resize chan<- runtime.Term
 				}
 			}
 		case remotecommand.StreamResize:
-			var size struct{ Width, Height uint16 }
-			if json.Unmarshal(msg[1:], &size) == nil {
-				select {
-				case resize <- runtime.TerminalSize{Width: size.Width, Height: size.Height}:
-				default: // a newer size follows
-				}
-			}
+			sendSize(resize, msg[1:])
 		case remotecommand.StreamClose:
 			if len(msg) > 1 && msg[1] == remotecommand.StreamStdIn {
 				closeStdin()
 			}
+		}
+	}
+}
+
+// sendSize passes on a terminal size sent as JSON, dropping it if the
+// previous one was not taken yet (a newer one follows).
+func sendSize(resize chan<- runtime.TerminalSize, data []byte) {
+	var size struct{ Width, Height uint16 }
+	if json.Unmarshal(data, &size) == nil {
+		select {
+		case resize <- runtime.TerminalSize{Width: size.Width, Height: size.Height}:
+		default:
 		}
 	}
 }
@@ -169,10 +229,97 @@ func (s *execSession) finish(status metav1.Status) {
 	_ = s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 }
 
-// execStatus is the status the kubelet reports for an exec: Success, a
-// NonZeroExitCode failure carrying the code, or the error.
+// spdyStreamWait is how long the client has to open its streams after
+// the upgrade (the kubelet's default stream creation timeout).
+const spdyStreamWait = 30 * time.Second
+
+// serveSPDY runs a session over SPDY with protocol v4.channel.k8s.io:
+// the client opens one stream per channel, then the session runs; the
+// status is written as JSON on the error stream.
+func serveSPDY(w http.ResponseWriter, r *http.Request, so streamOptions, run runFunc) {
+	if _, err := httpstream.Handshake(r, w, []string{remotecommand.StreamProtocolV4Name}); err != nil {
+		return // Handshake answered 403 with the protocols it supports
+	}
+	streams := make(chan httpstream.Stream, 8)
+	conn := spdy.NewResponseUpgrader().UpgradeResponse(w, r, func(s httpstream.Stream, _ <-chan struct{}) error {
+		streams <- s
+		return nil
+	})
+	if conn == nil {
+		return // the upgrade failed and was answered
+	}
+	defer conn.Close()
+	byType := map[string]httpstream.Stream{}
+	want := map[string]bool{corev1.StreamTypeError: true, corev1.StreamTypeStdin: so.stdin,
+		corev1.StreamTypeStdout: so.stdout, corev1.StreamTypeStderr: so.stderr && !so.tty, corev1.StreamTypeResize: so.tty}
+	missing := func() bool {
+		for t, w := range want {
+			if w && byType[t] == nil {
+				return true
+			}
+		}
+		return false
+	}
+	timeout := time.NewTimer(spdyStreamWait)
+	defer timeout.Stop()
+	for missing() {
+		select {
+		case s := <-streams:
+			byType[s.Headers().Get(corev1.StreamType)] = s
+		case <-timeout.C:
+			return // the client never opened its streams
+		case <-conn.CloseChan():
+			return
+		}
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-conn.CloseChan(): // the client went away
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	opts := runtime.ExecOptions{TTY: so.tty}
+	if s := byType[corev1.StreamTypeStdin]; s != nil {
+		opts.Stdin = s
+	}
+	if s := byType[corev1.StreamTypeStdout]; s != nil {
+		opts.Stdout = s
+	}
+	if s := byType[corev1.StreamTypeStderr]; s != nil {
+		opts.Stderr = s
+	}
+	if s := byType[corev1.StreamTypeResize]; s != nil {
+		resize := make(chan runtime.TerminalSize, 4)
+		opts.Resize = resize
+		go func() {
+			dec := json.NewDecoder(s)
+			for {
+				var raw json.RawMessage
+				if dec.Decode(&raw) != nil {
+					return
+				}
+				sendSize(resize, raw)
+			}
+		}()
+	}
+	status := run(ctx, opts)
+	data, _ := json.Marshal(status)
+	errStream := byType[corev1.StreamTypeError]
+	_, _ = errStream.Write(data)
+	for _, s := range byType {
+		_ = s.Close()
+	}
+}
+
+// execStatus is the status the kubelet reports for an exec or attach:
+// Success, a NonZeroExitCode failure carrying the code, or the error.
 func execStatus(cmd []string, code int32, err error) metav1.Status {
 	switch {
+	case errors.Is(err, context.Canceled):
+		return metav1.Status{Status: metav1.StatusSuccess} // the client went away
 	case err != nil:
 		return metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInternalError, Message: err.Error()}
 	case code != 0:

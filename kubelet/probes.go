@@ -119,8 +119,13 @@ func (p *prober) run(ctx context.Context, w *podWorker, pod *corev1.Pod, c *core
 		w.mu.Lock()
 		started := c.StartupProbe == nil || w.state.started[id]
 		w.mu.Unlock()
-		if kind == startup || started {
-			ok, msg := p.probe(ctx, w, pod, c, id, probe, timeout)
+		host, known := probeHost(probe, p.podIP(w, pod))
+		wait := period
+		if !known {
+			// No address to probe yet: no result either way; look again soon.
+			wait = min(period, time.Second)
+		} else if kind == startup || started {
+			ok, msg := p.probe(ctx, pod, c, id, host, probe, timeout)
 			if ctx.Err() != nil {
 				return
 			}
@@ -137,9 +142,35 @@ func (p *prober) run(ctx context.Context, w *podWorker, pod *corev1.Pod, c *core
 		select {
 		case <-ctx.Done():
 			return
-		case <-clock.After(period):
+		case <-clock.After(wait):
 		}
 	}
+}
+
+// podIP is the pod's IP as last reported, "" before it has one.
+func (p *prober) podIP(w *podWorker, pod *corev1.Pod) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lastStatus != nil && w.lastStatus.PodIP != "" {
+		return w.lastStatus.PodIP
+	}
+	return pod.Status.PodIP
+}
+
+// probeHost is the host an httpGet or tcpSocket probe connects to: its
+// own host, else the pod's IP. known is false when the probe needs the
+// pod's IP and the pod has none yet (Kubernetes probes only a pod with
+// an IP).
+func probeHost(probe *corev1.Probe, podIP string) (host string, known bool) {
+	switch {
+	case probe.HTTPGet != nil && probe.HTTPGet.Host != "":
+		return probe.HTTPGet.Host, true
+	case probe.TCPSocket != nil && probe.TCPSocket.Host != "":
+		return probe.TCPSocket.Host, true
+	case probe.HTTPGet != nil || probe.TCPSocket != nil:
+		return podIP, podIP != ""
+	}
+	return "", true // an exec probe needs no address
 }
 
 // apply records a probe's result; it returns true when the probe is done.
@@ -174,16 +205,10 @@ func (p *prober) apply(w *podWorker, c *corev1.Container, id string, kind probeK
 	return done
 }
 
-// probe runs one exec, httpGet or tcpSocket check.
-func (p *prober) probe(ctx context.Context, w *podWorker, pod *corev1.Pod, c *corev1.Container, id string, probe *corev1.Probe, timeout time.Duration) (bool, string) {
+// probe runs one exec, httpGet or tcpSocket check against host.
+func (p *prober) probe(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id, host string, probe *corev1.Probe, timeout time.Duration) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	host := pod.Status.PodIP
-	w.mu.Lock()
-	if w.lastStatus != nil && w.lastStatus.PodIP != "" {
-		host = w.lastStatus.PodIP
-	}
-	w.mu.Unlock()
 	switch {
 	case probe.Exec != nil:
 		resp, err := p.k.rt.ExecSync(ctx, id, probe.Exec.Command, int64(timeout/time.Second))
@@ -200,9 +225,6 @@ func (p *prober) probe(ctx context.Context, w *podWorker, pod *corev1.Pod, c *co
 		port, err := resolvePort(g.Port, c)
 		if err != nil {
 			return false, err.Error()
-		}
-		if g.Host != "" {
-			host = g.Host
 		}
 		scheme := strings.ToLower(string(g.Scheme))
 		if scheme == "" {
@@ -229,9 +251,6 @@ func (p *prober) probe(ctx context.Context, w *podWorker, pod *corev1.Pod, c *co
 		port, err := resolvePort(probe.TCPSocket.Port, c)
 		if err != nil {
 			return false, err.Error()
-		}
-		if probe.TCPSocket.Host != "" {
-			host = probe.TCPSocket.Host
 		}
 		var d net.Dialer
 		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))

@@ -40,6 +40,9 @@ func (k *Kubelet) serve(ctx context.Context, l net.Listener) error {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") })
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.containerLogs)
 	mux.HandleFunc("GET /exec/{namespace}/{pod}/{container}", k.exec)
+	mux.HandleFunc("POST /exec/{namespace}/{pod}/{container}", k.exec) // SPDY
+	mux.HandleFunc("GET /attach/{namespace}/{pod}/{container}", k.attach)
+	mux.HandleFunc("POST /attach/{namespace}/{pod}/{container}", k.attach)
 	mux.HandleFunc("GET /portForward/{namespace}/{pod}", k.portForward)
 	mux.HandleFunc("POST /portForward/{namespace}/{pod}", k.portForward)
 	srv := &http.Server{

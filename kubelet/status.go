@@ -150,6 +150,17 @@ func computePodStatus(pod *corev1.Pod, obs *observed, st *podState, now time.Tim
 			}
 		}
 	}
+	// Ephemeral containers: never restarted, never ready.
+	for i := range pod.Spec.EphemeralContainers {
+		c := (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		cs := containerStatus(pod, c, obs, st, now, reasonContainerCreating)
+		if cur, _ := obs.latest(c.Name); cur != nil && cur.State == cri.ContainerState_CONTAINER_EXITED {
+			cs.State = corev1.ContainerState{Terminated: terminated(cur)}
+			cs.LastTerminationState = corev1.ContainerState{}
+		}
+		cs.Ready = false
+		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, cs)
+	}
 	// App containers.
 	waitReason := reasonContainerCreating
 	if !initDone {

@@ -181,3 +181,41 @@ func TestReadyCondition(t *testing.T) {
 		})
 	}
 }
+
+func TestEphemeralContainerStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		obs        *observed
+		running    bool
+		terminated int32 // exit code, -1 for not terminated
+		waiting    string
+	}{
+		{name: "an ephemeral container not yet started waits in ContainerCreating",
+			obs: makeObs().Sandbox(true).Running("a", 0).Obj(), terminated: -1, waiting: reasonContainerCreating},
+		{name: "a running ephemeral container is running but never ready",
+			obs: makeObs().Sandbox(true).Running("a", 0).Running("dbg", 0).Obj(), running: true, terminated: -1},
+		{name: "an exited ephemeral container is terminated, not crash-looping (it never restarts)",
+			obs: makeObs().Sandbox(true).Running("a", 0).Exited("dbg", 2, 0, t0).Obj(), terminated: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := makePod("a").Debug("dbg", "a").Obj()
+			s := computePodStatus(pod, tc.obs, newPodState(), t0.Add(time.Minute), "192.0.2.1")
+			if len(s.EphemeralContainerStatuses) != 1 {
+				t.Fatalf("ephemeral statuses %+v, want one", s.EphemeralContainerStatuses)
+			}
+			cs := s.EphemeralContainerStatuses[0]
+			if cs.Name != "dbg" || cs.Ready || (cs.State.Running != nil) != tc.running {
+				t.Errorf("status %+v, want dbg, not ready, running %v", cs, tc.running)
+			}
+			if got := cs.State.Terminated; (got != nil) != (tc.terminated >= 0) || got != nil && got.ExitCode != tc.terminated {
+				t.Errorf("terminated %+v, want exit code %d", got, tc.terminated)
+			}
+			if w := cs.State.Waiting; (w != nil || tc.waiting != "") && (w == nil || w.Reason != tc.waiting) {
+				t.Errorf("waiting %+v, want %q", w, tc.waiting)
+			}
+			if len(s.ContainerStatuses) != 1 || s.Phase != corev1.PodRunning {
+				t.Errorf("the pod's own status changed: phase %s, %d container statuses", s.Phase, len(s.ContainerStatuses))
+			}
+		})
+	}
+}

@@ -144,6 +144,9 @@ type startContainer struct {
 	RestartCount int
 	// Previous is the exited container it replaces ("" for the first).
 	Previous *cri.ContainerStatus
+	// Target is an ephemeral container's targetContainerName, whose
+	// process namespace it joins.
+	Target string
 }
 
 func (a *actions) empty() bool {
@@ -290,6 +293,25 @@ func computePodActions(pod *corev1.Pod, obs *observed, st *podState, now time.Ti
 	}
 	if done == len(pod.Spec.Containers) {
 		a.Terminal = true
+		return a
+	}
+	// Ephemeral containers (kubectl debug) run once, never restarted; one
+	// with a target waits for the target to run.
+	for i := range pod.Spec.EphemeralContainers {
+		ec := &pod.Spec.EphemeralContainers[i]
+		if cur, _ := obs.latest(ec.Name); cur != nil {
+			continue
+		}
+		if t := ec.TargetContainerName; t != "" {
+			if cur, _ := obs.latest(t); cur == nil || cur.State != cri.ContainerState_CONTAINER_RUNNING {
+				continue
+			}
+		}
+		n := len(a.Start)
+		startOrWait(&a, st, (*corev1.Container)(&ec.EphemeralContainerCommon), false, nil, now)
+		if len(a.Start) > n {
+			a.Start[n].Target = ec.TargetContainerName
+		}
 	}
 	return a
 }

@@ -32,6 +32,13 @@ func (b *podB) Init(names ...string) *podB {
 	}
 	return b
 }
+
+// Debug adds an ephemeral container targeting target ("" for none).
+func (b *podB) Debug(name, target string) *podB {
+	b.p.Spec.EphemeralContainers = append(b.p.Spec.EphemeralContainers, corev1.EphemeralContainer{TargetContainerName: target,
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name, Image: "busybox"}})
+	return b
+}
 func (b *podB) Policy(r corev1.RestartPolicy) *podB { b.p.Spec.RestartPolicy = r; return b }
 func (b *podB) Phase(ph corev1.PodPhase) *podB      { b.p.Status.Phase = ph; return b }
 func (b *podB) Readiness() *podB {
@@ -134,6 +141,14 @@ func TestComputePodActions(t *testing.T) {
 			obs: makeObs().Sandbox(true).Exited("a", 2, 0, t0).Exited("b", 0, 0, t0).Obj(), term: true},
 		{name: "Never with one container still running is not terminal", pod: makePod("a", "b").Policy(corev1.RestartPolicyNever).Obj(),
 			obs: makeObs().Sandbox(true).Exited("a", 2, 0, t0).Running("b", 0).Obj()},
+		{name: "an ephemeral container starts once its target runs", pod: makePod("a").Debug("dbg", "a").Obj(),
+			obs: makeObs().Sandbox(true).Running("a", 0).Obj(), want: []string{"dbg#0"}},
+		{name: "an ephemeral container waits for its target to run", pod: makePod("a").Debug("dbg", "a").Obj(),
+			obs: makeObs().Sandbox(true).Obj(), want: []string{"a#0"}},
+		{name: "an ephemeral container without a target starts with the pod's", pod: makePod("a").Debug("dbg", "").Obj(),
+			obs: makeObs().Sandbox(true).Obj(), want: []string{"a#0", "dbg#0"}},
+		{name: "an exited ephemeral container is never restarted", pod: makePod("a").Debug("dbg", "a").Obj(),
+			obs: makeObs().Sandbox(true).Running("a", 0).Exited("dbg", 1, 0, t0).Obj(), now: t0.Add(time.Hour)},
 		{name: "an unhealthy container is killed", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Running("a", 0).Obj(),
 			state: func(s *podState) { s.unhealthy["a-0"] = "failed liveness probe" }, kill: 1},
 		{name: "a running container made from the same spec is left alone", pod: makePod("a").Obj(),

@@ -344,6 +344,11 @@ func imageOf(pod *corev1.Pod, name string) string {
 			return c.Image
 		}
 	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		if c.Name == name {
+			return c.Image
+		}
+	}
 	return ""
 }
 
@@ -369,6 +374,11 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *ob
 		}
 	}
 	cfg, err := k.containerConfig(ctx, pod, c, s.Init, s.RestartCount, sb.Ip, img)
+	if err == nil && s.Target != "" {
+		if t, _ := obs.latest(s.Target); t != nil && t.State == cri.ContainerState_CONTAINER_RUNNING {
+			cfg.TargetContainerId = t.Id
+		}
+	}
 	if err != nil {
 		var ce *configError
 		if errors.As(err, &ce) {

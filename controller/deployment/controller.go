@@ -123,7 +123,20 @@ func (dc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 		}
 	}
 	out := Reconcile(Input{Deployment: d, ReplicaSets: owned, ActivePods: active, Now: dc.clock.Now()})
+	rv := ""
 	for _, a := range out.Actions {
+		if a.Deployment != nil && rv != "" {
+			a.Deployment.ResourceVersion = rv // the revision was written first
+		}
+		if a.Type == UpdateRevision {
+			upd, err := dc.c.Deployments().Update(ctx, a.Deployment, metav1.UpdateOptions{})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", a, err))
+				break
+			}
+			rv = upd.ResourceVersion
+			continue
+		}
 		if err := dc.do(ctx, d, a); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", a, err))
 			break // later actions assumed this one

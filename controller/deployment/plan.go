@@ -38,6 +38,9 @@ const (
 	DeleteReplicaSet ActionType = "DeleteReplicaSet"
 	// UpdateStatus writes Deployment's status.
 	UpdateStatus ActionType = "UpdateStatus"
+	// UpdateRevision writes Deployment's revision annotation (the new
+	// ReplicaSet's revision, which kubectl rollout history reads).
+	UpdateRevision ActionType = "UpdateRevision"
 )
 
 // Action is one write.
@@ -155,6 +158,7 @@ func (p *planner) findReplicaSets(create bool) {
 		if changed {
 			p.act(Action{Type: UpdateReplicaSet, RS: rs})
 		}
+		p.syncRevision()
 		if c := getCondition(d.Status, appsv1.DeploymentProgressing); c == nil && hasProgressDeadline(d) {
 			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonFoundNewRS,
 				fmt.Sprintf("Found new replica set %q", rs.Name), p.in.Now))
@@ -163,7 +167,22 @@ func (p *planner) findReplicaSets(create bool) {
 	}
 	if create {
 		p.createNewRS(newRevision)
+		p.syncRevision()
 	}
+}
+
+// syncRevision gives the Deployment its new ReplicaSet's revision, as
+// Kubernetes does.
+func (p *planner) syncRevision() {
+	rev := p.newRS.Annotations[RevisionAnnotation]
+	if rev == "" || p.d.Annotations[RevisionAnnotation] == rev {
+		return
+	}
+	if p.d.Annotations == nil {
+		p.d.Annotations = map[string]string{}
+	}
+	p.d.Annotations[RevisionAnnotation] = rev
+	p.act(Action{Type: UpdateRevision, Deployment: p.d.DeepCopy()})
 }
 
 // createNewRS plans the new ReplicaSet: named and labelled by the
@@ -199,8 +218,11 @@ func (p *planner) createNewRS(newRevision string) {
 	copyAnnotations(d, rs)
 	p.setReplicasAnnotations(rs)
 	p.newRS = rs
-	p.act(Action{Type: CreateReplicaSet, RS: rs, Reason: "ScalingReplicaSet",
-		Message: fmt.Sprintf("Scaled up replica set %s from 0 to %d", rs.Name, initial)})
+	a := Action{Type: CreateReplicaSet, RS: rs}
+	if initial > 0 { // a ReplicaSet made at 0 scaled nothing (Kubernetes says nothing either)
+		a.Reason, a.Message = "ScalingReplicaSet", fmt.Sprintf("Scaled up replica set %s from 0 to %d", rs.Name, initial)
+	}
+	p.act(a)
 	if hasProgressDeadline(d) {
 		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewRSCreated,
 			fmt.Sprintf("Created new replica set %q", rs.Name), p.in.Now))

@@ -75,7 +75,7 @@ func rsFor(d *appsv1.Deployment, image string, rev, replicas, available int32, a
 func writes(out Output) []string {
 	var s []string
 	for _, a := range out.Actions {
-		if a.Type != UpdateStatus {
+		if a.Type != UpdateStatus && a.Type != UpdateRevision { // TestRevision checks the revision
 			s = append(s, a.String())
 		}
 	}
@@ -241,6 +241,76 @@ func TestNewReplicaSetAnnotations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.got != tc.want {
 				t.Fatalf("got %q, want %q", tc.got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRevision(t *testing.T) {
+	now := testutil.T0
+	d := makeDeploy(3, "v1")
+	atRevision := func(d *appsv1.Deployment, rev string) *appsv1.Deployment {
+		d = d.DeepCopy()
+		d.Annotations = map[string]string{RevisionAnnotation: rev}
+		return d
+	}
+	cases := []struct {
+		name string
+		in   Input
+		// want is the revision written on the Deployment, "" for none.
+		want string
+	}{
+		{"a new Deployment takes its first ReplicaSet's revision 1", Input{Deployment: d, Now: now}, "1"},
+		{"a new template gives the Deployment the new ReplicaSet's revision",
+			Input{Deployment: atRevision(makeDeploy(3, "v2"), "1"), ReplicaSets: []*appsv1.ReplicaSet{rsFor(d, "v1", 1, 3, 3, time.Hour)}, Now: now}, "2"},
+		{"a Deployment already at its ReplicaSet's revision writes none",
+			Input{Deployment: atRevision(d, "1"), ReplicaSets: []*appsv1.ReplicaSet{rsFor(d, "v1", 1, 3, 3, time.Hour)}, Now: now}, ""},
+		{"a rollback to an old template takes the next revision",
+			Input{Deployment: atRevision(d, "2"), ReplicaSets: []*appsv1.ReplicaSet{rsFor(d, "v1", 1, 0, 0, time.Hour), rsFor(d, "v2", 2, 3, 3, time.Minute)}, Now: now}, "3"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			for _, a := range Reconcile(tc.in).Actions {
+				if a.Type == UpdateRevision {
+					got = a.Deployment.Annotations[RevisionAnnotation]
+				}
+			}
+			if got != tc.want {
+				t.Errorf("revision written %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestScalingEvents(t *testing.T) {
+	now := testutil.T0
+	cases := []struct {
+		name     string
+		replicas int32
+		want     string
+	}{
+		{"a ReplicaSet created with replicas says it scaled up from 0", 3, "Scaled up replica set web-%s from 0 to 3"},
+		{"a ReplicaSet created at 0 replicas says nothing", 0, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := makeDeploy(tc.replicas, "v1")
+			want := tc.want
+			if want != "" {
+				want = fmt.Sprintf(want, ComputeHash(&d.Spec.Template, nil))
+			}
+			created := false
+			for _, a := range Reconcile(Input{Deployment: d, Now: now}).Actions {
+				if a.Type == CreateReplicaSet {
+					created = true
+					if a.Message != want {
+						t.Errorf("event %q, want %q", a.Message, want)
+					}
+				}
+			}
+			if !created {
+				t.Error("no ReplicaSet created")
 			}
 		})
 	}

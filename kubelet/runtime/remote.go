@@ -163,13 +163,30 @@ func (r *Remote) Exec(ctx context.Context, id string, opts ExecOptions) (int32, 
 	if err != nil {
 		return 0, fromStatus(err)
 	}
+	start := &cri.ExecStart{ContainerId: id, Cmd: opts.Cmd, Tty: opts.TTY, Stdin: opts.Stdin != nil}
+	return streamIO(ctx, stream, start, opts)
+}
+
+func (r *Remote) Attach(ctx context.Context, id string, opts ExecOptions) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := r.rs.Attach(ctx)
+	if err != nil {
+		return fromStatus(err)
+	}
+	_, err = streamIO(ctx, stream, &cri.ExecStart{ContainerId: id, Stdin: opts.Stdin != nil}, opts)
+	return err
+}
+
+// streamIO plays the client's side of an Exec or Attach stream: the
+// start, then input and terminal sizes; output until the exit.
+func streamIO(ctx context.Context, stream grpc.BidiStreamingClient[cri.ExecInput, cri.ExecOutput], start *cri.ExecStart, opts ExecOptions) (int32, error) {
 	var sendMu sync.Mutex
 	send := func(in *cri.ExecInput) error {
 		sendMu.Lock()
 		defer sendMu.Unlock()
 		return stream.Send(in)
 	}
-	start := &cri.ExecStart{ContainerId: id, Cmd: opts.Cmd, Tty: opts.TTY, Stdin: opts.Stdin != nil}
 	if err := send(&cri.ExecInput{Start: start}); err != nil {
 		return 0, fromStatus(err)
 	}
@@ -365,6 +382,19 @@ func (s *server) ExecSync(ctx context.Context, req *cri.ExecSyncRequest) (*cri.E
 }
 
 func (s *server) Exec(stream cri.RuntimeService_ExecServer) error {
+	return s.serveIO(stream, func(ctx context.Context, start *cri.ExecStart, opts ExecOptions) (int32, error) {
+		return s.rt.Exec(ctx, start.ContainerId, opts)
+	})
+}
+
+func (s *server) Attach(stream cri.RuntimeService_AttachServer) error {
+	return s.serveIO(stream, func(ctx context.Context, start *cri.ExecStart, opts ExecOptions) (int32, error) {
+		return 0, s.rt.Attach(ctx, start.ContainerId, opts)
+	})
+}
+
+// serveIO plays the server's side of an Exec or Attach stream around run.
+func (s *server) serveIO(stream grpc.BidiStreamingServer[cri.ExecInput, cri.ExecOutput], run func(context.Context, *cri.ExecStart, ExecOptions) (int32, error)) error {
 	first, err := stream.Recv()
 	if err != nil {
 		return err
@@ -418,7 +448,7 @@ func (s *server) Exec(stream cri.RuntimeService_ExecServer) error {
 			}
 		}
 	}()
-	code, err := s.rt.Exec(stream.Context(), start.ContainerId, opts)
+	code, err := run(stream.Context(), start, opts)
 	if err != nil {
 		return toStatus(err)
 	}

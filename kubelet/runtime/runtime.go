@@ -41,6 +41,15 @@ type Runtime interface {
 	// output, and returns its exit code once it exited and its output is
 	// written. Ending ctx kills the command.
 	Exec(ctx context.Context, id string, opts ExecOptions) (exitCode int32, err error)
+	// Attach connects streams to a running container's own process, as
+	// kubectl attach does. Stdin reaches the process if the container was
+	// created with stdin (it is ignored otherwise); with stdin_once, its
+	// end closes the process's input for good. Output is copied from now
+	// on (what came before is in the log); a tty container writes all of
+	// it to Stdout. Attach returns nil once the container exited and its
+	// output is written, or ctx.Err() when ctx ends. opts.Cmd and
+	// opts.TTY are not used.
+	Attach(ctx context.Context, id string, opts ExecOptions) error
 	// PortForward connects to port on the sandbox's localhost (inside its
 	// network namespace), as kubectl port-forward does, and copies what
 	// stream reads to it and what it answers to stream. When stream's

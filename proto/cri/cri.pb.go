@@ -439,7 +439,11 @@ type PodSandboxConfig struct {
 	// sysctls are set in the pod's namespaces.
 	Sysctls map[string]string `protobuf:"bytes,7,rep,name=sysctls,proto3" json:"sysctls,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// host_network: the pod shares the host's network namespace.
-	HostNetwork   bool `protobuf:"varint,8,opt,name=host_network,json=hostNetwork,proto3" json:"host_network,omitempty"`
+	HostNetwork bool `protobuf:"varint,8,opt,name=host_network,json=hostNetwork,proto3" json:"host_network,omitempty"`
+	// host_pid, host_ipc: its containers share the host's process and IPC
+	// namespaces (a pod's hostPID and hostIPC).
+	HostPid       bool `protobuf:"varint,9,opt,name=host_pid,json=hostPid,proto3" json:"host_pid,omitempty"`
+	HostIpc       bool `protobuf:"varint,10,opt,name=host_ipc,json=hostIpc,proto3" json:"host_ipc,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -526,6 +530,20 @@ func (x *PodSandboxConfig) GetSysctls() map[string]string {
 func (x *PodSandboxConfig) GetHostNetwork() bool {
 	if x != nil {
 		return x.HostNetwork
+	}
+	return false
+}
+
+func (x *PodSandboxConfig) GetHostPid() bool {
+	if x != nil {
+		return x.HostPid
+	}
+	return false
+}
+
+func (x *PodSandboxConfig) GetHostIpc() bool {
+	if x != nil {
+		return x.HostIpc
 	}
 	return false
 }
@@ -1306,8 +1324,17 @@ type ContainerConfig struct {
 	LogPath         string                         `protobuf:"bytes,10,opt,name=log_path,json=logPath,proto3" json:"log_path,omitempty"`
 	Resources       *LinuxContainerResources       `protobuf:"bytes,11,opt,name=resources,proto3" json:"resources,omitempty"`
 	SecurityContext *LinuxContainerSecurityContext `protobuf:"bytes,12,opt,name=security_context,json=securityContext,proto3" json:"security_context,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// stdin keeps the process's input open for Attach; with stdin_once it
+	// is closed when the first attached client's input ends.
+	Stdin     bool `protobuf:"varint,13,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	StdinOnce bool `protobuf:"varint,14,opt,name=stdin_once,json=stdinOnce,proto3" json:"stdin_once,omitempty"`
+	// tty runs the process on a terminal; its output all goes to stdout.
+	Tty bool `protobuf:"varint,15,opt,name=tty,proto3" json:"tty,omitempty"`
+	// target_container_id: the container joins the process namespace of
+	// that running container (an ephemeral container's targetContainerName).
+	TargetContainerId string `protobuf:"bytes,16,opt,name=target_container_id,json=targetContainerId,proto3" json:"target_container_id,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ContainerConfig) Reset() {
@@ -1422,6 +1449,34 @@ func (x *ContainerConfig) GetSecurityContext() *LinuxContainerSecurityContext {
 		return x.SecurityContext
 	}
 	return nil
+}
+
+func (x *ContainerConfig) GetStdin() bool {
+	if x != nil {
+		return x.Stdin
+	}
+	return false
+}
+
+func (x *ContainerConfig) GetStdinOnce() bool {
+	if x != nil {
+		return x.StdinOnce
+	}
+	return false
+}
+
+func (x *ContainerConfig) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
+func (x *ContainerConfig) GetTargetContainerId() string {
+	if x != nil {
+		return x.TargetContainerId
+	}
+	return ""
 }
 
 type CreateContainerRequest struct {
@@ -3499,7 +3554,7 @@ const file_cri_proto_rawDesc = "" +
 	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12%\n" +
 	"\x0econtainer_port\x18\x02 \x01(\x05R\rcontainerPort\x12\x1b\n" +
 	"\thost_port\x18\x03 \x01(\x05R\bhostPort\x12\x17\n" +
-	"\ahost_ip\x18\x04 \x01(\tR\x06hostIp\"\x89\x05\n" +
+	"\ahost_ip\x18\x04 \x01(\tR\x06hostIp\"\xbf\x05\n" +
 	"\x10PodSandboxConfig\x12<\n" +
 	"\bmetadata\x18\x01 \x01(\v2 .minik.cri.v1.PodSandboxMetadataR\bmetadata\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12#\n" +
@@ -3508,7 +3563,10 @@ const file_cri_proto_rawDesc = "" +
 	"\x06labels\x18\x05 \x03(\v2*.minik.cri.v1.PodSandboxConfig.LabelsEntryR\x06labels\x12Q\n" +
 	"\vannotations\x18\x06 \x03(\v2/.minik.cri.v1.PodSandboxConfig.AnnotationsEntryR\vannotations\x12E\n" +
 	"\asysctls\x18\a \x03(\v2+.minik.cri.v1.PodSandboxConfig.SysctlsEntryR\asysctls\x12!\n" +
-	"\fhost_network\x18\b \x01(\bR\vhostNetwork\x1a9\n" +
+	"\fhost_network\x18\b \x01(\bR\vhostNetwork\x12\x19\n" +
+	"\bhost_pid\x18\t \x01(\bR\ahostPid\x12\x19\n" +
+	"\bhost_ipc\x18\n" +
+	" \x01(\bR\ahostIpc\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
@@ -3577,7 +3635,7 @@ const file_cri_proto_rawDesc = "" +
 	"privileged\x12 \n" +
 	"\fno_new_privs\x18\a \x01(\bR\n" +
 	"noNewPrivs\x12/\n" +
-	"\x13supplemental_groups\x18\b \x03(\x03R\x12supplementalGroups\"\xd4\x05\n" +
+	"\x13supplemental_groups\x18\b \x03(\x03R\x12supplementalGroups\"\xcb\x06\n" +
 	"\x0fContainerConfig\x12;\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x1f.minik.cri.v1.ContainerMetadataR\bmetadata\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -3592,7 +3650,12 @@ const file_cri_proto_rawDesc = "" +
 	"\blog_path\x18\n" +
 	" \x01(\tR\alogPath\x12C\n" +
 	"\tresources\x18\v \x01(\v2%.minik.cri.v1.LinuxContainerResourcesR\tresources\x12V\n" +
-	"\x10security_context\x18\f \x01(\v2+.minik.cri.v1.LinuxContainerSecurityContextR\x0fsecurityContext\x1a9\n" +
+	"\x10security_context\x18\f \x01(\v2+.minik.cri.v1.LinuxContainerSecurityContextR\x0fsecurityContext\x12\x14\n" +
+	"\x05stdin\x18\r \x01(\bR\x05stdin\x12\x1d\n" +
+	"\n" +
+	"stdin_once\x18\x0e \x01(\bR\tstdinOnce\x12\x10\n" +
+	"\x03tty\x18\x0f \x01(\bR\x03tty\x12.\n" +
+	"\x13target_container_id\x18\x10 \x01(\tR\x11targetContainerId\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
@@ -3757,7 +3820,7 @@ const file_cri_proto_rawDesc = "" +
 	"\x11CONTAINER_CREATED\x10\x00\x12\x15\n" +
 	"\x11CONTAINER_RUNNING\x10\x01\x12\x14\n" +
 	"\x10CONTAINER_EXITED\x10\x02\x12\x15\n" +
-	"\x11CONTAINER_UNKNOWN\x10\x032\x9b\f\n" +
+	"\x11CONTAINER_UNKNOWN\x10\x032\xde\f\n" +
 	"\x0eRuntimeService\x12H\n" +
 	"\aVersion\x12\x1c.minik.cri.v1.VersionRequest\x1a\x1d.minik.cri.v1.VersionResponse\"\x00\x12l\n" +
 	"\x13UpdateRuntimeConfig\x12(.minik.cri.v1.UpdateRuntimeConfigRequest\x1a).minik.cri.v1.UpdateRuntimeConfigResponse\"\x00\x12Z\n" +
@@ -3772,7 +3835,8 @@ const file_cri_proto_rawDesc = "" +
 	"\x0eListContainers\x12#.minik.cri.v1.ListContainersRequest\x1a$.minik.cri.v1.ListContainersResponse\"\x00\x12`\n" +
 	"\x0fContainerStatus\x12$.minik.cri.v1.ContainerStatusRequest\x1a%.minik.cri.v1.ContainerStatusResponse\"\x00\x12K\n" +
 	"\bExecSync\x12\x1d.minik.cri.v1.ExecSyncRequest\x1a\x1e.minik.cri.v1.ExecSyncResponse\"\x00\x12?\n" +
-	"\x04Exec\x12\x17.minik.cri.v1.ExecInput\x1a\x18.minik.cri.v1.ExecOutput\"\x00(\x010\x01\x12T\n" +
+	"\x04Exec\x12\x17.minik.cri.v1.ExecInput\x1a\x18.minik.cri.v1.ExecOutput\"\x00(\x010\x01\x12A\n" +
+	"\x06Attach\x12\x17.minik.cri.v1.ExecInput\x1a\x18.minik.cri.v1.ExecOutput\"\x00(\x010\x01\x12T\n" +
 	"\vPortForward\x12\x1e.minik.cri.v1.PortForwardInput\x1a\x1f.minik.cri.v1.PortForwardOutput\"\x00(\x010\x01\x12C\n" +
 	"\aReadLog\x12\x1c.minik.cri.v1.ReadLogRequest\x1a\x16.minik.cri.v1.LogChunk\"\x000\x01\x12i\n" +
 	"\x12ListContainerStats\x12'.minik.cri.v1.ListContainerStatsRequest\x1a(.minik.cri.v1.ListContainerStatsResponse\"\x002\xdd\x02\n" +
@@ -3924,36 +3988,38 @@ var file_cri_proto_depIdxs = []int32{
 	36, // 49: minik.cri.v1.RuntimeService.ContainerStatus:input_type -> minik.cri.v1.ContainerStatusRequest
 	38, // 50: minik.cri.v1.RuntimeService.ExecSync:input_type -> minik.cri.v1.ExecSyncRequest
 	42, // 51: minik.cri.v1.RuntimeService.Exec:input_type -> minik.cri.v1.ExecInput
-	44, // 52: minik.cri.v1.RuntimeService.PortForward:input_type -> minik.cri.v1.PortForwardInput
-	46, // 53: minik.cri.v1.RuntimeService.ReadLog:input_type -> minik.cri.v1.ReadLogRequest
-	48, // 54: minik.cri.v1.RuntimeService.ListContainerStats:input_type -> minik.cri.v1.ListContainerStatsRequest
-	53, // 55: minik.cri.v1.ImageService.ListImages:input_type -> minik.cri.v1.ListImagesRequest
-	55, // 56: minik.cri.v1.ImageService.ImageStatus:input_type -> minik.cri.v1.ImageStatusRequest
-	57, // 57: minik.cri.v1.ImageService.PullImage:input_type -> minik.cri.v1.PullImageRequest
-	59, // 58: minik.cri.v1.ImageService.RemoveImage:input_type -> minik.cri.v1.RemoveImageRequest
-	3,  // 59: minik.cri.v1.RuntimeService.Version:output_type -> minik.cri.v1.VersionResponse
-	5,  // 60: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:output_type -> minik.cri.v1.UpdateRuntimeConfigResponse
-	10, // 61: minik.cri.v1.RuntimeService.RunPodSandbox:output_type -> minik.cri.v1.RunPodSandboxResponse
-	12, // 62: minik.cri.v1.RuntimeService.StopPodSandbox:output_type -> minik.cri.v1.StopPodSandboxResponse
-	14, // 63: minik.cri.v1.RuntimeService.RemovePodSandbox:output_type -> minik.cri.v1.RemovePodSandboxResponse
-	17, // 64: minik.cri.v1.RuntimeService.ListPodSandbox:output_type -> minik.cri.v1.ListPodSandboxResponse
-	25, // 65: minik.cri.v1.RuntimeService.CreateContainer:output_type -> minik.cri.v1.CreateContainerResponse
-	27, // 66: minik.cri.v1.RuntimeService.StartContainer:output_type -> minik.cri.v1.StartContainerResponse
-	29, // 67: minik.cri.v1.RuntimeService.StopContainer:output_type -> minik.cri.v1.StopContainerResponse
-	31, // 68: minik.cri.v1.RuntimeService.RemoveContainer:output_type -> minik.cri.v1.RemoveContainerResponse
-	34, // 69: minik.cri.v1.RuntimeService.ListContainers:output_type -> minik.cri.v1.ListContainersResponse
-	37, // 70: minik.cri.v1.RuntimeService.ContainerStatus:output_type -> minik.cri.v1.ContainerStatusResponse
-	39, // 71: minik.cri.v1.RuntimeService.ExecSync:output_type -> minik.cri.v1.ExecSyncResponse
-	43, // 72: minik.cri.v1.RuntimeService.Exec:output_type -> minik.cri.v1.ExecOutput
-	45, // 73: minik.cri.v1.RuntimeService.PortForward:output_type -> minik.cri.v1.PortForwardOutput
-	47, // 74: minik.cri.v1.RuntimeService.ReadLog:output_type -> minik.cri.v1.LogChunk
-	49, // 75: minik.cri.v1.RuntimeService.ListContainerStats:output_type -> minik.cri.v1.ListContainerStatsResponse
-	54, // 76: minik.cri.v1.ImageService.ListImages:output_type -> minik.cri.v1.ListImagesResponse
-	56, // 77: minik.cri.v1.ImageService.ImageStatus:output_type -> minik.cri.v1.ImageStatusResponse
-	58, // 78: minik.cri.v1.ImageService.PullImage:output_type -> minik.cri.v1.PullImageResponse
-	60, // 79: minik.cri.v1.ImageService.RemoveImage:output_type -> minik.cri.v1.RemoveImageResponse
-	59, // [59:80] is the sub-list for method output_type
-	38, // [38:59] is the sub-list for method input_type
+	42, // 52: minik.cri.v1.RuntimeService.Attach:input_type -> minik.cri.v1.ExecInput
+	44, // 53: minik.cri.v1.RuntimeService.PortForward:input_type -> minik.cri.v1.PortForwardInput
+	46, // 54: minik.cri.v1.RuntimeService.ReadLog:input_type -> minik.cri.v1.ReadLogRequest
+	48, // 55: minik.cri.v1.RuntimeService.ListContainerStats:input_type -> minik.cri.v1.ListContainerStatsRequest
+	53, // 56: minik.cri.v1.ImageService.ListImages:input_type -> minik.cri.v1.ListImagesRequest
+	55, // 57: minik.cri.v1.ImageService.ImageStatus:input_type -> minik.cri.v1.ImageStatusRequest
+	57, // 58: minik.cri.v1.ImageService.PullImage:input_type -> minik.cri.v1.PullImageRequest
+	59, // 59: minik.cri.v1.ImageService.RemoveImage:input_type -> minik.cri.v1.RemoveImageRequest
+	3,  // 60: minik.cri.v1.RuntimeService.Version:output_type -> minik.cri.v1.VersionResponse
+	5,  // 61: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:output_type -> minik.cri.v1.UpdateRuntimeConfigResponse
+	10, // 62: minik.cri.v1.RuntimeService.RunPodSandbox:output_type -> minik.cri.v1.RunPodSandboxResponse
+	12, // 63: minik.cri.v1.RuntimeService.StopPodSandbox:output_type -> minik.cri.v1.StopPodSandboxResponse
+	14, // 64: minik.cri.v1.RuntimeService.RemovePodSandbox:output_type -> minik.cri.v1.RemovePodSandboxResponse
+	17, // 65: minik.cri.v1.RuntimeService.ListPodSandbox:output_type -> minik.cri.v1.ListPodSandboxResponse
+	25, // 66: minik.cri.v1.RuntimeService.CreateContainer:output_type -> minik.cri.v1.CreateContainerResponse
+	27, // 67: minik.cri.v1.RuntimeService.StartContainer:output_type -> minik.cri.v1.StartContainerResponse
+	29, // 68: minik.cri.v1.RuntimeService.StopContainer:output_type -> minik.cri.v1.StopContainerResponse
+	31, // 69: minik.cri.v1.RuntimeService.RemoveContainer:output_type -> minik.cri.v1.RemoveContainerResponse
+	34, // 70: minik.cri.v1.RuntimeService.ListContainers:output_type -> minik.cri.v1.ListContainersResponse
+	37, // 71: minik.cri.v1.RuntimeService.ContainerStatus:output_type -> minik.cri.v1.ContainerStatusResponse
+	39, // 72: minik.cri.v1.RuntimeService.ExecSync:output_type -> minik.cri.v1.ExecSyncResponse
+	43, // 73: minik.cri.v1.RuntimeService.Exec:output_type -> minik.cri.v1.ExecOutput
+	43, // 74: minik.cri.v1.RuntimeService.Attach:output_type -> minik.cri.v1.ExecOutput
+	45, // 75: minik.cri.v1.RuntimeService.PortForward:output_type -> minik.cri.v1.PortForwardOutput
+	47, // 76: minik.cri.v1.RuntimeService.ReadLog:output_type -> minik.cri.v1.LogChunk
+	49, // 77: minik.cri.v1.RuntimeService.ListContainerStats:output_type -> minik.cri.v1.ListContainerStatsResponse
+	54, // 78: minik.cri.v1.ImageService.ListImages:output_type -> minik.cri.v1.ListImagesResponse
+	56, // 79: minik.cri.v1.ImageService.ImageStatus:output_type -> minik.cri.v1.ImageStatusResponse
+	58, // 80: minik.cri.v1.ImageService.PullImage:output_type -> minik.cri.v1.PullImageResponse
+	60, // 81: minik.cri.v1.ImageService.RemoveImage:output_type -> minik.cri.v1.RemoveImageResponse
+	60, // [60:82] is the sub-list for method output_type
+	38, // [38:60] is the sub-list for method input_type
 	38, // [38:38] is the sub-list for extension type_name
 	38, // [38:38] is the sub-list for extension extendee
 	0,  // [0:38] is the sub-list for field type_name

@@ -37,6 +37,7 @@ const (
 	RuntimeService_ContainerStatus_FullMethodName     = "/minik.cri.v1.RuntimeService/ContainerStatus"
 	RuntimeService_ExecSync_FullMethodName            = "/minik.cri.v1.RuntimeService/ExecSync"
 	RuntimeService_Exec_FullMethodName                = "/minik.cri.v1.RuntimeService/Exec"
+	RuntimeService_Attach_FullMethodName              = "/minik.cri.v1.RuntimeService/Attach"
 	RuntimeService_PortForward_FullMethodName         = "/minik.cri.v1.RuntimeService/PortForward"
 	RuntimeService_ReadLog_FullMethodName             = "/minik.cri.v1.RuntimeService/ReadLog"
 	RuntimeService_ListContainerStats_FullMethodName  = "/minik.cri.v1.RuntimeService/ListContainerStats"
@@ -67,6 +68,11 @@ type RuntimeServiceClient interface {
 	// streamed (kubectl exec): the client sends the start, then input and
 	// terminal sizes; the server sends output, then the exit code.
 	Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecInput, ExecOutput], error)
+	// Attach connects to a running container's own process (kubectl
+	// attach): the same messages as Exec, with start.cmd empty; the
+	// container's tty decides whether stderr is separate. The server ends
+	// the stream when the container exits.
+	Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecInput, ExecOutput], error)
 	// PortForward connects to a port of a sandbox's network namespace (its
 	// localhost), as kubectl port-forward does: the client sends the start,
 	// then data; the server sends what the port answers, and ends the
@@ -231,9 +237,22 @@ func (c *runtimeServiceClient) Exec(ctx context.Context, opts ...grpc.CallOption
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RuntimeService_ExecClient = grpc.BidiStreamingClient[ExecInput, ExecOutput]
 
+func (c *runtimeServiceClient) Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecInput, ExecOutput], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RuntimeService_ServiceDesc.Streams[1], RuntimeService_Attach_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecInput, ExecOutput]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RuntimeService_AttachClient = grpc.BidiStreamingClient[ExecInput, ExecOutput]
+
 func (c *runtimeServiceClient) PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PortForwardInput, PortForwardOutput], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &RuntimeService_ServiceDesc.Streams[1], RuntimeService_PortForward_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &RuntimeService_ServiceDesc.Streams[2], RuntimeService_PortForward_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +265,7 @@ type RuntimeService_PortForwardClient = grpc.BidiStreamingClient[PortForwardInpu
 
 func (c *runtimeServiceClient) ReadLog(ctx context.Context, in *ReadLogRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &RuntimeService_ServiceDesc.Streams[2], RuntimeService_ReadLog_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &RuntimeService_ServiceDesc.Streams[3], RuntimeService_ReadLog_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -298,6 +317,11 @@ type RuntimeServiceServer interface {
 	// streamed (kubectl exec): the client sends the start, then input and
 	// terminal sizes; the server sends output, then the exit code.
 	Exec(grpc.BidiStreamingServer[ExecInput, ExecOutput]) error
+	// Attach connects to a running container's own process (kubectl
+	// attach): the same messages as Exec, with start.cmd empty; the
+	// container's tty decides whether stderr is separate. The server ends
+	// the stream when the container exits.
+	Attach(grpc.BidiStreamingServer[ExecInput, ExecOutput]) error
 	// PortForward connects to a port of a sandbox's network namespace (its
 	// localhost), as kubectl port-forward does: the client sends the start,
 	// then data; the server sends what the port answers, and ends the
@@ -360,6 +384,9 @@ func (UnimplementedRuntimeServiceServer) ExecSync(context.Context, *ExecSyncRequ
 }
 func (UnimplementedRuntimeServiceServer) Exec(grpc.BidiStreamingServer[ExecInput, ExecOutput]) error {
 	return status.Errorf(codes.Unimplemented, "method Exec not implemented")
+}
+func (UnimplementedRuntimeServiceServer) Attach(grpc.BidiStreamingServer[ExecInput, ExecOutput]) error {
+	return status.Errorf(codes.Unimplemented, "method Attach not implemented")
 }
 func (UnimplementedRuntimeServiceServer) PortForward(grpc.BidiStreamingServer[PortForwardInput, PortForwardOutput]) error {
 	return status.Errorf(codes.Unimplemented, "method PortForward not implemented")
@@ -632,6 +659,13 @@ func _RuntimeService_Exec_Handler(srv interface{}, stream grpc.ServerStream) err
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type RuntimeService_ExecServer = grpc.BidiStreamingServer[ExecInput, ExecOutput]
 
+func _RuntimeService_Attach_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RuntimeServiceServer).Attach(&grpc.GenericServerStream[ExecInput, ExecOutput]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RuntimeService_AttachServer = grpc.BidiStreamingServer[ExecInput, ExecOutput]
+
 func _RuntimeService_PortForward_Handler(srv interface{}, stream grpc.ServerStream) error {
 	return srv.(RuntimeServiceServer).PortForward(&grpc.GenericServerStream[PortForwardInput, PortForwardOutput]{ServerStream: stream})
 }
@@ -736,6 +770,12 @@ var RuntimeService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Exec",
 			Handler:       _RuntimeService_Exec_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Attach",
+			Handler:       _RuntimeService_Attach_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},

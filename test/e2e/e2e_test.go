@@ -212,6 +212,8 @@ func TestKubelet(t *testing.T) {
 	e := startCluster(t)
 	a, b := e.nodes[0], e.nodes[1]
 
+	t.Run("interactive", e.testInteractive)
+
 	t.Run("pods", func(t *testing.T) {
 		t.Run("a pod runs to Succeeded and its logs read back", func(t *testing.T) {
 			t.Parallel()

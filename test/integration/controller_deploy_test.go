@@ -190,6 +190,10 @@ func TestControllerDeploymentRollouts(t *testing.T) {
 		if !strings.Contains(out, "1 ") || !strings.Contains(out, "2 ") {
 			t.Fatalf("history: %s", out)
 		}
+		// The Deployment carries its current revision, as kubectl expects.
+		if rev := c.MustKubectl(t, "", "get", "deployment/web", "-o", `jsonpath={.metadata.annotations.deployment\.kubernetes\.io/revision}`); rev != "2" {
+			t.Fatalf("the Deployment's revision annotation is %q, want 2", rev)
+		}
 		c.MustKubectl(t, "", "rollout", "undo", "deployment/web")
 		eventually(t, 30*time.Second, "image busybox:1 at revision 3", func() (bool, string) {
 			d, _ = cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -203,6 +207,11 @@ func TestControllerDeploymentRollouts(t *testing.T) {
 			return false, "no ReplicaSet with busybox:1"
 		})
 		waitDeploymentComplete(t, ctx, cs, ns, "web", 3)
+		eventually(t, 10*time.Second, "the Deployment at revision 3", func() (bool, string) {
+			d, _ = cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+			rev := d.Annotations["deployment.kubernetes.io/revision"]
+			return rev == "3", "revision " + rev
+		})
 	})
 
 	t.Run("kubectl scale takes it from 3 to 10 to 2", func(t *testing.T) {

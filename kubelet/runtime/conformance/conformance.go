@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,10 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, o Options)
 		{"exec runs in the container and reports its exit code", testExec, true},
 		{"a streamed exec passes input, output, a terminal and the exit code", testExecStreams, true},
 		{"a streamed exec in an unknown container is not found", testExecNotFound, false},
+		{"attach to an unknown container is not found, to a stopped one fails, and ends when the container exits", testAttachLifecycle, false},
+		{"attach passes input to a container with stdin, closed after the first client with stdinOnce", testAttachStdinOnce, true},
+		{"attach to a tty container gives a terminal, and its log keeps the output", testAttachTTY, true},
+		{"hostPID and hostIPC keep the host's namespaces; a target's PID namespace is shared", testNamespaces, true},
 		{"containers of one pod share its network namespace and environment reaches them", testEnvAndNetwork, true},
 		{"port-forward reaches a server on the pod's localhost, with a half-close", testPortForward, true},
 		{"port-forward to an unknown sandbox is not found", testPortForwardNotFound, false},
@@ -658,4 +663,183 @@ type blockingReader struct{ ctx context.Context }
 func (b blockingReader) Read([]byte) (int, error) {
 	<-b.ctx.Done()
 	return 0, b.ctx.Err()
+}
+
+func testAttachLifecycle(t *testing.T, rt runtime.Runtime, o Options) {
+	c := ctx(t)
+	if err := rt.Attach(c, "nope", runtime.ExecOptions{Stdout: io.Discard}); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("Attach(unknown) = %v, want ErrNotFound", err)
+	}
+	sbCfg := sandboxConfig(t, "attach")
+	sb, err := rt.RunPodSandbox(c, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, sb)
+	id, err := rt.CreateContainer(c, sb, containerConfig(o, "main"), sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Attach(c, id, runtime.ExecOptions{Stdout: io.Discard}); err == nil {
+		t.Error("attach to a container not yet started succeeded")
+	}
+	if err := rt.StartContainer(c, id); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- rt.Attach(c, id, runtime.ExecOptions{Stdout: io.Discard, Stdin: blockingReader{c}}) }()
+	select {
+	case err := <-done:
+		t.Fatalf("attach to a running container returned at once: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := rt.StopContainer(c, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("attach ended with %v when its container exited, want nil", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("attach did not end when its container exited")
+	}
+	// A cancelled attach ends at once.
+	id2, err := rt.CreateContainer(c, sb, containerConfig(o, "second"), sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(c, id2); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.StopContainer(c, id2, 0)
+	actx, cancel := context.WithTimeout(c, 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	if err := rt.Attach(actx, id2, runtime.ExecOptions{Stdout: io.Discard}); err == nil {
+		t.Error("a cancelled attach reported no error")
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Errorf("a cancelled attach took %v to return", d)
+	}
+}
+
+// attachRun starts a container from cfg, attaches with stdin and returns
+// what the attach wrote and the container's log once it exited.
+func attachRun(t *testing.T, rt runtime.Runtime, name string, cfg *cri.ContainerConfig, stdin io.Reader) (out, log string) {
+	t.Helper()
+	c := ctx(t)
+	sbCfg := sandboxConfig(t, name)
+	sb, err := rt.RunPodSandbox(c, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, sb)
+	id, err := rt.CreateContainer(c, sb, cfg, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(c, id); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.StopContainer(c, id, 0)
+	var stdout bytes.Buffer
+	actx, cancel := context.WithTimeout(c, 20*time.Second)
+	defer cancel()
+	resize := make(chan runtime.TerminalSize, 1)
+	resize <- runtime.TerminalSize{Width: 100, Height: 40}
+	if err := rt.Attach(actx, id, runtime.ExecOptions{Stdin: stdin, Stdout: &stdout, Stderr: &stdout, Resize: resize}); err != nil {
+		t.Fatalf("attach: %v (output %q)", err, stdout.String())
+	}
+	st := waitExited(t, rt, id)
+	var logBuf bytes.Buffer
+	if err := rt.ReadLog(c, &cri.ReadLogRequest{ContainerId: id, TailLines: -1}, &logBuf); err != nil {
+		t.Fatal(err)
+	}
+	if st.ExitCode != 0 {
+		t.Errorf("exit code %d, want 0 (log %q)", st.ExitCode, logBuf.String())
+	}
+	return stdout.String(), logBuf.String()
+}
+
+func testAttachStdinOnce(t *testing.T, rt runtime.Runtime, o Options) {
+	cfg := containerConfig(o, "cat", "cat")
+	cfg.Stdin, cfg.StdinOnce = true, true
+	// cat exits when its input ends: the first client's input closed it.
+	out, log := attachRun(t, rt, "stdin", cfg, strings.NewReader("hello\n"))
+	if out != "hello\n" || !strings.Contains(log, "hello") {
+		t.Errorf("attach output %q, log %q; want the input echoed in both", out, log)
+	}
+}
+
+func testAttachTTY(t *testing.T, rt runtime.Runtime, o Options) {
+	cfg := containerConfig(o, "sh", "sh")
+	cfg.Stdin, cfg.StdinOnce, cfg.Tty = true, true, true
+	// A user's input does not end: closing a terminal hangs it up, which
+	// may drop what the shell has not read yet.
+	out, log := attachRun(t, rt, "tty", cfg, io.MultiReader(strings.NewReader("tty; stty size; exit\n"), blockingReader{ctx(t)}))
+	if !strings.Contains(out, "/dev/pts/") || !strings.Contains(out, "40 100") {
+		t.Errorf("attach output %q; want a /dev/pts terminal of 40 rows and 100 columns", out)
+	}
+	if !strings.Contains(log, "/dev/pts/") {
+		t.Errorf("log %q; want the terminal's output", log)
+	}
+}
+
+func testNamespaces(t *testing.T, rt runtime.Runtime, o Options) {
+	c := ctx(t)
+	hostPID, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostIPC, err := os.Readlink("/proc/self/ns/ipc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsOf := func(sb, name string, sbCfg *cri.PodSandboxConfig, target string) string {
+		t.Helper()
+		cfg := containerConfig(o, name)
+		cfg.TargetContainerId = target
+		id, err := rt.CreateContainer(c, sb, cfg, sbCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.StartContainer(c, id); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rt.StopContainer(context.Background(), id, 0) })
+		resp, err := rt.ExecSync(c, id, []string{"sh", "-c", "readlink /proc/self/ns/pid; readlink /proc/self/ns/ipc"}, 10)
+		if err != nil || resp.ExitCode != 0 {
+			t.Fatalf("readlink in %s: %v %+v", name, err, resp)
+		}
+		return strings.TrimSpace(string(resp.Stdout))
+	}
+	hostCfg := sandboxConfig(t, "hostns")
+	hostCfg.HostPid, hostCfg.HostIpc = true, true
+	hostSB, err := rt.RunPodSandbox(c, hostCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, hostSB)
+	if got, want := nsOf(hostSB, "host", hostCfg, ""), hostPID+"\n"+hostIPC; got != want {
+		t.Errorf("a hostPID, hostIPC pod's namespaces are %q, want the host's %q", got, want)
+	}
+	podCfg := sandboxConfig(t, "podns")
+	podSB, err := rt.RunPodSandbox(c, podCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, podSB)
+	own := nsOf(podSB, "own", podCfg, "")
+	if strings.Contains(own, hostPID) || strings.Contains(own, hostIPC) {
+		t.Errorf("a pod without hostPID or hostIPC has the host's namespaces: %q", own)
+	}
+	list, err := rt.ListContainers(c, podSB)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("containers %v, %v", list, err)
+	}
+	shared := nsOf(podSB, "debugger", podCfg, list[0].Id)
+	if strings.Split(shared, "\n")[0] != strings.Split(own, "\n")[0] {
+		t.Errorf("a container targeting another has PID namespace %q, want its target's %q", shared, own)
+	}
 }

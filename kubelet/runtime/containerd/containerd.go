@@ -118,9 +118,9 @@ type Runtime struct {
 	// (imagecache.go).
 	images    map[digest.Digest]*imageFacts
 	processes map[processKey][]byte
-	// logging holds the containers whose output is being copied to their
-	// log (logs.go).
-	logging map[string]bool
+	// attached holds the containers whose output is being copied to their
+	// log and attached clients (logs.go, attach.go).
+	attached map[string]*attachIO
 }
 
 var _ runtime.Runtime = &Runtime{}
@@ -135,6 +135,8 @@ type sandboxRecord struct {
 	Annotations map[string]string `json:"annotations"`
 	Ports       []portMapping     `json:"ports"`
 	HostNetwork bool              `json:"hostNetwork"`
+	HostPID     bool              `json:"hostPID,omitempty"`
+	HostIPC     bool              `json:"hostIPC,omitempty"`
 	Hostname    string            `json:"hostname"`
 	LogDir      string            `json:"logDir"`
 	Sysctls     map[string]string `json:"sysctls"`
@@ -202,8 +204,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	r := &Runtime{
 		cfg: cfg, client: client, cidr: cfg.PodCIDR, sandboxes: map[string]*sandboxRecord{}, imageRefs: map[string]string{},
 		images: map[digest.Digest]*imageFacts{}, processes: map[processKey][]byte{},
-		logging: map[string]bool{},
-		net:     &cniNetwork{binDir: cfg.CNIBinDir, dataDir: filepath.Join(cfg.StateDir, "ipam"), bridge: bridgeName(cfg.Namespace)},
+		attached: map[string]*attachIO{},
+		net:      &cniNetwork{binDir: cfg.CNIBinDir, dataDir: filepath.Join(cfg.StateDir, "ipam"), bridge: bridgeName(cfg.Namespace)},
 	}
 	if err := r.loadSandboxes(); err != nil {
 		client.Close()
@@ -364,7 +366,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, cfg *cri.PodSandboxConfig) 
 	m := cfg.GetMetadata()
 	rec := &sandboxRecord{
 		ID: newID(), Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUid(), Attempt: m.GetAttempt(),
-		Labels: cfg.Labels, Annotations: cfg.Annotations, HostNetwork: cfg.HostNetwork, Hostname: cfg.Hostname,
+		Labels: cfg.Labels, Annotations: cfg.Annotations, HostNetwork: cfg.HostNetwork, HostPID: cfg.HostPid, HostIPC: cfg.HostIpc, Hostname: cfg.Hostname,
 		LogDir: cfg.LogDirectory, Sysctls: cfg.Sysctls, CreatedAt: time.Now().UnixNano(), Ready: true,
 	}
 	for _, p := range cfg.PortMappings {
@@ -600,6 +602,20 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 			opts = append(opts, oci.WithHostname(sb.Hostname))
 		}
 	}
+	if sb.HostIPC {
+		opts = append(opts, oci.WithHostNamespace(specs.IPCNamespace))
+	}
+	switch {
+	case sb.HostPID:
+		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))
+	case cfg.TargetContainerId != "":
+		// An ephemeral container sees its target's processes.
+		pid, err := r.taskPid(ctx, cfg.TargetContainerId)
+		if err != nil {
+			return "", fmt.Errorf("target container: %w", err)
+		}
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace, Path: fmt.Sprintf("/proc/%d/ns/pid", pid)}))
+	}
 	var mounts []specs.Mount
 	for _, m := range cfg.Mounts {
 		o := []string{"rbind", "rprivate"}
@@ -650,7 +666,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 			return nil
 		})
 	}
+	if cfg.Tty {
+		opts = append(opts, oci.WithTTY)
+	}
 	labels := map[string]string{
+		labelStdin: strconv.FormatBool(cfg.Stdin), labelStdinOnce: strconv.FormatBool(cfg.StdinOnce), labelTTY: strconv.FormatBool(cfg.Tty),
 		labelKind: "container", labelSandbox: sandboxID,
 		labelName: cfg.GetMetadata().GetName(), labelAttempt: strconv.Itoa(int(cfg.GetMetadata().GetAttempt())),
 		labelLogPath: logPath,
@@ -673,6 +693,21 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 		return "", fmt.Errorf("creating container: %w", err)
 	}
 	return id, nil
+}
+
+// taskPid is the host pid of a running container's process.
+func (r *Runtime) taskPid(ctx context.Context, id string) (uint32, error) {
+	c, err := r.load(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	t, err := c.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return 0, fmt.Errorf("container %s is not running", id)
+	} else if err != nil {
+		return 0, err
+	}
+	return t.Pid(), nil
 }
 
 // groupNames turns numeric groups into the strings WithAppendAdditionalGroups
@@ -706,24 +741,16 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	labels := info.Labels
-	creator := cio.NullIO
-	var sink *logSink
-	if p := labels[labelLogPath]; p != "" {
-		if creator, sink, err = r.logCreator(p); err != nil {
-			return err
-		}
-	}
-	task, err := c.NewTask(ctx, creator)
+	ioOpts, sink, a, err := r.taskIO(info.Labels)
 	if err != nil {
-		if sink != nil {
-			_ = sink.close()
-		}
+		return err
+	}
+	task, err := c.NewTask(ctx, cio.NewCreator(ioOpts...))
+	if err != nil {
+		_ = sink.close()
 		return fmt.Errorf("creating task: %w", err)
 	}
-	if sink != nil {
-		r.drainLogs(id, task.IO(), sink)
-	}
+	r.drainLogs(id, task.IO(), sink, a)
 	if err := task.Start(ctx); err != nil {
 		_, _ = task.Delete(ctx, containerd.WithProcessKill)
 		return fmt.Errorf("starting task: %w", err)

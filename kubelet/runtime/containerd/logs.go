@@ -8,6 +8,7 @@ import (
 
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/log"
 
@@ -22,13 +23,17 @@ import (
 // printing waits until a new runtime attaches again (reattachLogs).
 
 // logSink is one container's log file (rotated at the configured size)
-// and its two stream writers.
+// and its two stream writers; a container without a log path has an
+// empty sink that discards.
 type logSink struct {
 	file           *runtime.RotatingFile
 	stdout, stderr io.WriteCloser
 }
 
 func (r *Runtime) openLogSink(path string) (*logSink, error) {
+	if path == "" {
+		return &logSink{stdout: nopCloser{io.Discard}, stderr: nopCloser{io.Discard}}, nil
+	}
 	f, err := runtime.OpenRotating(path, r.cfg.ContainerLogMaxSize, r.cfg.ContainerLogMaxFiles)
 	if err != nil {
 		return nil, err
@@ -37,36 +42,57 @@ func (r *Runtime) openLogSink(path string) (*logSink, error) {
 	return &logSink{file: f, stdout: lw.Stream("stdout"), stderr: lw.Stream("stderr")}, nil
 }
 
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
 // close writes the streams' unterminated last lines and closes the file.
 func (s *logSink) close() error {
-	return errors.Join(s.stdout.Close(), s.stderr.Close(), s.file.Close())
+	err := errors.Join(s.stdout.Close(), s.stderr.Close())
+	if s.file != nil {
+		err = errors.Join(err, s.file.Close())
+	}
+	return err
 }
 
 func (r *Runtime) fifoDir() string { return filepath.Join(r.cfg.RunDir, "fifo") }
 
-// logCreator makes the IO of a new task: FIFOs copied into the log file
-// at path.
-func (r *Runtime) logCreator(path string) (cio.Creator, *logSink, error) {
-	sink, err := r.openLogSink(path)
+// taskIO makes the IO of a container's task from its labels: FIFOs whose
+// output is copied into its log and to attached clients, a stdin FIFO for
+// a container with stdin, a terminal for a tty one: cio.NewCreator(opts...)
+// for a new task, cio.NewAttach(opts...) for a running one's FIFOs (after
+// a restart).
+func (r *Runtime) taskIO(labels map[string]string) ([]cio.Opt, *logSink, *attachIO, error) {
+	sink, err := r.openLogSink(labels[labelLogPath])
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return cio.NewCreator(cio.WithStreams(nil, sink.stdout, sink.stderr), cio.WithFIFODir(r.fifoDir())), sink, nil
+	a := newAttachIO(labels)
+	opts := []cio.Opt{cio.WithStreams(a.stdin(), a.tee(sink.stdout, 1), a.tee(sink.stderr, 2)), cio.WithFIFODir(r.fifoDir())}
+	if a.tty {
+		opts = append(opts, cio.WithTerminal)
+	}
+	return opts, sink, a, nil
 }
 
 // drainLogs waits until the task's output ends (the container exited and
-// the shim closed the FIFOs), then removes the FIFOs and closes the log.
-func (r *Runtime) drainLogs(id string, tio cio.IO, sink *logSink) {
+// the shim closed the FIFOs), then removes the FIFOs, closes the log and
+// ends the attached clients' sessions.
+func (r *Runtime) drainLogs(id string, tio cio.IO, sink *logSink, a *attachIO) {
 	r.mu.Lock()
-	r.logging[id] = true
+	r.attached[id] = a
 	r.mu.Unlock()
 	go func() {
 		tio.Wait()
 		_ = tio.Close()
 		_ = sink.close()
+		if a.stdinW != nil {
+			a.stdinW.Close()
+		}
 		r.mu.Lock()
-		delete(r.logging, id)
+		delete(r.attached, id)
 		r.mu.Unlock()
+		close(a.done)
 	}()
 }
 
@@ -83,32 +109,32 @@ func (r *Runtime) reattachLogs(ctx context.Context) error {
 		return err
 	}
 	for _, info := range list {
-		p, path := procs[info.ID], info.Labels[labelLogPath]
+		p := procs[info.ID]
 		r.mu.Lock()
-		attached := r.logging[info.ID]
+		attached := r.attached[info.ID] != nil
 		r.mu.Unlock()
 		// An exited task's FIFOs have no writer left: opening them would
 		// wait forever.
-		if p == nil || p.Status != task.Status_RUNNING || path == "" || attached {
+		if p == nil || p.Status != task.Status_RUNNING || attached {
 			continue
 		}
-		if err := r.attachLogs(ctx, info.ID, path); err != nil {
+		if err := r.attachLogs(ctx, info); err != nil {
 			log.G(ctx).WithError(err).WithField("container", info.ID).Warn("reattaching a container's log")
 		}
 	}
 	return nil
 }
 
-func (r *Runtime) attachLogs(ctx context.Context, id, path string) error {
-	c, err := r.client.LoadContainer(ctx, id)
+func (r *Runtime) attachLogs(ctx context.Context, info containers.Container) error {
+	c, err := r.client.LoadContainer(ctx, info.ID)
 	if err != nil {
 		return err
 	}
-	sink, err := r.openLogSink(path)
+	opts, sink, a, err := r.taskIO(info.Labels)
 	if err != nil {
 		return err
 	}
-	t, err := c.Task(ctx, cio.NewAttach(cio.WithStreams(nil, sink.stdout, sink.stderr)))
+	t, err := c.Task(ctx, cio.NewAttach(opts...))
 	if err != nil {
 		_ = sink.close()
 		if errdefs.IsNotFound(err) {
@@ -116,6 +142,6 @@ func (r *Runtime) attachLogs(ctx context.Context, id, path string) error {
 		}
 		return err
 	}
-	r.drainLogs(id, t.IO(), sink)
+	r.drainLogs(info.ID, t.IO(), sink, a)
 	return nil
 }

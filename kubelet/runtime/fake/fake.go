@@ -60,6 +60,10 @@ type container struct {
 	stdout io.WriteCloser
 	// usage is what SetStats set; a running container has one process.
 	usage *cri.ContainerStats
+	// attached are the stdout writers of attached clients (Attach);
+	// exited is closed when the container exits.
+	attached map[*io.Writer]struct{}
+	exited   chan struct{}
 }
 
 var _ runtime.Runtime = &Runtime{}
@@ -186,6 +190,8 @@ func (r *Runtime) CreateContainer(_ context.Context, sandboxID string, cfg *cri.
 	c.status = &cri.ContainerStatus{Id: id, Metadata: cfg.Metadata, State: cri.ContainerState_CONTAINER_CREATED,
 		CreatedAt: now, Image: ref, ImageRef: img.Id, Labels: cfg.Labels, Annotations: cfg.Annotations, LogPath: cfg.LogPath}
 	c.stdout = runtime.NewLogWriter(&c.logs, r.cfg.Now).Stream("stdout")
+	c.attached = map[*io.Writer]struct{}{}
+	c.exited = make(chan struct{})
 	r.containers[id] = c
 	return id, nil
 }
@@ -226,6 +232,7 @@ func (r *Runtime) exit(c *container, code int32, reason string) {
 	c.status.FinishedAt = r.cfg.Now().UnixNano()
 	c.status.ExitCode = code
 	c.status.Reason = reason
+	close(c.exited)
 }
 
 // Exit makes a running container exit with code, as if its process ended.
@@ -251,6 +258,11 @@ func (r *Runtime) WriteLog(id string, data string) {
 	defer r.mu.Unlock()
 	if c, ok := r.containers[id]; ok {
 		_, _ = c.stdout.Write([]byte(data))
+		for w := range c.attached {
+			if _, err := (*w).Write([]byte(data)); err != nil {
+				delete(c.attached, w)
+			}
+		}
 	}
 }
 
@@ -269,6 +281,9 @@ func (r *Runtime) StopContainer(_ context.Context, id string, _ int64) error {
 func (r *Runtime) RemoveContainer(_ context.Context, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if c, ok := r.containers[id]; ok {
+		r.exit(c, 137, "Error") // removal kills a running container
+	}
 	delete(r.containers, id)
 	return nil
 }
@@ -323,6 +338,37 @@ func (r *Runtime) Exec(_ context.Context, id string, opts runtime.ExecOptions) (
 		return 0, nil
 	}
 	return r.cfg.Exec(opts), nil
+}
+
+// Attach copies what WriteLog writes to opts.Stdout until the container
+// exits; a fake process reads no input.
+func (r *Runtime) Attach(ctx context.Context, id string, opts runtime.ExecOptions) error {
+	r.mu.Lock()
+	c, ok := r.containers[id]
+	if !ok {
+		r.mu.Unlock()
+		return fmt.Errorf("container %s: %w", id, runtime.ErrNotFound)
+	}
+	if c.c.State != cri.ContainerState_CONTAINER_RUNNING {
+		r.mu.Unlock()
+		return fmt.Errorf("container %s is not running", id)
+	}
+	w := &opts.Stdout
+	if opts.Stdout != nil {
+		c.attached[w] = struct{}{}
+	}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(c.attached, w)
+		r.mu.Unlock()
+	}()
+	select {
+	case <-c.exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // PortForward: a hollow node has no network namespace to reach.
