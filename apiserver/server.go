@@ -30,6 +30,7 @@ import (
 	"minik/apiserver/openapi"
 	"minik/apiserver/registry"
 	"minik/apiserver/storage"
+	"minik/internal/resourcemetrics"
 )
 
 // Config configures the apiserver.
@@ -141,8 +142,11 @@ type Server struct {
 	rbac        *rbacAuthorizer
 
 	kubeletOnce sync.Once
-	kubeletHTTP *http.Client
-	kubeletErr  error
+	// metricsSampler keeps the last CPU reading of each node and
+	// container for metrics.k8s.io's rates (metrics.go).
+	metricsSampler resourcemetrics.Sampler
+	kubeletHTTP    *http.Client
+	kubeletErr     error
 
 	// policy is what LimitRanger and ResourceQuota admission read.
 	policy *policyReads
@@ -191,6 +195,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.RequestTimeout = defaultRequestTimeout
 	}
 	s := &Server{cfg: cfg, handlers: map[string]*resourceHandler{}, ready: make(chan struct{}),
+		metricsSampler:    resourcemetrics.Sampler{MinWindow: metricsWindow},
 		limiter:           newLimiter(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight, cfg.RequestTimeout),
 		disabledAdmission: map[string]bool{}}
 	for _, name := range cfg.DisableAdmissionPlugins {
@@ -221,11 +226,11 @@ func New(cfg Config) (*Server, error) {
 	var openapiResources []openapi.Resource
 	for _, res := range registry.All() {
 		h := &resourceHandler{res: res, srv: s}
-		if res.Virtual {
-			// Computed on create, never stored.
+		if res.Virtual || res.Computed {
+			// Computed on create or on read, never stored.
 		} else if res.StorageOf != "" {
 			h.store = byID[res.StorageOf]
-			h.conv = eventsConversion()
+			h.conv = conversionFor(res)
 		} else {
 			h.store = storage.NewStore(cfg.Etcd, res.KeyPrefix(), res.GroupResource(), res.GroupVersion().WithKind(res.Kind), res.New, cfg.WatchCacheSize)
 			byID[res.ID()] = h.store
@@ -590,6 +595,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	h := ri.handler
 	if h.res.Warning != "" {
 		w.Header().Add("Warning", fmt.Sprintf("299 - %q", h.res.Warning))
+	}
+	if h.res.Computed {
+		s.serveMetrics(w, r, ri)
+		return
 	}
 	if h.res.Virtual {
 		if ri.verb != "create" || ri.name != "" {
