@@ -44,6 +44,8 @@ var (
 	ClusterRoleBindings    = Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}
 	Roles                  = Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles", Namespaced: true}
 	RoleBindings           = Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings", Namespaced: true}
+	// HorizontalPodAutoscalers are autoscaling/v2, their stored version.
+	HorizontalPodAutoscalers = Resource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers", Namespaced: true}
 )
 
 // GroupVersion returns the resource's API group and version.

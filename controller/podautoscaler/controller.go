@@ -29,10 +29,6 @@ import (
 // Name is the controller's name.
 const Name = "horizontalpodautoscaling"
 
-// Resource is autoscaling/v2 horizontalpodautoscalers, which the
-// controller reads and writes.
-var Resource = client.Resource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers", Namespaced: true}
-
 // Controller reconciles HorizontalPodAutoscalers.
 type Controller struct {
 	c     *client.Client
@@ -54,7 +50,7 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk c
 	cfg.defaults()
 	hc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk, cfg: cfg,
 		queue:  framework.NewQueue(framework.QueueConfig{Clock: clk}),
-		hpas:   informer.New(client.For[autoscalingv2.HorizontalPodAutoscaler](c, Resource), informer.Config{Logger: log}),
+		hpas:   informer.New(client.For[autoscalingv2.HorizontalPodAutoscaler](c, client.HorizontalPodAutoscalers), informer.Config{Logger: log}),
 		states: map[string]State{}}
 	// A new HPA or a changed spec is synced at once; the status updates
 	// the controller itself makes wait for the next period, as upstream's
@@ -159,7 +155,7 @@ func (hc *Controller) updateStatus(ctx context.Context, hpa *autoscalingv2.Horiz
 		return nil
 	}
 	hpa.Status = st
-	_, err := client.For[autoscalingv2.HorizontalPodAutoscaler](hc.c, Resource).UpdateStatus(ctx, hpa, metav1.UpdateOptions{})
+	_, err := client.For[autoscalingv2.HorizontalPodAutoscaler](hc.c, client.HorizontalPodAutoscalers).UpdateStatus(ctx, hpa, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil // deleted, or changed meanwhile: the next sync sees it
 	}

@@ -26,8 +26,22 @@ func TestMetricsAndAutoscaling(t *testing.T) {
 		_, _ = e.c.Kubectl(ctx, "", "delete", "hpa/web", "deployment/web", "--ignore-not-found", "--wait=false")
 	})
 	// One busy loop with a 20m request: far above a 50% target.
-	kubectl(t, "create", "deployment", "web", "--image=busybox", "--", "sh", "-c", "while :; do :; done")
-	kubectl(t, "set", "resources", "deployment/web", "--requests=cpu=20m,memory=16Mi")
+	e.c.MustKubectl(t, `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: busybox
+        image: busybox
+        imagePullPolicy: IfNotPresent
+        command: [sh, -c, "while :; do :; done"]
+        resources: {requests: {cpu: 20m}}
+`, "apply", "-f", "-")
 	waitFor(t, 60*time.Second, "a ready web pod with the cpu request", func() (bool, string) {
 		l, err := e.cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 		if err != nil {
@@ -49,9 +63,10 @@ func TestMetricsAndAutoscaling(t *testing.T) {
 				return false, out
 			}
 			f := strings.Fields(out)
-			// A busy loop uses most of a core: at least 100m.
+			// A busy loop uses most of a core (at least 100m); a shell's
+			// working set is under a MiB.
 			return len(f) == 3 && strings.HasPrefix(f[0], "web-") && nonZero.MatchString(f[1]) && len(f[1]) >= 4 &&
-				strings.HasSuffix(f[2], "Mi"), out
+				regexp.MustCompile(`^\d+Mi$`).MatchString(f[2]), out
 		})
 		out := kubectl(t, "top", "pods", "-A", "--containers")
 		if !regexp.MustCompile(`(?m)^default\s+web-\S+\s+busybox\s+\d+m\s+\d+Mi`).MatchString(out) {
