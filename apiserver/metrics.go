@@ -72,10 +72,19 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, ri *reques
 	}
 	if name != "" {
 		if len(items) == 0 {
-			writeError(w, r, apierrors.NewNotFound(schema.GroupResource{Group: h.res.Group, Resource: h.res.Resource}, name))
+			// In metrics-server's words: podmetrics.metrics.k8s.io "NS/NAME" not found.
+			gr, what := schema.GroupResource{Group: h.res.Group, Resource: strings.ToLower(h.res.Kind)}, name
+			if ri.namespace != "" {
+				what = ri.namespace + "/" + name
+			}
+			writeError(w, r, apierrors.NewNotFound(gr, what))
 			return
 		}
-		writeObject(w, r, http.StatusOK, items[0])
+		s.writeMaybeTable(w, r, h, http.StatusOK, items[0])
+		return
+	}
+	if tableRequested(r) {
+		s.writeTable(w, r, h, metav1.ListMeta{}, items)
 		return
 	}
 	if h.res.Resource == "nodes" {

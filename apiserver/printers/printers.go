@@ -76,6 +76,8 @@ var byKind = map[string]printer{
 	"LimitRange":              {limitRangeColumns, typed(limitRangeRow)},
 	"ResourceQuota":           {resourceQuotaColumns, typed(resourceQuotaRow)},
 	"HorizontalPodAutoscaler": {horizontalPodAutoscalerColumns, horizontalPodAutoscalerRow},
+	"NodeMetrics":             {resourceMetricsColumns, typed(nodeMetricsRow)},
+	"PodMetrics":              {resourceMetricsColumns, typed(podMetricsRow)},
 }
 
 // defaultPrinter serves kinds without their own columns.

@@ -110,12 +110,24 @@ func TestResourceMetricsAndHPAOnHollowNodes(t *testing.T) {
 		if out := c.MustKubectl(t, "", "get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods?labelSelector=app%3Dweb"); !strings.Contains(out, `"items":[]`) {
 			t.Errorf("another namespace's list: %s, want no items", out)
 		}
-		if out, err := c.Kubectl(ctx, "", "get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/nope"); err == nil ||
-			!strings.Contains(out, `podmetrics.metrics.k8s.io "nope" not found`) && !strings.Contains(out, "NotFound") {
-			t.Errorf("get of a pod without metrics: %v %s, want NotFound", err, out)
+		if out, err := c.Kubectl(ctx, "", "top", "pod", "nope"); err == nil || !strings.Contains(out, `podmetrics.metrics.k8s.io "default/nope" not found`) {
+			t.Errorf("kubectl top pod nope: %v %s, want metrics-server's NotFound", err, out)
+		}
+		if out := c.MustKubectl(t, "", "get", "pods.metrics.k8s.io", "-l", "app=web"); !regexp.MustCompile(`NAME\s+CPU\s+MEMORY\s+WINDOW\nweb-`).MatchString(out) {
+			t.Errorf("kubectl get pods.metrics.k8s.io:\n%s", out)
 		}
 		if out := c.MustKubectl(t, "", "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes/"+nodes[0]); !strings.Contains(out, `"kind":"NodeMetrics"`) {
 			t.Errorf("node metrics: %s", out)
+		}
+	})
+	t.Run("a user bound to view may read usage (system:aggregated-metrics-reader)", func(t *testing.T) {
+		c.MustKubectl(t, "", "create", "rolebinding", "alice-view", "--clusterrole=view", "--user=alice")
+		eventually(t, 10*time.Second, "alice's kubectl top pods", func() (bool, string) {
+			out, err := c.Kubectl(ctx, "", "top", "pods", "--as", "alice")
+			return err == nil && strings.Contains(out, "web-"), out
+		})
+		if out, err := c.Kubectl(ctx, "", "top", "pods", "-n", "kube-system", "--as", "alice"); err == nil || !strings.Contains(out, "Forbidden") {
+			t.Errorf("alice's top in kube-system: %v %s, want Forbidden", err, out)
 		}
 	})
 	t.Run("kubectl autoscale creates an HPA that scales up on 10% usage against a 5% target, shown by kubectl get hpa", func(t *testing.T) {
@@ -141,6 +153,9 @@ func TestResourceMetricsAndHPAOnHollowNodes(t *testing.T) {
 		}
 		if conds["ScalingActive"] != "True/ValidMetricFound" || h.Status.LastScaleTime == nil {
 			t.Errorf("status %+v, want ScalingActive with a valid metric and a last scale time", h.Status)
+		}
+		if out := c.MustKubectl(t, "", "describe", "hpa", "web"); !strings.Contains(out, "SuccessfulRescale") || !strings.Contains(out, "ValidMetricFound") {
+			t.Errorf("kubectl describe hpa web:\n%s\nwant the rescale event and the conditions", out)
 		}
 		v1, err := cs.AutoscalingV1().HorizontalPodAutoscalers("default").Get(ctx, "web", metav1.GetOptions{})
 		if err != nil || v1.Spec.TargetCPUUtilizationPercentage == nil || *v1.Spec.TargetCPUUtilizationPercentage != 5 {
