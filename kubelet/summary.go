@@ -37,7 +37,18 @@ type summaryReading struct {
 // no rate yet; the kubelet then reads once more a moment later, so that
 // the first answer already carries usageNanoCores.
 func (k *Kubelet) statsSummary(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+	s, err := k.summary(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(s)
+}
+
+// summary reads the stats summary, twice when a counter was read for the
+// first time (see statsSummary).
+func (k *Kubelet) summary(ctx context.Context) (*resourcemetrics.Summary, error) {
 	read := func() (*resourcemetrics.Summary, bool, error) {
 		rd, err := k.readSummary(ctx)
 		if err != nil {
@@ -52,15 +63,10 @@ func (k *Kubelet) statsSummary(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(summaryResample):
 			s, _, err = read()
 		case <-ctx.Done():
-			return
+			return nil, ctx.Err()
 		}
 	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(s)
+	return s, err
 }
 
 // summaryResample is how long after a first reading the second one is
