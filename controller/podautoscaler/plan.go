@@ -145,13 +145,18 @@ func Plan(in Input) Output {
 	case current < minReplicas:
 		desired, reason = minReplicas, "Current number of replicas below Spec.MinReplicas"
 	default:
-		proposal, metricName, statuses, err := metricsReplicas(in, current, cfg)
+		proposal, metricName, statuses, metricErrs, err := metricsReplicas(in, current, cfg)
 		st.CurrentMetrics = statuses
+		// Each metric that failed gets its event, as upstream.
+		for _, me := range metricErrs {
+			out.Events = append(out.Events, Event{corev1.EventTypeWarning, me.reason, me.Error()})
+		}
 		if err != nil {
 			out.Events = append(out.Events, Event{corev1.EventTypeWarning, "FailedComputeMetricsReplicas", err.Error()})
 			st.DesiredReplicas = current
 			out.Status = *st
-			setCondition(&out.Status, autoscalingv2.ScalingActive, corev1.ConditionFalse, failedReason(err), "the HPA was unable to compute the replica count: "+err.Error(), now)
+			setCondition(&out.Status, autoscalingv2.ScalingActive, corev1.ConditionFalse, metricErrs[0].reason,
+				"the HPA was unable to compute the replica count: "+metricErrs[0].Error(), now)
 			return out
 		}
 		cond(autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound",
@@ -200,29 +205,19 @@ type metricError struct {
 
 func (e *metricError) Error() string { return e.err.Error() }
 
-func failedReason(err error) string {
-	if me, ok := err.(*metricError); ok {
-		return me.reason
-	}
-	return "FailedGetResourceMetric"
-}
-
 // metricsReplicas is the largest proposal over the HPA's metrics, the name
-// of the metric that made it, and each metric's status. An invalid metric
-// fails the sync when every metric is invalid, or when the valid ones
-// propose a scale down (which an unknown metric might contradict).
-func metricsReplicas(in Input, current int32, cfg Config) (int32, string, []autoscalingv2.MetricStatus, error) {
+// of the metric that made it, each metric's status and the errors of the
+// invalid ones. An invalid metric fails the sync (err) when every metric
+// is invalid, or when the valid ones propose a scale down (which an
+// unknown metric might contradict).
+func metricsReplicas(in Input, current int32, cfg Config) (int32, string, []autoscalingv2.MetricStatus, []*metricError, error) {
 	var statuses []autoscalingv2.MetricStatus
+	var errs []*metricError
 	best, name := int32(0), ""
-	var firstErr error
-	invalid := 0
 	for _, m := range in.HPA.Spec.Metrics {
 		proposal, metricName, status, err := metricReplicas(in, m, current, cfg)
 		if err != nil {
-			invalid++
-			if firstErr == nil {
-				firstErr = err
-			}
+			errs = append(errs, err)
 			statuses = append(statuses, autoscalingv2.MetricStatus{})
 			continue
 		}
@@ -231,21 +226,20 @@ func metricsReplicas(in Input, current int32, cfg Config) (int32, string, []auto
 			best, name = proposal, metricName
 		}
 	}
-	if invalid > 0 && (invalid >= len(in.HPA.Spec.Metrics) || best < current) {
-		msg := fmt.Errorf("invalid metrics (%d invalid out of %d), first error is: %w", invalid, len(in.HPA.Spec.Metrics), firstErr)
-		return 0, "", statuses, &metricError{reason: failedReason(firstErr), err: msg}
+	if len(errs) > 0 && (len(errs) >= len(in.HPA.Spec.Metrics) || best < current) {
+		return 0, "", statuses, errs, fmt.Errorf("invalid metrics (%d invalid out of %d), first error is: %w", len(errs), len(in.HPA.Spec.Metrics), errs[0])
 	}
-	return best, name, statuses, nil
+	return best, name, statuses, errs, nil
 }
 
-func metricReplicas(in Input, m autoscalingv2.MetricSpec, current int32, cfg Config) (int32, string, autoscalingv2.MetricStatus, error) {
+func metricReplicas(in Input, m autoscalingv2.MetricSpec, current int32, cfg Config) (int32, string, autoscalingv2.MetricStatus, *metricError) {
 	if m.Type != autoscalingv2.ResourceMetricSourceType || m.Resource == nil {
 		reason := "FailedGet" + string(m.Type) + "Metric"
 		return 0, "", autoscalingv2.MetricStatus{}, &metricError{reason: reason,
 			err: fmt.Errorf("unable to get %s metric: minik serves only the resource metrics API (metrics.k8s.io)", m.Type)}
 	}
 	res := m.Resource.Name
-	fail := func(err error) (int32, string, autoscalingv2.MetricStatus, error) {
+	fail := func(err error) (int32, string, autoscalingv2.MetricStatus, *metricError) {
 		what := "resource metric value"
 		if m.Resource.Target.AverageUtilization != nil {
 			what = "utilization"

@@ -3,6 +3,7 @@ package podautoscaler
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,24 +93,24 @@ func TestPlan(t *testing.T) {
 		in          Input
 		rescale     bool
 		replicas    int32
-		event       string // the first event, "" for none
+		events      []string
 		conditions  map[autoscalingv2.HorizontalPodAutoscalerConditionType]string
 		utilization int32 // the status' cpu utilization, -1 for none
 	}{
 		{name: "cpu above target scales up, at most to max(2×current, 4) without a behavior",
 			in:      Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 2, StatusReplicas: 2, Pods: pods2, Usage: cpuUsage(map[string]int64{"a": 150, "b": 150})},
-			rescale: true, replicas: 4, event: "Normal SuccessfulRescale New size: 4; reason: cpu resource utilization (percentage of request) above target",
+			rescale: true, replicas: 4, events: []string{"Normal SuccessfulRescale New size: 4; reason: cpu resource utilization (percentage of request) above target"},
 			conditions: map[autoscalingv2.HorizontalPodAutoscalerConditionType]string{autoscalingv2.ScalingActive: "True/ValidMetricFound",
 				autoscalingv2.ScalingLimited: "True/ScaleUpLimit", autoscalingv2.AbleToScale: "True/ReadyForNewScale"},
 			utilization: 150},
 		{name: "the desired count is ceil(current × usage/target): 2 pods at 75% of a 50% target make 3",
 			in:      Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 2, StatusReplicas: 2, Pods: pods2, Usage: cpuUsage(map[string]int64{"a": 75, "b": 75})},
-			rescale: true, replicas: 3, event: "Normal SuccessfulRescale New size: 3; reason: cpu resource utilization (percentage of request) above target",
+			rescale: true, replicas: 3, events: []string{"Normal SuccessfulRescale New size: 3; reason: cpu resource utilization (percentage of request) above target"},
 			conditions:  map[autoscalingv2.HorizontalPodAutoscalerConditionType]string{autoscalingv2.ScalingLimited: "False/DesiredWithinRange"},
 			utilization: 75},
 		{name: "a scale up stops at maxReplicas with TooManyReplicas",
 			in:      Input{HPA: makeHPA(1, 3, 50), SpecReplicas: 2, StatusReplicas: 2, Pods: pods2, Usage: cpuUsage(map[string]int64{"a": 150, "b": 150})},
-			rescale: true, replicas: 3, event: "Normal SuccessfulRescale New size: 3; reason: cpu resource utilization (percentage of request) above target",
+			rescale: true, replicas: 3, events: []string{"Normal SuccessfulRescale New size: 3; reason: cpu resource utilization (percentage of request) above target"},
 			conditions:  map[autoscalingv2.HorizontalPodAutoscalerConditionType]string{autoscalingv2.ScalingLimited: "True/TooManyReplicas"},
 			utilization: 150},
 		{name: "usage within the 10% tolerance changes nothing",
@@ -124,7 +125,7 @@ func TestPlan(t *testing.T) {
 		{name: "after the stabilization window the scale down happens, down to minReplicas",
 			in: Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 2, StatusReplicas: 2, Pods: pods2, Usage: cpuUsage(map[string]int64{"a": 5, "b": 5}),
 				State: State{Recommendations: []Recommendation{{2, t0.Add(-301 * time.Second)}}}},
-			rescale: true, replicas: 1, event: "Normal SuccessfulRescale New size: 1; reason: All metrics below target", utilization: 5},
+			rescale: true, replicas: 1, events: []string{"Normal SuccessfulRescale New size: 1; reason: All metrics below target"}, utilization: 5},
 		{name: "a pod without metrics counts as using its whole request on a scale down, which then does not happen",
 			in: Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 3, StatusReplicas: 3,
 				Pods:  []*corev1.Pod{makePod("a", "100m").Obj(), makePod("b", "100m").Obj(), makePod("c", "100m").Obj()},
@@ -134,7 +135,7 @@ func TestPlan(t *testing.T) {
 			in: Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 3, StatusReplicas: 3,
 				Pods:  []*corev1.Pod{makePod("a", "100m").Obj(), makePod("b", "100m").Obj(), makePod("c", "100m").Pending().Obj()},
 				Usage: cpuUsage(map[string]int64{"a": 100, "b": 100})},
-			rescale: true, replicas: 4, event: "Normal SuccessfulRescale New size: 4; reason: cpu resource utilization (percentage of request) above target",
+			rescale: true, replicas: 4, events: []string{"Normal SuccessfulRescale New size: 4; reason: cpu resource utilization (percentage of request) above target"},
 			utilization: 100},
 		{name: "the cpu sample of a pod ready for less than its window is left out during initialization",
 			in: Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 2, StatusReplicas: 2,
@@ -144,29 +145,31 @@ func TestPlan(t *testing.T) {
 		{name: "a container without a cpu request makes the metric invalid",
 			in: Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 1, StatusReplicas: 1,
 				Pods: []*corev1.Pod{makePod("a", "100m").NoRequest().Obj()}, Usage: cpuUsage(map[string]int64{"a": 50})},
-			event:      "Warning FailedComputeMetricsReplicas invalid metrics (1 invalid out of 1), first error is: failed to get cpu utilization: missing request for cpu in container c of Pod a",
+			events: []string{"Warning FailedGetResourceMetric failed to get cpu utilization: missing request for cpu in container c of Pod a",
+				"Warning FailedComputeMetricsReplicas invalid metrics (1 invalid out of 1), first error is: failed to get cpu utilization: missing request for cpu in container c of Pod a"},
 			conditions: map[autoscalingv2.HorizontalPodAutoscalerConditionType]string{autoscalingv2.ScalingActive: "False/FailedGetResourceMetric"},
 			replicas:   1, utilization: -1},
 		{name: "no metrics API answer makes the metric invalid",
-			in:         Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 1, StatusReplicas: 1, Pods: pods2[:1], UsageErr: errors.New("the server is currently unable to handle the request")},
-			event:      "Warning FailedComputeMetricsReplicas invalid metrics (1 invalid out of 1), first error is: failed to get cpu utilization: unable to get metrics for resource cpu: the server is currently unable to handle the request",
+			in: Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 1, StatusReplicas: 1, Pods: pods2[:1], UsageErr: errors.New("the server is currently unable to handle the request")},
+			events: []string{"Warning FailedGetResourceMetric failed to get cpu utilization: unable to get metrics for resource cpu: the server is currently unable to handle the request",
+				"Warning FailedComputeMetricsReplicas invalid metrics (1 invalid out of 1), first error is: failed to get cpu utilization: unable to get metrics for resource cpu: the server is currently unable to handle the request"},
 			conditions: map[autoscalingv2.HorizontalPodAutoscalerConditionType]string{autoscalingv2.ScalingActive: "False/FailedGetResourceMetric"},
 			replicas:   1, utilization: -1},
 		{name: "a target above maxReplicas is brought down to it whatever the metrics",
 			in:      Input{HPA: makeHPA(1, 3, 50), SpecReplicas: 5, StatusReplicas: 5},
-			rescale: true, replicas: 3, event: "Normal SuccessfulRescale New size: 3; reason: Current number of replicas above Spec.MaxReplicas", utilization: -1},
+			rescale: true, replicas: 3, events: []string{"Normal SuccessfulRescale New size: 3; reason: Current number of replicas above Spec.MaxReplicas"}, utilization: -1},
 		{name: "a target below minReplicas is brought up to it",
 			in:      Input{HPA: makeHPA(2, 3, 50), SpecReplicas: 1, StatusReplicas: 1},
-			rescale: true, replicas: 2, event: "Normal SuccessfulRescale New size: 2; reason: Current number of replicas below Spec.MinReplicas", utilization: -1},
+			rescale: true, replicas: 2, events: []string{"Normal SuccessfulRescale New size: 2; reason: Current number of replicas below Spec.MinReplicas"}, utilization: -1},
 		{name: "a target scaled to zero by hand disables autoscaling",
-			in:         Input{HPA: makeHPA(1, 3, 50), SpecReplicas: 0},
-			conditions: map[autoscalingv2.HorizontalPodAutoscalerConditionType]string{autoscalingv2.ScalingActive: "False/ScalingDisabled"},
+			in:          Input{HPA: makeHPA(1, 3, 50), SpecReplicas: 0},
+			conditions:  map[autoscalingv2.HorizontalPodAutoscalerConditionType]string{autoscalingv2.ScalingActive: "False/ScalingDisabled"},
 			utilization: -1},
 		{name: "a Pods scale-up policy of 1 per 60s allows one more replica",
 			in: Input{HPA: withBehavior(makeHPA(1, 10, 50), autoscalingv2.HorizontalPodAutoscalerBehavior{
 				ScaleUp: rules(0, autoscalingv2.MaxChangePolicySelect, autoscalingv2.HPAScalingPolicy{Type: autoscalingv2.PodsScalingPolicy, Value: 1, PeriodSeconds: 60})}),
 				SpecReplicas: 2, StatusReplicas: 2, Pods: pods2, Usage: cpuUsage(map[string]int64{"a": 150, "b": 150})},
-			rescale: true, replicas: 3, event: "Normal SuccessfulRescale New size: 3; reason: cpu resource utilization (percentage of request) above target",
+			rescale: true, replicas: 3, events: []string{"Normal SuccessfulRescale New size: 3; reason: cpu resource utilization (percentage of request) above target"},
 			conditions:  map[autoscalingv2.HorizontalPodAutoscalerConditionType]string{autoscalingv2.ScalingLimited: "True/ScaleUpLimit"},
 			utilization: 150},
 		{name: "a Pods scale-up policy whose period already saw its change allows none",
@@ -182,13 +185,13 @@ func TestPlan(t *testing.T) {
 					autoscalingv2.HPAScalingPolicy{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 60},
 					autoscalingv2.HPAScalingPolicy{Type: autoscalingv2.PercentScalingPolicy, Value: 50, PeriodSeconds: 60})}),
 				SpecReplicas: 2, StatusReplicas: 2, Pods: pods2, Usage: cpuUsage(map[string]int64{"a": 500, "b": 500})},
-			rescale: true, replicas: 3, event: "Normal SuccessfulRescale New size: 3; reason: cpu resource utilization (percentage of request) above target",
+			rescale: true, replicas: 3, events: []string{"Normal SuccessfulRescale New size: 3; reason: cpu resource utilization (percentage of request) above target"},
 			utilization: 500},
 		{name: "a Percent scale-down policy of 50% with no stabilization halves the replicas",
 			in: Input{HPA: withBehavior(makeHPA(1, 10, 50), autoscalingv2.HorizontalPodAutoscalerBehavior{
 				ScaleDown: rules(0, autoscalingv2.MaxChangePolicySelect, autoscalingv2.HPAScalingPolicy{Type: autoscalingv2.PercentScalingPolicy, Value: 50, PeriodSeconds: 60})}),
 				SpecReplicas: 8, StatusReplicas: 8, Pods: pods2, Usage: cpuUsage(map[string]int64{"a": 1, "b": 1})},
-			rescale: true, replicas: 4, event: "Normal SuccessfulRescale New size: 4; reason: All metrics below target",
+			rescale: true, replicas: 4, events: []string{"Normal SuccessfulRescale New size: 4; reason: All metrics below target"},
 			conditions:  map[autoscalingv2.HorizontalPodAutoscalerConditionType]string{autoscalingv2.ScalingLimited: "True/ScaleDownLimit"},
 			utilization: 1},
 		{name: "selectPolicy Disabled on scale down keeps the replicas",
@@ -215,13 +218,12 @@ func TestPlan(t *testing.T) {
 			if !tt.rescale && tt.replicas != 0 && out.Status.DesiredReplicas != tt.replicas {
 				t.Errorf("desiredReplicas %d, want %d", out.Status.DesiredReplicas, tt.replicas)
 			}
-			gotEvent := ""
-			if len(out.Events) > 0 {
-				e := out.Events[0]
-				gotEvent = strings.Join([]string{e.Type, e.Reason, e.Message}, " ")
+			var got []string
+			for _, e := range out.Events {
+				got = append(got, strings.Join([]string{e.Type, e.Reason, e.Message}, " "))
 			}
-			if gotEvent != tt.event {
-				t.Errorf("event %q, want %q", gotEvent, tt.event)
+			if !slices.Equal(got, tt.events) {
+				t.Errorf("events %q, want %q", got, tt.events)
 			}
 			for ct, want := range tt.conditions {
 				if got := condition(out.Status, ct); got != want {
