@@ -46,8 +46,11 @@ func aggregated(name, label string) rbacv1.ClusterRole {
 			{MatchLabels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-" + label: "true"}}}}}
 }
 
-func withLabel(r rbacv1.ClusterRole, key string) rbacv1.ClusterRole {
-	r.Labels = map[string]string{key: "true"}
+func withLabel(r rbacv1.ClusterRole, keys ...string) rbacv1.ClusterRole {
+	r.Labels = map[string]string{}
+	for _, key := range keys {
+		r.Labels[key] = "true"
+	}
 	return r
 }
 
@@ -103,6 +106,11 @@ func bootstrapClusterRoles() []rbacv1.ClusterRole {
 			rule(verbsRead, "policy", "poddisruptionbudgets", "poddisruptionbudgets/status"),
 			rule(verbsRead, "networking.k8s.io", "networkpolicies", "ingresses", "ingresses/status"),
 		), "rbac.authorization.k8s.io/aggregate-to-view"),
+		// What metrics-server's manifest installs: reading usage is part
+		// of view, edit and admin.
+		withLabel(role("system:aggregated-metrics-reader", rule("get,list,watch", "metrics.k8s.io", "pods", "nodes")),
+			"rbac.authorization.k8s.io/aggregate-to-view", "rbac.authorization.k8s.io/aggregate-to-edit",
+			"rbac.authorization.k8s.io/aggregate-to-admin"),
 		role("system:kube-scheduler",
 			rule("create,patch,update", "", "events"),
 			rule("create,patch,update", "events.k8s.io", "events"),

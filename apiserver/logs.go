@@ -143,24 +143,31 @@ func (h *resourceHandler) kubeletRequest(ctx context.Context, pod *corev1.Pod, e
 		return nil, nil, "", err
 	}
 	node := nodeObj.(*corev1.Node)
-	host, port := nodeAddress(node), node.Status.DaemonEndpoints.KubeletEndpoint.Port
-	if host == "" || port == 0 {
-		return nil, nil, "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no kubelet endpoint", node.Name))
-	}
 	path := "/" + endpoint + "/" + url.PathEscape(pod.Namespace) + "/" + url.PathEscape(pod.Name)
 	if container != "" { // portForward is per pod
 		path += "/" + url.PathEscape(container)
 	}
+	client, req, err := h.srv.kubeletGet(ctx, node, path, params)
+	return client, req, node.Name, err
+}
+
+// kubeletGet is a GET of path on node's kubelet, https://NODE:PORT/PATH?params,
+// with the client that trusts and authenticates to kubelets.
+func (s *Server) kubeletGet(ctx context.Context, node *corev1.Node, path string, params url.Values) (*http.Client, *http.Request, error) {
+	host, port := nodeAddress(node), node.Status.DaemonEndpoints.KubeletEndpoint.Port
+	if host == "" || port == 0 {
+		return nil, nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no kubelet endpoint", node.Name))
+	}
 	target := fmt.Sprintf("https://%s%s?%s", net.JoinHostPort(host, strconv.Itoa(int(port))), path, params.Encode())
-	client, err := h.srv.kubeletClient()
+	client, err := s.kubeletClient()
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, err
 	}
-	return client, req, node.Name, nil
+	return client, req, nil
 }
 
 func hasContainer(pod *corev1.Pod, name string) bool {

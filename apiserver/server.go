@@ -30,6 +30,7 @@ import (
 	"minik/apiserver/openapi"
 	"minik/apiserver/registry"
 	"minik/apiserver/storage"
+	"minik/internal/resourcemetrics"
 )
 
 // Config configures the apiserver.
@@ -145,8 +146,11 @@ type Server struct {
 	rbac        *rbacAuthorizer
 
 	kubeletOnce sync.Once
-	kubeletHTTP *http.Client
-	kubeletErr  error
+	// metricsSampler keeps the last CPU reading of each node and
+	// container for metrics.k8s.io's rates (metrics.go).
+	metricsSampler resourcemetrics.Sampler
+	kubeletHTTP    *http.Client
+	kubeletErr     error
 
 	// policy is what LimitRanger and ResourceQuota admission read.
 	policy *policyReads
@@ -199,6 +203,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, handlers: map[string]*resourceHandler{}, ready: make(chan struct{}),
 		limiter:           newLimiter(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight, cfg.RequestTimeout, cfg.MaxWatchesPerUser),
+		metricsSampler:    resourcemetrics.Sampler{MinWindow: metricsWindow},
 		disabledAdmission: map[string]bool{}}
 	for _, name := range cfg.DisableAdmissionPlugins {
 		if !slices.Contains(optionalAdmissionPlugins, name) {
@@ -228,11 +233,11 @@ func New(cfg Config) (*Server, error) {
 	var openapiResources []openapi.Resource
 	for _, res := range registry.All() {
 		h := &resourceHandler{res: res, srv: s}
-		if res.Virtual {
-			// Computed on create, never stored.
+		if res.Virtual || res.Computed {
+			// Computed on create or on read, never stored.
 		} else if res.StorageOf != "" {
 			h.store = byID[res.StorageOf]
-			h.conv = eventsConversion()
+			h.conv = conversionFor(res)
 		} else {
 			h.store = storage.NewStore(cfg.Etcd, res.KeyPrefix(), res.GroupResource(), res.GroupVersion().WithKind(res.Kind), res.New, cfg.WatchCacheSize)
 			byID[res.ID()] = h.store
@@ -605,6 +610,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	h := ri.handler
 	if h.res.Warning != "" {
 		w.Header().Add("Warning", fmt.Sprintf("299 - %q", h.res.Warning))
+	}
+	if h.res.Computed {
+		s.serveMetrics(w, r, ri)
+		return
 	}
 	if h.res.Virtual {
 		if ri.verb != "create" || ri.name != "" {

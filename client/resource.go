@@ -48,6 +48,8 @@ var (
 	PersistentVolumes      = Resource{Version: "v1", Resource: "persistentvolumes"}
 	PersistentVolumeClaims = Resource{Version: "v1", Resource: "persistentvolumeclaims", Namespaced: true}
 	StorageClasses         = Resource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}
+	// HorizontalPodAutoscalers are autoscaling/v2, their stored version.
+	HorizontalPodAutoscalers = Resource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers", Namespaced: true}
 )
 
 // GroupVersion returns the resource's API group and version.

@@ -31,6 +31,7 @@ import (
 	"minik/controller/namespace"
 	"minik/controller/nodeipam"
 	"minik/controller/nodelifecycle"
+	"minik/controller/podautoscaler"
 	"minik/controller/podgc"
 	"minik/controller/replicaset"
 	"minik/controller/replication"
@@ -86,6 +87,10 @@ type Config struct {
 	// PodGC is the pod garbage collector's policy (zero: Kubernetes'
 	// timing, 20s passes, 40s quarantine, 12500 ended pods kept).
 	PodGC podgc.Config
+	// HorizontalPodAutoscaler is the HPA controller's timing and tolerance
+	// (zero: Kubernetes' 15s sync period, 0.1 tolerance, 5m downscale
+	// stabilization).
+	HorizontalPodAutoscaler podautoscaler.Config
 	// Controllers lists the controllers to run; empty means all. Names are
 	// the packages' Name constants.
 	Controllers []string
@@ -309,4 +314,7 @@ var builders = []struct {
 	}},
 	{resourcequota.Name, func(d deps) (runnable, error) { return resourcequota.New(d.cfg.Client, d.inf, d.log), nil }},
 	{volume.Name, func(d deps) (runnable, error) { return volume.New(d.cfg.Client, d.inf, d.rec, d.log), nil }},
+	{podautoscaler.Name, func(d deps) (runnable, error) {
+		return podautoscaler.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.cfg.HorizontalPodAutoscaler, d.log), nil
+	}},
 }

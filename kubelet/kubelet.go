@@ -17,6 +17,7 @@ import (
 	"minik/client/informer"
 	"minik/client/record"
 	"minik/internal/hostip"
+	"minik/internal/resourcemetrics"
 	"minik/kubelet/eviction"
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
@@ -37,6 +38,10 @@ type Kubelet struct {
 	// evictions is the eviction policy; stats feeds it.
 	evictions *eviction.Manager
 	stats     StatsProvider
+	// startTime is when the kubelet started; cpuSampler turns the CPU
+	// counters /stats/summary reads into rates (summary.go).
+	startTime  time.Time
+	cpuSampler resourcemetrics.Sampler
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
@@ -65,6 +70,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg: cfg, log: cfg.Logger.With("component", "kubelet", "node", cfg.NodeName), rt: cfg.Runtime,
 		recorder: record.NewRecorder(cfg.Client, "kubelet", cfg.NodeName),
 		workers:  map[types.UID]*podWorker{}, nodeStatusKick: make(chan struct{}, 1),
+		startTime: cfg.Clock.Now(), cpuSampler: resourcemetrics.Sampler{MinWindow: 10 * time.Second},
 	}
 	k.probes = newProber(k)
 	k.tokens = newTokenManager(requestTokenFrom(func(ctx context.Context, method, path string, body, out any) error {

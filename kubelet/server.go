@@ -20,7 +20,9 @@ import (
 
 // serve runs the kubelet's HTTPS endpoint: /containerLogs for the
 // apiserver's pods/log, /exec for its pods/exec (exec.go), /portForward
-// for its pods/portforward (portforward.go), and /healthz.
+// for its pods/portforward (portforward.go), /stats/summary for the
+// metrics.k8s.io API (summary.go) and the same in Prometheus' format at
+// /metrics/resource (resourcemetrics.go), and /healthz.
 // Clients must present a certificate signed by the cluster CA, of the
 // apiserver (group system:masters).
 func (k *Kubelet) serve(ctx context.Context, l net.Listener) error {
@@ -38,6 +40,8 @@ func (k *Kubelet) serve(ctx context.Context, l net.Listener) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("GET /stats/summary", k.statsSummary)
+	mux.Handle("GET /metrics/resource", resourceMetricsHandler(k.summary))
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.containerLogs)
 	mux.HandleFunc("GET /exec/{namespace}/{pod}/{container}", k.exec)
 	mux.HandleFunc("POST /exec/{namespace}/{pod}/{container}", k.exec) // SPDY

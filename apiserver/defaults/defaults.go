@@ -11,6 +11,7 @@ package defaults
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +69,8 @@ func Object(obj runtime.Object) {
 		PersistentVolumeClaim(o)
 	case *storagev1.StorageClass:
 		StorageClass(o)
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		HorizontalPodAutoscaler(o)
 	case *corev1.Event, *coordinationv1.Lease, *corev1.ServiceAccount, *policyv1.PodDisruptionBudget:
 		// Upstream has no server-side defaults for these types.
 	}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -195,6 +197,38 @@ func TestKindTablesMatchGolden(t *testing.T) {
 					Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr(intstr.FromString("25%"))}},
 			},
 			golden: "poddisruptionbudget.golden",
+		},
+		{
+			name: "horizontal pod autoscalers show their reference, targets with <unknown> before a reading, and bounds, v1 as v2",
+			kind: "HorizontalPodAutoscaler",
+			objs: []runtime.Object{
+				&autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: objectMeta("web", time.Hour),
+					Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+						ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{Kind: "Deployment", Name: "web", APIVersion: "apps/v1"},
+						MinReplicas:    ptr(int32(1)), MaxReplicas: 3,
+						Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType,
+							Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU,
+								Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(50))}}}}},
+					Status: autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 2, CurrentMetrics: []autoscalingv2.MetricStatus{{
+						Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricStatus{Name: corev1.ResourceCPU,
+							Current: autoscalingv2.MetricValueStatus{AverageUtilization: ptr(int32(145))}}}}}},
+				&autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: objectMeta("api", time.Minute),
+					Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+						ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{Kind: "ReplicaSet", Name: "api"}, MaxReplicas: 10,
+						Metrics: []autoscalingv2.MetricSpec{
+							{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU,
+								Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(80))}}},
+							{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceMemory,
+								Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: ptr(resource.MustParse("100Mi"))}}},
+							{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceMemory,
+								Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(90))}}},
+						}}},
+				&autoscalingv1.HorizontalPodAutoscaler{ObjectMeta: objectMeta("old", time.Hour),
+					Spec: autoscalingv1.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{Kind: "Deployment", Name: "old"},
+						MinReplicas: ptr(int32(2)), MaxReplicas: 4, TargetCPUUtilizationPercentage: ptr(int32(60))},
+					Status: autoscalingv1.HorizontalPodAutoscalerStatus{CurrentReplicas: 2, CurrentCPUUtilizationPercentage: ptr(int32(30))}},
+			},
+			golden: "horizontalpodautoscaler.golden",
 		},
 		{
 			name: "services show type, cluster IP, external IP and ports",

@@ -52,8 +52,13 @@ type Resource struct {
 	// the object's status (the access and identity reviews).
 	Virtual bool
 
+	// Computed resources are not stored either: get and list compute
+	// them on each request (the metrics.k8s.io usage, from the kubelets).
+	Computed bool
+
 	// StorageOf names the resource whose storage this one shares (the
-	// events.k8s.io Event view of core Events); empty for the usual case.
+	// events.k8s.io Event view of core Events, autoscaling/v1 of v2
+	// HorizontalPodAutoscalers); empty for the usual case.
 	StorageOf string
 }
 

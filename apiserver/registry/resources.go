@@ -6,6 +6,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +18,8 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"minik/internal/resourcemetrics"
 )
 
 var crud = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
@@ -160,9 +164,33 @@ func All() []*Resource {
 		{Group: "events.k8s.io", Kind: "Event", Resource: "events", Singular: "event", Namespaced: true, ShortNames: []string{"ev"},
 			New: func() runtime.Object { return &eventsv1.Event{} }, NewList: func() runtime.Object { return &eventsv1.EventList{} },
 			StorageOf: "events"},
+
+		// HorizontalPodAutoscalers are stored as autoscaling/v2 (the
+		// preferred version, listed first) and served as v1 too, converted.
+		{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler", Resource: "horizontalpodautoscalers",
+			Singular: "horizontalpodautoscaler", Namespaced: true, ShortNames: []string{"hpa"}, Categories: []string{"all"},
+			New:          func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
+			NewList:      func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscalerList{} },
+			Subresources: []string{"status"}, HasStatus: true},
+		{Group: "autoscaling", Version: "v1", Kind: "HorizontalPodAutoscaler", Resource: "horizontalpodautoscalers",
+			Singular: "horizontalpodautoscaler", Namespaced: true, ShortNames: []string{"hpa"}, Categories: []string{"all"},
+			New:          func() runtime.Object { return &autoscalingv1.HorizontalPodAutoscaler{} },
+			NewList:      func() runtime.Object { return &autoscalingv1.HorizontalPodAutoscalerList{} },
+			Subresources: []string{"status"}, HasStatus: true, StorageOf: "horizontalpodautoscalers.autoscaling"},
+
+		// The resource metrics API, computed from the kubelets' stats on
+		// each request, as metrics-server serves it.
+		{Group: "metrics.k8s.io", Version: "v1beta1", Kind: "NodeMetrics", Resource: "nodes", Singular: "",
+			New:     func() runtime.Object { return &resourcemetrics.NodeMetrics{} },
+			NewList: func() runtime.Object { return &resourcemetrics.NodeMetricsList{} }, Computed: true, Verbs: []string{"get", "list"}},
+		{Group: "metrics.k8s.io", Version: "v1beta1", Kind: "PodMetrics", Resource: "pods", Singular: "", Namespaced: true,
+			New:     func() runtime.Object { return &resourcemetrics.PodMetrics{} },
+			NewList: func() runtime.Object { return &resourcemetrics.PodMetricsList{} }, Computed: true, Verbs: []string{"get", "list"}},
 	}
 	for _, r := range list {
-		r.Version = "v1" // every resource minik serves is at v1 today
+		if r.Version == "" {
+			r.Version = "v1"
+		}
 	}
 	return list
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -87,6 +88,8 @@ func Create(obj runtime.Object, namespaced bool) field.ErrorList {
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validatePersistentVolumeClaimSpec(&o.Spec, specPath)...)
 	case *storagev1.StorageClass:
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateStorageClass(o)...)
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		return validateHorizontalPodAutoscaler(o, namespaced)
 	case *rbacv1.Role:
 		return append(objectMeta(&o.ObjectMeta, namespaced, rbacName), validateRole(o)...)
 	case *rbacv1.ClusterRole:
@@ -128,6 +131,10 @@ func Update(obj, old runtime.Object, namespaced bool) field.ErrorList {
 		return update(o, old, func(o, old *appsv1.ReplicaSet) field.ErrorList {
 			errs := append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateReplicaSetSpec(&o.Spec, specPath)...)
 			return append(errs, apimachineryvalidation.ValidateImmutableField(o.Spec.Selector, old.Spec.Selector, specPath.Child("selector"))...)
+		})
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		return update(o, old, func(o, old *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateHorizontalPodAutoscalerSpec(&o.Spec, specPath)...)
 		})
 	case *appsv1.Deployment:
 		return update(o, old, func(o, old *appsv1.Deployment) field.ErrorList {
@@ -263,6 +270,10 @@ func StatusUpdate(obj, old runtime.Object) field.ErrorList {
 	case *policyv1.PodDisruptionBudget:
 		return update(o, old, func(o, old *policyv1.PodDisruptionBudget) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validatePodDisruptionBudgetStatus(&o.Status, statusPath)...)
+		})
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		return update(o, old, func(o, old *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateHorizontalPodAutoscalerStatus(&o.Status, statusPath)...)
 		})
 	case *corev1.Service:
 		return update(o, old, func(o, old *corev1.Service) field.ErrorList {

@@ -82,6 +82,9 @@ func controllerCommand() *cobra.Command {
 	f.Float64Var(&eviction.UnhealthyZoneThreshold, "unhealthy-zone-threshold", eviction.UnhealthyZoneThreshold, "fraction of not-ready nodes (more than 2) that makes a zone partially disrupted")
 	f.IntVar(&eviction.LargeClusterSizeThreshold, "large-cluster-size-threshold", eviction.LargeClusterSizeThreshold, "zone size up to which a partially disrupted zone gets no NoExecute taints")
 	f.IntVar(&terminatedPodThreshold, "terminated-pod-gc-threshold", 12500, "ended (Succeeded or Failed) pods kept before the oldest are deleted (0: no limit)")
+	f.DurationVar(&cfg.HorizontalPodAutoscaler.SyncPeriod, "horizontal-pod-autoscaler-sync-period", 15e9, "how often each HorizontalPodAutoscaler is reconciled")
+	f.DurationVar(&cfg.HorizontalPodAutoscaler.DownscaleStabilization, "horizontal-pod-autoscaler-downscale-stabilization", 300e9, "scale-down stabilization window of HorizontalPodAutoscalers that set none")
+	f.Float64Var(&cfg.HorizontalPodAutoscaler.Tolerance, "horizontal-pod-autoscaler-tolerance", 0.1, "usage ratio distance from 1.0 within which a HorizontalPodAutoscaler does not scale")
 	f.StringSliceVar(&cfg.Controllers, "controllers", nil, "controllers to run (default all): "+strings.Join(controller.Names(), ", "))
 	return cmd
 }

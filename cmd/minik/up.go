@@ -19,6 +19,7 @@ import (
 	"minik/client"
 	"minik/client/kubeconfig"
 	"minik/controller"
+	"minik/controller/podautoscaler"
 	"minik/dns"
 	"minik/internal/etcd"
 	"minik/internal/pki"
@@ -42,6 +43,7 @@ type upOptions struct {
 	clusterDomain      string
 	dns                bool
 	dnsListen          string
+	hpaSyncPeriod      time.Duration
 	proxy              bool
 	service            serviceFlags
 }
@@ -83,6 +85,7 @@ func upCommand() *cobra.Command {
 	o.auth = addAuthFlags(f)
 	f.BoolVar(&o.dns, "dns", false, "run the cluster DNS (default: when the kubelets run)")
 	f.StringVar(&o.dnsListen, "dns-listen", "", "UDP and TCP address of the cluster DNS (default: the host's primary IPv4, port 53)")
+	f.DurationVar(&o.hpaSyncPeriod, "horizontal-pod-autoscaler-sync-period", 15*time.Second, "how often each HorizontalPodAutoscaler is reconciled")
 	o.service.add(f)
 	return cmd
 }
@@ -255,7 +258,8 @@ func runUp(ctx context.Context, o *upOptions) error {
 			return err
 		}
 		run("controller", func(ctx context.Context) error {
-			return controller.Run(ctx, controller.Config{Client: c, RootCA: files.ca.CertPEM()})
+			return controller.Run(ctx, controller.Config{Client: c, RootCA: files.ca.CertPEM(),
+				HorizontalPodAutoscaler: podautoscaler.Config{SyncPeriod: o.hpaSyncPeriod}})
 		})
 	}
 	if o.dns {

@@ -33,7 +33,7 @@ const Name = "namespace"
 var ContentResources = []client.Resource{
 	client.Deployments, client.DaemonSets, client.ReplicaSets, client.ReplicationControllers, client.Jobs,
 	client.Pods, client.PodDisruptionBudgets, client.ConfigMaps, client.Secrets, client.ServiceAccounts,
-	client.Leases, client.Events, client.RoleBindings, client.Roles,
+	client.Leases, client.Events, client.RoleBindings, client.Roles, client.HorizontalPodAutoscalers,
 }
 
 // retryInterval is how soon a namespace with content left is looked at

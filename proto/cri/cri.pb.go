@@ -2987,8 +2987,17 @@ type ContainerStats struct {
 	// container's rootfs changes.
 	WritableLayerBytes  uint64 `protobuf:"varint,4,opt,name=writable_layer_bytes,json=writableLayerBytes,proto3" json:"writable_layer_bytes,omitempty"`
 	WritableLayerInodes uint64 `protobuf:"varint,5,opt,name=writable_layer_inodes,json=writableLayerInodes,proto3" json:"writable_layer_inodes,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// cpu_usage_core_nano_seconds is the CPU time the container's cgroup
+	// used since it started (cumulative, in core-nanoseconds): consumers
+	// compute a rate from two readings and their timestamps.
+	CpuUsageCoreNanoSeconds uint64 `protobuf:"varint,6,opt,name=cpu_usage_core_nano_seconds,json=cpuUsageCoreNanoSeconds,proto3" json:"cpu_usage_core_nano_seconds,omitempty"`
+	// memory_usage_bytes is the cgroup's whole memory usage, page cache
+	// included.
+	MemoryUsageBytes uint64 `protobuf:"varint,7,opt,name=memory_usage_bytes,json=memoryUsageBytes,proto3" json:"memory_usage_bytes,omitempty"`
+	// timestamp is when the reading was taken (Unix nanoseconds).
+	Timestamp     int64 `protobuf:"varint,8,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ContainerStats) Reset() {
@@ -3052,6 +3061,27 @@ func (x *ContainerStats) GetWritableLayerBytes() uint64 {
 func (x *ContainerStats) GetWritableLayerInodes() uint64 {
 	if x != nil {
 		return x.WritableLayerInodes
+	}
+	return 0
+}
+
+func (x *ContainerStats) GetCpuUsageCoreNanoSeconds() uint64 {
+	if x != nil {
+		return x.CpuUsageCoreNanoSeconds
+	}
+	return 0
+}
+
+func (x *ContainerStats) GetMemoryUsageBytes() uint64 {
+	if x != nil {
+		return x.MemoryUsageBytes
+	}
+	return 0
+}
+
+func (x *ContainerStats) GetTimestamp() int64 {
+	if x != nil {
+		return x.Timestamp
 	}
 	return 0
 }
@@ -3782,13 +3812,16 @@ const file_cri_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"\x1b\n" +
 	"\x19ListContainerStatsRequest\"P\n" +
 	"\x1aListContainerStatsResponse\x122\n" +
-	"\x05stats\x18\x01 \x03(\v2\x1c.minik.cri.v1.ContainerStatsR\x05stats\"\xf7\x01\n" +
+	"\x05stats\x18\x01 \x03(\v2\x1c.minik.cri.v1.ContainerStatsR\x05stats\"\x81\x03\n" +
 	"\x0eContainerStats\x12!\n" +
 	"\fcontainer_id\x18\x01 \x01(\tR\vcontainerId\x127\n" +
 	"\x18memory_working_set_bytes\x18\x02 \x01(\x04R\x15memoryWorkingSetBytes\x12#\n" +
 	"\rprocess_count\x18\x03 \x01(\x04R\fprocessCount\x120\n" +
 	"\x14writable_layer_bytes\x18\x04 \x01(\x04R\x12writableLayerBytes\x122\n" +
-	"\x15writable_layer_inodes\x18\x05 \x01(\x04R\x13writableLayerInodes\"!\n" +
+	"\x15writable_layer_inodes\x18\x05 \x01(\x04R\x13writableLayerInodes\x12<\n" +
+	"\x1bcpu_usage_core_nano_seconds\x18\x06 \x01(\x04R\x17cpuUsageCoreNanoSeconds\x12,\n" +
+	"\x12memory_usage_bytes\x18\a \x01(\x04R\x10memoryUsageBytes\x12\x1c\n" +
+	"\ttimestamp\x18\b \x01(\x03R\ttimestamp\"!\n" +
 	"\tImageSpec\x12\x14\n" +
 	"\x05image\x18\x01 \x01(\tR\x05image\"\x95\x01\n" +
 	"\x05Image\x12\x0e\n" +

@@ -59,7 +59,8 @@ func startCluster(t *testing.T) *env {
 	e := &env{nodes: [2]string{"e2e-" + id + "-a", "e2e-" + id + "-b"}}
 	// Reachable from pods at the host's address (busybox's wget, the pods'
 	// HTTPS client, is served because minik sets tlssha1=1: see cmd/minik).
-	e.c = testcluster.StartReachable(t, nil, "--kubelet=true", "--nodes", e.nodes[0]+","+e.nodes[1], "--preload-images", archive)
+	e.c = testcluster.StartReachable(t, nil, "--kubelet=true", "--nodes", e.nodes[0]+","+e.nodes[1], "--preload-images", archive,
+		"--horizontal-pod-autoscaler-sync-period", "2s")
 	e.dataDir = e.c.DataDir
 	e.cs = e.c.Clientset()
 	t.Cleanup(func() { e.cleanup(t) })

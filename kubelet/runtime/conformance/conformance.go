@@ -558,6 +558,8 @@ func testStatsLifecycle(t *testing.T, rt runtime.Runtime, o Options) {
 	}
 	if st := statsOf(t, rt, id); st == nil || st.ProcessCount == 0 {
 		t.Errorf("stats of a running container: %+v, want listed with a process", st)
+	} else if st.Timestamp == 0 || st.MemoryUsageBytes == 0 || st.MemoryUsageBytes < st.MemoryWorkingSetBytes {
+		t.Errorf("stats of a running container: %+v, want a timestamp and memory usage at least the working set", st)
 	}
 	if err := rt.StopContainer(c, id, 0); err != nil {
 		t.Fatal(err)

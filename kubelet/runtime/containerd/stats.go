@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/containerd/containerd/api/types/task"
 
@@ -35,8 +36,11 @@ func (r *Runtime) ListContainerStats(ctx context.Context) ([]*cri.ContainerStats
 		// An exited task's cgroup lingers until the task is deleted, still
 		// charged with its page cache: that is not usage.
 		if p := procs[info.ID]; p != nil && p.Status == task.Status_RUNNING {
-			st.MemoryWorkingSetBytes, st.ProcessCount = cgroupUsage(filepath.Join(CgroupParent, r.cfg.Namespace, info.ID))
+			u := readCgroup("/sys/fs/cgroup", filepath.Join(CgroupParent, r.cfg.Namespace, info.ID))
+			st.MemoryWorkingSetBytes, st.MemoryUsageBytes, st.ProcessCount = u.workingSet, u.memory, u.tasks
+			st.CpuUsageCoreNanoSeconds = u.cpuNanos
 		}
+		st.Timestamp = time.Now().UnixNano()
 		if info.SnapshotKey != "" {
 			if u, err := snapshots.Usage(ctx, info.SnapshotKey); err == nil {
 				st.WritableLayerBytes, st.WritableLayerInodes = uint64(u.Size), uint64(u.Inodes)
@@ -47,23 +51,40 @@ func (r *Runtime) ListContainerStats(ctx context.Context) ([]*cri.ContainerStats
 	return out, nil
 }
 
-// cgroupUsage reads a cgroup's working set (usage less inactive file
-// pages, as cAdvisor computes it) and task count; zero when the cgroup is
-// gone (an exited container).
-func cgroupUsage(rel string) (workingSet, tasks uint64) {
-	v2 := filepath.Join("/sys/fs/cgroup", rel)
+// cgroupStats is what one container's cgroup tells.
+type cgroupStats struct {
+	workingSet, memory, tasks uint64
+	cpuNanos                  uint64 // cumulative CPU time, core-nanoseconds
+}
+
+// readCgroup reads a cgroup's usage under root (/sys/fs/cgroup): the
+// memory working set (usage less inactive file pages, as cAdvisor
+// computes it), the whole memory usage, the task count and the
+// cumulative CPU time, from cgroup v2 files (memory.current, cpu.stat's
+// usage_usec) or else v1's (memory.usage_in_bytes, cpuacct.usage in
+// nanoseconds). Zero when the cgroup is gone (an exited container).
+func readCgroup(root, rel string) cgroupStats {
+	var s cgroupStats
+	v2 := filepath.Join(root, rel)
 	usageFile, statFile, inactiveKey := filepath.Join(v2, "memory.current"), filepath.Join(v2, "memory.stat"), "inactive_file"
 	pidsFile := filepath.Join(v2, "pids.current")
-	if _, err := os.Stat(usageFile); err != nil {
-		v1 := filepath.Join("/sys/fs/cgroup/memory", rel)
+	if _, err := os.Stat(usageFile); err == nil {
+		s.cpuNanos = statValue(filepath.Join(v2, "cpu.stat"), "usage_usec") * 1000
+	} else {
+		v1 := filepath.Join(root, "memory", rel)
 		usageFile, statFile, inactiveKey = filepath.Join(v1, "memory.usage_in_bytes"), filepath.Join(v1, "memory.stat"), "total_inactive_file"
-		pidsFile = filepath.Join("/sys/fs/cgroup/pids", rel, "pids.current")
+		pidsFile = filepath.Join(root, "pids", rel, "pids.current")
+		s.cpuNanos = readUint(filepath.Join(root, "cpuacct", rel, "cpuacct.usage"))
+		if s.cpuNanos == 0 { // some hosts mount cpu and cpuacct together
+			s.cpuNanos = readUint(filepath.Join(root, "cpu,cpuacct", rel, "cpuacct.usage"))
+		}
 	}
-	usage := readUint(usageFile)
-	if inactive := statValue(statFile, inactiveKey); inactive < usage {
-		workingSet = usage - inactive
+	s.memory = readUint(usageFile)
+	if inactive := statValue(statFile, inactiveKey); inactive < s.memory {
+		s.workingSet = s.memory - inactive
 	}
-	return workingSet, readUint(pidsFile)
+	s.tasks = readUint(pidsFile)
+	return s
 }
 
 func readUint(path string) uint64 {

@@ -64,6 +64,9 @@ type container struct {
 	// exited is closed when the container exits.
 	attached map[*io.Writer]struct{}
 	exited   chan struct{}
+	// resources are the container's cgroup settings, from which a hollow
+	// node derives plausible usage (hollowUsage).
+	resources *cri.LinuxContainerResources
 }
 
 var _ runtime.Runtime = &Runtime{}
@@ -192,6 +195,7 @@ func (r *Runtime) CreateContainer(_ context.Context, sandboxID string, cfg *cri.
 	c.stdout = runtime.NewLogWriter(&c.logs, r.cfg.Now).Stream("stdout")
 	c.attached = map[*io.Writer]struct{}{}
 	c.exited = make(chan struct{})
+	c.resources = cfg.Resources
 	r.containers[id] = c
 	return id, nil
 }
@@ -413,14 +417,23 @@ func (r *Runtime) SetStats(st *cri.ContainerStats) error {
 func (r *Runtime) ListContainerStats(context.Context) ([]*cri.ContainerStats, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	now := r.cfg.Now()
 	out := make([]*cri.ContainerStats, 0, len(r.containers))
-	for id, c := range r.containers {
-		st := &cri.ContainerStats{ContainerId: id}
+	for _, c := range r.containers {
+		st := hollowUsage(c, now)
 		if c.usage != nil {
-			st = proto.Clone(c.usage).(*cri.ContainerStats)
+			set := proto.Clone(c.usage).(*cri.ContainerStats)
+			if set.CpuUsageCoreNanoSeconds == 0 {
+				set.CpuUsageCoreNanoSeconds = st.CpuUsageCoreNanoSeconds
+			}
+			if set.MemoryUsageBytes < set.MemoryWorkingSetBytes {
+				set.MemoryUsageBytes = set.MemoryWorkingSetBytes
+			}
+			set.Timestamp = st.Timestamp
+			st = set
 		}
 		if c.c.State != cri.ContainerState_CONTAINER_RUNNING {
-			st.MemoryWorkingSetBytes, st.ProcessCount = 0, 0
+			st.MemoryWorkingSetBytes, st.MemoryUsageBytes, st.ProcessCount = 0, 0, 0
 		} else if st.ProcessCount == 0 {
 			st.ProcessCount = 1
 		}
@@ -428,6 +441,39 @@ func (r *Runtime) ListContainerStats(context.Context) ([]*cri.ContainerStats, er
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ContainerId < out[j].ContainerId })
 	return out, nil
+}
+
+// hollowUsage is what a hollow node reports for a container that SetStats
+// did not set: usage that follows its spec rather than a constant. It uses
+// a tenth of its CPU request (cgroup shares; 1m without one, never above
+// its quota), accumulated over the time it ran, and a working set of a
+// quarter of its memory limit (4Mi without one), plus 1Mi of page cache.
+func hollowUsage(c *container, now time.Time) *cri.ContainerStats {
+	st := &cri.ContainerStats{ContainerId: c.c.Id, Timestamp: now.UnixNano()}
+	if c.status.StartedAt == 0 {
+		return st
+	}
+	nanoCores := int64(1_000_000) // 1m
+	res := c.resources
+	if res != nil && res.CpuShares > 2 {
+		nanoCores = max(nanoCores, res.CpuShares*1_000_000_000/1024/10)
+	}
+	if res != nil && res.CpuQuota > 0 && res.CpuPeriod > 0 {
+		nanoCores = min(nanoCores, res.CpuQuota*1_000_000_000/res.CpuPeriod)
+	}
+	end := now
+	if c.status.FinishedAt != 0 {
+		end = time.Unix(0, c.status.FinishedAt)
+	}
+	if ran := end.Sub(time.Unix(0, c.status.StartedAt)); ran > 0 {
+		st.CpuUsageCoreNanoSeconds = uint64(ran.Seconds() * float64(nanoCores))
+	}
+	st.MemoryWorkingSetBytes = 4 << 20
+	if res != nil && res.MemoryLimitInBytes > 0 {
+		st.MemoryWorkingSetBytes = uint64(res.MemoryLimitInBytes / 4)
+	}
+	st.MemoryUsageBytes = st.MemoryWorkingSetBytes + 1<<20
+	return st
 }
 
 func (r *Runtime) ListImages(context.Context) ([]*cri.Image, error) {

@@ -1,0 +1,66 @@
+package containerd
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestReadCgroup(t *testing.T) {
+	write := func(t *testing.T, root string, files map[string]string) {
+		for name, content := range files {
+			p := filepath.Join(root, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rel := "minik/ns/c1"
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  cgroupStats
+	}{
+		{"cgroup v2 reads memory.current, inactive_file, pids.current and cpu.stat's usage_usec in nanoseconds",
+			map[string]string{
+				rel + "/memory.current": "10485760\n",
+				rel + "/memory.stat":    "anon 100\ninactive_file 4194304\nactive_file 10\n",
+				rel + "/pids.current":   "3\n",
+				rel + "/cpu.stat":       "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n",
+			},
+			cgroupStats{workingSet: 6291456, memory: 10485760, tasks: 3, cpuNanos: 2_500_000_000}},
+		{"cgroup v1 reads each controller's hierarchy, cpuacct.usage already in nanoseconds",
+			map[string]string{
+				"memory/" + rel + "/memory.usage_in_bytes": "8388608",
+				"memory/" + rel + "/memory.stat":           "cache 10\ntotal_inactive_file 1048576\n",
+				"pids/" + rel + "/pids.current":            "1",
+				"cpuacct/" + rel + "/cpuacct.usage":        "123456789",
+			},
+			cgroupStats{workingSet: 7340032, memory: 8388608, tasks: 1, cpuNanos: 123456789}},
+		{"cgroup v1 with cpu and cpuacct mounted together",
+			map[string]string{
+				"memory/" + rel + "/memory.usage_in_bytes": "100",
+				"cpu,cpuacct/" + rel + "/cpuacct.usage":    "42",
+			},
+			cgroupStats{workingSet: 100, memory: 100, cpuNanos: 42}},
+		{"an inactive file count above usage gives no working set rather than a wrapped number",
+			map[string]string{
+				rel + "/memory.current": "100",
+				rel + "/memory.stat":    "inactive_file 200\n",
+			},
+			cgroupStats{memory: 100}},
+		{"a removed cgroup reads as zero", map[string]string{}, cgroupStats{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			write(t, root, tt.files)
+			if got := readCgroup(root, rel); got != tt.want {
+				t.Errorf("readCgroup = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
