@@ -62,11 +62,7 @@ type op struct {
 // addPaths adds every operation of r to paths, with schemas from b.
 func (b *builder) addPaths(paths map[string]object, r Resource) {
 	k := gvk{r.Group, r.Version, r.Kind}
-	obj := b.ref(reflect.TypeOf(r.Object).Elem())
-	var list object
-	if r.List != nil { // the review kinds have no list
-		list = b.ref(reflect.TypeOf(r.List).Elem())
-	}
+	obj, list := b.kindRefs(r)
 	status := b.ref(reflect.TypeFor[metav1.Status]())
 	delOpts := b.ref(reflect.TypeFor[metav1.DeleteOptions]())
 	patch := b.patchRef()
