@@ -260,3 +260,43 @@ func TestCustomResourceDefinitions(t *testing.T) {
 		}
 	})
 }
+
+// The controller manager, under its own identity, collects custom
+// objects whose owner is gone and objects owned by a deleted custom
+// object.
+func TestGarbageCollectorOnCustomResources(t *testing.T) {
+	c := testcluster.Start(t, "--scheduler=false")
+	c.MustKubectl(t, crontabCRD, "apply", "-f", "-")
+	c.MustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=10s", "crd/crontabs.stable.example.com")
+	uid := strings.TrimSpace(c.MustKubectl(t, "", "create", "configmap", "owner", "-o", "jsonpath={.metadata.uid}"))
+	owned := strings.Replace(crontab, "name: nightly", `name: owned
+  ownerReferences:
+  - {apiVersion: v1, kind: ConfigMap, name: owner, uid: `+uid+`}`, 1)
+	c.MustKubectl(t, owned, "create", "-f", "-")
+	ctUID := strings.TrimSpace(c.MustKubectl(t, crontab, "create", "-f", "-", "-o", "jsonpath={.metadata.uid}"))
+	c.MustKubectl(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: dependent
+  ownerReferences:
+  - {apiVersion: stable.example.com/v1, kind: CronTab, name: nightly, uid: `+ctUID+`}
+`, "create", "-f", "-")
+
+	c.MustKubectl(t, "", "delete", "configmap", "owner")
+	c.MustKubectl(t, "", "delete", "crontab", "nightly")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		a, errA := c.Kubectl(ctx, "", "get", "crontab", "owned", "-o", "name")
+		b, errB := c.Kubectl(ctx, "", "get", "configmap", "dependent", "-o", "name")
+		if errA != nil && strings.Contains(a, "NotFound") && errB != nil && strings.Contains(b, "NotFound") {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("not collected: crontab owned: %v %s; configmap dependent: %v %s", errA, a, errB, b)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
