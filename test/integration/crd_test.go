@@ -285,17 +285,29 @@ metadata:
 
 	c.MustKubectl(t, "", "delete", "configmap", "owner")
 	c.MustKubectl(t, "", "delete", "crontab", "nightly")
+	waitNotFound(t, c, "crontab", "owned")
+	waitNotFound(t, c, "configmap", "dependent")
+
+	// Deleting a namespace deletes its custom objects, and then the namespace goes.
+	c.MustKubectl(t, "", "create", "namespace", "team")
+	c.MustKubectl(t, crontab, "create", "-n", "team", "-f", "-")
+	c.MustKubectl(t, "", "delete", "namespace", "team", "--wait=false")
+	waitNotFound(t, c, "namespace", "team")
+}
+
+// waitNotFound waits until kubectl get says NotFound for one object.
+func waitNotFound(t *testing.T, c *testcluster.Cluster, kind, name string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
-		a, errA := c.Kubectl(ctx, "", "get", "crontab", "owned", "-o", "name")
-		b, errB := c.Kubectl(ctx, "", "get", "configmap", "dependent", "-o", "name")
-		if errA != nil && strings.Contains(a, "NotFound") && errB != nil && strings.Contains(b, "NotFound") {
+		out, err := c.Kubectl(ctx, "", "get", kind, name, "-o", "name")
+		if err != nil && strings.Contains(out, "NotFound") {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("not collected: crontab owned: %v %s; configmap dependent: %v %s", errA, a, errB, b)
+			t.Fatalf("%s %s still there: %v %s", kind, name, err, out)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
