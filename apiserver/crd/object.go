@@ -32,20 +32,21 @@ func (v *Version) Default(obj map[string]any) {
 	}
 }
 
-// applyDefaults sets the default of every missing property of x (and of
-// null ones that are not nullable), recursively, as upstream's
-// structural defaulting does.
+// applyDefaults sets the default of every missing property of x, and of
+// null values where the schema is not nullable (properties, map values
+// and list items), recursively, as upstream's structural defaulting does.
 func applyDefaults(x any, s *structuralschema.Structural) {
 	if s == nil {
 		return
 	}
+	nonNullableNull := func(v any, s *structuralschema.Structural) bool { return v == nil && s != nil && !s.Nullable }
 	switch x := x.(type) {
 	case map[string]any:
 		for k, prop := range s.Properties {
 			if prop.Default.Object == nil {
 				continue
 			}
-			if v, found := x[k]; !found || v == nil && !prop.Nullable {
+			if v, found := x[k]; !found || nonNullableNull(v, &prop) {
 				x[k] = runtime.DeepCopyJSONValue(prop.Default.Object)
 			}
 		}
@@ -53,12 +54,18 @@ func applyDefaults(x any, s *structuralschema.Structural) {
 			if prop, ok := s.Properties[k]; ok {
 				applyDefaults(v, &prop)
 			} else if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil {
-				applyDefaults(v, s.AdditionalProperties.Structural)
+				if nonNullableNull(v, s.AdditionalProperties.Structural) && s.AdditionalProperties.Structural.Default.Object != nil {
+					x[k] = runtime.DeepCopyJSONValue(s.AdditionalProperties.Structural.Default.Object)
+				}
+				applyDefaults(x[k], s.AdditionalProperties.Structural)
 			}
 		}
 	case []any:
-		for _, v := range x {
-			applyDefaults(v, s.Items)
+		for i := range x {
+			if nonNullableNull(x[i], s.Items) && s.Items.Default.Object != nil {
+				x[i] = runtime.DeepCopyJSONValue(s.Items.Default.Object)
+			}
+			applyDefaults(x[i], s.Items)
 		}
 	}
 }
