@@ -71,6 +71,9 @@ type crdManager struct {
 	// openapi is the document handler with the custom kinds in it.
 	openapi  atomic.Pointer[http.Handler]
 	builtins []openapi.Resource
+	// resources are the OpenAPI resources, built-in and custom, that the
+	// documents describe now (see openAPIResources).
+	resources atomic.Pointer[[]openapi.Resource]
 	// roleDirty says customResourcesRole needs writing.
 	roleDirty bool
 }
@@ -79,6 +82,7 @@ func newCRDManager(s *Server, store *storage.Store, builtins []openapi.Resource,
 	m := &crdManager{srv: s, store: store, crds: map[string]*apiextv1.CustomResourceDefinition{},
 		kick: make(chan struct{}, 1), serving: map[string]*crdServing{}, builtins: builtins, roleDirty: true}
 	m.current.Store(&customAPI{handlers: map[string]*resourceHandler{}})
+	m.resources.Store(&builtins)
 	m.openapi.Store(&initial)
 	return m
 }
@@ -314,7 +318,9 @@ func (m *crdManager) serve(ctx context.Context, crds []*apiextv1.CustomResourceD
 		}
 	}
 	m.current.Store(api)
-	h := openapi.NewHandler(append(slices.Clone(m.builtins), docs...))
+	all := append(slices.Clone(m.builtins), docs...)
+	m.resources.Store(&all)
+	h := openapi.NewHandler(all)
 	m.openapi.Store(&h)
 	m.roleDirty = true
 }
@@ -428,6 +434,13 @@ func (m *crdManager) cleanup(ctx context.Context, c *apiextv1.CustomResourceDefi
 		err = nil
 	}
 	return err == nil, err
+}
+
+// openAPIResources are the resources the OpenAPI documents describe
+// now, custom ones included (with their CRD version's schema); build
+// schemas from them with openapi.Schemas. It changes when a CRD does.
+func (s *Server) openAPIResources() []openapi.Resource {
+	return *s.crds.resources.Load()
 }
 
 // customHandler returns the handler of a custom resource, if served.

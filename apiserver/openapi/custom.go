@@ -103,3 +103,17 @@ func (b *builder) addCustomKind(r Resource) {
 	b.defs[name]["x-kubernetes-group-version-kind"] = []gvk{{r.Group, r.Version, r.Kind}}
 	b.defs[name+"List"]["x-kubernetes-group-version-kind"] = []gvk{{r.Group, r.Version, r.Kind + "List"}}
 }
+
+// Schemas returns the OpenAPI v3 schemas of resources and of every type
+// they use, keyed by definition name (io.k8s.api.core.v1.Pod,
+// com.example.stable.v1.CronTab), as /openapi/v3 serves them; each
+// kind's schema carries x-kubernetes-group-version-kind. References are
+// "#/components/schemas/NAME". A server-side apply type converter is
+// built from them; custom kinds come from their CRD version's schema.
+func Schemas(resources []Resource) map[string]any {
+	out := map[string]any{}
+	for name, s := range build(true, resources, resources).defs {
+		out[name] = s
+	}
+	return out
+}
