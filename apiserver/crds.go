@@ -292,11 +292,9 @@ func (m *crdManager) serve(ctx context.Context, crds []*apiextv1.CustomResourceD
 		changed = true
 	}
 	for name, old := range m.serving {
-		if next[name] == nil {
+		if next[name] == nil { // deleted, or no longer established
 			changed = true
-			if old.cancel != nil && (next[name] == nil) {
-				old.cancel()
-			}
+			old.cancel()
 		}
 	}
 	if !changed {

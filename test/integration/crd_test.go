@@ -223,6 +223,12 @@ func TestCustomResourceDefinitions(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a restarted apiserver serves the custom objects at once", func(t *testing.T) {
+		c.Restart()
+		if got := c.MustKubectl(t, "", "get", "crontab", "nightly", "-o", "jsonpath={.spec.replicas}"); got != "4" {
+			t.Fatalf("after restart: %q", got)
+		}
+	})
 	t.Run("a CRD with CEL rules is refused with a clear message", func(t *testing.T) {
 		cel := strings.Replace(strings.Replace(crontabCRD, "crontabs", "celtabs", -1), "CronTab", "CelTab", 1)
 		cel = strings.Replace(cel, "shortNames: [ct]", "shortNames: [cel]", 1)
