@@ -205,7 +205,9 @@ func TestValidateCRD(t *testing.T) {
 		want   string // a substring of the errors; "" means valid
 	}{
 		{"a valid CRD passes", func(s string) string { return s }, ""},
-		{"the name must be plural.group", func(s string) string { return strings.Replace(s, "name: widgets.example.com", "name: w.example.com", 1) },
+		{"the name must be plural.group", func(s string) string {
+			return strings.Replace(s, "name: widgets.example.com", "name: w.example.com", 1)
+		},
 			`metadata.name: Invalid value: "w.example.com": must be spec.names.plural+"."+spec.group`},
 		{"CEL rules are refused", func(s string) string {
 			return strings.Replace(s, "            type: object\n            properties:", "            type: object\n            x-kubernetes-validations: [{rule: 'self.size > 0'}]\n            properties:", 1)
