@@ -223,6 +223,33 @@ func TestCustomResourceDefinitions(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a cluster-scoped kind, and field selectors on metadata", func(t *testing.T) {
+		cluster := strings.NewReplacer("crontabs", "clustertabs", "crontab", "clustertab", "CronTab", "ClusterTab",
+			"scope: Namespaced", "scope: Cluster", "shortNames: [ct]", "shortNames: [clt]").Replace(crontabCRD)
+		c.MustKubectl(t, cluster, "apply", "-f", "-")
+		c.MustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=10s", "crd/clustertabs.stable.example.com")
+		obj := strings.NewReplacer("CronTab", "ClusterTab", "name: nightly", "name: global").Replace(crontab)
+		var out string
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			var err error
+			if out, err = kubectl(obj, "apply", "-f", "-"); err == nil {
+				break
+			}
+		}
+		if !strings.Contains(out, "clustertab.stable.example.com/global created") {
+			t.Fatalf("apply: %s", out)
+		}
+		if got := c.MustKubectl(t, "", "get", "clustertab", "global", "-o", "jsonpath={.metadata.namespace}|{.metadata.name}"); got != "|global" {
+			t.Fatalf("cluster-scoped object: %q", got)
+		}
+		if out := c.MustKubectl(t, "", "get", "crontabs", "-A", "--field-selector", "metadata.namespace=default,metadata.name=nightly", "-o", "name"); strings.TrimSpace(out) != "crontab.stable.example.com/nightly" {
+			t.Fatalf("field selector: %q", out)
+		}
+		if out, err := kubectl("", "get", "crontabs", "--field-selector", "spec.image=x"); err == nil || !strings.Contains(out, "field label not supported: spec.image") {
+			t.Fatalf("unsupported field selector: %v %s", err, out)
+		}
+		c.MustKubectl(t, "", "delete", "crd", "clustertabs.stable.example.com", "--timeout=20s")
+	})
 	t.Run("a restarted apiserver serves the custom objects at once", func(t *testing.T) {
 		c.Restart()
 		if got := c.MustKubectl(t, "", "get", "crontab", "nightly", "-o", "jsonpath={.spec.replicas}"); got != "4" {
