@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,6 +45,14 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	defaults.Object(obj)
 	defaults.OnCreate(obj) // needs the uid: the Job selector
 	if err := s.admitStorageCreate(ctx, obj); err != nil {
+		return err
+	}
+	if c, ok := obj.(*apiextv1.CustomResourceDefinition); ok {
+		if err := admitCRD(c, nil); err != nil {
+			return err
+		}
+	}
+	if err := h.admitCustomObject(obj, nil, ""); err != nil {
 		return err
 	}
 	switch o := obj.(type) {
@@ -105,6 +114,9 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 			return err
 		}
 	}
+	if err := h.admitCustomObject(obj, old, sub); err != nil {
+		return err
+	}
 	m, _ := meta.Accessor(obj)
 	gk := h.res.GroupVersion().WithKind(h.res.Kind).GroupKind()
 	if sub == "status" {
@@ -125,6 +137,11 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 		// Upstream's PodSecurity checks this subresource: a debug
 		// container may not exceed the namespace's level.
 		return s.admitPodSecurity(ctx, h, obj, old, &admissionReads{srv: s})
+	}
+	if c, ok := obj.(*apiextv1.CustomResourceDefinition); ok {
+		if err := admitCRD(c, old.(*apiextv1.CustomResourceDefinition)); err != nil {
+			return err
+		}
 	}
 	if svc, ok := obj.(*corev1.Service); ok {
 		if err := s.admitService(ctx, svc, old.(*corev1.Service)); err != nil {

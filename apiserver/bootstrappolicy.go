@@ -208,6 +208,8 @@ func bootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		bind("system:monitoring", subject(rbacv1.GroupKind, "system:monitoring")),
 		bind("system:kube-scheduler", subject(rbacv1.UserKind, "system:kube-scheduler")),
 		bind("system:kube-controller-manager", subject(rbacv1.UserKind, "system:kube-controller-manager")),
+		// Its role's rules follow the CRDs (crds.go: customResourcesRole).
+		bind(customResourcesRole, subject(rbacv1.UserKind, "system:kube-controller-manager")),
 		bind("system:node-proxier", subject(rbacv1.UserKind, "system:kube-proxy")),
 		bind("system:kube-dns", subject(rbacv1.UserKind, "system:kube-dns")),
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,18 +33,33 @@ type groupVersions struct {
 }
 
 func (s *Server) addGroupVersion(res *registry.Resource) {
-	for i := range s.groups {
-		g := &s.groups[i]
+	s.groups = addGroupVersion(s.groups, res)
+}
+
+// addGroupVersion adds res to the discovery groups; a group's first
+// version is its preferred one.
+func addGroupVersion(groups []groupVersions, res *registry.Resource) []groupVersions {
+	for i := range groups {
+		g := &groups[i]
 		if g.group == res.Group {
 			if _, ok := g.resources[res.Version]; !ok {
 				g.versions = append(g.versions, res.Version)
 			}
 			g.resources[res.Version] = append(g.resources[res.Version], res)
-			return
+			return groups
 		}
 	}
-	s.groups = append(s.groups, groupVersions{group: res.Group, versions: []string{res.Version},
+	return append(groups, groupVersions{group: res.Group, versions: []string{res.Version},
 		resources: map[string][]*registry.Resource{res.Version: {res}}})
+}
+
+// allGroups are the built-in groups, then those of custom resources.
+func (s *Server) allGroups() []groupVersions {
+	custom := s.customGroups()
+	if len(custom) == 0 {
+		return s.groups
+	}
+	return append(slices.Clone(s.groups), custom...)
 }
 
 // routes wires every endpoint. Resource paths go through one dispatcher
@@ -143,9 +159,10 @@ func (s *Server) apiGroup(g *groupVersions) metav1.APIGroup {
 
 func (s *Server) serveAPIGroupList(w http.ResponseWriter, r *http.Request) {
 	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
-	for i := range s.groups {
-		if s.groups[i].group != "" {
-			list.Groups = append(list.Groups, s.apiGroup(&s.groups[i]))
+	groups := s.allGroups()
+	for i := range groups {
+		if groups[i].group != "" {
+			list.Groups = append(list.Groups, s.apiGroup(&groups[i]))
 		}
 	}
 	writeJSON(w, 200, list)
@@ -153,9 +170,10 @@ func (s *Server) serveAPIGroupList(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveAPIGroup(w http.ResponseWriter, r *http.Request) {
 	name := mux.Vars(r)["group"]
-	for i := range s.groups {
-		if s.groups[i].group == name && name != "" {
-			g := s.apiGroup(&s.groups[i])
+	groups := s.allGroups()
+	for i := range groups {
+		if groups[i].group == name && name != "" {
+			g := s.apiGroup(&groups[i])
 			g.Kind, g.APIVersion = "APIGroup", "v1"
 			writeJSON(w, 200, &g)
 			return
@@ -173,8 +191,9 @@ func (s *Server) serveResourceList(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/api/") {
 		group = ""
 	}
-	for i := range s.groups {
-		g := &s.groups[i]
+	groups := s.allGroups()
+	for i := range groups {
+		g := &groups[i]
 		res, ok := g.resources[version]
 		if g.group != group || !ok {
 			continue

@@ -19,6 +19,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"minik/apiserver/crd"
 	"minik/apiserver/registry"
 	"minik/apiserver/storage"
 )
@@ -29,8 +30,11 @@ type resourceHandler struct {
 	store *storage.Store
 	srv   *Server
 	// conv converts between this resource's type and its storage's type
-	// when they differ (events.k8s.io Events are stored as core Events).
+	// when they differ (events.k8s.io Events are stored as core Events,
+	// custom objects in their CRD's storage version).
 	conv *conversion
+	// crd is the definition of a custom resource (nil for built-ins).
+	crd *crd.Definition
 }
 
 // conversion maps objects of a view type to and from the stored type.
@@ -378,6 +382,10 @@ func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
 		copyInto(obj, keep)
 		return nil
 	}
+	if h.res.Custom != nil {
+		carryOverCustom(h, sub, obj, old)
+		return nil
+	}
 	if !h.res.HasStatus {
 		return nil
 	}
@@ -418,6 +426,9 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ri *requ
 		return
 	}
 	data, patchType, err := readBody(r, patchTypes...)
+	if err == nil && patchType == strategicMergePatchType && h.res.Custom != nil {
+		err = strategicPatchUnsupported()
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return

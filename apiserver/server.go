@@ -154,6 +154,9 @@ type Server struct {
 
 	// policy is what LimitRanger and ResourceQuota admission read.
 	policy *policyReads
+
+	// crds serves the custom resources of CustomResourceDefinitions.
+	crds *crdManager
 }
 
 // New builds the server; Run starts it.
@@ -276,7 +279,9 @@ func New(cfg Config) (*Server, error) {
 	s.priorityClassCache = newObjectCache("priorityclasses", s.priorityClasses)
 	s.policy = newPolicyReads(byID)
 	s.serviceAccountCache = newObjectCache("serviceaccounts", s.serviceAccounts)
-	s.router = s.routes(buildInBackground(func() http.Handler { return openapi.NewHandler(openapiResources) }))
+	s.crds = newCRDManager(s, byID["customresourcedefinitions.apiextensions.k8s.io"], openapiResources,
+		buildInBackground(func() http.Handler { return openapi.NewHandler(openapiResources) }))
+	s.router = s.routes(http.HandlerFunc(s.crds.serveOpenAPI))
 	return s, nil
 }
 
@@ -329,6 +334,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if err := follow(ctx, "node authorizer volumes", byIDOf(s, "persistentvolumes"), s.volumeGraph); err != nil {
 		return fmt.Errorf("starting the node authorizer: %w", err)
+	}
+	if err := s.crds.start(ctx); err != nil {
+		return fmt.Errorf("serving custom resources: %w", err)
 	}
 	if err := s.bootstrap(ctx); err != nil {
 		return fmt.Errorf("creating built-in objects: %w", err)
@@ -420,7 +428,7 @@ func (s *Server) bookmarkLoop(ctx context.Context) {
 			_ = s.cfg.Etcd.RequestProgress(clientv3.WithRequireLeader(ctx)) // the watch caches' streams are keyed by this metadata
 			// Give the progress notifications a moment to land.
 			time.AfterFunc(100*time.Millisecond, func() {
-				for _, st := range s.stores {
+				for _, st := range append(slices.Clone(s.stores), s.customStores()...) {
 					st.Cache().Bookmark()
 				}
 			})
@@ -515,12 +523,12 @@ func (s *Server) parseResourcePath(r *http.Request) (*requestInfo, error) {
 	gv := group + "/" + version + "/"
 	ri := &requestInfo{}
 	if len(parts) >= 3 && parts[0] == "namespaces" {
-		if h, ok := s.handlers[gv+parts[2]]; ok && h.res.Namespaced {
+		if h, ok := s.handlerFor(gv + parts[2]); ok && h.res.Namespaced {
 			ri.namespace = parts[1]
 			parts = parts[2:]
 		}
 	}
-	h, ok := s.handlers[gv+parts[0]]
+	h, ok := s.handlerFor(gv + parts[0])
 	if !ok {
 		return nil, notFoundPath(r)
 	}
@@ -579,6 +587,15 @@ func (s *Server) parseResourcePath(r *http.Request) (*requestInfo, error) {
 		ri.verb = "create"
 	}
 	return ri, nil
+}
+
+// handlerFor finds the handler of "group/version/resource": a built-in
+// resource, or a custom one.
+func (s *Server) handlerFor(key string) (*resourceHandler, bool) {
+	if h, ok := s.handlers[key]; ok {
+		return h, true
+	}
+	return s.customHandler(key)
 }
 
 func notFoundPath(r *http.Request) error {

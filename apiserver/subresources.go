@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	sigsjson "sigs.k8s.io/json"
@@ -235,7 +236,7 @@ func (h *resourceHandler) scale(w http.ResponseWriter, r *http.Request, ri *requ
 			writeError(w, r, err)
 			return
 		}
-		sc, err := scaleOf(obj)
+		sc, err := h.scaleOf(obj)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -255,7 +256,7 @@ func (h *resourceHandler) scale(w http.ResponseWriter, r *http.Request, ri *requ
 			return
 		}
 		updated, err := h.updateObject(ctx, ri, isDryRun(r), func(cur runtime.Object) (runtime.Object, error) {
-			sc, err := scaleOf(cur)
+			sc, err := h.scaleOf(cur)
 			if err != nil {
 				return nil, err
 			}
@@ -277,14 +278,14 @@ func (h *resourceHandler) scale(w http.ResponseWriter, r *http.Request, ri *requ
 				return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), ri.name,
 					fieldInvalid("spec.replicas", want.Spec.Replicas, "must be greater than or equal to 0"))
 			}
-			setReplicas(cur, want.Spec.Replicas)
+			h.setReplicas(cur, want.Spec.Replicas)
 			return cur, nil
 		})
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		sc, err := scaleOf(updated)
+		sc, err := h.scaleOf(updated)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -293,6 +294,33 @@ func (h *resourceHandler) scale(w http.ResponseWriter, r *http.Request, ri *requ
 	default:
 		writeError(w, r, methodNotAllowed(r))
 	}
+}
+
+// scaleOf is the Scale view of obj: from the CRD's scale paths for a
+// custom object.
+func (h *resourceHandler) scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || h.res.Custom == nil {
+		return scaleOf(obj)
+	}
+	view, err := h.out(obj)
+	if err != nil {
+		return nil, err
+	}
+	u = view.(*unstructured.Unstructured)
+	sc := &autoscalingv1.Scale{TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(),
+			ResourceVersion: u.GetResourceVersion(), CreationTimestamp: u.GetCreationTimestamp()}}
+	sc.Spec.Replicas, sc.Status.Replicas, sc.Status.Selector = h.res.Custom.Replicas(u.Object)
+	return sc, nil
+}
+
+func (h *resourceHandler) setReplicas(obj runtime.Object, n int32) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && h.res.Custom != nil {
+		h.res.Custom.SetReplicas(u.Object, n)
+		return
+	}
+	setReplicas(obj, n)
 }
 
 func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {

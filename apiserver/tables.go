@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik/apiserver/printers"
@@ -37,7 +38,19 @@ func includeObject(r *http.Request) string {
 
 // buildTable renders objects as a Table.
 func buildTable(r *http.Request, h *resourceHandler, listMeta metav1.ListMeta, objs []runtime.Object) (*metav1.Table, error) {
-	t, err := printers.ToTable(h.res.Kind, objs, includeObject(r), time.Now())
+	var t *metav1.Table
+	var err error
+	if v := h.res.Custom; v != nil {
+		t, err = printers.CustomTable(v.TableColumns(), func(obj runtime.Object, now time.Time) []any {
+			u, _ := obj.(*unstructured.Unstructured)
+			if u == nil {
+				return nil
+			}
+			return v.Cells(u.Object, now, printers.Age)
+		}, objs, includeObject(r), time.Now())
+	} else {
+		t, err = printers.ToTable(h.res.Kind, objs, includeObject(r), time.Now())
+	}
 	if errors.Is(err, printers.ErrUnknownIncludeObject) {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}

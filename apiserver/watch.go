@@ -95,13 +95,17 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 	defer watcher.Stop()
 
 	asTable := tableRequested(r)
-	asProtobuf := !asTable && wantsProtobuf(r)
-	format := h.res.Group + "/json"
+	// Custom objects have no protobuf form: JSON, as upstream answers.
+	asProtobuf := !asTable && wantsProtobuf(r) && h.res.Custom == nil
+	// Frames are shared by every watcher of the store: the views that
+	// share it (events.k8s.io Events, a CRD's versions) each have a key.
+	view := h.res.APIVersion()
+	format := view + "/json"
 	switch {
 	case asTable:
-		format = h.res.Group + "/table/" + includeObject(r)
+		format = view + "/table/" + includeObject(r)
 	case asProtobuf:
-		format = h.res.Group + "/protobuf"
+		format = view + "/protobuf"
 	}
 	encodeObj := func(obj runtime.Object) ([]byte, error) {
 		obj, err := h.out(obj)

@@ -39,6 +39,9 @@ type Resource struct {
 	List                           runtime.Object // e.g. &appsv1.DeploymentList{}
 	Verbs                          []string       // get list watch create update patch delete deletecollection
 	Subresources                   []string       // "status" and "scale" are described; others are skipped
+	// Schema, for a custom resource, is its CRD version's openAPIV3Schema
+	// (JSON map form); Object and List are then nil.
+	Schema map[string]any
 }
 
 // gvPath returns the key of r's group version in the v3 index.
@@ -143,10 +146,14 @@ func build(v3 bool, resources, all []Resource) built {
 	b := newBuilder(v3)
 	paths := map[string]object{}
 	for _, r := range resources {
-		b.addKind(reflect.TypeOf(r.Object).Elem(), gvk{r.Group, r.Version, r.Kind})
-		if r.List != nil {
-			list := reflect.TypeOf(r.List).Elem()
-			b.addKind(list, gvk{r.Group, r.Version, list.Name()})
+		if r.Schema != nil {
+			b.addCustomKind(r)
+		} else {
+			b.addKind(reflect.TypeOf(r.Object).Elem(), gvk{r.Group, r.Version, r.Kind})
+			if r.List != nil {
+				list := reflect.TypeOf(r.List).Elem()
+				b.addKind(list, gvk{r.Group, r.Version, list.Name()})
+			}
 		}
 		b.addPaths(paths, r)
 	}

@@ -28,17 +28,17 @@ var allVerbs = []string{"get", "list", "watch", "create", "update", "patch", "de
 
 // testResources is the set minik serves, per DESIGN.md.
 var testResources = []Resource{
-	{"", "v1", "Pod", "pods", true, &corev1.Pod{}, &corev1.PodList{}, allVerbs, []string{"status", "binding", "log"}},
-	{"", "v1", "Node", "nodes", false, &corev1.Node{}, &corev1.NodeList{}, allVerbs, []string{"status"}},
-	{"", "v1", "Namespace", "namespaces", false, &corev1.Namespace{}, &corev1.NamespaceList{}, allVerbs, []string{"status"}},
-	{"", "v1", "Event", "events", true, &corev1.Event{}, &corev1.EventList{}, allVerbs, nil},
-	{"", "v1", "ReplicationController", "replicationcontrollers", true, &corev1.ReplicationController{}, &corev1.ReplicationControllerList{}, allVerbs, []string{"status", "scale"}},
-	{"apps", "v1", "Deployment", "deployments", true, &appsv1.Deployment{}, &appsv1.DeploymentList{}, allVerbs, []string{"status", "scale"}},
-	{"apps", "v1", "ReplicaSet", "replicasets", true, &appsv1.ReplicaSet{}, &appsv1.ReplicaSetList{}, allVerbs, []string{"status", "scale"}},
-	{"apps", "v1", "DaemonSet", "daemonsets", true, &appsv1.DaemonSet{}, &appsv1.DaemonSetList{}, allVerbs, []string{"status"}},
-	{"batch", "v1", "Job", "jobs", true, &batchv1.Job{}, &batchv1.JobList{}, allVerbs, []string{"status"}},
-	{"scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", false, &schedulingv1.PriorityClass{}, &schedulingv1.PriorityClassList{}, allVerbs, nil},
-	{"coordination.k8s.io", "v1", "Lease", "leases", true, &coordinationv1.Lease{}, &coordinationv1.LeaseList{}, allVerbs, nil},
+	{"", "v1", "Pod", "pods", true, &corev1.Pod{}, &corev1.PodList{}, allVerbs, []string{"status", "binding", "log"}, nil},
+	{"", "v1", "Node", "nodes", false, &corev1.Node{}, &corev1.NodeList{}, allVerbs, []string{"status"}, nil},
+	{"", "v1", "Namespace", "namespaces", false, &corev1.Namespace{}, &corev1.NamespaceList{}, allVerbs, []string{"status"}, nil},
+	{"", "v1", "Event", "events", true, &corev1.Event{}, &corev1.EventList{}, allVerbs, nil, nil},
+	{"", "v1", "ReplicationController", "replicationcontrollers", true, &corev1.ReplicationController{}, &corev1.ReplicationControllerList{}, allVerbs, []string{"status", "scale"}, nil},
+	{"apps", "v1", "Deployment", "deployments", true, &appsv1.Deployment{}, &appsv1.DeploymentList{}, allVerbs, []string{"status", "scale"}, nil},
+	{"apps", "v1", "ReplicaSet", "replicasets", true, &appsv1.ReplicaSet{}, &appsv1.ReplicaSetList{}, allVerbs, []string{"status", "scale"}, nil},
+	{"apps", "v1", "DaemonSet", "daemonsets", true, &appsv1.DaemonSet{}, &appsv1.DaemonSetList{}, allVerbs, []string{"status"}, nil},
+	{"batch", "v1", "Job", "jobs", true, &batchv1.Job{}, &batchv1.JobList{}, allVerbs, []string{"status"}, nil},
+	{"scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", false, &schedulingv1.PriorityClass{}, &schedulingv1.PriorityClassList{}, allVerbs, nil, nil},
+	{"coordination.k8s.io", "v1", "Lease", "leases", true, &coordinationv1.Lease{}, &coordinationv1.LeaseList{}, allVerbs, nil, nil},
 }
 
 func newServer(t *testing.T) *httptest.Server {

@@ -62,17 +62,20 @@ type op struct {
 // addPaths adds every operation of r to paths, with schemas from b.
 func (b *builder) addPaths(paths map[string]object, r Resource) {
 	k := gvk{r.Group, r.Version, r.Kind}
-	obj := b.ref(reflect.TypeOf(r.Object).Elem())
-	var list object
-	if r.List != nil { // the review kinds have no list
-		list = b.ref(reflect.TypeOf(r.List).Elem())
-	}
+	obj, list := b.kindRefs(r)
 	status := b.ref(reflect.TypeFor[metav1.Status]())
 	delOpts := b.ref(reflect.TypeFor[metav1.DeleteOptions]())
 	patch := b.patchRef()
 	anyType := []string{"*/*"}
 	deleteParams := []param{pDryRun, pGrace, pPropagation}
 	patchParams := append(slices.Clone(writeParams), pForce)
+	patchTypes := patchContentTypes
+	if r.Schema != nil {
+		// Custom objects have no patch strategies: kubectl apply sends
+		// them a JSON merge patch when the operation does not list
+		// strategic merge patch.
+		patchTypes = slices.DeleteFunc(slices.Clone(patchTypes), func(t string) bool { return strings.Contains(t, "strategic") })
+	}
 
 	prefix := "/apis/" + r.Group + "/" + r.Version
 	if r.Group == "" {
@@ -102,7 +105,7 @@ func (b *builder) addPaths(paths map[string]object, r Resource) {
 		case "update":
 			itemOps = append(itemOps, op{method: "put", verb: "replace", action: "put", params: writeParams, body: obj, types: anyType, codes: []string{"200", "201"}, resp: obj, kind: k})
 		case "patch":
-			itemOps = append(itemOps, op{method: "patch", verb: "patch", action: "patch", params: patchParams, body: patch, types: patchContentTypes, codes: []string{"200", "201"}, resp: obj, kind: k})
+			itemOps = append(itemOps, op{method: "patch", verb: "patch", action: "patch", params: patchParams, body: patch, types: patchTypes, codes: []string{"200", "201"}, resp: obj, kind: k})
 		case "delete":
 			itemOps = append(itemOps, op{method: "delete", verb: "delete", action: "delete", params: deleteParams, body: delOpts, types: anyType, codes: []string{"200", "202"}, resp: status, kind: k})
 		}
@@ -124,7 +127,7 @@ func (b *builder) addPaths(paths map[string]object, r Resource) {
 		b.render(paths, item+"/"+sub, r, strings.ToUpper(sub[:1])+sub[1:],
 			op{method: "get", verb: "read", action: "get", codes: []string{"200"}, resp: subObj, kind: subKind},
 			op{method: "put", verb: "replace", action: "put", params: writeParams, body: subObj, types: anyType, codes: []string{"200", "201"}, resp: subObj, kind: subKind},
-			op{method: "patch", verb: "patch", action: "patch", params: patchParams, body: patch, types: patchContentTypes, codes: []string{"200", "201"}, resp: subObj, kind: subKind},
+			op{method: "patch", verb: "patch", action: "patch", params: patchParams, body: patch, types: patchTypes, codes: []string{"200", "201"}, resp: subObj, kind: subKind},
 		)
 	}
 }

@@ -106,9 +106,9 @@ func (b *builder) define(t reflect.Type) object {
 				alts = append(alts, object{"type": typ})
 			}
 			s["oneOf"] = alts
-		} else {
-			s["type"] = v.OpenAPISchemaType()[0]
-		}
+		} else if types := v.OpenAPISchemaType(); len(types) > 0 {
+			s["type"] = types[0]
+		} // no types: any JSON value (the CRD schema's JSON fields)
 		if f := v.OpenAPISchemaFormat(); f != "" {
 			s["format"] = f
 		}

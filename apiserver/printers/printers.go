@@ -52,36 +52,37 @@ type printer struct {
 // byKind maps a Kind to its printer. Event covers both core/v1 and
 // events.k8s.io/v1 Events; the row function tells them apart by Go type.
 var byKind = map[string]printer{
-	"Pod":                     {podColumns, typed(podRow)},
-	"Node":                    {nodeColumns, typed(nodeRow)},
-	"Namespace":               {namespaceColumns, typed(namespaceRow)},
-	"ReplicationController":   {replicationControllerColumns, typed(replicationControllerRow)},
-	"ReplicaSet":              {replicaSetColumns, typed(replicaSetRow)},
-	"Deployment":              {deploymentColumns, typed(deploymentRow)},
-	"DaemonSet":               {daemonSetColumns, typed(daemonSetRow)},
-	"Job":                     {jobColumns, typed(jobRow)},
-	"Event":                   {eventColumns, eventRow},
-	"Lease":                   {leaseColumns, typed(leaseRow)},
-	"PriorityClass":           {priorityClassColumns, typed(priorityClassRow)},
-	"ConfigMap":               {configMapColumns, typed(configMapRow)},
-	"Secret":                  {secretColumns, typed(secretRow)},
-	"ServiceAccount":          {serviceAccountColumns, typed(serviceAccountRow)},
-	"PodDisruptionBudget":     {podDisruptionBudgetColumns, typed(podDisruptionBudgetRow)},
-	"Role":                    {roleColumns, roleRow},
-	"ClusterRole":             {roleColumns, roleRow},
-	"RoleBinding":             {roleBindingColumns, roleBindingRow},
-	"ClusterRoleBinding":      {roleBindingColumns, roleBindingRow},
-	"Service":                 {serviceColumns, typed(serviceRow)},
-	"Endpoints":               {endpointsColumns, typed(endpointsRow)},
-	"EndpointSlice":           {endpointSliceColumns, typed(endpointSliceRow)},
-	"LimitRange":              {limitRangeColumns, typed(limitRangeRow)},
-	"ResourceQuota":           {resourceQuotaColumns, typed(resourceQuotaRow)},
-	"PersistentVolume":        {persistentVolumeColumns, typed(persistentVolumeRow)},
-	"PersistentVolumeClaim":   {persistentVolumeClaimColumns, typed(persistentVolumeClaimRow)},
-	"StorageClass":            {storageClassColumns, typed(storageClassRow)},
-	"HorizontalPodAutoscaler": {horizontalPodAutoscalerColumns, horizontalPodAutoscalerRow},
-	"NodeMetrics":             {resourceMetricsColumns, typed(nodeMetricsRow)},
-	"PodMetrics":              {resourceMetricsColumns, typed(podMetricsRow)},
+	"Pod":                      {podColumns, typed(podRow)},
+	"Node":                     {nodeColumns, typed(nodeRow)},
+	"Namespace":                {namespaceColumns, typed(namespaceRow)},
+	"ReplicationController":    {replicationControllerColumns, typed(replicationControllerRow)},
+	"ReplicaSet":               {replicaSetColumns, typed(replicaSetRow)},
+	"Deployment":               {deploymentColumns, typed(deploymentRow)},
+	"DaemonSet":                {daemonSetColumns, typed(daemonSetRow)},
+	"Job":                      {jobColumns, typed(jobRow)},
+	"Event":                    {eventColumns, eventRow},
+	"Lease":                    {leaseColumns, typed(leaseRow)},
+	"PriorityClass":            {priorityClassColumns, typed(priorityClassRow)},
+	"ConfigMap":                {configMapColumns, typed(configMapRow)},
+	"Secret":                   {secretColumns, typed(secretRow)},
+	"ServiceAccount":           {serviceAccountColumns, typed(serviceAccountRow)},
+	"PodDisruptionBudget":      {podDisruptionBudgetColumns, typed(podDisruptionBudgetRow)},
+	"Role":                     {roleColumns, roleRow},
+	"ClusterRole":              {roleColumns, roleRow},
+	"RoleBinding":              {roleBindingColumns, roleBindingRow},
+	"ClusterRoleBinding":       {roleBindingColumns, roleBindingRow},
+	"Service":                  {serviceColumns, typed(serviceRow)},
+	"Endpoints":                {endpointsColumns, typed(endpointsRow)},
+	"EndpointSlice":            {endpointSliceColumns, typed(endpointSliceRow)},
+	"LimitRange":               {limitRangeColumns, typed(limitRangeRow)},
+	"ResourceQuota":            {resourceQuotaColumns, typed(resourceQuotaRow)},
+	"PersistentVolume":         {persistentVolumeColumns, typed(persistentVolumeRow)},
+	"PersistentVolumeClaim":    {persistentVolumeClaimColumns, typed(persistentVolumeClaimRow)},
+	"StorageClass":             {storageClassColumns, typed(storageClassRow)},
+	"HorizontalPodAutoscaler":  {horizontalPodAutoscalerColumns, horizontalPodAutoscalerRow},
+	"NodeMetrics":              {resourceMetricsColumns, typed(nodeMetricsRow)},
+	"PodMetrics":               {resourceMetricsColumns, typed(podMetricsRow)},
+	"CustomResourceDefinition": {crdColumns, crdRow},
 }
 
 // defaultPrinter serves kinds without their own columns.
@@ -106,6 +107,10 @@ func Columns(kind string) []metav1.TableColumnDefinition {
 // also for "") or "Object" and decides what each row's Object holds. now is
 // the reference time for the AGE-like columns. The caller sets ListMeta.
 func ToTable(kind string, objs []runtime.Object, includeObject string, now time.Time) (*metav1.Table, error) {
+	return printerFor(kind).toTable(kind, objs, includeObject, now)
+}
+
+func (p printer) toTable(kind string, objs []runtime.Object, includeObject string, now time.Time) (*metav1.Table, error) {
 	embed, err := embedderFor(includeObject)
 	if err != nil {
 		return nil, err
@@ -114,7 +119,6 @@ func ToTable(kind string, objs []runtime.Object, includeObject string, now time.
 	if err != nil {
 		return nil, err
 	}
-	p := printerFor(kind)
 	table := &metav1.Table{
 		TypeMeta:          metav1.TypeMeta{APIVersion: metav1.SchemeGroupVersion.String(), Kind: "Table"},
 		ColumnDefinitions: slices.Clone(p.columns),

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"minik/apiserver/crd"
 )
 
 // Resource describes one served resource type.
@@ -60,6 +62,11 @@ type Resource struct {
 	// events.k8s.io Event view of core Events, autoscaling/v1 of v2
 	// HorizontalPodAutoscalers); empty for the usual case.
 	StorageOf string
+
+	// Custom, for a resource that a CustomResourceDefinition defines, is
+	// that CRD version's rules (schema, subresources, printer columns);
+	// its objects are *unstructured.Unstructured. Nil for built-in kinds.
+	Custom *crd.Version
 }
 
 // GroupVersion returns the resource's API group and version.

@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik/internal/resourcemetrics"
@@ -160,6 +161,12 @@ func All() []*Resource {
 			New: func() runtime.Object { return &authorizationv1.SubjectAccessReview{} }, Virtual: true, Verbs: []string{"create"}},
 		{Group: "authorization.k8s.io", Kind: "LocalSubjectAccessReview", Resource: "localsubjectaccessreviews", Singular: "localsubjectaccessreview",
 			Namespaced: true, New: func() runtime.Object { return &authorizationv1.LocalSubjectAccessReview{} }, Virtual: true, Verbs: []string{"create"}},
+
+		{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Resource: "customresourcedefinitions",
+			Singular: "customresourcedefinition", ShortNames: []string{"crd", "crds"}, Categories: []string{"api-extensions"},
+			New:          func() runtime.Object { return &apiextv1.CustomResourceDefinition{} },
+			NewList:      func() runtime.Object { return &apiextv1.CustomResourceDefinitionList{} },
+			Subresources: []string{"status"}, HasStatus: true},
 
 		{Group: "events.k8s.io", Kind: "Event", Resource: "events", Singular: "event", Namespaced: true, ShortNames: []string{"ev"},
 			New: func() runtime.Object { return &eventsv1.Event{} }, NewList: func() runtime.Object { return &eventsv1.EventList{} },

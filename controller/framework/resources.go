@@ -18,6 +18,8 @@ type Resource struct {
 	Get func(namespace, name string) (metav1.Object, bool)
 	// ByIndex reads the cache through an index.
 	ByIndex func(index, value string) []metav1.Object
+	// List reads every cached object.
+	List func() []metav1.Object
 	// AddHandler registers handlers on the informer (before Start).
 	AddHandler func(onAddOrUpdate, onDelete func(obj metav1.Object))
 }
@@ -42,6 +44,7 @@ func NewResource[T any](inf *informer.Informer[T], api client.Resource, kind str
 			return any(o).(metav1.Object), true
 		},
 		ByIndex: func(index, value string) []metav1.Object { return conv(inf.Store().ByIndex(index, value)) },
+		List:    func() []metav1.Object { return conv(inf.Store().List()) },
 		AddHandler: func(upsert, del func(metav1.Object)) {
 			inf.AddHandler(informer.Handler[T]{
 				OnAdd:    func(o *T) { upsert(any(o).(metav1.Object)) },

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,24 +23,79 @@ const Name = "garbagecollector"
 
 // Controller is the garbage collector.
 type Controller struct {
-	c         *client.Client
-	log       *slog.Logger
-	queue     *framework.Queue
+	c     *client.Client
+	log   *slog.Logger
+	queue *framework.Queue
+
+	// mu guards the resources: custom ones come and go with their CRDs.
+	mu        sync.RWMutex
 	resources []*framework.Resource
 	byGVK     map[schema.GroupKind]*framework.Resource
 	byName    map[string]*framework.Resource
+	custom    *framework.CustomResources
 }
 
-// New wires the collector to every resource of inf.
+// New wires the collector to every resource of inf, and to the custom
+// resources of the CRDs as they are established.
 func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controller {
 	gc := &Controller{c: c, log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{}),
-		resources: inf.Resources(), byGVK: map[schema.GroupKind]*framework.Resource{}, byName: map[string]*framework.Resource{}}
-	for _, r := range gc.resources {
-		gc.byGVK[r.GVK.GroupKind()] = r
-		gc.byName[r.API.GroupResource().String()] = r
-		r.AddHandler(func(obj metav1.Object) { gc.observe(r, obj) }, func(obj metav1.Object) { gc.observeDelete(r, obj) })
+		byGVK: map[schema.GroupKind]*framework.Resource{}, byName: map[string]*framework.Resource{}}
+	for _, r := range inf.Resources() {
+		gc.addResource(r)
 	}
+	gc.custom = framework.NewCustomResources(c, gc.log, gc.addResource, gc.judgeOwnedBy, gc.removeResource)
 	return gc
+}
+
+// addResource starts collecting r's objects (before its informer runs).
+func (gc *Controller) addResource(r *framework.Resource) {
+	gc.mu.Lock()
+	gc.resources = append(gc.resources, r)
+	gc.byGVK[r.GVK.GroupKind()] = r
+	gc.byName[r.API.GroupResource().String()] = r
+	gc.mu.Unlock()
+	r.AddHandler(func(obj metav1.Object) { gc.observe(r, obj) }, func(obj metav1.Object) { gc.observeDelete(r, obj) })
+}
+
+// judgeOwnedBy queues the objects owned by r's kind once r's informer
+// has synced: they were judged while the kind was unknown (their owner
+// then counted as solid), and an owner deleted before the informer
+// started sends no delete event.
+func (gc *Controller) judgeOwnedBy(r *framework.Resource) {
+	gk := r.GVK.GroupKind()
+	for _, o := range gc.snapshot() {
+		if o == r || o.List == nil {
+			continue
+		}
+		for _, obj := range o.List() {
+			for _, ref := range obj.GetOwnerReferences() {
+				if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && gv.Group == gk.Group && ref.Kind == gk.Kind {
+					gc.queue.Add(itemKey(o, obj))
+					break
+				}
+			}
+		}
+	}
+}
+
+// removeResource forgets a custom resource whose CRD went.
+func (gc *Controller) removeResource(r *framework.Resource) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	gc.resources = slices.DeleteFunc(gc.resources, func(x *framework.Resource) bool { return x == r })
+	if gc.byGVK[r.GVK.GroupKind()] == r {
+		delete(gc.byGVK, r.GVK.GroupKind())
+	}
+	if gc.byName[r.API.GroupResource().String()] == r {
+		delete(gc.byName, r.API.GroupResource().String())
+	}
+}
+
+// snapshot returns the resources collected now.
+func (gc *Controller) snapshot() []*framework.Resource {
+	gc.mu.RLock()
+	defer gc.mu.RUnlock()
+	return slices.Clone(gc.resources)
 }
 
 // key is "resource.group|namespace|name".
@@ -82,7 +138,7 @@ type dependent struct {
 
 func (gc *Controller) dependents(uid types.UID) []dependent {
 	var out []dependent
-	for _, r := range gc.resources {
+	for _, r := range gc.snapshot() {
 		for _, o := range r.ByIndex(framework.OwnerUIDIndex, string(uid)) {
 			out = append(out, dependent{o, itemKey(r, o)})
 		}
@@ -95,11 +151,18 @@ func (gc *Controller) resourceFor(ref metav1.OwnerReference) *framework.Resource
 	if err != nil {
 		return nil
 	}
+	gc.mu.RLock()
+	defer gc.mu.RUnlock()
 	return gc.byGVK[schema.GroupKind{Group: gv.Group, Kind: ref.Kind}]
 }
 
 // Run processes the queue with workers goroutines until ctx ends.
 func (gc *Controller) Run(ctx context.Context, workers int) {
+	go func() {
+		if err := gc.custom.Run(ctx); err != nil && ctx.Err() == nil {
+			gc.log.Warn("following CustomResourceDefinitions stopped", "err", err)
+		}
+	}()
 	framework.RunWorkers(ctx, gc.queue, workers, gc.sync, func(key string, err error) {
 		gc.log.Warn("sync failed", "item", key, "err", err)
 	})
@@ -110,7 +173,9 @@ func (gc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	if len(parts) != 3 {
 		return framework.Result{}, nil
 	}
+	gc.mu.RLock()
 	r := gc.byName[parts[0]]
+	gc.mu.RUnlock()
 	if r == nil {
 		return framework.Result{}, nil
 	}
@@ -208,7 +273,7 @@ func (gc *Controller) do(ctx context.Context, a Action) error {
 
 // resourceOf finds the resource of a cached object by looking it up.
 func (gc *Controller) resourceOf(obj metav1.Object) *framework.Resource {
-	for _, r := range gc.resources {
+	for _, r := range gc.snapshot() {
 		if o, ok := r.Get(obj.GetNamespace(), obj.GetName()); ok && o.GetUID() == obj.GetUID() {
 			return r
 		}

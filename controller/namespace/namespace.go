@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -145,7 +146,19 @@ func (nc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 // deleteContent deletes every collection in ns and counts what is left.
 func (nc *Controller) deleteContent(ctx context.Context, ns string) (Remaining, error) {
 	rem := Remaining{Counts: map[string]int{}, Finalizers: map[string]int{}}
-	for _, r := range ContentResources {
+	resources := ContentResources
+	// The namespaced custom resources too, as upstream's namespace
+	// controller deletes whatever discovery lists.
+	var crds apiextv1.CustomResourceDefinitionList
+	if err := nc.c.Do(ctx, "GET", framework.CRDs.Path("", ""), nil, nil, &crds); err != nil {
+		return rem, fmt.Errorf("list customresourcedefinitions: %w", err)
+	}
+	for i := range crds.Items {
+		if cr, ok := framework.ServedCustomResource(&crds.Items[i]); ok && cr.API.Namespaced {
+			resources = append(slices.Clone(resources), cr.API)
+		}
+	}
+	for _, r := range resources {
 		err := nc.c.Do(ctx, "DELETE", r.Path(ns, ""), nil, nil, nil)
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err) {
 			return rem, fmt.Errorf("delete %s: %w", r.Resource, err)
