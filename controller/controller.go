@@ -36,6 +36,7 @@ import (
 	"minik/controller/replication"
 	"minik/controller/resourcequota"
 	"minik/controller/serviceaccount"
+	"minik/controller/statefulset"
 	"minik/controller/tainteviction"
 )
 
@@ -194,9 +195,12 @@ func runControllers(ctx context.Context, cfg Config) error {
 	// kube-controller-manager starts only the controllers whose resources
 	// discovery lists: an informer of an unserved resource never syncs.
 	served := framework.ServedResources(ctx, cfg.Client, framework.ServicesResource, framework.EndpointsResource,
-		framework.EndpointSlicesResource)
+		framework.EndpointSlicesResource, framework.PersistentVolumeClaimsResource)
 	if served[framework.ServicesResource] && served[framework.EndpointsResource] && served[framework.EndpointSlicesResource] {
 		inf.AddServiceInformers()
+	}
+	if served[framework.PersistentVolumeClaimsResource] {
+		inf.AddClaimInformer()
 	}
 	rec := record.NewRecorder(cfg.Client, "controller-manager", cfg.Identity)
 	deps := deps{cfg: &cfg, inf: inf, rec: rec, log: log}
@@ -285,6 +289,9 @@ var builders = []struct {
 		return daemonset.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
 	}},
 	{job.Name, func(d deps) (runnable, error) { return job.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil }},
+	{statefulset.Name, func(d deps) (runnable, error) {
+		return statefulset.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	}},
 	{endpointslice.Name, func(d deps) (runnable, error) {
 		if d.inf.Services == nil {
 			return nil, nil

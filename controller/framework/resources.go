@@ -67,6 +67,12 @@ func (inf *Informers) Resources() []*Resource {
 		NewResource(inf.ConfigMaps, client.ConfigMaps, "ConfigMap"),
 		NewResource(inf.Secrets, client.Secrets, "Secret"),
 		NewResource(inf.ServiceAccounts, client.ServiceAccounts, "ServiceAccount"),
+		NewResource(inf.StatefulSets, client.StatefulSets, "StatefulSet"),
+		NewResource(inf.ControllerRevisions, client.ControllerRevisions, "ControllerRevision"),
+		NewResource(inf.CronJobs, client.CronJobs, "CronJob"),
+	}
+	if inf.PersistentVolumeClaims != nil {
+		out = append(out, NewResource(inf.PersistentVolumeClaims, PersistentVolumeClaimsResource, "PersistentVolumeClaim"))
 	}
 	if inf.Services != nil {
 		out = append(out,
