@@ -36,7 +36,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 func TestNamesListsEveryControllerOnce(t *testing.T) {
 	names := Names()
 	for _, want := range []string{"garbagecollector", "namespace", "replicaset", "replicationcontroller", "deployment", "nodeipam",
-		"nodelifecycle", "taint-eviction-controller", "disruption", "daemonset", "job", "statefulset"} {
+		"nodelifecycle", "taint-eviction-controller", "disruption", "daemonset", "job", "cronjob", "statefulset"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("%s missing from %v", want, names)
 		}
