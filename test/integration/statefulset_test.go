@@ -174,3 +174,42 @@ func TestStatefulSetOrderScalePartitionAndHistory(t *testing.T) {
 		}
 	})
 }
+
+// TestDaemonSetRolloutHistoryAndUndo checks that the DaemonSet controller
+// keeps ControllerRevisions: kubectl rollout history lists both
+// templates and rollout undo brings the first back.
+func TestDaemonSetRolloutHistoryAndUndo(t *testing.T) {
+	c, cs, ctx := startWithController(t, controller.Config{Controllers: []string{"daemonset"}})
+	ns := "default"
+	fakeKubelet(t, cs, ns)
+	fakeNode(t, ctx, cs, "n1")
+	if _, err := cs.AppsV1().DaemonSets(ns).Create(ctx, makeDaemonSet("agent", "agent:1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	image := func() string {
+		pods := daemonPodsByNode(ctx, cs, ns, "agent")["n1"]
+		if len(pods) != 1 {
+			return fmt.Sprint(len(pods), " pods")
+		}
+		return pods[0].Spec.Containers[0].Image
+	}
+	eventually(t, 20*time.Second, "agent:1 on n1", func() (bool, string) { return image() == "agent:1", image() })
+	c.MustKubectl(t, "", "set", "image", "ds/agent", "c=agent:2")
+	eventually(t, 20*time.Second, "agent:2 on n1", func() (bool, string) { return image() == "agent:2", image() })
+	out := c.MustKubectl(t, "", "rollout", "history", "ds/agent")
+	if !strings.Contains(out, "\n1 ") || !strings.Contains(out, "\n2 ") {
+		t.Fatalf("rollout history:\n%s", out)
+	}
+	revs, _ := cs.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
+	pods := daemonPodsByNode(ctx, cs, ns, "agent")["n1"]
+	found := false
+	for _, r := range revs.Items {
+		found = found || r.Revision == 2 && r.Labels[appsv1.ControllerRevisionHashLabelKey] == pods[0].Labels[appsv1.ControllerRevisionHashLabelKey] &&
+			r.Name == "agent-"+pods[0].Labels[appsv1.ControllerRevisionHashLabelKey]
+	}
+	if !found {
+		t.Errorf("no revision 2 named agent-HASH for the pod's hash among %d revisions", len(revs.Items))
+	}
+	c.MustKubectl(t, "", "rollout", "undo", "ds/agent")
+	eventually(t, 20*time.Second, "agent:1 back on n1", func() (bool, string) { return image() == "agent:1", image() })
+}
