@@ -607,6 +607,11 @@ func TestController(t *testing.T) {
 			}
 		})
 
+		t.Run("a CronJob every minute starts a Job within 70s and Forbid skips the next while it runs", func(t *testing.T) {
+			t.Parallel()
+			testCronJobEveryMinute(t, e)
+		})
+
 		t.Run("kubectl delete cascades in the background, in the foreground and not at all with orphan", func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
