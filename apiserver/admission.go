@@ -43,6 +43,9 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	}
 	defaults.Object(obj)
 	defaults.OnCreate(obj) // needs the uid: the Job selector
+	if err := s.admitStorageCreate(ctx, obj); err != nil {
+		return err
+	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		if err := s.admitLimitRanger(ctx, o, reads); err != nil { // on the defaulted pod, as upstream
@@ -86,7 +89,7 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 // and namespaces, and events (no status).
 func keepsStatusOnCreate(obj runtime.Object) bool {
 	switch obj.(type) {
-	case *corev1.Node, *corev1.Pod, *corev1.Namespace:
+	case *corev1.Node, *corev1.Pod, *corev1.Namespace, *corev1.PersistentVolume, *corev1.PersistentVolumeClaim:
 		return true
 	}
 	return false

@@ -113,6 +113,7 @@ func bootstrapClusterRoles() []rbacv1.ClusterRole {
 			rule("create", "", "pods/binding", "bindings"),
 			rule("patch,update", "", "pods/status"),
 			rule(verbsRead, "", "replicationcontrollers", "services", "persistentvolumeclaims", "persistentvolumes"),
+			rule("patch,update", "", "persistentvolumeclaims"), // volume.kubernetes.io/selected-node
 			rule(verbsRead, "apps", "replicasets", "statefulsets"),
 			rule(verbsRead, "policy", "poddisruptionbudgets"),
 			rule(verbsRead, "storage.k8s.io", "storageclasses", "csinodes", "csidrivers", "csistoragecapacities"),

@@ -19,13 +19,16 @@ import (
 //	              ▼
 //	   secrets, configmaps ─▶ get/list/watch of one named object related in the graph
 //	   persistentvolumeclaims ─▶ get of one related object
+//	   persistentvolumes ─▶ get: bound to a related claim, or a local-path volume of the node;
+//	                        delete: a local-path volume of the node (the kubelet reclaims it)
 //	   pods ─▶ get: bound to the node; list/watch: only with spec.nodeName=NODE;
 //	           create/delete, status update/patch ─▶ allowed here, NodeRestriction checks
 //	   nodes ─▶ get/list/watch: its own name; create/update/patch, status ─▶ NodeRestriction
 //	   leases ─▶ kube-node-lease, its own name (create: NodeRestriction)
 //	   anything else ─▶ the static node rules (services, events, endpoints)
 type nodeAuthorizer struct {
-	graph *nodeGraph
+	graph   *nodeGraph
+	volumes *volumeGraph
 	// podsRev is the latest revision of the pods' watch cache, which is
 	// where kubelets learn of their pods.
 	podsRev func() int64
@@ -58,6 +61,8 @@ func (z *nodeAuthorizer) authorize(ctx context.Context, a *attributes) (decision
 				return noOpinion, "can only get individual resources of this type"
 			}
 			return z.related(ctx, node, a)
+		case "persistentvolumes":
+			return z.authorizeVolume(ctx, node, a)
 		case "nodes":
 			return authorizeNodeObject(node, a)
 		case "serviceaccounts":
@@ -107,6 +112,25 @@ func (z *nodeAuthorizer) related(ctx context.Context, node string, a *attributes
 	z.graph.waitFor(ctx, z.podsRev(), graphWait)
 	if z.graph.related(node, ref) {
 		return allow, ""
+	}
+	return noOpinion, fmt.Sprintf("no relationship found between node '%s' and this object", node)
+}
+
+// authorizeVolume lets a kubelet read the volumes of the claims its pods
+// use, and read and delete the local-path volumes on its node: it is
+// their deleter once they are Released (see controller/volume).
+func (z *nodeAuthorizer) authorizeVolume(ctx context.Context, node string, a *attributes) (decision, string) {
+	if a.subresource != "" || a.name == "" || (a.verb != "get" && a.verb != "delete") {
+		return noOpinion, "can only get individual resources of this type"
+	}
+	if z.volumes.localNode(a.name) == node {
+		return allow, ""
+	}
+	if a.verb != "get" {
+		return noOpinion, "can only delete the local-path volumes of its node"
+	}
+	if claim, ok := z.volumes.claimOf(a.name); ok {
+		return z.related(ctx, node, &attributes{resource: claim.kind, namespace: claim.namespace, name: claim.name})
 	}
 	return noOpinion, fmt.Sprintf("no relationship found between node '%s' and this object", node)
 }

@@ -138,6 +138,7 @@ type Server struct {
 
 	authorizers []authorizer
 	nodeGraph   *nodeGraph
+	volumeGraph *volumeGraph
 	rbac        *rbacAuthorizer
 
 	kubeletOnce sync.Once
@@ -245,6 +246,7 @@ func New(cfg Config) (*Server, error) {
 	s.nodes = byID["nodes"]
 	s.pdbs = byID["poddisruptionbudgets.policy"]
 	s.nodeGraph = newNodeGraph()
+	s.volumeGraph = newVolumeGraph()
 	rbacCache := func(id string) *objectCache { return newObjectCache(id, byID[id]) }
 	s.rbac = &rbacAuthorizer{roles: rbacCache("roles.rbac.authorization.k8s.io"),
 		clusterRoles:        rbacCache("clusterroles.rbac.authorization.k8s.io"),
@@ -254,7 +256,7 @@ func New(cfg Config) (*Server, error) {
 	// system:masters short cut.
 	s.authorizers = []authorizer{
 		privilegedGroups{},
-		&nodeAuthorizer{graph: s.nodeGraph, podsRev: s.pods.Cache().LatestRevision},
+		&nodeAuthorizer{graph: s.nodeGraph, volumes: s.volumeGraph, podsRev: s.pods.Cache().LatestRevision},
 		s.rbac,
 	}
 	s.serviceStore = byID["services"]
@@ -312,6 +314,9 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("starting admission cache: %w", err)
 	}
 	if err := follow(ctx, "node authorizer graph", s.pods, s.nodeGraph); err != nil {
+		return fmt.Errorf("starting the node authorizer: %w", err)
+	}
+	if err := follow(ctx, "node authorizer volumes", byIDOf(s, "persistentvolumes"), s.volumeGraph); err != nil {
 		return fmt.Errorf("starting the node authorizer: %w", err)
 	}
 	if err := s.bootstrap(ctx); err != nil {
@@ -468,6 +473,9 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		if _, err := pcHandler.createObject(ctx, &requestInfo{}, pc, false); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
+	}
+	if err := s.bootstrapStorage(ctx); err != nil {
+		return err
 	}
 	return s.bootstrapRBAC(ctx)
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -47,6 +48,9 @@ var (
 	ClusterRoleBindings    = Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}
 	Roles                  = Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles", Namespaced: true}
 	RoleBindings           = Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings", Namespaced: true}
+	PersistentVolumes      = Resource{Version: "v1", Resource: "persistentvolumes"}
+	PersistentVolumeClaims = Resource{Version: "v1", Resource: "persistentvolumeclaims", Namespaced: true}
+	StorageClasses         = Resource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}
 )
 
 // GroupVersion returns the resource's API group and version.
@@ -172,4 +176,19 @@ func (c *Client) PriorityClasses() *Typed[schedulingv1.PriorityClass] {
 // PodDisruptionBudgets returns a client for policy/v1 poddisruptionbudgets.
 func (c *Client) PodDisruptionBudgets() *Typed[policyv1.PodDisruptionBudget] {
 	return For[policyv1.PodDisruptionBudget](c, PodDisruptionBudgets)
+}
+
+// PersistentVolumes returns a client for core/v1 persistentvolumes.
+func (c *Client) PersistentVolumes() *Typed[corev1.PersistentVolume] {
+	return For[corev1.PersistentVolume](c, PersistentVolumes)
+}
+
+// PersistentVolumeClaims returns a client for core/v1 persistentvolumeclaims.
+func (c *Client) PersistentVolumeClaims() *Typed[corev1.PersistentVolumeClaim] {
+	return For[corev1.PersistentVolumeClaim](c, PersistentVolumeClaims)
+}
+
+// StorageClasses returns a client for storage.k8s.io/v1 storageclasses.
+func (c *Client) StorageClasses() *Typed[storagev1.StorageClass] {
+	return For[storagev1.StorageClass](c, StorageClasses)
 }

@@ -39,6 +39,7 @@ import (
 	"minik/controller/serviceaccount"
 	"minik/controller/statefulset"
 	"minik/controller/tainteviction"
+	"minik/controller/volume"
 )
 
 // Config configures the controller manager. Durations are wall-clock; zero
@@ -196,12 +197,9 @@ func runControllers(ctx context.Context, cfg Config) error {
 	// kube-controller-manager starts only the controllers whose resources
 	// discovery lists: an informer of an unserved resource never syncs.
 	served := framework.ServedResources(ctx, cfg.Client, framework.ServicesResource, framework.EndpointsResource,
-		framework.EndpointSlicesResource, framework.PersistentVolumeClaimsResource)
+		framework.EndpointSlicesResource)
 	if served[framework.ServicesResource] && served[framework.EndpointsResource] && served[framework.EndpointSlicesResource] {
 		inf.AddServiceInformers()
-	}
-	if served[framework.PersistentVolumeClaimsResource] {
-		inf.AddClaimInformer()
 	}
 	rec := record.NewRecorder(cfg.Client, "controller-manager", cfg.Identity)
 	deps := deps{cfg: &cfg, inf: inf, rec: rec, log: log}
@@ -318,4 +316,5 @@ var builders = []struct {
 		return podgc.New(d.cfg.Client, d.inf, d.cfg.Clock, d.cfg.PodGC, d.log), nil
 	}},
 	{resourcequota.Name, func(d deps) (runnable, error) { return resourcequota.New(d.cfg.Client, d.inf, d.log), nil }},
+	{volume.Name, func(d deps) (runnable, error) { return volume.New(d.cfg.Client, d.inf, d.rec, d.log), nil }},
 }

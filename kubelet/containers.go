@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"minik/internal/volumeutil"
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
 )
@@ -114,7 +115,7 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 	for _, kv := range env {
 		cfg.Envs = append(cfg.Envs, &cri.KeyValue{Key: kv.Name, Value: kv.Value})
 	}
-	mounts, err := k.containerMounts(pod, c)
+	mounts, err := k.containerMounts(pod, c, env)
 	if err != nil {
 		return nil, err
 	}
@@ -549,6 +550,18 @@ func (k *Kubelet) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		if err := k.setUpEmptyDir(pod, &v, target); err != nil {
 			return time.Time{}, err
 		}
+	case v.PersistentVolumeClaim != nil || v.Ephemeral != nil:
+		path, err := k.claimVolumePath(ctx, pod, volumeutil.ClaimVolumeName(pod, &v))
+		if err != nil {
+			var me *mountError
+			if errors.As(err, &me) {
+				me.msg = fmt.Sprintf("MountVolume.SetUp failed for volume %q : %s", v.Name, me.msg)
+			}
+			return time.Time{}, err
+		}
+		if err := linkVolume(target, path); err != nil {
+			return time.Time{}, err
+		}
 	case v.HostPath != nil:
 		t := corev1.HostPathUnset
 		if v.HostPath.Type != nil {
@@ -741,7 +754,8 @@ func (k *Kubelet) writeHosts(pod *corev1.Pod, podIP string) error {
 const etcHostsPath = "/etc/hosts"
 
 // containerMounts turns volumeMounts into bind mounts, plus /etc/hosts.
-func (k *Kubelet) containerMounts(pod *corev1.Pod, c *corev1.Container) ([]*cri.Mount, error) {
+// env expands subPathExpr.
+func (k *Kubelet) containerMounts(pod *corev1.Pod, c *corev1.Container, env []corev1.EnvVar) ([]*cri.Mount, error) {
 	dir := k.podDir(string(pod.UID))
 	vols := map[string]corev1.Volume{}
 	for _, v := range pod.Spec.Volumes {
@@ -758,14 +772,25 @@ func (k *Kubelet) containerMounts(pod *corev1.Pod, c *corev1.Container) ([]*cri.
 		if v.HostPath != nil {
 			host = v.HostPath.Path
 		}
-		readonly := m.ReadOnly || v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
-		if m.SubPath != "" {
-			host = filepath.Join(host, filepath.Clean("/"+m.SubPath))
-			if _, err := os.Stat(host); errors.Is(err, os.ErrNotExist) {
-				if err := os.MkdirAll(host, 0o777); err != nil {
-					return nil, err
-				}
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			// The link setUpVolume made; the runtime gets the real path.
+			real, err := filepath.EvalSymlinks(host)
+			if err != nil {
+				return nil, &mountError{fmt.Sprintf("volume %q is not mounted: %v", v.Name, err)}
 			}
+			host = real
+		}
+		readonly := m.ReadOnly || v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
+		sub := m.SubPath
+		if m.SubPathExpr != "" {
+			sub = expand(m.SubPathExpr, env)
+		}
+		if sub != "" {
+			p, err := resolveSubPath(host, sub)
+			if err != nil {
+				return nil, err
+			}
+			host = p
 		}
 		hasHosts = hasHosts || m.MountPath == "/etc/hosts"
 		hasResolv = hasResolv || m.MountPath == "/etc/resolv.conf"

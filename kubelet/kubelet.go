@@ -156,6 +156,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	goRun(k.relistLoop)
 	goRun(k.evictionLoop)
+	goRun(k.reclaimLoop)
 	if cfg.Ready != nil {
 		close(cfg.Ready)
 	}

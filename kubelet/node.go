@@ -17,6 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik/internal/volumeutil"
 )
 
 // KubeletVersion is reported in nodeInfo.
@@ -104,6 +106,11 @@ func (k *Kubelet) nodeLabels() map[string]string {
 	return l
 }
 
+// nodeAnnotations publishes where this node keeps local-path volumes.
+func (k *Kubelet) nodeAnnotations() map[string]string {
+	return map[string]string{volumeutil.AnnLocalPathDir: k.localPathDir()}
+}
+
 // registerNode creates the Node, or takes over an existing one.
 func (k *Kubelet) registerNode(ctx context.Context) error {
 	// The pod range is set from the Node once it is known (setNode), not
@@ -112,7 +119,7 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 	nodes := k.cfg.Client.Nodes()
 	for attempt := 0; ; attempt++ {
 		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: k.nodeLabels()},
+			ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: k.nodeLabels(), Annotations: k.nodeAnnotations()},
 			Spec:       corev1.NodeSpec{Taints: k.cfg.RegisterWithTaints},
 		}
 		created, err := nodes.Create(ctx, node, metav1.CreateOptions{})
@@ -129,6 +136,12 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 				for key, v := range k.nodeLabels() {
 					if existing.Labels[key] != v {
 						existing.Labels[key] = v
+						changed = true
+					}
+				}
+				for key, v := range k.nodeAnnotations() {
+					if existing.Annotations[key] != v {
+						metav1.SetMetaDataAnnotation(&existing.ObjectMeta, key, v)
 						changed = true
 					}
 				}

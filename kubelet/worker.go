@@ -297,12 +297,18 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *observed,
 		w.mu.Unlock()
 	} else {
 		msg := err.Error()
+		reason, eventReason, eventMsg := reasonCreateContainerConfigError, "Failed", "Error: "+msg
+		var me *mountError
+		if errors.As(err, &me) {
+			// Not the container's fault: the volume is not there yet.
+			reason, eventReason, eventMsg = "ContainerCreating", "FailedMount", msg
+		}
 		w.mu.Lock()
 		for _, s := range a.Start {
-			st.waiting[s.Container.Name] = waiting{Reason: reasonCreateContainerConfigError, Message: msg, Until: k.cfg.Clock.Now().Add(2 * time.Second)}
+			st.waiting[s.Container.Name] = waiting{Reason: reason, Message: msg, Until: k.cfg.Clock.Now().Add(2 * time.Second)}
 		}
 		w.mu.Unlock()
-		w.event(pod, corev1.EventTypeWarning, "Failed", "Error: %s", msg)
+		w.event(pod, corev1.EventTypeWarning, eventReason, "%s", eventMsg)
 		return nil
 	}
 	sbCfg := k.sandboxConfig(pod)

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/client"
@@ -156,6 +157,7 @@ func ExplainFromAPI(ctx context.Context, c *client.Client, ns, name string) (*Ex
 	}
 	snap := cache.NewEmptySnapshot()
 	ch.UpdateSnapshot(snap)
+	snap.SetStorage(listStorage(ctx, c, pod.Namespace))
 	pending := pod.DeepCopy()
 	pending.Spec.NodeName = ""
 	fwk := framework.New(plugins.DefaultProfile(pod.Spec.SchedulerName, nil))
@@ -272,4 +274,28 @@ func (e *Explanation) total(node string) (int64, bool) {
 func (e *Explanation) mustTotal(node string) int64 {
 	t, _ := e.total(node)
 	return t
+}
+
+// listStorage reads the claims of the pod's namespace, the volumes and
+// the classes for the volume plugins (none if they cannot be read).
+func listStorage(ctx context.Context, c *client.Client, ns string) framework.StorageLister {
+	var claims []*corev1.PersistentVolumeClaim
+	var volumes []*corev1.PersistentVolume
+	var classes []*storagev1.StorageClass
+	if l, err := listAll(ctx, c.PersistentVolumeClaims(), ns); err == nil {
+		for i := range l {
+			claims = append(claims, &l[i])
+		}
+	}
+	if l, err := listAll(ctx, c.PersistentVolumes(), ""); err == nil {
+		for i := range l {
+			volumes = append(volumes, &l[i])
+		}
+	}
+	if l, err := listAll(ctx, c.StorageClasses(), ""); err == nil {
+		for i := range l {
+			classes = append(classes, &l[i])
+		}
+	}
+	return framework.NewStaticStorage(claims, volumes, classes)
 }

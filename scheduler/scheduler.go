@@ -161,6 +161,7 @@ type Scheduler struct {
 	namespaces *informer.Informer[corev1.Namespace]
 	pdbs       *informer.Informer[policyv1.PodDisruptionBudget]
 	services   *informer.Informer[corev1.Service]
+	storage    *storageInformers
 
 	nextStartNodeIndex int
 	// verdicts and passed are findFeasible's per-node buffers, reused
@@ -178,7 +179,7 @@ func New(cfg Config) *Scheduler {
 	if err := cfg.setDefaults(); err != nil {
 		panic(err)
 	}
-	profile := plugins.DefaultProfile(cfg.SchedulerName, cfg.Client)
+	profile := plugins.DefaultProfile(cfg.SchedulerName, api{cfg.Client})
 	profile.PercentageOfNodesToScore = cfg.PercentageOfNodesToScore
 	profile.Parallelism = cfg.Parallelism
 	s := &Scheduler{
@@ -205,6 +206,9 @@ func New(cfg Config) *Scheduler {
 	s.namespaces = informer.New(cfg.Client.Namespaces(), informer.Config{Logger: cfg.Logger})
 	s.pdbs = informer.New(client.For[policyv1.PodDisruptionBudget](cfg.Client, client.PodDisruptionBudgets), informer.Config{Logger: cfg.Logger})
 	s.services = informer.New(client.For[corev1.Service](cfg.Client, servicesResource), informer.Config{Logger: cfg.Logger})
+	s.storage = newStorageInformers(cfg.Client, informer.Config{Logger: cfg.Logger})
+	s.snapshot.SetStorage(s.storage)
+	s.storage.requeueOn(s.queue)
 	s.addEventHandlers()
 	return s
 }
@@ -230,14 +234,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	// Budgets only guide preemption, Services only the default spreading
 	// (a score): scheduling does not wait for them. Services are watched
 	// only if the apiserver serves them.
-	informers := []func(context.Context) error{s.pods.Run, s.nodes.Run, s.namespaces.Run, s.pdbs.Run}
+	informers := []func(context.Context) error{s.pods.Run, s.nodes.Run, s.namespaces.Run, s.pdbs.Run,
+		s.storage.claims.Run, s.storage.volumes.Run, s.storage.classes.Run}
 	if servesServices(ctx, s.client) {
 		informers = append(informers, s.services.Run)
 	}
 	for _, run := range informers {
 		bg.Go(func() { _ = run(ctx) })
 	}
-	for _, c := range []<-chan struct{}{s.pods.Synced(), s.nodes.Synced(), s.namespaces.Synced()} {
+	for _, c := range []<-chan struct{}{s.pods.Synced(), s.nodes.Synced(), s.namespaces.Synced(),
+		s.storage.claims.Synced(), s.storage.volumes.Synced(), s.storage.classes.Synced()} {
 		select {
 		case <-c:
 		case <-ctx.Done():
@@ -299,7 +305,11 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	}
 	s.wg.Go(func() {
 		defer func() { <-s.bindSlots }()
-		if st := s.fwk.RunBind(ctx, assumed, host); !st.IsSuccess() {
+		st := s.fwk.RunPreBind(ctx, state, assumed, host)
+		if st.IsSuccess() {
+			st = s.fwk.RunBind(ctx, assumed, host)
+		}
+		if !st.IsSuccess() {
 			s.cache.ForgetPod(assumed)
 			s.queue.MoveAllToActiveOrBackoff(queue.AssignedPodDelete)
 			s.handleFailure(ctx, qp, cycle, fmt.Errorf("binding rejected: %w", st.AsError()))

@@ -17,6 +17,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -65,6 +66,12 @@ func Object(obj runtime.Object) {
 		EndpointSlice(o)
 	case *corev1.LimitRange:
 		LimitRange(o)
+	case *corev1.PersistentVolume:
+		PersistentVolume(o)
+	case *corev1.PersistentVolumeClaim:
+		PersistentVolumeClaim(o)
+	case *storagev1.StorageClass:
+		StorageClass(o)
 	case *corev1.Event, *coordinationv1.Lease, *corev1.ServiceAccount, *policyv1.PodDisruptionBudget:
 		// Upstream has no server-side defaults for these types.
 	}

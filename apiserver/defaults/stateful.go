@@ -3,7 +3,6 @@ package defaults
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -45,19 +44,9 @@ func StatefulSet(s *appsv1.StatefulSet) {
 		rp.WhenScaled = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
 	}
 	for i := range spec.VolumeClaimTemplates {
-		claimTemplate(&spec.VolumeClaimTemplates[i])
+		PersistentVolumeClaim(&spec.VolumeClaimTemplates[i])
 	}
 	PodTemplateSpec(&spec.Template)
-}
-
-// claimTemplate applies upstream's PersistentVolumeClaim defaults.
-func claimTemplate(c *corev1.PersistentVolumeClaim) {
-	if c.Spec.VolumeMode == nil {
-		c.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
-	}
-	if c.Status.Phase == "" {
-		c.Status.Phase = corev1.ClaimPending
-	}
 }
 
 // CronJob defaults concurrencyPolicy to Allow, suspend to false and the

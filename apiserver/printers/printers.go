@@ -22,6 +22,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -78,6 +79,9 @@ var byKind = map[string]printer{
 	"EndpointSlice":         {endpointSliceColumns, typed(endpointSliceRow)},
 	"LimitRange":            {limitRangeColumns, typed(limitRangeRow)},
 	"ResourceQuota":         {resourceQuotaColumns, typed(resourceQuotaRow)},
+	"PersistentVolume":      {persistentVolumeColumns, typed(persistentVolumeRow)},
+	"PersistentVolumeClaim": {persistentVolumeClaimColumns, typed(persistentVolumeClaimRow)},
+	"StorageClass":          {storageClassColumns, typed(storageClassRow)},
 }
 
 // defaultPrinter serves kinds without their own columns.
@@ -219,6 +223,7 @@ func newScheme() *runtime.Scheme {
 		eventsv1.AddToScheme,
 		policyv1.AddToScheme,
 		schedulingv1.AddToScheme,
+		storagev1.AddToScheme,
 	} {
 		utilruntime.Must(add(s))
 	}

@@ -14,6 +14,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -81,6 +82,22 @@ func All() []*Resource {
 			NewList:      func() runtime.Object { return &corev1.ServiceAccountList{} },
 			Subresources: []string{"token"}},
 
+		{Kind: "PersistentVolume", Resource: "persistentvolumes", Singular: "persistentvolume", ShortNames: []string{"pv"},
+			New:          func() runtime.Object { return &corev1.PersistentVolume{} },
+			NewList:      func() runtime.Object { return &corev1.PersistentVolumeList{} },
+			Subresources: []string{"status"}, HasStatus: true, NoGeneration: true,
+			Fields: func(o runtime.Object) map[string]string {
+				return map[string]string{"name": o.(*corev1.PersistentVolume).Name} // upstream's extra key
+			}},
+		{Kind: "PersistentVolumeClaim", Resource: "persistentvolumeclaims", Singular: "persistentvolumeclaim", Namespaced: true,
+			ShortNames:   []string{"pvc"},
+			New:          func() runtime.Object { return &corev1.PersistentVolumeClaim{} },
+			NewList:      func() runtime.Object { return &corev1.PersistentVolumeClaimList{} },
+			Subresources: []string{"status"}, HasStatus: true, NoGeneration: true,
+			Fields: func(o runtime.Object) map[string]string {
+				return map[string]string{"name": o.(*corev1.PersistentVolumeClaim).Name}
+			}},
+
 		{Group: "apps", Kind: "Deployment", Resource: "deployments", Singular: "deployment", Namespaced: true,
 			ShortNames: []string{"deploy"}, Categories: []string{"all"},
 			New: func() runtime.Object { return &appsv1.Deployment{} }, NewList: func() runtime.Object { return &appsv1.DeploymentList{} },
@@ -125,6 +142,10 @@ func All() []*Resource {
 			New:          func() runtime.Object { return &policyv1.PodDisruptionBudget{} },
 			NewList:      func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} },
 			Subresources: []string{"status"}, HasStatus: true},
+
+		{Group: "storage.k8s.io", Kind: "StorageClass", Resource: "storageclasses", Singular: "storageclass", ShortNames: []string{"sc"},
+			New:     func() runtime.Object { return &storagev1.StorageClass{} },
+			NewList: func() runtime.Object { return &storagev1.StorageClassList{} }},
 
 		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Resource: "clusterroles", Singular: "clusterrole",
 			New: func() runtime.Object { return &rbacv1.ClusterRole{} }, NewList: func() runtime.Object { return &rbacv1.ClusterRoleList{} }},

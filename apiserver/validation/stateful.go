@@ -120,8 +120,8 @@ func validateClaimRetentionPolicy(p *appsv1.StatefulSetPersistentVolumeClaimRete
 	return errs
 }
 
-// validateClaimTemplate checks what a claim made from the template needs:
-// a name, an access mode and a storage request.
+// validateClaimTemplate checks a claim template as the claims made from
+// it will be checked, plus its name.
 func validateClaimTemplate(c *corev1.PersistentVolumeClaim, fldPath *field.Path) field.ErrorList {
 	mp := fldPath.Child("metadata")
 	var errs field.ErrorList
@@ -132,24 +132,7 @@ func validateClaimTemplate(c *corev1.PersistentVolumeClaim, fldPath *field.Path)
 			errs = append(errs, field.Invalid(mp.Child("name"), c.Name, msg))
 		}
 	}
-	sp := fldPath.Child("spec")
-	if len(c.Spec.AccessModes) == 0 {
-		errs = append(errs, field.Required(sp.Child("accessModes"), "at least 1 access mode is required"))
-	}
-	modes := []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOncePod}
-	for _, m := range c.Spec.AccessModes {
-		ok := false
-		for _, v := range modes {
-			ok = ok || m == v
-		}
-		if !ok {
-			errs = append(errs, field.NotSupported(sp.Child("accessModes"), m, modes))
-		}
-	}
-	if _, ok := c.Spec.Resources.Requests[corev1.ResourceStorage]; !ok {
-		errs = append(errs, field.Required(sp.Child("resources").Key(string(corev1.ResourceStorage)), ""))
-	}
-	return errs
+	return append(errs, validatePersistentVolumeClaimSpec(&c.Spec, fldPath.Child("spec"))...)
 }
 
 // validateStatefulSetUpdate enforces upstream's list of mutable spec

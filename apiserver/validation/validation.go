@@ -21,6 +21,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,6 +87,12 @@ func Create(obj runtime.Object, namespaced bool) field.ErrorList {
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validatePriorityClass(o)...)
 	case *policyv1.PodDisruptionBudget:
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validatePodDisruptionBudgetSpec(&o.Spec, specPath)...)
+	case *corev1.PersistentVolume:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validatePersistentVolume(o)...)
+	case *corev1.PersistentVolumeClaim:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validatePersistentVolumeClaimSpec(&o.Spec, specPath)...)
+	case *storagev1.StorageClass:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateStorageClass(o)...)
 	case *rbacv1.Role:
 		return append(objectMeta(&o.ObjectMeta, namespaced, rbacName), validateRole(o)...)
 	case *rbacv1.ClusterRole:
@@ -203,6 +210,18 @@ func Update(obj, old runtime.Object, namespaced bool) field.ErrorList {
 		return update(o, old, func(o, old *policyv1.PodDisruptionBudget) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validatePodDisruptionBudgetSpec(&o.Spec, specPath)...)
 		})
+	case *corev1.PersistentVolume:
+		return update(o, old, func(o, old *corev1.PersistentVolume) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validatePersistentVolumeUpdate(o, old)...)
+		})
+	case *corev1.PersistentVolumeClaim:
+		return update(o, old, func(o, old *corev1.PersistentVolumeClaim) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validatePersistentVolumeClaimUpdate(o, old)...)
+		})
+	case *storagev1.StorageClass:
+		return update(o, old, func(o, old *storagev1.StorageClass) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateStorageClassUpdate(o, old)...)
+		})
 	case *rbacv1.Role:
 		return update(o, old, func(o, old *rbacv1.Role) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateRole(o)...)
@@ -280,6 +299,10 @@ func StatusUpdate(obj, old runtime.Object) field.ErrorList {
 	case *corev1.ResourceQuota:
 		return update(o, old, func(o, old *corev1.ResourceQuota) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateResourceQuotaStatus(o)...)
+		})
+	case *corev1.PersistentVolumeClaim:
+		return update(o, old, func(o, old *corev1.PersistentVolumeClaim) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validatePersistentVolumeClaimStatus(o)...)
 		})
 	}
 	return genericMetaUpdate(obj, old)

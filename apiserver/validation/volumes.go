@@ -316,16 +316,7 @@ func validateEphemeralVolume(e *corev1.EphemeralVolumeSource, p *field.Path) fie
 	if e.VolumeClaimTemplate == nil {
 		return field.ErrorList{field.Required(p.Child("volumeClaimTemplate"), "")}
 	}
-	sp := p.Child("volumeClaimTemplate", "spec")
-	spec := e.VolumeClaimTemplate.Spec
-	var errs field.ErrorList
-	if len(spec.AccessModes) == 0 {
-		errs = append(errs, field.Required(sp.Child("accessModes"), "at least 1 access mode is required"))
-	}
-	if _, ok := spec.Resources.Requests[corev1.ResourceStorage]; !ok {
-		errs = append(errs, field.Required(sp.Child("resources").Key(string(corev1.ResourceStorage)), ""))
-	}
-	return errs
+	return validatePersistentVolumeClaimSpec(&e.VolumeClaimTemplate.Spec, p.Child("volumeClaimTemplate", "spec"))
 }
 
 // localDescendingPath requires a relative path that does not climb out.

@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/client"
@@ -50,6 +51,11 @@ type Informers struct {
 	ServiceAccounts *informer.Informer[corev1.ServiceAccount]
 	// ClusterRoles feeds the cluster role aggregation.
 	ClusterRoles *informer.Informer[rbacv1.ClusterRole]
+	// PersistentVolumes, PersistentVolumeClaims and StorageClasses feed
+	// the volume controllers (and StatefulSets' claims).
+	PersistentVolumes      *informer.Informer[corev1.PersistentVolume]
+	PersistentVolumeClaims *informer.Informer[corev1.PersistentVolumeClaim]
+	StorageClasses         *informer.Informer[storagev1.StorageClass]
 	// Services, Endpoints and EndpointSlices are nil until
 	// AddServiceInformers makes them (when the apiserver serves them:
 	// see ServedResources). Services are indexed by ServiceSelectorIndex,
@@ -57,9 +63,6 @@ type Informers struct {
 	Services       *informer.Informer[corev1.Service]
 	Endpoints      *informer.Informer[corev1.Endpoints]
 	EndpointSlices *informer.Informer[discoveryv1.EndpointSlice]
-	// PersistentVolumeClaims is nil until AddClaimInformer makes it (when
-	// the apiserver serves claims).
-	PersistentVolumeClaims *informer.Informer[corev1.PersistentVolumeClaim]
 
 	cfg informer.Config
 }
@@ -89,6 +92,9 @@ func NewInformers(c *client.Client, log *slog.Logger) *Informers {
 		Secrets:                informer.New(c.Secrets(), cfg),
 		ServiceAccounts:        informer.New(c.ServiceAccounts(), cfg),
 		ClusterRoles:           informer.New(client.For[rbacv1.ClusterRole](c, client.ClusterRoles), cfg),
+		PersistentVolumes:      informer.New(c.PersistentVolumes(), cfg),
+		PersistentVolumeClaims: informer.New(c.PersistentVolumeClaims(), cfg),
+		StorageClasses:         informer.New(c.StorageClasses(), cfg),
 		cfg:                    cfg,
 	}
 	addOwnerIndexes(inf.Pods)
@@ -133,12 +139,10 @@ type runnable interface {
 func (inf *Informers) all() []runnable {
 	all := []runnable{inf.Pods, inf.Nodes, inf.Namespaces, inf.ReplicationControllers, inf.ReplicaSets,
 		inf.Deployments, inf.DaemonSets, inf.Jobs, inf.PodDisruptionBudgets, inf.Leases, inf.ConfigMaps,
-		inf.Secrets, inf.ServiceAccounts, inf.ClusterRoles, inf.StatefulSets, inf.ControllerRevisions, inf.CronJobs}
+		inf.Secrets, inf.ServiceAccounts, inf.ClusterRoles, inf.PersistentVolumes, inf.PersistentVolumeClaims, inf.StorageClasses,
+		inf.StatefulSets, inf.ControllerRevisions, inf.CronJobs}
 	if inf.Services != nil {
 		all = append(all, inf.Services, inf.Endpoints, inf.EndpointSlices)
-	}
-	if inf.PersistentVolumeClaims != nil {
-		all = append(all, inf.PersistentVolumeClaims)
 	}
 	return all
 }

@@ -71,9 +71,9 @@ func (inf *Informers) Resources() []*Resource {
 		NewResource(inf.ControllerRevisions, client.ControllerRevisions, "ControllerRevision"),
 		NewResource(inf.CronJobs, client.CronJobs, "CronJob"),
 	}
-	if inf.PersistentVolumeClaims != nil {
-		out = append(out, NewResource(inf.PersistentVolumeClaims, PersistentVolumeClaimsResource, "PersistentVolumeClaim"))
-	}
+	// Claims: a StatefulSet's retention policy makes the set or a pod
+	// their owner, and the collector deletes them after it.
+	out = append(out, NewResource(inf.PersistentVolumeClaims, client.PersistentVolumeClaims, "PersistentVolumeClaim"))
 	if inf.Services != nil {
 		out = append(out,
 			NewResource(inf.Services, ServicesResource, "Service"),

@@ -52,18 +52,16 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk c
 	inf.ControllerRevisions.AddHandler(informer.Handler[appsv1.ControllerRevision]{
 		OnAdd: owner, OnUpdate: func(_, r *appsv1.ControllerRevision) { owner(r) }, OnDelete: owner,
 	})
-	if inf.PersistentVolumeClaims != nil {
-		// A claim removed by hand comes back: requeue the sets of its namespace.
-		inf.PersistentVolumeClaims.AddHandler(informer.Handler[corev1.PersistentVolumeClaim]{
-			OnDelete: func(pvc *corev1.PersistentVolumeClaim) {
-				for _, s := range inf.StatefulSets.Store().List() {
-					if s.Namespace == pvc.Namespace && len(s.Spec.VolumeClaimTemplates) > 0 {
-						sc.queue.Add(framework.KeyOf(s))
-					}
+	// A claim removed by hand comes back: requeue the sets of its namespace.
+	inf.PersistentVolumeClaims.AddHandler(informer.Handler[corev1.PersistentVolumeClaim]{
+		OnDelete: func(pvc *corev1.PersistentVolumeClaim) {
+			for _, s := range inf.StatefulSets.Store().List() {
+				if s.Namespace == pvc.Namespace && len(s.Spec.VolumeClaimTemplates) > 0 {
+					sc.queue.Add(framework.KeyOf(s))
 				}
-			},
-		})
-	}
+			}
+		},
+	})
 	return sc
 }
 
@@ -87,19 +85,19 @@ func (sc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	}
 	obs := Observed{Pods: sc.inf.Pods.Store().ByIndex(framework.ControllerUIDIndex, string(set.UID)),
 		Claims: map[string]*corev1.PersistentVolumeClaim{}}
-	if sc.inf.PersistentVolumeClaims != nil {
-		for i := range set.Spec.VolumeClaimTemplates {
-			for _, p := range obs.Pods {
-				n := ClaimName(&set.Spec.VolumeClaimTemplates[i], p.Name)
-				if c, ok := sc.inf.PersistentVolumeClaims.Store().Get(ns, n); ok {
-					obs.Claims[n] = c
-				}
-			}
-			for ord := 0; ord < int(ptr.Deref(set.Spec.Replicas, 1))+startOf(set); ord++ {
-				n := ClaimName(&set.Spec.VolumeClaimTemplates[i], PodName(set, ord))
-				if c, ok := sc.inf.PersistentVolumeClaims.Store().Get(ns, n); ok {
-					obs.Claims[n] = c
-				}
+	// The claims the pods and ordinals of the set would use.
+	for i := range set.Spec.VolumeClaimTemplates {
+		ct := &set.Spec.VolumeClaimTemplates[i]
+		names := []string{}
+		for _, p := range obs.Pods {
+			names = append(names, ClaimName(ct, p.Name))
+		}
+		for ord := startOf(set); ord < int(ptr.Deref(set.Spec.Replicas, 1))+startOf(set); ord++ {
+			names = append(names, ClaimName(ct, PodName(set, ord)))
+		}
+		for _, n := range names {
+			if c, ok := sc.inf.PersistentVolumeClaims.Store().Get(ns, n); ok {
+				obs.Claims[n] = c
 			}
 		}
 	}
@@ -198,7 +196,7 @@ func (sc *Controller) apply(ctx context.Context, key string, set *appsv1.Statefu
 		sc.rec.Eventf(set, ev.Type, ev.Reason, "%s", ev.Message)
 	}
 	var errs []error
-	claims := client.For[corev1.PersistentVolumeClaim](sc.c, framework.PersistentVolumeClaimsResource)
+	claims := sc.c.PersistentVolumeClaims()
 	failedClaims := map[string]bool{} // pods whose claims could not be made
 	for _, c := range plan.CreateClaims {
 		pod := podOfClaim(set, c.Name)

@@ -116,7 +116,7 @@ func TestReconcile(t *testing.T) {
 		},
 		{
 			name: "minReadySeconds holds the next ordinal back until kv-0 is available, and requeues for then",
-			set: makeSet(2, func(s *appsv1.StatefulSet) { s.Spec.MinReadySeconds = 30 }), sameRev: true,
+			set:  makeSet(2, func(s *appsv1.StatefulSet) { s.Spec.MinReadySeconds = 30 }), sameRev: true,
 			pods: func(s *appsv1.StatefulSet) []*corev1.Pod {
 				return []*corev1.Pod{pod(s, 0, "kv-old").Ready(now.Add(-10 * time.Second)).Obj()}
 			},
@@ -282,9 +282,9 @@ func TestReconcile(t *testing.T) {
 			},
 		},
 		{
-			name: "a pod below the partition is made again from the current revision",
-			set:  makeSet(2, partition(1)),
-			pods: func(s *appsv1.StatefulSet) []*corev1.Pod { return []*corev1.Pod{ready(s, 1, "kv-new")} },
+			name:       "a pod below the partition is made again from the current revision",
+			set:        makeSet(2, partition(1)),
+			pods:       func(s *appsv1.StatefulSet) []*corev1.Pod { return []*corev1.Pod{ready(s, 1, "kv-new")} },
 			wantCreate: []string{"kv-0"},
 			check: func(t *testing.T, p Plan) {
 				if p.CreatePods[0].Labels[history.HashLabel] != "kv-old" {

@@ -22,6 +22,7 @@ type Snapshot struct {
 	namespaces   map[string]labels.Set
 	pdbs         []*policyv1.PodDisruptionBudget
 	services     map[string][]*corev1.Service // with a selector, by namespace
+	storage      framework.StorageLister
 
 	generation int64 // the highest NodeInfo generation copied
 	nodeSetGen int64
@@ -94,6 +95,19 @@ func (s *Snapshot) SetServices(svcs []*corev1.Service) {
 		}
 	}
 }
+
+// Storage implements framework.SharedLister; without SetStorage it
+// holds nothing.
+func (s *Snapshot) Storage() framework.StorageLister {
+	if s.storage == nil {
+		return framework.NewStaticStorage(nil, nil, nil)
+	}
+	return s.storage
+}
+
+// SetStorage sets where the volume plugins read claims, volumes and
+// classes; it is kept across UpdateSnapshot.
+func (s *Snapshot) SetStorage(l framework.StorageLister) { s.storage = l }
 
 // NumNodes returns the number of nodes.
 func (s *Snapshot) NumNodes() int { return len(s.nodeInfoList) }

@@ -26,6 +26,7 @@ type Profile struct {
 	PostFilter    []PostFilterPlugin
 	PreScore      []PreScorePlugin
 	Score         []ScorePluginWeight
+	PreBind       []PreBindPlugin
 	Bind          []BindPlugin
 	// PercentageOfNodesToScore: once this share of the nodes is found
 	// feasible, filtering stops. 0 means adaptive (50% minus 1% per 125

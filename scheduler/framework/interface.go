@@ -52,6 +52,8 @@ type SharedLister interface {
 	// Services returns the Services of a namespace that have a selector
 	// (the default spreading counts the pods of a pod's Services).
 	Services(namespace string) []*corev1.Service
+	// Storage reads claims, volumes and classes (the volume plugins).
+	Storage() StorageLister
 }
 
 // PreFilterPlugin computes, once per pod, what its Filter needs for every

@@ -17,6 +17,8 @@ import (
 	"minik/scheduler/plugins/nodeunschedulable"
 	"minik/scheduler/plugins/podtopologyspread"
 	"minik/scheduler/plugins/tainttoleration"
+	"minik/scheduler/plugins/volumebinding"
+	"minik/scheduler/plugins/volumerestrictions"
 )
 
 // Default score weights, as in kube-scheduler's default profile.
@@ -30,10 +32,17 @@ const (
 	WeightImageLocality      = 1
 )
 
+// API is what the plugins that write need: binding pods, and recording
+// the selected node on claims.
+type API interface {
+	defaultbinder.API
+	volumebinding.ClaimPatcher
+}
+
 // DefaultProfile returns the default plugins in the order kube-scheduler
-// runs them: cheap, decisive filters first. binder may be nil for a
+// runs them: cheap, decisive filters first. api may be nil for a
 // profile that only evaluates (as `minik explain` does).
-func DefaultProfile(schedulerName string, binder defaultbinder.API) framework.Profile {
+func DefaultProfile(schedulerName string, api API) framework.Profile {
 	var (
 		unschedulable = nodeunschedulable.New()
 		name          = nodename.New()
@@ -45,11 +54,17 @@ func DefaultProfile(schedulerName string, binder defaultbinder.API) framework.Pr
 		podAffinity   = interpodaffinity.New()
 		balanced      = balancedallocation.New()
 		images        = imagelocality.New()
+		restrictions  = volumerestrictions.New()
+		volumes       = volumebinding.New(nil)
 	)
+	if api != nil {
+		volumes = volumebinding.New(api)
+	}
 	p := framework.Profile{
 		SchedulerName: schedulerName,
-		PreFilter:     []framework.PreFilterPlugin{nodeAffinity, ports, fit, spread, podAffinity},
-		Filter:        []framework.FilterPlugin{unschedulable, name, taints, nodeAffinity, ports, fit, spread, podAffinity},
+		PreFilter:     []framework.PreFilterPlugin{nodeAffinity, ports, fit, restrictions, volumes, spread, podAffinity},
+		Filter:        []framework.FilterPlugin{unschedulable, name, taints, nodeAffinity, ports, fit, volumes, spread, podAffinity},
+		PreBind:       []framework.PreBindPlugin{volumes},
 		PostFilter:    []framework.PostFilterPlugin{defaultpreemption.New()},
 		PreScore:      []framework.PreScorePlugin{nodeAffinity, podAffinity, spread, balanced, images},
 		Score: []framework.ScorePluginWeight{
@@ -62,8 +77,8 @@ func DefaultProfile(schedulerName string, binder defaultbinder.API) framework.Pr
 			{Plugin: images, Weight: WeightImageLocality},
 		},
 	}
-	if binder != nil {
-		p.Bind = []framework.BindPlugin{defaultbinder.New(binder)}
+	if api != nil {
+		p.Bind = []framework.BindPlugin{defaultbinder.New(api)}
 	}
 	return p
 }

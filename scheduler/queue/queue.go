@@ -51,6 +51,7 @@ const (
 	AssignedPodAdd    Event = "AssignedPodAdd"    // may satisfy pod affinity
 	AssignedPodUpdate Event = "AssignedPodUpdate" // labels changed: may change pod affinity
 	NamespaceUpdate   Event = "NamespaceUpdate"   // labels changed: may change namespaceSelector
+	StorageChange     Event = "StorageChange"     // a claim, volume or class changed
 )
 
 // Config tunes a Queue. Zero fields take the defaults.

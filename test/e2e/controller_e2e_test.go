@@ -524,6 +524,7 @@ func TestController(t *testing.T) {
 
 	// These leave the nodes alone and run side by side.
 	t.Run("workloads", func(t *testing.T) {
+		t.Run("a local-path claim keeps its data on one node across pods and is protected while in use", e.localPathVolume)
 		t.Run("a Deployment scales from 3 to 10 to 2", func(t *testing.T) {
 			t.Parallel()
 			w := e.watchPods(t, "app=scale")

@@ -1,0 +1,86 @@
+package apiserver
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"minik/internal/volumeutil"
+)
+
+// admitStorageCreate runs upstream's two storage admission plugins on a
+// new claim or volume: DefaultStorageClass gives a claim without a class
+// the default one, and StorageObjectInUseProtection adds the protection
+// finalizer. Both start in phase Pending.
+func (s *Server) admitStorageCreate(ctx context.Context, obj runtime.Object) error {
+	switch o := obj.(type) {
+	case *corev1.PersistentVolumeClaim:
+		if o.Spec.StorageClassName == nil && o.Annotations[corev1.BetaStorageClassAnnotation] == "" {
+			def, err := s.defaultStorageClass(ctx)
+			if err != nil {
+				return err
+			}
+			if def != nil {
+				o.Spec.StorageClassName = &def.Name
+			}
+		}
+		addFinalizer(&o.ObjectMeta, volumeutil.PVCProtectionFinalizer)
+		o.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}
+	case *corev1.PersistentVolume:
+		addFinalizer(&o.ObjectMeta, volumeutil.PVProtectionFinalizer)
+		now := metav1.NewTime(time.Now().Truncate(time.Second))
+		o.Status = corev1.PersistentVolumeStatus{Phase: corev1.VolumePending, LastPhaseTransitionTime: &now}
+	}
+	return nil
+}
+
+func addFinalizer(m *metav1.ObjectMeta, f string) {
+	if !slices.Contains(m.Finalizers, f) {
+		m.Finalizers = append(m.Finalizers, f)
+	}
+}
+
+// defaultStorageClass picks the class annotated as default; with several,
+// the newest wins (then the name), as upstream's GetDefaultClass.
+func (s *Server) defaultStorageClass(ctx context.Context) (*storagev1.StorageClass, error) {
+	h := s.handlers["storage.k8s.io/v1/storageclasses"]
+	list, err := h.store.List(ctx, storageListAll())
+	if err != nil {
+		return nil, err
+	}
+	var best *storagev1.StorageClass
+	for _, o := range list.Items {
+		sc := o.(*storagev1.StorageClass)
+		if !volumeutil.IsDefaultClass(sc) {
+			continue
+		}
+		if best == nil || sc.CreationTimestamp.After(best.CreationTimestamp.Time) ||
+			sc.CreationTimestamp.Equal(&best.CreationTimestamp) && sc.Name < best.Name {
+			best = sc
+		}
+	}
+	return best, nil
+}
+
+// bootstrapStorage creates the local-path StorageClass, the default class
+// of every minik cluster (as k3s ships one): volumes are directories on
+// the node the pod was scheduled to (see controller/volume).
+func (s *Server) bootstrapStorage(ctx context.Context) error {
+	wait := storagev1.VolumeBindingWaitForFirstConsumer
+	del := corev1.PersistentVolumeReclaimDelete
+	sc := &storagev1.StorageClass{TypeMeta: metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: volumeutil.LocalPathClass,
+			Annotations: map[string]string{volumeutil.IsDefaultClassAnnotation: "true"}},
+		Provisioner: volumeutil.LocalPathProvisioner, ReclaimPolicy: &del, VolumeBindingMode: &wait}
+	_, err := s.handlers["storage.k8s.io/v1/storageclasses"].createObject(ctx, &requestInfo{}, sc, false)
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
