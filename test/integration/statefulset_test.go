@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/controller"
@@ -148,6 +149,40 @@ func TestStatefulSetOrderScalePartitionAndHistory(t *testing.T) {
 		rev, err := cs.AppsV1().ControllerRevisions(ns).Get(ctx, oldRev, metav1.GetOptions{})
 		if err != nil || rev.Revision != 3 {
 			t.Fatalf("revision %s: %v %v", oldRev, rev, err)
+		}
+	})
+	t.Run("claim templates make one claim per ordinal, kept on scale down, owned by the set with whenDeleted=Delete", func(t *testing.T) {
+		set := makeStatefulSet("db", 2, "db:1")
+		set.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+		set.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+			WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
+		set.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}
+		if _, err := sts.Create(ctx, set, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		claims := cs.CoreV1().PersistentVolumeClaims(ns)
+		eventually(t, 20*time.Second, "data-db-0 and data-db-1", func() (bool, string) {
+			l, _ := claims.List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
+			return len(l.Items) == 2, fmt.Sprint(len(l.Items))
+		})
+		c0, err := claims.Get(ctx, "data-db-0", metav1.GetOptions{})
+		if err != nil || len(c0.OwnerReferences) != 1 || c0.OwnerReferences[0].Kind != "StatefulSet" {
+			t.Fatalf("data-db-0: %v %v", c0.OwnerReferences, err)
+		}
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+		if err != nil || p.Spec.Volumes[len(p.Spec.Volumes)-1].PersistentVolumeClaim.ClaimName != "data-db-0" {
+			t.Fatalf("db-0's volumes: %+v %v", p, err)
+		}
+		c.MustKubectl(t, "", "scale", "sts/db", "--replicas=1")
+		eventually(t, 20*time.Second, "db-1 gone", func() (bool, string) {
+			_, err := cs.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		if _, err := claims.Get(ctx, "data-db-1", metav1.GetOptions{}); err != nil {
+			t.Errorf("data-db-1 after scale down (whenScaled Retain): %v", err)
 		}
 	})
 	t.Run("a failed pod is deleted and made again under its name", func(t *testing.T) {
