@@ -293,12 +293,12 @@ func Reconcile(set *appsv1.StatefulSet, revs Revisions, obs Observed, now time.T
 		// again under the same name.
 		if framework.IsPodTerminal(pod) {
 			if pod.DeletionTimestamp == nil && !blocked {
-				reason := "RecreatingFailedPod"
+				reason, what := "RecreatingFailedPod", "failed"
 				if pod.Status.Phase == corev1.PodSucceeded {
-					reason = "RecreatingTerminatedPod"
+					reason, what = "RecreatingTerminatedPod", "terminated"
 				}
 				plan.Events = append(plan.Events, Event{corev1.EventTypeWarning, reason,
-					fmt.Sprintf("StatefulSet %s/%s is recreating %s Pod %s", set.Namespace, set.Name, strings.ToLower(string(pod.Status.Phase)), pod.Name)})
+					fmt.Sprintf("StatefulSet %s/%s is recreating %s Pod %s", set.Namespace, set.Name, what, pod.Name)})
 				plan.DeletePods = append(plan.DeletePods, pod)
 			}
 			unhealthy++
