@@ -37,7 +37,10 @@ func (e *ctlEnv) statefulSetKV(t *testing.T) {
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: &grace,
 			Containers: []corev1.Container{{Name: "kv", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent,
-				Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
+				// Prints its config, then what an earlier kv-N left in
+				// /data, and leaves a file there for the next.
+				Command: []string{"sh", "-c", "cat /etc/kv/kv.conf; cat /data/file 2>/dev/null || echo kept > /data/file; " +
+					"trap 'exit 0' TERM; sleep 3600 & wait"},
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-d", "/data"}}},
 					PeriodSeconds: 1},
 				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"},
@@ -91,10 +94,14 @@ func (e *ctlEnv) statefulSetKV(t *testing.T) {
 			t.Fatalf("claim %s: %v %v", name, c.Status.Phase, err)
 		}
 	}
-	if out := e.kubectl(t, "exec", "kv-0", "--", "cat", "/etc/kv/kv.conf"); out != "maxmemory 2mb\n" {
-		t.Errorf("the ConfigMap at its subPath reads %q", out)
+	logs := func(want string) {
+		t.Helper()
+		waitFor(t, 10*time.Second, "kv-0's output "+strings.ReplaceAll(want, "\n", "|"), func() (bool, string) {
+			out, _ := e.c.Kubectl(ctx, "", "logs", "kv-0")
+			return out == want, out
+		})
 	}
-	e.kubectl(t, "exec", "kv-0", "--", "sh", "-c", "echo kept > /data/file")
+	logs("maxmemory 2mb\n") // the ConfigMap file at its subPath
 
 	t.Run("kv-0 comes back on its node with its data", func(t *testing.T) {
 		zero := int64(0)
@@ -107,9 +114,7 @@ func (e *ctlEnv) statefulSetKV(t *testing.T) {
 		if again.Spec.NodeName != kv0.Spec.NodeName {
 			t.Errorf("kv-0 moved from %s to %s", kv0.Spec.NodeName, again.Spec.NodeName)
 		}
-		if out := e.kubectl(t, "exec", "kv-0", "--", "cat", "/data/file"); out != "kept\n" {
-			t.Errorf("kv-0's data after the delete: %q", out)
-		}
+		logs("maxmemory 2mb\nkept\n") // the file the first kv-0 wrote
 	})
 	t.Run("scale to 1 removes kv-1 and keeps its claim", func(t *testing.T) {
 		e.kubectl(t, "scale", "sts/kv", "--replicas=1")
