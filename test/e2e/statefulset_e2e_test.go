@@ -96,7 +96,9 @@ func (e *ctlEnv) statefulSetKV(t *testing.T) {
 	}
 	logs := func(want string) {
 		t.Helper()
-		waitFor(t, 10*time.Second, "kv-0's output "+strings.ReplaceAll(want, "\n", "|"), func() (bool, string) {
+		// 60s: right after start-up a node may not report its kubelet
+		// endpoint yet (ServiceUnavailable for logs).
+		waitFor(t, 60*time.Second, "kv-0's output "+strings.ReplaceAll(want, "\n", "|"), func() (bool, string) {
 			out, _ := e.c.Kubectl(ctx, "", "logs", "kv-0")
 			return out == want, out
 		})
