@@ -334,6 +334,8 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 		sc.Spec.Replicas, sc.Status.Replicas, sel = deref(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
 	case *appsv1.ReplicaSet:
 		sc.Spec.Replicas, sc.Status.Replicas, sel = deref(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
+	case *appsv1.StatefulSet:
+		sc.Spec.Replicas, sc.Status.Replicas, sel = deref(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
 	case *corev1.ReplicationController:
 		sc.Spec.Replicas, sc.Status.Replicas = deref(o.Spec.Replicas), o.Status.Replicas
 		sc.Status.Selector = labels.SelectorFromSet(o.Spec.Selector).String()
@@ -352,6 +354,8 @@ func setReplicas(obj runtime.Object, n int32) {
 	case *appsv1.Deployment:
 		o.Spec.Replicas = &n
 	case *appsv1.ReplicaSet:
+		o.Spec.Replicas = &n
+	case *appsv1.StatefulSet:
 		o.Spec.Replicas = &n
 	case *corev1.ReplicationController:
 		o.Spec.Replicas = &n

@@ -39,6 +39,9 @@ var (
 	Deployments            = Resource{Group: "apps", Version: "v1", Resource: "deployments", Namespaced: true}
 	DaemonSets             = Resource{Group: "apps", Version: "v1", Resource: "daemonsets", Namespaced: true}
 	Jobs                   = Resource{Group: "batch", Version: "v1", Resource: "jobs", Namespaced: true}
+	StatefulSets           = Resource{Group: "apps", Version: "v1", Resource: "statefulsets", Namespaced: true}
+	ControllerRevisions    = Resource{Group: "apps", Version: "v1", Resource: "controllerrevisions", Namespaced: true}
+	CronJobs               = Resource{Group: "batch", Version: "v1", Resource: "cronjobs", Namespaced: true}
 	PriorityClasses        = Resource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}
 	PodDisruptionBudgets   = Resource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets", Namespaced: true}
 	ClusterRoles           = Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
@@ -153,6 +156,19 @@ func (c *Client) DaemonSets() *Typed[appsv1.DaemonSet] {
 
 // Jobs returns a client for batch/v1 jobs.
 func (c *Client) Jobs() *Typed[batchv1.Job] { return For[batchv1.Job](c, Jobs) }
+
+// StatefulSets returns a client for apps/v1 statefulsets.
+func (c *Client) StatefulSets() *Typed[appsv1.StatefulSet] {
+	return For[appsv1.StatefulSet](c, StatefulSets)
+}
+
+// ControllerRevisions returns a client for apps/v1 controllerrevisions.
+func (c *Client) ControllerRevisions() *Typed[appsv1.ControllerRevision] {
+	return For[appsv1.ControllerRevision](c, ControllerRevisions)
+}
+
+// CronJobs returns a client for batch/v1 cronjobs.
+func (c *Client) CronJobs() *Typed[batchv1.CronJob] { return For[batchv1.CronJob](c, CronJobs) }
 
 // PriorityClasses returns a client for scheduling.k8s.io/v1 priorityclasses.
 func (c *Client) PriorityClasses() *Typed[schedulingv1.PriorityClass] {

@@ -19,6 +19,7 @@ import (
 	"minik/client/leaderelection"
 	"minik/client/record"
 	"minik/controller/clusterroleaggregation"
+	"minik/controller/cronjob"
 	"minik/controller/daemonset"
 	"minik/controller/deployment"
 	"minik/controller/disruption"
@@ -37,6 +38,7 @@ import (
 	"minik/controller/replication"
 	"minik/controller/resourcequota"
 	"minik/controller/serviceaccount"
+	"minik/controller/statefulset"
 	"minik/controller/tainteviction"
 	"minik/controller/volume"
 )
@@ -291,6 +293,12 @@ var builders = []struct {
 		return daemonset.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
 	}},
 	{job.Name, func(d deps) (runnable, error) { return job.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil }},
+	{cronjob.Name, func(d deps) (runnable, error) {
+		return cronjob.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	}},
+	{statefulset.Name, func(d deps) (runnable, error) {
+		return statefulset.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	}},
 	{endpointslice.Name, func(d deps) (runnable, error) {
 		if d.inf.Services == nil {
 			return nil, nil

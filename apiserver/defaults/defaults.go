@@ -45,6 +45,10 @@ func Object(obj runtime.Object) {
 		DaemonSet(o)
 	case *batchv1.Job:
 		Job(o)
+	case *appsv1.StatefulSet:
+		StatefulSet(o)
+	case *batchv1.CronJob:
+		CronJob(o)
 	case *corev1.Namespace:
 		Namespace(o)
 	case *corev1.Node:

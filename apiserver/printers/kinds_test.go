@@ -128,6 +128,45 @@ func TestKindTablesMatchGolden(t *testing.T) {
 			golden: "daemonset.golden",
 		},
 		{
+			name: "stateful sets show ready over desired replicas",
+			kind: "StatefulSet",
+			objs: []runtime.Object{
+				&appsv1.StatefulSet{
+					ObjectMeta: objectMeta("kv", 3*time.Hour),
+					Spec:       appsv1.StatefulSetSpec{Replicas: ptr[int32](2), Template: podTemplate(map[string]string{"app": "kv"}, "kv")},
+					Status:     appsv1.StatefulSetStatus{Replicas: 2, ReadyReplicas: 1},
+				},
+			},
+			golden: "statefulset.golden",
+		},
+		{
+			name: "controller revisions show their controller as kind.group/name and their revision",
+			kind: "ControllerRevision",
+			objs: []runtime.Object{
+				&appsv1.ControllerRevision{ObjectMeta: func() metav1.ObjectMeta {
+					m := objectMeta("kv-7c9d8b5f4", time.Hour)
+					m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "kv", Controller: ptr(true)}}
+					return m
+				}(), Revision: 2},
+				&appsv1.ControllerRevision{ObjectMeta: objectMeta("orphan", time.Hour), Revision: 1},
+			},
+			golden: "controllerrevision.golden",
+		},
+		{
+			name: "cron jobs show schedule, time zone, suspend, active jobs and the last schedule",
+			kind: "CronJob",
+			objs: []runtime.Object{
+				&batchv1.CronJob{
+					ObjectMeta: objectMeta("backup", 2*time.Hour),
+					Spec: batchv1.CronJobSpec{Schedule: "*/5 * * * *", TimeZone: ptr("Europe/Paris"), Suspend: ptr(false),
+						JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: podTemplate(nil, "backup")}}},
+					Status: batchv1.CronJobStatus{Active: []corev1.ObjectReference{{Name: "backup-29000000"}}, LastScheduleTime: agoPtr(3 * time.Minute)},
+				},
+				&batchv1.CronJob{ObjectMeta: objectMeta("never", time.Minute), Spec: batchv1.CronJobSpec{Schedule: "@daily", Suspend: ptr(true)}},
+			},
+			golden: "cronjob.golden",
+		},
+		{
 			name:   "jobs show status, completions and duration",
 			kind:   "Job",
 			objs:   jobObjects(),

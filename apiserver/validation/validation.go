@@ -58,6 +58,12 @@ func Create(obj runtime.Object, namespaced bool) field.ErrorList {
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateDaemonSetSpec(&o.Spec, specPath)...)
 	case *batchv1.Job:
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateJob(o, true)...)
+	case *appsv1.StatefulSet:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateStatefulSetSpec(&o.Spec, specPath)...)
+	case *appsv1.ControllerRevision:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateControllerRevision(o)...)
+	case *batchv1.CronJob:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateCronJob(o, false)...)
 	case *corev1.Event:
 		return append(objectMeta(&o.ObjectMeta, namespaced, anyName), validateEvent(o)...)
 	case *corev1.ConfigMap:
@@ -149,6 +155,20 @@ func Update(obj, old runtime.Object, namespaced bool) field.ErrorList {
 	case *batchv1.Job:
 		return update(o, old, func(o, old *batchv1.Job) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateJobUpdate(o, old)...)
+		})
+	case *appsv1.StatefulSet:
+		return update(o, old, func(o, old *appsv1.StatefulSet) field.ErrorList {
+			errs := append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateStatefulSetSpec(&o.Spec, specPath)...)
+			return append(errs, validateStatefulSetUpdate(o, old)...)
+		})
+	case *appsv1.ControllerRevision:
+		return update(o, old, func(o, old *appsv1.ControllerRevision) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateControllerRevisionUpdate(o, old)...)
+		})
+	case *batchv1.CronJob:
+		return update(o, old, func(o, old *batchv1.CronJob) field.ErrorList {
+			// A schedule stored with TZ= before the timeZone field may stay.
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateCronJob(o, strings.Contains(old.Spec.Schedule, "TZ"))...)
 		})
 	case *corev1.Event:
 		return update(o, old, func(o, old *corev1.Event) field.ErrorList {
@@ -266,6 +286,14 @@ func StatusUpdate(obj, old runtime.Object) field.ErrorList {
 	case *batchv1.Job:
 		return update(o, old, func(o, old *batchv1.Job) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateJobStatus(&o.Status, statusPath)...)
+		})
+	case *appsv1.StatefulSet:
+		return update(o, old, func(o, old *appsv1.StatefulSet) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateStatefulSetStatus(&o.Status, &old.Status)...)
+		})
+	case *batchv1.CronJob:
+		return update(o, old, func(o, old *batchv1.CronJob) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateCronJobStatus(&o.Status)...)
 		})
 	case *policyv1.PodDisruptionBudget:
 		return update(o, old, func(o, old *policyv1.PodDisruptionBudget) field.ErrorList {

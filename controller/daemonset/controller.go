@@ -13,11 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"minik/client"
 	"minik/client/informer"
 	"minik/client/record"
 	"minik/controller/framework"
+	"minik/controller/internal/history"
 )
 
 // Name is the controller's name.
@@ -97,6 +99,9 @@ func (dc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 		byNode[PinnedNode(p)] = append(byNode[PinnedNode(p)], p)
 	}
 	hash := framework.ComputeHash(&ds.Spec.Template, ds.Status.CollisionCount)
+	if retry, err := dc.syncRevisions(ctx, ds, hash, byNode); err != nil || retry {
+		return framework.Result{}, err
+	}
 	plan := Reconcile(ds, dc.inf.Nodes.Store().List(), byNode, hash, dc.clock.Now())
 	var errs []error
 	if dc.expect.Satisfied(key) {
@@ -143,4 +148,52 @@ func (dc *Controller) apply(ctx context.Context, key string, ds *appsv1.DaemonSe
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// syncRevisions keeps the DaemonSet's ControllerRevisions, as upstream: one
+// per template, named DS-HASH and labelled with the hash its pods carry,
+// renumbered as the newest when a rollback returns to it, and pruned to
+// revisionHistoryLimit beyond those pods still use. retry is true when
+// the hash collided with another revision's name and collisionCount was
+// raised.
+func (dc *Controller) syncRevisions(ctx context.Context, ds *appsv1.DaemonSet, hash string, byNode map[string][]*corev1.Pod) (bool, error) {
+	data, err := history.Patch(&ds.Spec.Template)
+	if err != nil {
+		return false, err
+	}
+	owned := dc.inf.ControllerRevisions.Store().ByIndex(framework.ControllerUIDIndex, string(ds.UID))
+	p := history.Sync(owned, history.Want{Owner: ds, APIVersion: "apps/v1", Kind: "DaemonSet",
+		Name: history.Name(ds.Name, hash), Hash: hash, Labels: ds.Spec.Template.Labels, Data: data})
+	switch {
+	case p.Collision:
+		cp := ds.DeepCopy()
+		cp.Status.CollisionCount = ptr.To(ptr.Deref(ds.Status.CollisionCount, 0) + 1)
+		_, err := dc.c.DaemonSets().UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+		return true, err
+	case p.Create != nil:
+		if _, err := dc.c.ControllerRevisions().Create(ctx, p.Create, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("create revision %s: %w", p.Create.Name, err)
+		}
+	case p.Renumber != nil:
+		if _, err := dc.c.ControllerRevisions().Update(ctx, p.Renumber, metav1.UpdateOptions{}); err != nil {
+			return false, fmt.Errorf("renumber revision %s: %w", p.Renumber.Name, err)
+		}
+	}
+	live := map[string]bool{p.Update.Name: true}
+	byHash := map[string]string{}
+	for _, r := range owned {
+		byHash[r.Labels[history.HashLabel]] = r.Name
+	}
+	for _, pods := range byNode {
+		for _, pod := range pods {
+			live[byHash[pod.Labels[RevisionHashLabel]]] = true
+		}
+	}
+	var errs []error
+	for _, r := range history.Prune(owned, live, ptr.Deref(ds.Spec.RevisionHistoryLimit, 10)) {
+		if err := dc.c.ControllerRevisions().Delete(ctx, r.Namespace, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return false, errors.Join(errs...)
 }

@@ -39,6 +39,9 @@ type Informers struct {
 	Deployments            *informer.Informer[appsv1.Deployment]
 	DaemonSets             *informer.Informer[appsv1.DaemonSet]
 	Jobs                   *informer.Informer[batchv1.Job]
+	StatefulSets           *informer.Informer[appsv1.StatefulSet]
+	ControllerRevisions    *informer.Informer[appsv1.ControllerRevision]
+	CronJobs               *informer.Informer[batchv1.CronJob]
 	PodDisruptionBudgets   *informer.Informer[policyv1.PodDisruptionBudget]
 	// Leases watches only the node heartbeats in kube-node-lease.
 	Leases     *informer.Informer[coordinationv1.Lease]
@@ -80,6 +83,9 @@ func NewInformers(c *client.Client, log *slog.Logger) *Informers {
 		Deployments:            informer.New(c.Deployments(), cfg),
 		DaemonSets:             informer.New(c.DaemonSets(), cfg),
 		Jobs:                   informer.New(c.Jobs(), cfg),
+		StatefulSets:           informer.New(c.StatefulSets(), cfg),
+		ControllerRevisions:    informer.New(c.ControllerRevisions(), cfg),
+		CronJobs:               informer.New(c.CronJobs(), cfg),
 		PodDisruptionBudgets:   informer.New(c.PodDisruptionBudgets(), cfg),
 		Leases:                 informer.New(c.Leases(), leaseCfg),
 		ConfigMaps:             informer.New(c.ConfigMaps(), cfg),
@@ -97,6 +103,9 @@ func NewInformers(c *client.Client, log *slog.Logger) *Informers {
 	addOwnerIndexes(inf.Deployments)
 	addOwnerIndexes(inf.DaemonSets)
 	addOwnerIndexes(inf.Jobs)
+	addOwnerIndexes(inf.StatefulSets)
+	addOwnerIndexes(inf.ControllerRevisions)
+	addOwnerIndexes(inf.CronJobs)
 	addOwnerIndexes(inf.PodDisruptionBudgets)
 	addOwnerIndexes(inf.Leases)
 	addOwnerIndexes(inf.ConfigMaps)
@@ -130,7 +139,8 @@ type runnable interface {
 func (inf *Informers) all() []runnable {
 	all := []runnable{inf.Pods, inf.Nodes, inf.Namespaces, inf.ReplicationControllers, inf.ReplicaSets,
 		inf.Deployments, inf.DaemonSets, inf.Jobs, inf.PodDisruptionBudgets, inf.Leases, inf.ConfigMaps,
-		inf.Secrets, inf.ServiceAccounts, inf.ClusterRoles, inf.PersistentVolumes, inf.PersistentVolumeClaims, inf.StorageClasses}
+		inf.Secrets, inf.ServiceAccounts, inf.ClusterRoles, inf.PersistentVolumes, inf.PersistentVolumeClaims, inf.StorageClasses,
+		inf.StatefulSets, inf.ControllerRevisions, inf.CronJobs}
 	if inf.Services != nil {
 		all = append(all, inf.Services, inf.Endpoints, inf.EndpointSlices)
 	}

@@ -70,7 +70,13 @@ func (inf *Informers) Resources() []*Resource {
 		NewResource(inf.ConfigMaps, client.ConfigMaps, "ConfigMap"),
 		NewResource(inf.Secrets, client.Secrets, "Secret"),
 		NewResource(inf.ServiceAccounts, client.ServiceAccounts, "ServiceAccount"),
+		NewResource(inf.StatefulSets, client.StatefulSets, "StatefulSet"),
+		NewResource(inf.ControllerRevisions, client.ControllerRevisions, "ControllerRevision"),
+		NewResource(inf.CronJobs, client.CronJobs, "CronJob"),
 	}
+	// Claims: a StatefulSet's retention policy makes the set or a pod
+	// their owner, and the collector deletes them after it.
+	out = append(out, NewResource(inf.PersistentVolumeClaims, client.PersistentVolumeClaims, "PersistentVolumeClaim"))
 	if inf.Services != nil {
 		out = append(out,
 			NewResource(inf.Services, ServicesResource, "Service"),

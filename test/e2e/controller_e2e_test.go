@@ -608,6 +608,13 @@ func TestController(t *testing.T) {
 			}
 		})
 
+		t.Run("the seeds' StatefulSet: ordered pods with their own claims, data kept, scale down, partitioned update", e.statefulSetKV)
+
+		t.Run("a CronJob every minute starts a Job within 70s and Forbid skips the next while it runs", func(t *testing.T) {
+			t.Parallel()
+			testCronJobEveryMinute(t, e)
+		})
+
 		t.Run("kubectl delete cascades in the background, in the foreground and not at all with orphan", func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
