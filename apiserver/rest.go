@@ -28,8 +28,10 @@ type resourceHandler struct {
 	store *storage.Store
 	srv   *Server
 	// conv converts between this resource's type and its storage's type
-	// when they differ (events.k8s.io Events are stored as core Events).
-	conv *conversion
+	// when they differ (events.k8s.io Events are stored as core Events);
+	// storedRes is then the stored resource.
+	conv      *conversion
+	storedRes *registry.Resource
 }
 
 // conversion maps objects of a view type to and from the stored type.
@@ -127,6 +129,9 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, ri *reque
 // create answers POST on a collection.
 func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 	obj, err := decodeRequest(w, r, h.res)
+	if err == nil {
+		err = writeOptions(r, ri, "")
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -164,7 +169,6 @@ func (h *resourceHandler) createObject(ctx context.Context, ri *requestInfo, obj
 	m.SetCreationTimestamp(metav1.Now())
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
-	m.SetManagedFields(nil)
 	m.SetSelfLink("")
 	if h.res.HasStatus && !h.res.NoGeneration {
 		m.SetGeneration(1)
@@ -174,14 +178,14 @@ func (h *resourceHandler) createObject(ctx context.Context, ri *requestInfo, obj
 		return nil, err
 	}
 	if !h.store.HasCompanions() {
-		return h.createOnce(ctx, obj, dryRun, m)
+		return h.createOnce(ctx, ri, obj, dryRun, m)
 	}
 	// The object owns companion keys (a Service's cluster IP and node
 	// ports): a key taken by a concurrent write is refused if the client
 	// asked for it, and otherwise picked again.
 	requested := obj.DeepCopyObject()
 	for attempt := 1; ; attempt++ {
-		created, err := h.createOnce(ctx, obj, dryRun, m)
+		created, err := h.createOnce(ctx, ri, obj, dryRun, m)
 		if !errors.Is(err, storage.ErrTaken) {
 			return created, err
 		}
@@ -193,7 +197,7 @@ func (h *resourceHandler) createObject(ctx context.Context, ri *requestInfo, obj
 }
 
 // createOnce admits and stores a new object whose system fields are set.
-func (h *resourceHandler) createOnce(ctx context.Context, obj runtime.Object, dryRun bool, m metav1.Object) (runtime.Object, error) {
+func (h *resourceHandler) createOnce(ctx context.Context, ri *requestInfo, obj runtime.Object, dryRun bool, m metav1.Object) (runtime.Object, error) {
 	if !dryRun && h.res.Namespaced {
 		// The fast path: admission reads the namespace (and priority
 		// classes) from caches, and the write commits only if what it
@@ -202,6 +206,7 @@ func (h *resourceHandler) createOnce(ctx context.Context, obj runtime.Object, dr
 		fresh := obj.DeepCopyObject()
 		reads := &admissionReads{srv: h.srv, cached: true}
 		if err := h.srv.admitCreate(ctx, h, obj, reads); err == nil {
+			obj = h.trackWrite(ri, nil, obj)
 			stored, err := h.store.Create(ctx, obj, reads.guards...)
 			if !errors.Is(err, storage.ErrGuardFailed) {
 				return h.created(stored, err, m)
@@ -217,6 +222,7 @@ func (h *resourceHandler) createOnce(ctx context.Context, obj runtime.Object, dr
 		if err := h.srv.admitCreate(ctx, h, obj, reads); err != nil {
 			return nil, err
 		}
+		obj = h.trackWrite(ri, nil, obj)
 		if dryRun {
 			return h.out(obj)
 		}
@@ -253,6 +259,9 @@ func (h *resourceHandler) created(stored runtime.Object, err error, m metav1.Obj
 // update answers PUT on an object or its status.
 func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 	obj, err := decodeRequest(w, r, h.res)
+	if err == nil {
+		err = writeOptions(r, ri, "")
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -316,6 +325,7 @@ func (h *resourceHandler) updateOnce(ctx context.Context, ri *requestInfo, dryRu
 		if err := h.srv.admitUpdate(ctx, h, ri.subresource, obj, oldCopy); err != nil {
 			return nil, err
 		}
+		obj = h.trackWrite(ri, oldCopy, obj)
 		if dryRun {
 			dryResult = obj
 			return nil, storage.ErrNoChange
@@ -359,7 +369,6 @@ func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
 	m.SetDeletionTimestamp(om.GetDeletionTimestamp())
 	m.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
 	m.SetGeneration(om.GetGeneration())
-	m.SetManagedFields(nil)
 	m.SetSelfLink("")
 	if om.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) > len(om.GetFinalizers()) {
 		for _, f := range m.GetFinalizers() {
@@ -385,6 +394,7 @@ func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
 		}
 		km, _ := meta.Accessor(keep)
 		km.SetResourceVersion(m.GetResourceVersion())
+		km.SetManagedFields(m.GetManagedFields()) // a status apply's; trackWrite ignores a request's
 		copyInto(obj, keep)
 	default: // the main resource, or /scale which changes the spec
 		status, err := fieldOf(old, "Status")
@@ -408,12 +418,20 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ri *requ
 		writeError(w, r, err)
 		return
 	}
-	data, patchType, err := readBody(r, patchTypes...)
+	data, patchType, err := readBody(r, append(patchTypes, applyPatchType)...)
+	if err == nil {
+		err = writeOptions(r, ri, patchType)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	updated, err := h.updateObject(withWarnings(r.Context(), w), ri, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+	ctx := withWarnings(r.Context(), w)
+	if patchType == applyPatchType {
+		h.serverSideApply(ctx, w, r, ri, data, mode)
+		return
+	}
+	updated, err := h.updateObject(ctx, ri, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
 		view, err := h.out(current)
 		if err != nil {
 			return nil, err

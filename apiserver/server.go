@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"minik/apiserver/fieldmanager"
 	"minik/apiserver/openapi"
 	"minik/apiserver/registry"
 	"minik/apiserver/storage"
@@ -146,6 +147,9 @@ type Server struct {
 
 	// policy is what LimitRanger and ResourceQuota admission read.
 	policy *policyReads
+
+	// fields keeps managedFields and serves server-side apply.
+	fields *fieldmanager.Manager
 }
 
 // New builds the server; Run starts it.
@@ -219,14 +223,22 @@ func New(cfg Config) (*Server, error) {
 	s.services = services
 	byID := map[string]*storage.Store{}
 	var openapiResources []openapi.Resource
-	for _, res := range registry.All() {
+	var storedKinds []*registry.Resource
+	all := registry.All()
+	for _, res := range all {
 		h := &resourceHandler{res: res, srv: s}
 		if res.Virtual {
 			// Computed on create, never stored.
 		} else if res.StorageOf != "" {
 			h.store = byID[res.StorageOf]
 			h.conv = eventsConversion()
+			for _, other := range all {
+				if other.ID() == res.StorageOf {
+					h.storedRes = other
+				}
+			}
 		} else {
+			storedKinds = append(storedKinds, res)
 			h.store = storage.NewStore(cfg.Etcd, res.KeyPrefix(), res.GroupResource(), res.GroupVersion().WithKind(res.Kind), res.New, cfg.WatchCacheSize)
 			byID[res.ID()] = h.store
 			s.stores = append(s.stores, h.store)
@@ -263,6 +275,7 @@ func New(cfg Config) (*Server, error) {
 	s.priorityClassCache = newObjectCache("priorityclasses", s.priorityClasses)
 	s.policy = newPolicyReads(byID)
 	s.serviceAccountCache = newObjectCache("serviceaccounts", s.serviceAccounts)
+	s.fields = newFieldManager(openapiResources, storedKinds)
 	s.router = s.routes(buildInBackground(func() http.Handler { return openapi.NewHandler(openapiResources) }))
 	return s, nil
 }
@@ -479,6 +492,12 @@ type requestInfo struct {
 	name        string
 	subresource string
 	verb        string // get list watch create update patch delete deletecollection
+
+	// fieldManager names the writer (managedfields.go): the fieldManager
+	// option or the User-Agent; empty for the apiserver's own writes.
+	fieldManager string
+	force        bool // a server-side apply takes over conflicting fields
+	applied      bool // a server-side apply already set managedFields
 }
 
 // parseResourcePath splits /api/v1/... and /apis/G/V/... paths.
