@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 // Kind is what the field manager needs to know of one served kind.
@@ -56,6 +57,12 @@ type kind struct {
 	Kind
 	mu       sync.Mutex
 	managers map[string]*managedfields.FieldManager
+	// tc is the kind's type converter and empty the typed value of an
+	// empty object, which every create is compared with (create.go).
+	tc          managedfields.TypeConverter
+	emptyTyped  *typed.TypedValue
+	createReset *fieldpath.Set // resetFields(""), kept for createEntries
+	shapes      shapeCache     // a create's FieldsV1 by the object's shape
 	// fields lists the top-level fields of the kind, from its Go type.
 	fields []string
 }
@@ -113,6 +120,7 @@ func (m *Manager) fieldManager(gvk schema.GroupVersionKind, subresource string) 
 	if fm := k.managers[subresource]; fm != nil {
 		return fm, k, nil
 	}
+	var err0 error
 	tc := k.Converter
 	if tc == nil {
 		var err error
@@ -124,6 +132,13 @@ func (m *Manager) fieldManager(gvk schema.GroupVersionKind, subresource string) 
 	if set := k.resetFields(subresource); set != nil {
 		reset = fieldpath.NewExcludeFilterSetMap(map[fieldpath.APIVersion]*fieldpath.Set{
 			fieldpath.APIVersion(gvk.GroupVersion().String()): set})
+	}
+	if k.tc == nil {
+		k.tc = tc
+		if k.emptyTyped, err0 = tc.ObjectToTyped(k.empty(), typed.AllowDuplicates); err0 != nil {
+			return nil, nil, err0
+		}
+		k.createReset = k.resetFields("")
 	}
 	objs := &objects{kind: k}
 	fm, err := managedfields.NewDefaultFieldManager(tc, objs, objs, objs, gvk, gvk.GroupVersion(), subresource, reset)
@@ -162,6 +177,16 @@ func (k *kind) resetFields(subresource string) *fieldpath.Set {
 // live object's managedFields, never failing the write.
 func (m *Manager) Update(gvk schema.GroupVersionKind, subresource string, live, obj runtime.Object, manager string) runtime.Object {
 	fm, k, err := m.fieldManager(gvk, subresource)
+	if err == nil && live == nil {
+		if om, ok := obj.(metav1.Object); ok && om.GetManagedFields() == nil {
+			// The hot path: a create, which needs no merge (create.go).
+			var entries []metav1.ManagedFieldsEntry
+			if entries, err = k.createEntries(obj, manager, subresource); err == nil {
+				om.SetManagedFields(entries)
+				return obj
+			}
+		}
+	}
 	if err == nil {
 		if live == nil {
 			live = k.empty()

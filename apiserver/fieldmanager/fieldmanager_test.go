@@ -2,6 +2,13 @@ package fieldmanager
 
 import (
 	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -58,4 +65,123 @@ func TestManagerName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCreateEntriesMatchTheEngine checks the create fast path against
+// the engine's Update from an empty object, on objects of every shape
+// the fields take: maps, associative lists, sets, atomic lists, pointers
+// to structs, quantities, int-or-strings and status.
+func TestCreateEntriesMatchTheEngine(t *testing.T) {
+	m := newTestManager(t)
+	two := int32(2)
+	for _, tc := range []struct {
+		name string
+		obj  runtime.Object
+	}{
+		{"the bench pod", benchPod()},
+		{"the bench pod with other values: its shape is cached", func() runtime.Object {
+			p := benchPod()
+			p.Name, p.Labels["worker"], p.Spec.Containers[0].Image = "other", "2", "nginx"
+			return p
+		}()},
+		{"the bench pod with another container name: another shape", func() runtime.Object {
+			p := benchPod()
+			p.Spec.Containers[0].Name = "d"
+			return p
+		}()},
+		{"the bench pod with another label key: another shape", func() runtime.Object {
+			p := benchPod()
+			p.Labels["tier"] = "web"
+			return p
+		}()},
+		{"a pod with volumes, env, ports, probes and tolerations", func() runtime.Object {
+			p := benchPod()
+			p.Annotations = map[string]string{"a": "b"}
+			p.Finalizers = []string{"x/y"}
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "u2"}}
+			c := &p.Spec.Containers[0]
+			c.Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+			c.Ports = []corev1.ContainerPort{{ContainerPort: 80, Protocol: corev1.ProtocolTCP}}
+			c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}}}
+			c.VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/v"}}
+			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
+			p.Status.Phase = corev1.PodPending
+			defaults.Object(p)
+			return p
+		}()},
+		{"a deployment", func() runtime.Object {
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+				Spec: appsv1.DeploymentSpec{Replicas: &two, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+						Spec: benchPod().Spec}}}
+			defaults.Object(d)
+			return d
+		}()},
+		{"a service", func() runtime.Object {
+			s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc", Namespace: "default"},
+				Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+			defaults.Object(s)
+			return s
+		}()},
+		{"a configmap", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "default"}, Data: map[string]string{"a": "1"}}},
+		{"an empty configmap owns nothing", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "default"}}},
+		{"a node with taints and status", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"k": "v"}},
+			Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
+			Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gvk := gvkOf(t, tc.obj)
+			fm, k, err := m.fieldManager(gvk, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fast, err := k.createEntries(tc.obj.DeepCopyObject(), "creator", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again, _ := k.createEntries(tc.obj.DeepCopyObject(), "creator", ""); len(again) != len(fast) ||
+				(len(fast) == 1 && string(again[0].FieldsV1.Raw) != string(fast[0].FieldsV1.Raw)) {
+				t.Errorf("from the shape cache: %v, first %v", again, fast)
+			}
+			slowObj, err := fm.Update(k.empty(), withGVK(tc.obj.DeepCopyObject(), gvk), "creator")
+			if err != nil {
+				t.Fatal(err)
+			}
+			slow := slowObj.(metav1.Object).GetManagedFields()
+			if len(fast) != len(slow) {
+				t.Fatalf("fast path %d entries, engine %d: %v vs %v", len(fast), len(slow), fast, slow)
+			}
+			for i := range fast {
+				f, s := fast[i], slow[i]
+				if f.Manager != s.Manager || f.Operation != s.Operation || f.APIVersion != s.APIVersion ||
+					f.FieldsType != s.FieldsType || f.Subresource != s.Subresource || string(f.FieldsV1.Raw) != string(s.FieldsV1.Raw) {
+					t.Errorf("fast path\n%+v %s\nengine\n%+v %s", f, f.FieldsV1.Raw, s, s.FieldsV1.Raw)
+				}
+			}
+		})
+	}
+}
+
+func gvkOf(t *testing.T, obj runtime.Object) schema.GroupVersionKind {
+	t.Helper()
+	switch obj.(type) {
+	case *corev1.Pod:
+		return corev1.SchemeGroupVersion.WithKind("Pod")
+	case *appsv1.Deployment:
+		return appsv1.SchemeGroupVersion.WithKind("Deployment")
+	case *corev1.Service:
+		return corev1.SchemeGroupVersion.WithKind("Service")
+	case *corev1.ConfigMap:
+		return corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	case *corev1.Node:
+		return corev1.SchemeGroupVersion.WithKind("Node")
+	}
+	t.Fatalf("no kind for %T", obj)
+	return schema.GroupVersionKind{}
+}
+
+func withGVK(obj runtime.Object, gvk schema.GroupVersionKind) runtime.Object {
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj
 }
