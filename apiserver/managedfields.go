@@ -27,9 +27,10 @@ import (
 // the kubernetes Service), as kube-apiserver's loopback client is named.
 const apiserverManager = "kube-apiserver"
 
-// newFieldManager registers every stored kind with a field manager whose
-// type converter is built from the OpenAPI schemas minik serves.
-func newFieldManager(resources []openapi.Resource, stored []*registry.Resource) *fieldmanager.Manager {
+// newFieldManager registers every served kind (stored, or a view of a
+// stored one) with a field manager whose type converter is built from
+// the OpenAPI schemas minik serves.
+func newFieldManager(resources []openapi.Resource, kinds []*registry.Resource) *fieldmanager.Manager {
 	fm := fieldmanager.New(func() (managedfields.TypeConverter, error) {
 		models, err := openapi.Models(resources)
 		if err != nil {
@@ -37,7 +38,7 @@ func newFieldManager(resources []openapi.Resource, stored []*registry.Resource) 
 		}
 		return managedfields.NewTypeConverter(models, false)
 	})
-	for _, res := range stored {
+	for _, res := range kinds {
 		fm.Register(fieldmanager.Kind{GVK: res.GroupVersion().WithKind(res.Kind), New: res.New,
 			Default: defaults.Object, HasStatus: res.HasStatus})
 	}
@@ -115,7 +116,9 @@ func decodeApply(w http.ResponseWriter, data []byte, mode string) (map[string]an
 // applyTo merges the apply configuration into current (nil: the object
 // does not exist yet) and checks that it names the object of the URL.
 func (h *resourceHandler) applyTo(ri *requestInfo, current runtime.Object, patch map[string]any) (runtime.Object, error) {
-	obj, err := h.srv.fields.Apply(h.fieldsGVK(), ri.subresource, current, deepCopyJSON(patch), ri.fieldManager, ri.force)
+	// The configuration is of the served kind (an events.k8s.io Event),
+	// merged into the object as served.
+	obj, err := h.srv.fields.Apply(h.res.GroupVersion().WithKind(h.res.Kind), ri.subresource, current, deepCopyJSON(patch), ri.fieldManager, ri.force)
 	if se := (*apierrors.StatusError)(nil); errors.As(err, &se) && se.ErrStatus.Details != nil && se.ErrStatus.Details.Name == "" {
 		// The engine's conflict names no object; minik's Status always does.
 		se.ErrStatus.Details.Name, se.ErrStatus.Details.Group, se.ErrStatus.Details.Kind = ri.name, h.res.Group, h.res.Resource
@@ -149,10 +152,7 @@ func (h *resourceHandler) applyCreate(ctx context.Context, ri *requestInfo, patc
 	if err != nil {
 		return nil, err
 	}
-	if obj, err = h.in(obj); err != nil {
-		return nil, err
-	}
-	return h.createObject(ctx, ri, obj, dryRun)
+	return h.createObject(ctx, ri, obj, dryRun) // which converts to the stored kind
 }
 
 // deepCopyJSON copies a decoded apply configuration: the engine may keep

@@ -223,7 +223,7 @@ func New(cfg Config) (*Server, error) {
 	s.services = services
 	byID := map[string]*storage.Store{}
 	var openapiResources []openapi.Resource
-	var storedKinds []*registry.Resource
+	var fieldKinds []*registry.Resource // the kinds that keep managedFields
 	all := registry.All()
 	for _, res := range all {
 		h := &resourceHandler{res: res, srv: s}
@@ -238,10 +238,12 @@ func New(cfg Config) (*Server, error) {
 				}
 			}
 		} else {
-			storedKinds = append(storedKinds, res)
 			h.store = storage.NewStore(cfg.Etcd, res.KeyPrefix(), res.GroupResource(), res.GroupVersion().WithKind(res.Kind), res.New, cfg.WatchCacheSize)
 			byID[res.ID()] = h.store
 			s.stores = append(s.stores, h.store)
+		}
+		if !res.Virtual {
+			fieldKinds = append(fieldKinds, res)
 		}
 		s.handlers[res.Group+"/"+res.Version+"/"+res.Resource] = h
 		s.addGroupVersion(res)
@@ -275,7 +277,7 @@ func New(cfg Config) (*Server, error) {
 	s.priorityClassCache = newObjectCache("priorityclasses", s.priorityClasses)
 	s.policy = newPolicyReads(byID)
 	s.serviceAccountCache = newObjectCache("serviceaccounts", s.serviceAccounts)
-	s.fields = newFieldManager(openapiResources, storedKinds)
+	s.fields = newFieldManager(openapiResources, fieldKinds)
 	s.router = s.routes(buildInBackground(func() http.Handler { return openapi.NewHandler(openapiResources) }))
 	return s, nil
 }

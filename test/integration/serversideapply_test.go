@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	eventsv1ac "k8s.io/client-go/applyconfigurations/events/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	"minik/internal/testcluster"
@@ -235,6 +236,20 @@ func TestServerSideApply(t *testing.T) {
 		}
 		if cm.Data["mode"] != "slow" || !owns(cm.ManagedFields, "tuner", "f:data", "f:mode") || owns(cm.ManagedFields, "operator", "f:data", "f:mode") {
 			t.Errorf("forced ConfigMap apply: %v %v", cm.Data, cm.ManagedFields)
+		}
+	})
+
+	t.Run("apply on a view of another kind's storage (events.k8s.io Events)", func(t *testing.T) {
+		ev, err := cs.EventsV1().Events("default").Apply(ctx, eventsv1ac.Event("e1", "default").
+			WithEventTime(metav1.NowMicro()).WithReportingController("x.io/c").WithReportingInstance("i").
+			WithAction("Test").WithReason("Tested").WithType("Normal").WithNote("hello").
+			WithRegarding(corev1ac.ObjectReference().WithKind("Pod").WithName("p").WithNamespace("default")),
+			metav1.ApplyOptions{FieldManager: "recorder"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := managers(ev.ManagedFields); len(m) != 1 || m[0] != "recorder/Apply" || ev.Note != "hello" {
+			t.Errorf("applied event: %v %q", m, ev.Note)
 		}
 	})
 
