@@ -1,8 +1,8 @@
 package apiserver
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
