@@ -130,6 +130,35 @@ func TestServerSideApply(t *testing.T) {
 		}
 	})
 
+	t.Run("kubectl apply --server-side of a Pod and a Service, twice", func(t *testing.T) {
+		objs := `apiVersion: v1
+kind: Pod
+metadata: {name: ssa-pod, namespace: default, labels: {app: ssa}}
+spec:
+  containers: [{name: c, image: busybox, ports: [{containerPort: 80}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ssa-svc, namespace: default}
+spec:
+  selector: {app: ssa}
+  ports: [{port: 80}]
+`
+		if out := kubectl(objs, "apply", "--server-side", "-f", "-"); !strings.Contains(out, "pod/ssa-pod serverside-applied") || !strings.Contains(out, "service/ssa-svc serverside-applied") {
+			t.Errorf("first apply: %s", out)
+		}
+		out := kubectl(strings.Replace(objs, "{app: ssa}}", "{app: ssa, tier: web}}", 1), "apply", "--server-side", "-f", "-")
+		if !strings.Contains(out, "pod/ssa-pod serverside-applied") {
+			t.Errorf("second apply: %s", out)
+		}
+		if got := kubectl("", "get", "pod", "ssa-pod", "-o", "jsonpath={.metadata.labels.tier} {.spec.dnsPolicy}"); got != "web ClusterFirst" {
+			t.Errorf("pod after the second apply: %q", got)
+		}
+		if got := kubectl("", "get", "svc", "ssa-svc", "-o", "jsonpath={.spec.clusterIP}"); got == "" {
+			t.Errorf("the applied Service has no cluster IP")
+		}
+	})
+
 	t.Run("two managers conflict on .spec.replicas until --force-conflicts", func(t *testing.T) {
 		kubectl(ssaManifest("2", "busybox"), "apply", "-f", "-") // client-side: kubectl-client-side-apply
 		out, err := c.Kubectl(ctx, ssaManifest("3", "busybox"), "apply", "--server-side", "--field-manager=deployer", "-f", "-")
