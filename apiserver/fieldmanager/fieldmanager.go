@@ -40,6 +40,10 @@ type Kind struct {
 	// HasStatus means spec and status are split: the main resource
 	// ignores status, and /status ignores everything else.
 	HasStatus bool
+	// Fields are the kind's top-level fields, which /status resets; nil
+	// means the JSON fields of New's Go type (an unstructured custom
+	// resource names its schema's properties).
+	Fields []string
 }
 
 // Manager holds the registered kinds and their field managers. It is safe
@@ -88,8 +92,8 @@ func New(builtin func() (managedfields.TypeConverter, error)) *Manager {
 // Register adds or replaces the kind k.GVK (a CRD's version is registered
 // when it is served, and again when its schema changes).
 func (m *Manager) Register(k Kind) {
-	var fields []string
-	if obj := k.New(); obj != nil {
+	fields := k.Fields
+	if obj := k.New(); obj != nil && fields == nil {
 		if t := reflect.TypeOf(obj); t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
 			fields = topLevelFields(t.Elem())
 		}

@@ -7,8 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,9 +21,9 @@ import (
 	"minik/apiserver/registry"
 )
 
-// newTestManager registers every served kind, as the apiserver does.
-func newTestManager(t testing.TB) *Manager {
-	t.Helper()
+// servedResources lists what the apiserver serves, as OpenAPI resources
+// and as the stored kinds.
+func servedResources() ([]openapi.Resource, []*registry.Resource) {
 	var resources []openapi.Resource
 	var kinds []*registry.Resource
 	for _, res := range registry.All() {
@@ -36,6 +38,13 @@ func newTestManager(t testing.TB) *Manager {
 			kinds = append(kinds, res)
 		}
 	}
+	return resources, kinds
+}
+
+// newTestManager registers every served kind, as the apiserver does.
+func newTestManager(t testing.TB) *Manager {
+	t.Helper()
+	resources, kinds := servedResources()
 	m := New(func() (managedfields.TypeConverter, error) {
 		models, err := openapi.Models(resources)
 		if err != nil {
@@ -184,4 +193,89 @@ func gvkOf(t *testing.T, obj runtime.Object) schema.GroupVersionKind {
 func withGVK(obj runtime.Object, gvk schema.GroupVersionKind) runtime.Object {
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return obj
+}
+
+// TestRegisteredKindAppliesAndConflicts registers a kind at run time with
+// its own converter, as a CustomResourceDefinition would, and applies to
+// it from two managers.
+func TestRegisteredKindAppliesAndConflicts(t *testing.T) {
+	m := newTestManager(t)
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	obj := func(props map[string]spec.Schema) spec.Schema {
+		return spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}, Properties: props}}
+	}
+	str := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"string"}}}
+	num := spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"integer"}}}
+	widget := obj(map[string]spec.Schema{"apiVersion": str, "kind": str,
+		"metadata": {SchemaProps: spec.SchemaProps{Ref: spec.MustCreateRef("#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")}},
+		"spec":     obj(map[string]spec.Schema{"size": num, "color": str}), "status": obj(map[string]spec.Schema{"ready": num})})
+	widget.Extensions = spec.Extensions{"x-kubernetes-group-version-kind": []any{map[string]any{"group": "example.com", "version": "v1", "kind": "Widget"}}}
+	models := map[string]*spec.Schema{"com.example.v1.Widget": &widget}
+	resources, _ := servedResources()
+	builtin, err := openapi.Models(resources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range builtin {
+		models[name] = s
+	}
+	tc, err := managedfields.NewTypeConverter(models, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Register(Kind{GVK: gvk, New: func() runtime.Object { return &unstructured.Unstructured{} }, Converter: tc,
+		HasStatus: true, Fields: []string{"apiVersion", "kind", "metadata", "spec", "status"}})
+	config := func(size int64, color string) map[string]any {
+		return map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"},
+			"spec": map[string]any{"size": size, "color": color}, "status": map[string]any{"ready": int64(1)}}
+	}
+	live, err := m.Apply(gvk, "", nil, config(1, "red"), "a", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The main resource resets status (the apiserver keeps the stored
+	// one), so the applier does not own it.
+	if e := live.(metav1.Object).GetManagedFields(); len(e) != 1 || strings.Contains(string(e[0].FieldsV1.Raw), "status") {
+		t.Errorf("an apply to the main resource owns status: %v", e)
+	}
+	for _, tc := range []struct {
+		name, manager string
+		force         bool
+		wantErr       string
+	}{
+		{"the same values from another manager share the fields", "b", false, ""},
+		{"another size conflicts with both owners", "c", false, `Apply failed with 2 conflicts: conflicts with "a":` + "\n- .spec.size\n" + `conflicts with "b":` + "\n- .spec.size"},
+		{"force takes the field over", "c", true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			size := int64(1)
+			if tc.manager == "c" {
+				size = 2
+			}
+			out, err := m.Apply(gvk, "", live, config(size, "red"), tc.manager, tc.force)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			live = out
+		})
+	}
+	var owners []string
+	for _, e := range live.(metav1.Object).GetManagedFields() {
+		if strings.Contains(string(e.FieldsV1.Raw), `"f:size"`) {
+			owners = append(owners, e.Manager)
+		}
+	}
+	if strings.Join(owners, ",") != "c" {
+		t.Errorf("owners of spec.size %v, want only c", owners)
+	}
+	m.Unregister(gvk)
+	if _, err := m.Apply(gvk, "", live, config(3, "red"), "a", true); err == nil {
+		t.Errorf("apply to an unregistered kind succeeded")
+	}
 }
