@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -27,11 +28,12 @@ var (
 	marshalerType = reflect.TypeFor[json.Marshaler]()
 	timeType      = reflect.TypeFor[metav1.Time]()
 	microTimeType = reflect.TypeFor[metav1.MicroTime]()
+	quantityType  = reflect.TypeFor[resource.Quantity]()
 )
 
 // typeInfo is what shapeKey needs of a type, worked out once.
 type typeInfo struct {
-	time, marshaler bool
+	time, quantity, marshaler bool
 	fields          []int // exported fields of a struct
 }
 
@@ -41,7 +43,7 @@ func infoOf(t reflect.Type) *typeInfo {
 	if ti, ok := typeInfos.Load(t); ok {
 		return ti.(*typeInfo)
 	}
-	ti := &typeInfo{time: t == timeType || t == microTimeType}
+	ti := &typeInfo{time: t == timeType || t == microTimeType, quantity: t == quantityType}
 	ti.marshaler = !ti.time && t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface &&
 		(t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType))
 	if t.Kind() == reflect.Struct {
@@ -61,8 +63,11 @@ func shapeKey(b []byte, v reflect.Value, inList bool) []byte {
 	switch {
 	case ti.time:
 		return appendBool(b, v.IsZero())
+	case ti.quantity:
+		q := v.Interface().(resource.Quantity) // map values are not addressable
+		return append(strconv.AppendQuote(b, q.String()), ';')
 	case ti.marshaler:
-		// Quantity, IntOrString, RawExtension, FieldsV1, Duration.
+		// IntOrString, RawExtension, FieldsV1, Duration.
 		var data []byte
 		if v.CanAddr() {
 			data, _ = json.Marshal(v.Addr().Interface())
