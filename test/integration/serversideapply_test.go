@@ -237,6 +237,27 @@ spec:
 		kubectl(strings.Replace(m, "replicas: 2", "replicas: 1", 1), "apply", "-f", "-")
 	})
 
+	t.Run("an apply without fieldManager and a force outside apply are 422", func(t *testing.T) {
+		for _, tc := range []struct {
+			patchType types.PatchType
+			params    map[string]string
+			want      string
+		}{
+			{types.ApplyPatchType, nil, `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch`},
+			{types.MergePatchType, map[string]string{"force": "true"}, `PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch`},
+		} {
+			req := cs.CoreV1().RESTClient().Patch(tc.patchType).Namespace("default").Resource("configmaps").Name("ssa").
+				Body([]byte(`{"apiVersion":"v1","kind":"ConfigMap","data":{"x":"1"}}`))
+			for k, v := range tc.params {
+				req = req.Param(k, v)
+			}
+			err := req.Do(ctx).Error()
+			if !apierrors.IsInvalid(err) || err.Error() != tc.want {
+				t.Errorf("%s: %v, want 422 %q", tc.patchType, err, tc.want)
+			}
+		}
+	})
+
 	t.Run("client-go Apply creates and updates a Deployment and a ConfigMap", func(t *testing.T) {
 		opts := metav1.ApplyOptions{FieldManager: "operator"}
 		d, err := cs.AppsV1().Deployments("default").Apply(ctx, appsv1ac.Deployment("api", "default").
