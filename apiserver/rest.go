@@ -18,6 +18,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"minik/apiserver/defaults"
 	"minik/apiserver/registry"
 	"minik/apiserver/storage"
 )
@@ -177,6 +178,11 @@ func (h *resourceHandler) createObject(ctx context.Context, ri *requestInfo, obj
 	if err != nil {
 		return nil, err
 	}
+	// The writer owns what it sent and its defaults (upstream defaults
+	// while decoding), not what admission adds (a ServiceAccount's token
+	// volume): managedFields are made here, before admission.
+	defaults.Object(obj)
+	obj = h.trackWrite(ri, nil, obj)
 	if !h.store.HasCompanions() {
 		return h.createOnce(ctx, ri, obj, dryRun, m)
 	}
@@ -206,7 +212,6 @@ func (h *resourceHandler) createOnce(ctx context.Context, ri *requestInfo, obj r
 		fresh := obj.DeepCopyObject()
 		reads := &admissionReads{srv: h.srv, cached: true}
 		if err := h.srv.admitCreate(ctx, h, obj, reads); err == nil {
-			obj = h.trackWrite(ri, nil, obj)
 			stored, err := h.store.Create(ctx, obj, reads.guards...)
 			if !errors.Is(err, storage.ErrGuardFailed) {
 				return h.created(stored, err, m)
@@ -222,7 +227,6 @@ func (h *resourceHandler) createOnce(ctx context.Context, ri *requestInfo, obj r
 		if err := h.srv.admitCreate(ctx, h, obj, reads); err != nil {
 			return nil, err
 		}
-		obj = h.trackWrite(ri, nil, obj)
 		if dryRun {
 			return h.out(obj)
 		}
