@@ -41,7 +41,8 @@ func (k *kind) createEntries(obj runtime.Object, manager, subresource string) ([
 	setGVK(obj, k.GVK)
 	var key []byte
 	if subresource == "" {
-		key = shapeKey(make([]byte, 0, 512), reflect.ValueOf(obj), false)
+		v := reflect.ValueOf(obj)
+		key = shapeKey(make([]byte, 0, 512), v, infoOf(v.Type()), false)
 		if raw, ok := k.shapes.get(key); ok {
 			return k.entry(raw, manager, subresource), nil
 		}

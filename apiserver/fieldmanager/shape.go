@@ -31,35 +31,50 @@ var (
 	quantityType  = reflect.TypeFor[resource.Quantity]()
 )
 
-// typeInfo is what shapeKey needs of a type, worked out once.
+// typeInfo is what shapeKey needs of a type, worked out once: its
+// fields' and elements' infos are linked, so a walk looks nothing up.
 type typeInfo struct {
 	time, quantity, marshaler bool
-	fields          []int // exported fields of a struct
+	fields                    []int       // exported fields of a struct
+	fieldInfos                []*typeInfo // their infos, in the same order
+	elem                      *typeInfo   // of a pointer, slice, array or map
 }
 
-var typeInfos sync.Map // reflect.Type → *typeInfo
+var (
+	infoMu sync.Mutex
+	infos  = map[reflect.Type]*typeInfo{}
+)
 
+// infoOf returns t's info, building it (and its fields') on first use.
 func infoOf(t reflect.Type) *typeInfo {
-	if ti, ok := typeInfos.Load(t); ok {
-		return ti.(*typeInfo)
+	infoMu.Lock()
+	defer infoMu.Unlock()
+	return buildInfo(t)
+}
+
+func buildInfo(t reflect.Type) *typeInfo {
+	if ti, ok := infos[t]; ok {
+		return ti // possibly still being built: a recursive type
 	}
 	ti := &typeInfo{time: t == timeType || t == microTimeType, quantity: t == quantityType}
-	ti.marshaler = !ti.time && t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface &&
+	infos[t] = ti
+	ti.marshaler = !ti.time && !ti.quantity && t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface &&
 		(t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType))
-	if t.Kind() == reflect.Struct {
+	switch t.Kind() {
+	case reflect.Struct:
 		for i := 0; i < t.NumField(); i++ {
 			if t.Field(i).IsExported() {
 				ti.fields = append(ti.fields, i)
+				ti.fieldInfos = append(ti.fieldInfos, buildInfo(t.Field(i).Type))
 			}
 		}
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		ti.elem = buildInfo(t.Elem())
 	}
-	typeInfos.Store(t, ti)
 	return ti
 }
 
-func shapeKey(b []byte, v reflect.Value, inList bool) []byte {
-	t := v.Type()
-	ti := infoOf(t)
+func shapeKey(b []byte, v reflect.Value, ti *typeInfo, inList bool) []byte {
 	switch {
 	case ti.time:
 		return appendBool(b, v.IsZero())
@@ -77,16 +92,22 @@ func shapeKey(b []byte, v reflect.Value, inList bool) []byte {
 		b = strconv.AppendInt(b, int64(len(data)), 10)
 		return append(append(b, ':'), data...)
 	}
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Interface:
+	switch v.Kind() {
+	case reflect.Interface:
 		if v.IsNil() {
 			return append(b, 'n')
 		}
-		return shapeKey(append(b, 'p'), v.Elem(), inList)
+		e := v.Elem()
+		return shapeKey(append(b, 'i'), e, infoOf(e.Type()), inList)
+	case reflect.Pointer:
+		if v.IsNil() {
+			return append(b, 'n')
+		}
+		return shapeKey(append(b, 'p'), v.Elem(), ti.elem, inList)
 	case reflect.Struct:
 		b = append(b, '{')
-		for _, i := range ti.fields {
-			b = shapeKey(b, v.Field(i), inList)
+		for j, i := range ti.fields {
+			b = shapeKey(b, v.Field(i), ti.fieldInfos[j], inList)
 		}
 		return append(b, '}')
 	case reflect.Map:
@@ -102,20 +123,19 @@ func shapeKey(b []byte, v reflect.Value, inList bool) []byte {
 			keys = append(keys, iter.Key().String())
 			vals = append(vals, iter.Value())
 		}
-		order := sortedOrder(keys)
-		for _, i := range order {
+		for _, i := range sortedOrder(keys) {
 			b = strconv.AppendQuote(b, keys[i])
-			b = shapeKey(b, vals[i], inList)
+			b = shapeKey(b, vals[i], ti.elem, inList)
 		}
 		return append(b, ']')
 	case reflect.Slice, reflect.Array:
-		if t.Kind() == reflect.Slice && v.IsNil() {
+		if v.Kind() == reflect.Slice && v.IsNil() {
 			return append(b, 'n')
 		}
 		b = append(b, '(')
 		b = strconv.AppendInt(b, int64(v.Len()), 10)
 		for i := 0; i < v.Len(); i++ {
-			b = shapeKey(b, v.Index(i), true)
+			b = shapeKey(b, v.Index(i), ti.elem, true)
 		}
 		return append(b, ')')
 	case reflect.String:
