@@ -3,8 +3,10 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"log/slog"
 	"maps"
+	"minik/apiserver/fieldmanager"
 	"net/http"
 	"slices"
 	"sort"
@@ -76,6 +78,9 @@ type crdManager struct {
 	resources atomic.Pointer[[]openapi.Resource]
 	// roleDirty says customResourcesRole needs writing.
 	roleDirty bool
+	// fieldKinds are the custom kinds registered for managedFields and
+	// server-side apply (only the loop touches it).
+	fieldKinds map[schema.GroupVersionKind]bool
 }
 
 func newCRDManager(s *Server, store *storage.Store, builtins []openapi.Resource, initial http.Handler) *crdManager {
@@ -321,6 +326,50 @@ func (m *crdManager) serve(ctx context.Context, crds []*apiextv1.CustomResourceD
 	h := openapi.NewHandler(all)
 	m.openapi.Store(&h)
 	m.roleDirty = true
+	m.registerFieldKinds(all, next)
+}
+
+// registerFieldKinds gives every served custom kind its managedFields
+// and server-side apply: one type converter from the OpenAPI of all
+// kinds (a custom object's metadata is the built-in ObjectMeta), built
+// again when the CRDs change; kinds no longer served are removed.
+func (m *crdManager) registerFieldKinds(all []openapi.Resource, serving map[string]*crdServing) {
+	if m.srv.fields == nil {
+		return
+	}
+	models, err := openapi.Models(all)
+	var tc managedfields.TypeConverter
+	if err == nil {
+		tc, err = managedfields.NewTypeConverter(models, false)
+	}
+	if err != nil {
+		slog.Error("custom resources keep no managedFields: building their type converter failed", "err", err)
+	}
+	want := map[schema.GroupVersionKind]bool{}
+	for _, sv := range serving {
+		for _, v := range sv.def.Versions {
+			gvk := schema.GroupVersionKind{Group: sv.def.Group, Version: v.Name, Kind: sv.def.Names.Kind}
+			if tc == nil {
+				continue
+			}
+			want[gvk] = true
+			fields := []string{"apiVersion", "kind", "metadata"}
+			if props, ok := v.OpenAPI["properties"].(map[string]any); ok {
+				for name := range props {
+					if !slices.Contains(fields, name) {
+						fields = append(fields, name)
+					}
+				}
+			}
+			m.srv.fields.Register(fieldmanager.Kind{GVK: gvk, New: newUnstructured, Converter: tc, HasStatus: v.Status, Fields: fields})
+		}
+	}
+	for gvk := range m.fieldKinds {
+		if !want[gvk] {
+			m.srv.fields.Unregister(gvk)
+		}
+	}
+	m.fieldKinds = want
 }
 
 func newUnstructured() runtime.Object { return &unstructured.Unstructured{Object: map[string]any{}} }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik/apiserver/crd"
+	"minik/apiserver/defaults"
 	"minik/apiserver/registry"
 	"minik/apiserver/storage"
 )
@@ -31,8 +32,10 @@ type resourceHandler struct {
 	srv   *Server
 	// conv converts between this resource's type and its storage's type
 	// when they differ (events.k8s.io Events are stored as core Events,
-	// custom objects in their CRD's storage version).
-	conv *conversion
+	// custom objects in their CRD's storage version); storedRes is then
+	// the stored resource (for built-ins).
+	conv      *conversion
+	storedRes *registry.Resource
 	// crd is the definition of a custom resource (nil for built-ins).
 	crd *crd.Definition
 }
@@ -132,6 +135,9 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, ri *reque
 // create answers POST on a collection.
 func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 	obj, err := decodeRequest(w, r, h.res)
+	if err == nil {
+		err = writeOptions(r, ri, "")
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -169,7 +175,6 @@ func (h *resourceHandler) createObject(ctx context.Context, ri *requestInfo, obj
 	m.SetCreationTimestamp(metav1.Now())
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
-	m.SetManagedFields(nil)
 	m.SetSelfLink("")
 	if h.res.HasStatus && !h.res.NoGeneration {
 		m.SetGeneration(1)
@@ -178,15 +183,20 @@ func (h *resourceHandler) createObject(ctx context.Context, ri *requestInfo, obj
 	if err != nil {
 		return nil, err
 	}
+	// The writer owns what it sent and its defaults (upstream defaults
+	// while decoding), not what admission adds (a ServiceAccount's token
+	// volume): managedFields are made here, before admission.
+	defaults.Object(obj)
+	obj = h.trackWrite(ri, nil, obj)
 	if !h.store.HasCompanions() {
-		return h.createOnce(ctx, obj, dryRun, m)
+		return h.createOnce(ctx, ri, obj, dryRun, m)
 	}
 	// The object owns companion keys (a Service's cluster IP and node
 	// ports): a key taken by a concurrent write is refused if the client
 	// asked for it, and otherwise picked again.
 	requested := obj.DeepCopyObject()
 	for attempt := 1; ; attempt++ {
-		created, err := h.createOnce(ctx, obj, dryRun, m)
+		created, err := h.createOnce(ctx, ri, obj, dryRun, m)
 		if !errors.Is(err, storage.ErrTaken) {
 			return created, err
 		}
@@ -198,7 +208,7 @@ func (h *resourceHandler) createObject(ctx context.Context, ri *requestInfo, obj
 }
 
 // createOnce admits and stores a new object whose system fields are set.
-func (h *resourceHandler) createOnce(ctx context.Context, obj runtime.Object, dryRun bool, m metav1.Object) (runtime.Object, error) {
+func (h *resourceHandler) createOnce(ctx context.Context, ri *requestInfo, obj runtime.Object, dryRun bool, m metav1.Object) (runtime.Object, error) {
 	if !dryRun && h.res.Namespaced {
 		// The fast path: admission reads the namespace (and priority
 		// classes) from caches, and the write commits only if what it
@@ -258,6 +268,9 @@ func (h *resourceHandler) created(stored runtime.Object, err error, m metav1.Obj
 // update answers PUT on an object or its status.
 func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 	obj, err := decodeRequest(w, r, h.res)
+	if err == nil {
+		err = writeOptions(r, ri, "")
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -321,6 +334,7 @@ func (h *resourceHandler) updateOnce(ctx context.Context, ri *requestInfo, dryRu
 		if err := h.srv.admitUpdate(ctx, h, ri.subresource, obj, oldCopy); err != nil {
 			return nil, err
 		}
+		obj = h.trackWrite(ri, oldCopy, obj)
 		if dryRun {
 			dryResult = obj
 			return nil, storage.ErrNoChange
@@ -364,7 +378,6 @@ func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
 	m.SetDeletionTimestamp(om.GetDeletionTimestamp())
 	m.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
 	m.SetGeneration(om.GetGeneration())
-	m.SetManagedFields(nil)
 	m.SetSelfLink("")
 	if om.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) > len(om.GetFinalizers()) {
 		for _, f := range m.GetFinalizers() {
@@ -402,6 +415,7 @@ func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
 		}
 		km, _ := meta.Accessor(keep)
 		km.SetResourceVersion(m.GetResourceVersion())
+		km.SetManagedFields(m.GetManagedFields()) // a status apply's; trackWrite ignores a request's
 		copyInto(obj, keep)
 	default: // the main resource, or /scale which changes the spec
 		status, err := fieldOf(old, "Status")
@@ -425,15 +439,23 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ri *requ
 		writeError(w, r, err)
 		return
 	}
-	data, patchType, err := readBody(r, patchTypes...)
+	data, patchType, err := readBody(r, append(patchTypes, applyPatchType)...)
 	if err == nil && patchType == strategicMergePatchType && h.res.Custom != nil {
 		err = strategicPatchUnsupported()
+	}
+	if err == nil {
+		err = writeOptions(r, ri, patchType)
 	}
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	updated, err := h.updateObject(withWarnings(r.Context(), w), ri, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
+	ctx := withWarnings(r.Context(), w)
+	if patchType == applyPatchType {
+		h.serverSideApply(ctx, w, r, ri, data, mode)
+		return
+	}
+	updated, err := h.updateObject(ctx, ri, isDryRun(r), func(current runtime.Object) (runtime.Object, error) {
 		view, err := h.out(current)
 		if err != nil {
 			return nil, err

@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"minik/apiserver/fieldmanager"
 	"minik/apiserver/openapi"
 	"minik/apiserver/registry"
 	"minik/apiserver/storage"
@@ -157,6 +158,8 @@ type Server struct {
 
 	// crds serves the custom resources of CustomResourceDefinitions.
 	crds *crdManager
+	// fields keeps managedFields and serves server-side apply.
+	fields *fieldmanager.Manager
 }
 
 // New builds the server; Run starts it.
@@ -234,17 +237,27 @@ func New(cfg Config) (*Server, error) {
 	s.services = services
 	byID := map[string]*storage.Store{}
 	var openapiResources []openapi.Resource
-	for _, res := range registry.All() {
+	var fieldKinds []*registry.Resource // the kinds that keep managedFields
+	all := registry.All()
+	for _, res := range all {
 		h := &resourceHandler{res: res, srv: s}
 		if res.Virtual || res.Computed {
 			// Computed on create or on read, never stored.
 		} else if res.StorageOf != "" {
 			h.store = byID[res.StorageOf]
 			h.conv = conversionFor(res)
+			for _, other := range all {
+				if other.ID() == res.StorageOf {
+					h.storedRes = other
+				}
+			}
 		} else {
 			h.store = storage.NewStore(cfg.Etcd, res.KeyPrefix(), res.GroupResource(), res.GroupVersion().WithKind(res.Kind), res.New, cfg.WatchCacheSize)
 			byID[res.ID()] = h.store
 			s.stores = append(s.stores, h.store)
+		}
+		if !res.Virtual {
+			fieldKinds = append(fieldKinds, res)
 		}
 		s.handlers[res.Group+"/"+res.Version+"/"+res.Resource] = h
 		s.addGroupVersion(res)
@@ -279,6 +292,7 @@ func New(cfg Config) (*Server, error) {
 	s.priorityClassCache = newObjectCache("priorityclasses", s.priorityClasses)
 	s.policy = newPolicyReads(byID)
 	s.serviceAccountCache = newObjectCache("serviceaccounts", s.serviceAccounts)
+	s.fields = newFieldManager(openapiResources, fieldKinds)
 	s.crds = newCRDManager(s, byID["customresourcedefinitions.apiextensions.k8s.io"], openapiResources,
 		buildInBackground(func() http.Handler { return openapi.NewHandler(openapiResources) }))
 	s.router = s.routes(http.HandlerFunc(s.crds.serveOpenAPI))
@@ -506,6 +520,12 @@ type requestInfo struct {
 	name        string
 	subresource string
 	verb        string // get list watch create update patch delete deletecollection
+
+	// fieldManager names the writer (managedfields.go): the fieldManager
+	// option or the User-Agent; empty for the apiserver's own writes.
+	fieldManager string
+	force        bool // a server-side apply takes over conflicting fields
+	applied      bool // a server-side apply already set managedFields
 }
 
 // parseResourcePath splits /api/v1/... and /apis/G/V/... paths.

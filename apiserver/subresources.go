@@ -251,6 +251,9 @@ func (h *resourceHandler) scale(w http.ResponseWriter, r *http.Request, ri *requ
 		} else {
 			body, patchType, err = readBody(r, patchTypes...)
 		}
+		if err == nil {
+			err = writeOptions(r, ri, patchType)
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return

@@ -147,6 +147,26 @@ func TestCustomResourceDefinitions(t *testing.T) {
 			t.Errorf("label selector matched: %q", out)
 		}
 	})
+	t.Run("server-side apply works on custom objects: managedFields, conflicts, force", func(t *testing.T) {
+		ssa := strings.Replace(strings.Replace(crontab, "nightly", "applied", 1), "my-cron-image", "img:1", 1)
+		if out := c.MustKubectl(t, ssa, "apply", "--server-side", "--field-manager=alice", "-f", "-"); !strings.Contains(out, "crontab.stable.example.com/applied serverside-applied") {
+			t.Fatalf("apply --server-side: %s", out)
+		}
+		managers := c.MustKubectl(t, "", "get", "crontab", "applied", "--show-managed-fields", "-o", "jsonpath={.metadata.managedFields[*].manager}")
+		if !strings.Contains(managers, "alice") {
+			t.Fatalf("managers %q, want alice", managers)
+		}
+		other := strings.Replace(ssa, "img:1", "img:2", 1)
+		out, err := kubectl(other, "apply", "--server-side", "--field-manager=bob", "-f", "-")
+		if err == nil || !strings.Contains(out, `conflict with "alice": .spec.image`) {
+			t.Fatalf("a second manager changing alice's field: %v %s, want a conflict naming alice and .spec.image", err, out)
+		}
+		c.MustKubectl(t, other, "apply", "--server-side", "--field-manager=bob", "--force-conflicts", "-f", "-")
+		if got := c.MustKubectl(t, "", "get", "crontab", "applied", "-o", "jsonpath={.spec.image}"); got != "img:2" {
+			t.Fatalf("image after a forced apply: %q", got)
+		}
+		c.MustKubectl(t, "", "delete", "crontab", "applied")
+	})
 	t.Run("the default is applied and every served version reads the object", func(t *testing.T) {
 		if got := c.MustKubectl(t, "", "get", "crontabs.v1beta1.stable.example.com", "nightly", "-o", "jsonpath={.apiVersion} {.spec.replicas}"); got != "stable.example.com/v1beta1 1" {
 			t.Fatalf("v1beta1: %q", got)

@@ -450,8 +450,14 @@ func newClients(cfg client.Config, n, perConn int) ([]*client.Client, error) {
 	return out, nil
 }
 
+// createNamespace creates a namespace and its "default" ServiceAccount,
+// which the ServiceAccount admission plugin requires of every pod (the
+// controller that creates it is not running here).
 func createNamespace(ctx context.Context, c *client.Client, name string) error {
-	_, err := c.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if _, err := c.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	_, err := c.ServiceAccounts().Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: name}}, metav1.CreateOptions{})
 	return err
 }
 
