@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,8 @@ type resourceHandler struct {
 	// conv converts between this resource's type and its storage's type
 	// when they differ (events.k8s.io Events are stored as core Events).
 	conv *conversion
+	// watchEvents counts the events written to this resource's watchers.
+	watchEvents prometheus.Counter
 }
 
 // conversion maps objects of a view type to and from the stored type.

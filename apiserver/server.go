@@ -149,6 +149,8 @@ type Server struct {
 
 	// policy is what LimitRanger and ResourceQuota admission read.
 	policy *policyReads
+
+	metrics *serverMetrics // metrics.go
 }
 
 // New builds the server; Run starts it.
@@ -269,6 +271,7 @@ func New(cfg Config) (*Server, error) {
 	s.priorityClassCache = newObjectCache("priorityclasses", s.priorityClasses)
 	s.policy = newPolicyReads(byID)
 	s.serviceAccountCache = newObjectCache("serviceaccounts", s.serviceAccounts)
+	s.metrics = newServerMetrics(s)
 	s.router = s.routes(buildInBackground(func() http.Handler { return openapi.NewHandler(openapiResources) }))
 	return s, nil
 }
@@ -583,6 +586,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	noteRequest(w, r, ri)
 	if err := s.authorize(r, ri); err != nil {
 		writeError(w, r, err)
 		return
