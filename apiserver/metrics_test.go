@@ -3,67 +3,22 @@ package apiserver
 import (
 	"context"
 	"crypto/tls"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik/internal/metrics/metricstest"
 )
 
-// scrape gets /metrics with hc and parses it with the Prometheus text parser.
-func scrape(t *testing.T, hc *http.Client, url string) (int, map[string]*dto.MetricFamily) {
-	t.Helper()
-	resp, err := hc.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return resp.StatusCode, nil
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, fams
+func scrape(t *testing.T, hc *http.Client, url string) (int, metricstest.Families) {
+	return metricstest.Scrape(t, hc, url+"/metrics")
 }
 
-// sample sums the counter, or the histogram's count, of the samples of
-// name whose labels include want.
-func sample(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
-	var sum float64
-	f := fams[name]
-	if f == nil {
-		return 0
-	}
-next:
-	for _, m := range f.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if have[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			sum += m.GetCounter().GetValue()
-		case m.Histogram != nil:
-			sum += float64(m.GetHistogram().GetSampleCount())
-		case m.Gauge != nil:
-			sum += m.GetGauge().GetValue()
-		}
-	}
-	return sum
+func sample(f metricstest.Families, name string, want map[string]string) float64 {
+	return f.Value(name, want)
 }
 
 func TestMetricsEndpoint(t *testing.T) {
@@ -97,7 +52,6 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Errorf("no %s in the scrape", name)
 		}
 	}
-
 
 	moved := []struct {
 		name   string

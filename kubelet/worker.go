@@ -34,6 +34,8 @@ type podWorker struct {
 	state   *podState
 
 	lastStatus *corev1.PodStatus // the last status sent
+	// startObserved: the pod's start is in kubelet_pod_start_sli_duration_seconds.
+	startObserved bool
 }
 
 func (w *podWorker) update(p *corev1.Pod, removed bool) {
@@ -579,6 +581,7 @@ func (w *podWorker) pushStatus(ctx context.Context, pod *corev1.Pod, status core
 	}
 	w.mu.Lock()
 	w.lastStatus = &status
+	w.observePodStart(pod, &status, time.Now())
 	if w.pod != nil {
 		p := w.pod.DeepCopy()
 		p.Status = status

@@ -10,6 +10,7 @@ import (
 	"minik/client"
 	"minik/client/kubeconfig"
 	"minik/controller"
+	"minik/controller/framework"
 	"minik/controller/nodelifecycle"
 )
 
@@ -20,9 +21,10 @@ func controllerCommand() *cobra.Command {
 		terminatedPodThreshold int
 		// The eviction flags always set the policy, so that an explicit 0
 		// is kept (a rate of 0 taints no node).
-		eviction   = nodelifecycle.DefaultEvictionConfig()
-		cfg        = controller.Config{Eviction: &eviction}
-		rootCAFile string
+		eviction    = nodelifecycle.DefaultEvictionConfig()
+		cfg         = controller.Config{Eviction: &eviction}
+		rootCAFile  string
+		metricsAddr string
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -62,6 +64,9 @@ func controllerCommand() *cobra.Command {
 			} else {
 				cfg.PodGC.TerminatedPodThreshold = terminatedPodThreshold
 			}
+			if err := serveMetrics(cmd.Context(), metricsAddr, framework.Collectors()...); err != nil {
+				return err
+			}
 			return controller.Run(cmd.Context(), cfg)
 		},
 	}
@@ -82,6 +87,7 @@ func controllerCommand() *cobra.Command {
 	f.Float64Var(&eviction.UnhealthyZoneThreshold, "unhealthy-zone-threshold", eviction.UnhealthyZoneThreshold, "fraction of not-ready nodes (more than 2) that makes a zone partially disrupted")
 	f.IntVar(&eviction.LargeClusterSizeThreshold, "large-cluster-size-threshold", eviction.LargeClusterSizeThreshold, "zone size up to which a partially disrupted zone gets no NoExecute taints")
 	f.IntVar(&terminatedPodThreshold, "terminated-pod-gc-threshold", 12500, "ended (Succeeded or Failed) pods kept before the oldest are deleted (0: no limit)")
+	metricsFlag(f, &metricsAddr)
 	f.StringSliceVar(&cfg.Controllers, "controllers", nil, "controllers to run (default all): "+strings.Join(controller.Names(), ", "))
 	return cmd
 }

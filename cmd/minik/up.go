@@ -19,9 +19,12 @@ import (
 	"minik/client"
 	"minik/client/kubeconfig"
 	"minik/controller"
+	"minik/controller/framework"
 	"minik/dns"
 	"minik/internal/etcd"
+	"minik/internal/metrics"
 	"minik/internal/pki"
+	"minik/kubelet"
 	"minik/proxy"
 	"minik/scheduler"
 )
@@ -44,6 +47,7 @@ type upOptions struct {
 	dnsListen          string
 	proxy              bool
 	service            serviceFlags
+	metricsAddr        string
 }
 
 func upCommand() *cobra.Command {
@@ -74,6 +78,7 @@ func upCommand() *cobra.Command {
 	f.StringSliceVar(&o.nodes, "nodes", []string{strings.ToLower(host)}, "names of the nodes to run a kubelet for")
 	f.BoolVar(&o.kubelet, "kubelet", true, "run the kubelets (false: control plane only)")
 	f.BoolVar(&o.scheduler, "scheduler", true, "run the scheduler")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", "", "also serve the process's metrics (every component's; the apiserver serves them at /metrics) at http://ADDRESS/metrics, e.g. 127.0.0.1:10249")
 	f.BoolVar(&o.controller, "controller", true, "run the controller manager")
 	f.IntVar(&o.watchCacheSize, "watch-cache-size", 10000, "events per resource a watch can resume from")
 	f.DurationVar(&o.compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd history (negative: never)")
@@ -222,6 +227,12 @@ func runUp(ctx context.Context, o *upOptions) error {
 	api, err := apiserver.New(apiCfg)
 	if err != nil {
 		return err
+	}
+	// One registry for the process: the apiserver's, which serves every
+	// component of `up` at /metrics.
+	api.Registry().MustRegister(append(append(scheduler.Collectors(), framework.Collectors()...), kubelet.Collectors()...)...)
+	if _, err := metrics.Serve(ctx, o.metricsAddr, api.Registry()); err != nil {
+		return fmt.Errorf("--metrics-bind-address: %w", err)
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, 8)

@@ -32,7 +32,7 @@ type Controller struct {
 
 // New wires the collector to every resource of inf.
 func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controller {
-	gc := &Controller{c: c, log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{}),
+	gc := &Controller{c: c, log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{Name: Name}),
 		resources: inf.Resources(), byGVK: map[schema.GroupKind]*framework.Resource{}, byName: map[string]*framework.Resource{}}
 	for _, r := range gc.resources {
 		gc.byGVK[r.GVK.GroupKind()] = r
