@@ -48,6 +48,7 @@ type upOptions struct {
 	proxy              bool
 	service            serviceFlags
 	metricsAddr        string
+	uiListen           string
 }
 
 func upCommand() *cobra.Command {
@@ -78,6 +79,7 @@ func upCommand() *cobra.Command {
 	f.StringSliceVar(&o.nodes, "nodes", []string{strings.ToLower(host)}, "names of the nodes to run a kubelet for")
 	f.BoolVar(&o.kubelet, "kubelet", true, "run the kubelets (false: control plane only)")
 	f.BoolVar(&o.scheduler, "scheduler", true, "run the scheduler")
+	f.StringVar(&o.uiListen, "ui-listen", "", "serve the live view over HTTPS here (the cluster CA signs its certificate; a one-time login link is printed), e.g. 127.0.0.1:8443; empty: off")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", "", "also serve the process's metrics (every component's; the apiserver serves them at /metrics) at http://ADDRESS/metrics, e.g. 127.0.0.1:10249")
 	f.BoolVar(&o.controller, "controller", true, "run the controller manager")
 	f.IntVar(&o.watchCacheSize, "watch-cache-size", 10000, "events per resource a watch can resume from")
@@ -292,6 +294,11 @@ func runUp(ctx context.Context, o *upOptions) error {
 		cfg := proxy.Options{Config: proxy.Config{NodeName: o.nodes[0], OtherLocalNodes: o.nodes[1:],
 			ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16")}} // the nodes' podCIDRs, see runNodes
 		run("proxy", func(ctx context.Context) error { return proxy.Run(ctx, proxy.RunConfig{Options: cfg, Client: c}) })
+	}
+	if o.uiListen != "" {
+		if err := startUpUI(ctx, o.uiListen, o.dataDir, files, run); err != nil {
+			return fmt.Errorf("--ui-listen: %w", err)
+		}
 	}
 	slog.Info("cluster is up", "kubeconfig", adminKubeconfig, "hint", "export KUBECONFIG="+absPath(adminKubeconfig))
 
