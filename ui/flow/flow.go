@@ -11,14 +11,21 @@
 //
 //	1 created    first ADDED                         (apiserver)
 //	2 persisted  first ADDED: its resourceVersion     (etcd)
-//	3 controller SuccessfulCreate of the pod's owner  (controller; skipped for a pod without one)
+//	3 controller first ADDED of a pod a controller owns (controller; skipped for a pod without one;
+//	             its SuccessfulCreate Event adds the detail)
 //	4 scheduled  Event Scheduled / PodScheduled=True  (scheduler)
 //	5 bound      spec.nodeName set                    (apiserver: pods/binding)
-//	6 kubelet    status.startTime set                 (kubelet)
-//	7 sandbox    PodReadyToStartContainers or podIP   (runtime)
-//	8 image      Event Pulled                         (kubelet, runtime)
-//	9 started    every container running             (runtime)
-//	10 ready     Ready=True                           (kubelet)
+//	6 kubelet    status.startTime set, or its first Event for the pod   (kubelet)
+//	7 sandbox    PodReadyToStartContainers or podIP, or Pulling/Pulled  (runtime; the
+//	             kubelet pulls images only once the sandbox runs)
+//	8 image      Event Pulled, or a container running                   (kubelet, runtime)
+//	9 started    Event Started, or every container running              (runtime)
+//	10 ready     Ready=True                                             (kubelet)
+//
+// Each step needs the ones before it, so a step seen at T means the
+// earlier ones happened by T: an earlier step not seen yet (its evidence
+// comes later on another stream, or never) is lit at T, "implied", and
+// one seen after T is moved back to T. Times are therefore in order.
 package flow
 
 import (
@@ -91,16 +98,13 @@ type track struct {
 // Model follows every pod it is told about.
 type Model struct {
 	pods map[string]*track // by namespace/name
-	// creations are SuccessfulCreate Events seen before their pod:
-	// namespace/podname → when.
-	creations map[string]time.Time
 	// Max bounds the pods followed; the oldest deleted ones go first.
 	Max int
 }
 
 // New returns an empty model.
 func New() *Model {
-	return &Model{pods: map[string]*track{}, creations: map[string]time.Time{}, Max: 10000}
+	return &Model{pods: map[string]*track{}, Max: 10000}
 }
 
 func key(ns, name string) string { return ns + "/" + name }
@@ -153,9 +157,8 @@ func (m *Model) Pod(typ string, p *corev1.Pod, seen time.Time) {
 	f.Node, f.Phase = p.Spec.NodeName, string(p.Status.Phase)
 	t.light(Created, seen, "at "+p.CreationTimestamp.UTC().Format(time.RFC3339))
 	t.light(Persisted, seen, "resourceVersion "+p.ResourceVersion)
-	if at, ok := m.creations[k]; ok && t.owner != "" {
-		t.light(Controller, at, "created by "+t.owner)
-		delete(m.creations, k)
+	if t.owner != "" {
+		t.light(Controller, seen, "created by "+t.owner)
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
@@ -206,10 +209,7 @@ func (m *Model) Event(e *corev1.Event, seen time.Time) {
 	if e.Reason == "SuccessfulCreate" && strings.HasPrefix(e.Message, "Created pod: ") {
 		pk := key(obj.Namespace, strings.TrimPrefix(e.Message, "Created pod: "))
 		if t := m.pods[pk]; t != nil && t.owner == obj.Kind+"/"+obj.Name {
-			t.light(Controller, seen, "created by "+t.owner)
-			m.since(t)
-		} else if t == nil {
-			m.creations[pk] = seen
+			t.flow.Steps[Controller].Detail = obj.Kind + " " + obj.Name + ": " + e.Message
 		}
 		return
 	}
@@ -227,7 +227,12 @@ func (m *Model) Event(e *corev1.Event, seen time.Time) {
 		if t.flow.Steps[Scheduled].At.IsZero() {
 			t.flow.Waiting = e.Message
 		}
+	case "Pulling":
+		t.light(KubeletSaw, seen, "its first Event: Pulling")
+		t.light(Sandbox, seen, "running before the image pull")
 	case "Pulled":
+		t.light(KubeletSaw, seen, "its first Event: Pulled")
+		t.light(Sandbox, seen, "running before the image pull")
 		t.light(Image, seen, e.Message)
 	case "Started":
 		t.light(Started, seen, e.Message)
@@ -235,8 +240,26 @@ func (m *Model) Event(e *corev1.Event, seen time.Time) {
 	m.since(t)
 }
 
-// since recomputes the times between lit steps.
+// since orders the steps (see the package comment) and recomputes the
+// times between them.
 func (m *Model) since(t *track) {
+	var bound time.Time
+	for i := len(t.flow.Steps) - 1; i >= 0; i-- {
+		s := &t.flow.Steps[i]
+		switch {
+		case s.Skipped:
+		case s.At.IsZero() && !bound.IsZero():
+			s.At = bound
+			if s.Detail == "" {
+				s.Detail = "implied by a later step"
+			}
+		case !s.At.IsZero() && !bound.IsZero() && s.At.After(bound):
+			s.At = bound
+		}
+		if !s.At.IsZero() {
+			bound = s.At
+		}
+	}
 	var prev time.Time
 	for i := range t.flow.Steps {
 		s := &t.flow.Steps[i]

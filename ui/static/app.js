@@ -156,7 +156,7 @@ async function loadFlow() {
   $("flow-title").textContent = `${f.namespace}/${f.name}` + (f.node ? ` on ${f.node}` : "") + (f.phase ? ` · ${f.phase}` : "") + (f.deleted ? " · deleted" : "");
   $("steps").innerHTML = f.steps.map((s) => {
     const lit = s.at ? " lit" : "", skipped = s.skipped ? " skipped" : "";
-    return `<li class="step${lit}${skipped}" data-step="${s.n}" data-name="${esc(s.name)}"><div class="n">${s.n}</div><div>${esc(s.name)}</div>` +
+    return `<li class="step${lit}${skipped}" data-step="${s.n}" data-name="${esc(s.name)}" data-at="${s.at ? Date.parse(s.at) : ""}"><div class="n">${s.n}</div><div>${esc(s.name)}</div>` +
       `<div class="component">${esc(s.component)}</div>` +
       (s.at ? `<div class="time">${fmtTime(s.at)}</div><div class="since">${s.sinceMs ? "+" + s.sinceMs.toFixed(1) + " ms" : ""}</div>` : "") +
       `<div class="detail">${esc(s.detail)}</div></li>`;
