@@ -50,7 +50,7 @@ func startUpUI(ctx context.Context, listen, dataDir string, files *clusterFiles,
 	if err != nil {
 		return err
 	}
-	certFile, keyFile, err := files.ca.EnsureServing(files.pkiDir, "ui", []string{host})
+	certFile, keyFile, err := files.ca.EnsureServing(files.pkiDir, "ui-serving", []string{host})
 	if err != nil {
 		return err
 	}
