@@ -74,7 +74,11 @@ func (s *Server) measure(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, verb: r.Method}
-		next.ServeHTTP(rec, r)
+		var out http.ResponseWriter = rec
+		if _, ok := w.(http.Hijacker); ok {
+			out = hijackRecorder{rec} // HTTP/1.1: exec and port-forward take the connection
+		}
+		next.ServeHTTP(out, r)
 		dryRun := ""
 		if rec.dryRun {
 			dryRun = "All"
@@ -91,10 +95,11 @@ func (s *Server) measure(next http.Handler) http.Handler {
 // noteRequest labels the measured request with its resource; called by
 // serveResource once the path is parsed.
 func noteRequest(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
-	rec, ok := w.(*statusRecorder)
+	r2, ok := w.(interface{ recorder() *statusRecorder })
 	if !ok {
 		return
 	}
+	rec := r2.recorder()
 	res := ri.handler.res
 	rec.group, rec.version, rec.resource, rec.subresource = res.Group, res.Version, res.Resource, ri.subresource
 	rec.verb = upstreamVerb(r, ri)
@@ -148,7 +153,7 @@ func codeString(code int) string {
 }
 
 // statusRecorder notes the response code and the labels of a request. It
-// keeps the writer's Flush and Hijack (watches, exec) and unwraps for
+// keeps the writer's Flush (watches) and unwraps for
 // http.ResponseController.
 type statusRecorder struct {
 	http.ResponseWriter
@@ -177,11 +182,18 @@ func (w *statusRecorder) Flush() {
 	}
 }
 
-func (w *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	if w.code == 0 {
+func (w *statusRecorder) recorder() *statusRecorder { return w }
+
+// hijackRecorder is a statusRecorder whose writer can be hijacked: only
+// then does it offer Hijack, so handlers still learn when it cannot.
+type hijackRecorder struct{ *statusRecorder }
+
+func (w hijackRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, buf, err := w.ResponseWriter.(http.Hijacker).Hijack()
+	if err == nil && w.code == 0 {
 		w.code = http.StatusSwitchingProtocols
 	}
-	return http.NewResponseController(w.ResponseWriter).Hijack()
+	return conn, buf, err
 }
 
 func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
