@@ -19,6 +19,7 @@ function applyPod(type, p) {
   const k = key(p);
   const old = state.pods.get(k);
   if (old) dirty.columns.add(columnOf(old));
+  if (type === "DELETED" || (old && old.node !== p.node)) dirty.names = true; // the pending list changes
   if (type === "DELETED") { state.pods.delete(k); } else {
     if (!old) { dirty.names = true; if (state.followNext && type === "ADDED") { follow(k); state.followNext = false; $("follow-next").checked = false; } }
     state.pods.set(k, p);
