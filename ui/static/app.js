@@ -160,11 +160,16 @@ async function loadFlow() {
     return `<li class="step${lit}${skipped}" data-step="${s.n}" data-name="${esc(s.name)}" data-at="${s.at ? Date.parse(s.at) : ""}"><div class="n">${s.n}</div><div>${esc(s.name)}</div>` +
       `<div class="component">${esc(s.component)}</div>` +
       (s.at ? `<div class="time">${fmtTime(s.at)}</div><div class="since">${s.sinceMs ? "+" + s.sinceMs.toFixed(1) + " ms" : ""}</div>` : "") +
-      `<div class="detail">${esc(s.detail)}</div></li>`;
+      `<div class="detail">${esc(s.detail)}</div>` +
+      (s.name === "scheduled" ? `<a href="#" class="verdicts" data-pod="${esc(k)}">the scheduler's verdicts per node</a>` : "") + `</li>`;
   }).join("");
   $("flow-waiting").textContent = f.waiting ? "waiting: " + f.waiting : "";
 }
 
+$("steps").addEventListener("click", (e) => {
+  const a = e.target.closest("a.verdicts"); if (!a) return;
+  e.preventDefault(); state.schedKey = a.dataset.pod; $("sched-pod").value = state.schedKey; showTab("scheduling"); loadExplain();
+});
 $("flow-pod").addEventListener("change", (e) => follow(e.target.value.trim()));
 $("follow-next").addEventListener("change", (e) => { state.followNext = e.target.checked; });
 
