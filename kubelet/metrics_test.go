@@ -46,7 +46,7 @@ func TestMetricsFollowTheRuntimeAndPodStarts(t *testing.T) {
 
 	created := time.Now().Add(-3 * time.Second)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)}}
-	w := &podWorker{}
+	w := &podWorker{pulling: 2 * time.Second}
 	running1 := corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
 		{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
 	w.observePodStart(pod, &corev1.PodStatus{Phase: corev1.PodPending}, time.Now())
@@ -55,5 +55,10 @@ func TestMetricsFollowTheRuntimeAndPodStarts(t *testing.T) {
 	after := scrape()
 	if got := after.Value("kubelet_pod_start_sli_duration_seconds", nil) - before.Value("kubelet_pod_start_sli_duration_seconds", nil); got != 1 {
 		t.Errorf("pod starts observed %v, want 1", got)
+	}
+	sum := after["kubelet_pod_start_sli_duration_seconds"].GetMetric()[0].GetHistogram().GetSampleSum() -
+		before["kubelet_pod_start_sli_duration_seconds"].GetMetric()[0].GetHistogram().GetSampleSum()
+	if sum < 0.9 || sum > 1.5 {
+		t.Errorf("pod start %vs, want about 1s (3s since creation, less 2s of pulls)", sum)
 	}
 }
