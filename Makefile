@@ -24,7 +24,7 @@ images: build
 
 ## up: build and run a whole cluster in the foreground (Ctrl-C stops it; needs root for containerd).
 up: deps build images
-	bin/minik up --data-dir $(DATA) --preload-images $(IMAGES)/busybox.tar $(ARGS)
+	bin/minik up --data-dir $(DATA) --preload-images $(IMAGES)/busybox.tar --ui-listen 127.0.0.1:8443 $(ARGS)
 
 ## test: every test, unit and integration (needs kubectl on PATH). The
 ## tests that run the real binary share the one just built (MINIK_BIN)

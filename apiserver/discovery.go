@@ -78,7 +78,7 @@ func (s *Server) routes(openapiHandler http.Handler) *mux.Router {
 	r.Handle("/openid/v1/jwks", public(s.serveJWKS)).Methods(http.MethodGet)
 
 	authed := r.NewRoute().Subrouter()
-	authed.Use(s.authenticate)
+	authed.Use(s.measure, s.authenticate)
 	path := s.authorizePath
 	authed.PathPrefix("/openapi/").Handler(path(openapiHandler.ServeHTTP)).Methods(http.MethodGet)
 	authed.Handle("/api", path(s.serveAPIVersions)).Methods(http.MethodGet)
@@ -86,6 +86,7 @@ func (s *Server) routes(openapiHandler http.Handler) *mux.Router {
 	authed.Handle("/api/{version}", path(s.serveResourceList)).Methods(http.MethodGet)
 	authed.Handle("/apis/{group}", path(s.serveAPIGroup)).Methods(http.MethodGet)
 	authed.Handle("/apis/{group}/{version}", path(s.serveResourceList)).Methods(http.MethodGet)
+	authed.Handle("/metrics", path(s.servePrometheus)).Methods(http.MethodGet)
 	authed.PathPrefix("/debug/pprof/").Handler(path(s.profiling))
 	authed.PathPrefix("/api/").HandlerFunc(s.serveResource)
 	authed.PathPrefix("/apis/").HandlerFunc(s.serveResource)

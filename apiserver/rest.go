@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,8 @@ type resourceHandler struct {
 	storedRes *registry.Resource
 	// crd is the definition of a custom resource (nil for built-ins).
 	crd *crd.Definition
+	// watchEvents counts the events written to this resource's watchers.
+	watchEvents prometheus.Counter
 }
 
 // conversion maps objects of a view type to and from the stored type.

@@ -160,6 +160,7 @@ type Server struct {
 	crds *crdManager
 	// fields keeps managedFields and serves server-side apply.
 	fields *fieldmanager.Manager
+	metrics *serverMetrics // metrics.go
 }
 
 // New builds the server; Run starts it.
@@ -295,6 +296,7 @@ func New(cfg Config) (*Server, error) {
 	s.fields = newFieldManager(openapiResources, fieldKinds)
 	s.crds = newCRDManager(s, byID["customresourcedefinitions.apiextensions.k8s.io"], openapiResources,
 		buildInBackground(func() http.Handler { return openapi.NewHandler(openapiResources) }))
+	s.metrics = newServerMetrics(s)
 	s.router = s.routes(http.HandlerFunc(s.crds.serveOpenAPI))
 	return s, nil
 }
@@ -634,6 +636,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = withRequestInfo(r, ri)
+	noteRequest(w, r, ri)
 	if err := s.authorize(r, ri); err != nil {
 		writeError(w, r, err)
 		return

@@ -149,6 +149,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 		if !write(frame(watch.Added, obj)) {
 			return
 		}
+		h.watchEvents.Inc()
 	}
 	if sendInitial == "true" && bookmarks {
 		if !write(h.bookmarkFrame(from, true, asProtobuf)) {
@@ -164,6 +165,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 		if !write(ev.Frame(format+string(typ), func() []byte { return frame(typ, ev.Object) })) {
 			return
 		}
+		h.watchEvents.Inc()
 	}
 	if flusher != nil {
 		flusher.Flush()
@@ -191,6 +193,9 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 			}
 			if !write(b) {
 				return
+			}
+			if d.Event != nil {
+				h.watchEvents.Inc()
 			}
 			// Flush only when nothing else is queued: batches under load.
 			if len(events) == 0 && flusher != nil {

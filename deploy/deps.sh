@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages a minik node needs, only those missing, so
+# Installs the Debian packages a minik node needs (and chromium, for the
+# live view's browser test), only those missing, so
 # `make up` works on a fresh machine and costs nothing afterwards, and
 # downloads (without installing) Debian's dynamically linked busybox, which
 # the busybox image is built from (deploy/images/README.md).
@@ -21,7 +22,7 @@ fi
 
 busybox_deb=/var/cache/minik/busybox.deb
 
-packages=(containerd runc containernetworking-plugins iproute2 iptables nftables conntrack kubectl)
+packages=(containerd runc containernetworking-plugins iproute2 iptables nftables conntrack kubectl chromium)
 
 if ! command -v dpkg >/dev/null; then
   echo "not a Debian system: make sure these are installed: ${packages[*]}" >&2

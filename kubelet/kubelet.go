@@ -252,17 +252,21 @@ const memoryReleaseQuiet = 5 * time.Second
 func (k *Kubelet) relistLoop(ctx context.Context) error {
 	last := map[string]cri.ContainerState{}
 	var burst burstEnd
+	counts := runtimeCounts{containers: map[string]int{}}
+	defer counts.publish(runtimeCounts{}) // this kubelet's share leaves the gauges
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-k.cfg.Clock.After(k.cfg.RelistPeriod):
 		}
+		start := time.Now()
 		cs, err := k.rt.ListContainers(ctx, "")
 		if err != nil {
 			k.log.Warn("relist", "err", err)
 			continue
 		}
+		counts.publish(countRuntime(cs))
 		cur := make(map[string]cri.ContainerState, len(cs))
 		changed := map[types.UID]bool{}
 		for _, c := range cs {
@@ -279,6 +283,7 @@ func (k *Kubelet) relistLoop(ctx context.Context) error {
 			}
 		}
 		last = cur
+		relistDuration.Observe(time.Since(start).Seconds())
 		if k.cfg.ReleaseIdleMemory && burst.quiet(k.cfg.Clock.Now(), len(changed) > 0 || removed) {
 			releaseMemory()
 		}

@@ -119,6 +119,7 @@ func ExplainFromAPI(ctx context.Context, c *client.Client, ns, name string) (*Ex
 	if err != nil {
 		return nil, err
 	}
+	var objs Objects
 	nodes, err := listAll(ctx, c.Nodes(), "")
 	if err != nil {
 		return nil, err
@@ -131,39 +132,73 @@ func ExplainFromAPI(ctx context.Context, c *client.Client, ns, name string) (*Ex
 	if err != nil {
 		return nil, err
 	}
-	ch := cache.New()
-	for i := range nodes {
-		ch.AddNode(&nodes[i])
-	}
-	for i := range pods {
-		if p := &pods[i]; p.Spec.NodeName != "" && p.UID != pod.UID {
-			ch.AddPod(p)
-		}
-	}
-	for i := range nss {
-		ch.SetNamespace(nss[i].Name, nonNil(nss[i].Labels))
-	}
+	objs.Nodes, objs.Pods, objs.Namespaces = pointers(nodes), pointers(pods), pointers(nss)
 	if pdbs, err := listAll(ctx, client.For[policyv1.PodDisruptionBudget](c, client.PodDisruptionBudgets), ""); err == nil {
-		for i := range pdbs {
-			ch.SetPDB(&pdbs[i])
-		}
+		objs.PDBs = pointers(pdbs)
 	}
 	// The Services of the pod's namespace, for the default spreading
 	// (none if the apiserver does not serve Services).
 	if svcs, err := listAll(ctx, client.For[corev1.Service](c, servicesResource), pod.Namespace); err == nil {
-		for i := range svcs {
-			ch.SetService(&svcs[i])
+		objs.Services = pointers(svcs)
+	}
+	objs.Storage = listStorage(ctx, c, pod.Namespace)
+	return ExplainObjects(pod, objs), nil
+}
+
+// Objects are what an explanation reads of the cluster.
+type Objects struct {
+	Nodes      []*corev1.Node
+	Pods       []*corev1.Pod
+	Namespaces []*corev1.Namespace
+	PDBs       []*policyv1.PodDisruptionBudget
+	Services   []*corev1.Service // of the pod's namespace, or all
+	// Storage lists claims, volumes and classes for VolumeBinding (nil:
+	// none).
+	Storage framework.StorageLister
+}
+
+// ExplainObjects explains pod over objs (an informer's caches, say) as
+// ExplainFromAPI does.
+func ExplainObjects(pod *corev1.Pod, objs Objects) *Explanation {
+	ch := cache.New()
+	for _, n := range objs.Nodes {
+		ch.AddNode(n)
+	}
+	for _, p := range objs.Pods {
+		if p.Spec.NodeName != "" && p.UID != pod.UID {
+			ch.AddPod(p)
+		}
+	}
+	for _, ns := range objs.Namespaces {
+		ch.SetNamespace(ns.Name, nonNil(ns.Labels))
+	}
+	for _, pdb := range objs.PDBs {
+		ch.SetPDB(pdb)
+	}
+	for _, svc := range objs.Services {
+		if svc.Namespace == pod.Namespace {
+			ch.SetService(svc)
 		}
 	}
 	snap := cache.NewEmptySnapshot()
 	ch.UpdateSnapshot(snap)
-	snap.SetStorage(listStorage(ctx, c, pod.Namespace))
+	if objs.Storage != nil {
+		snap.SetStorage(objs.Storage)
+	}
 	pending := pod.DeepCopy()
 	pending.Spec.NodeName = ""
 	fwk := framework.New(plugins.DefaultProfile(pod.Spec.SchedulerName, nil))
 	e := Explain(fwk, snap, pending, 1)
 	e.BoundTo = pod.Spec.NodeName
-	return e, nil
+	return e
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }
 
 func listAll[T any](ctx context.Context, t *client.Typed[T], ns string) ([]T, error) {

@@ -251,6 +251,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 	}
 	bg.Go(func() { s.queue.Run(ctx) })
+	defer pending.add(s.queue)()
 	s.log.Info("scheduler started", "nodes", s.cache.NodeCount())
 	close(s.synced)
 	for ctx.Err() == nil {
@@ -271,6 +272,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	if pod.DeletionTimestamp != nil || s.cache.IsAssumedPod(pod) {
 		return
 	}
+	start := time.Now()
 	cycle := s.queue.SchedulingCycle()
 	s.cache.UpdateSnapshot(s.snapshot)
 	state := framework.NewCycleState()
@@ -281,9 +283,12 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	}
 	if err != nil {
 		var fitErr *framework.FitError
+		result := resultError
 		if errors.As(err, &fitErr) {
+			result = resultUnschedulable
 			s.preempt(ctx, state, pod, fitErr)
 		}
+		s.observeAttempt(result, start)
 		s.handleFailure(ctx, qp, cycle, err)
 		return
 	}
@@ -292,6 +297,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	assumed := pod.DeepCopy()
 	assumed.Spec.NodeName = host
 	if err := s.cache.AssumePod(assumed); err != nil {
+		s.observeAttempt(resultError, start)
 		s.handleFailure(ctx, qp, cycle, err)
 		return
 	}
@@ -305,16 +311,20 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	}
 	s.wg.Go(func() {
 		defer func() { <-s.bindSlots }()
+		bindStart := time.Now()
 		st := s.fwk.RunPreBind(ctx, state, assumed, host)
 		if st.IsSuccess() {
 			st = s.fwk.RunBind(ctx, assumed, host)
 		}
+		s.observePoint("Bind", st, bindStart)
 		if !st.IsSuccess() {
+			s.observeAttempt(resultError, start)
 			s.cache.ForgetPod(assumed)
 			s.queue.MoveAllToActiveOrBackoff(queue.AssignedPodDelete)
 			s.handleFailure(ctx, qp, cycle, fmt.Errorf("binding rejected: %w", st.AsError()))
 			return
 		}
+		s.observeAttempt(resultScheduled, start)
 		s.log.Debug("bound", "pod", qp.Key(), "node", host)
 		s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %v/%v to %v", pod.Namespace, pod.Name, host)
 	})
@@ -331,7 +341,10 @@ func (s *Scheduler) schedulePod(ctx context.Context, state *framework.CycleState
 	if len(all) == 0 {
 		return "", ErrNoNodesAvailable
 	}
-	if st := s.fwk.RunPreFilter(state, pod, snap); !st.IsSuccess() {
+	start := time.Now()
+	st := s.fwk.RunPreFilter(state, pod, snap)
+	s.observePoint("PreFilter", st, start)
+	if !st.IsSuccess() {
 		if !st.IsRejected() {
 			return "", st.AsError()
 		}
@@ -349,7 +362,16 @@ func (s *Scheduler) schedulePod(ctx context.Context, state *framework.CycleState
 		}
 	}
 
+	start = time.Now()
 	feasible, statuses, err := s.findFeasible(ctx, state, pod, all)
+	var filterStatus *framework.Status
+	switch {
+	case err != nil:
+		filterStatus = framework.NewStatus(framework.Error)
+	case len(feasible) == 0:
+		filterStatus = framework.NewStatus(framework.Unschedulable)
+	}
+	s.observePoint("Filter", filterStatus, start)
 	if err != nil {
 		return "", err
 	}
@@ -359,10 +381,15 @@ func (s *Scheduler) schedulePod(ctx context.Context, state *framework.CycleState
 	case 1:
 		return feasible[0].Node().Name, nil
 	}
-	if st := s.fwk.RunPreScore(state, pod, feasible, snap); !st.IsSuccess() {
+	start = time.Now()
+	st = s.fwk.RunPreScore(state, pod, feasible, snap)
+	s.observePoint("PreScore", st, start)
+	if !st.IsSuccess() {
 		return "", st.AsError()
 	}
+	start = time.Now()
 	totals, _, st := s.fwk.RunScore(ctx, state, pod, feasible)
+	s.observePoint("Score", st, start)
 	if !st.IsSuccess() {
 		return "", st.AsError()
 	}

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -34,12 +36,13 @@ type Store struct {
 	// companions, if set, lists the extra keys each object owns
 	// (companions.go).
 	companions CompanionsFunc
+	durations  [numOps]prometheus.Observer // metrics.go
 }
 
 // NewStore returns a store for objects under prefix. Call Start to begin
 // watching etcd for the watch cache.
 func NewStore(client *clientv3.Client, prefix string, gr schema.GroupResource, gvk schema.GroupVersionKind, newObj func() runtime.Object, historySize int) *Store {
-	s := &Store{client: client, prefix: prefix, gr: gr, gvk: gvk, newObj: newObj}
+	s := &Store{client: client, prefix: prefix, gr: gr, gvk: gvk, newObj: newObj, durations: durationObservers(gr.String())}
 	s.cache = newWatchCache(s, historySize)
 	return s
 }
@@ -90,6 +93,7 @@ func setRV(obj runtime.Object, rev int64) {
 
 // Get returns the object, or a NotFound error.
 func (s *Store) Get(ctx context.Context, namespace, name string) (runtime.Object, error) {
+	defer s.observe(opGet, time.Now())
 	resp, err := s.client.Get(ctx, s.Key(namespace, name))
 	if err != nil {
 		return nil, storageError(err)
@@ -162,6 +166,7 @@ var ErrGuardFailed = errors.New("storage: guarded write lost to a concurrent cha
 // taken. With guards, any failed condition answers ErrGuardFailed. A
 // companion key that exists answers a *TakenError.
 func (s *Store) Create(ctx context.Context, obj runtime.Object, guards ...Guard) (runtime.Object, error) {
+	defer s.observe(opCreate, time.Now())
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
@@ -214,6 +219,7 @@ var ErrNoChange = errors.New("no change")
 // is marked deleted with no finalizers left, the object is removed instead.
 // It returns the stored object and whether it was deleted.
 func (s *Store) GuaranteedUpdate(ctx context.Context, namespace, name string, update UpdateFunc) (runtime.Object, bool, error) {
+	defer s.observe(opUpdate, time.Now())
 	key := s.Key(namespace, name)
 	resp, err := s.client.Get(ctx, key)
 	for {
@@ -295,6 +301,7 @@ func ShouldDelete(obj runtime.Object) bool {
 // Delete removes the object if precondition (given the current object)
 // passes. It returns the object as it was, with the deletion's revision.
 func (s *Store) Delete(ctx context.Context, namespace, name string, precondition func(runtime.Object) error) (runtime.Object, error) {
+	defer s.observe(opDelete, time.Now())
 	key := s.Key(namespace, name)
 	for {
 		resp, err := s.client.Get(ctx, key)
@@ -362,6 +369,7 @@ type continueToken struct {
 // List reads matching objects from etcd at one revision. With a limit, it
 // returns a continue token that reads the next page at the same revision.
 func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error) {
+	defer s.observe(opList, time.Now())
 	prefix := s.listPrefix(opts.Namespace)
 	start := prefix
 	var rev int64

@@ -10,6 +10,7 @@ import (
 	"minik/client"
 	"minik/client/kubeconfig"
 	"minik/controller"
+	"minik/controller/framework"
 	"minik/controller/nodelifecycle"
 )
 
@@ -20,9 +21,10 @@ func controllerCommand() *cobra.Command {
 		terminatedPodThreshold int
 		// The eviction flags always set the policy, so that an explicit 0
 		// is kept (a rate of 0 taints no node).
-		eviction   = nodelifecycle.DefaultEvictionConfig()
-		cfg        = controller.Config{Eviction: &eviction}
-		rootCAFile string
+		eviction    = nodelifecycle.DefaultEvictionConfig()
+		cfg         = controller.Config{Eviction: &eviction}
+		rootCAFile  string
+		metricsAddr string
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -62,6 +64,9 @@ func controllerCommand() *cobra.Command {
 			} else {
 				cfg.PodGC.TerminatedPodThreshold = terminatedPodThreshold
 			}
+			if err := serveMetrics(cmd.Context(), metricsAddr, framework.Collectors()...); err != nil {
+				return err
+			}
 			return controller.Run(cmd.Context(), cfg)
 		},
 	}
@@ -85,6 +90,7 @@ func controllerCommand() *cobra.Command {
 	f.DurationVar(&cfg.HorizontalPodAutoscaler.SyncPeriod, "horizontal-pod-autoscaler-sync-period", 15e9, "how often each HorizontalPodAutoscaler is reconciled")
 	f.DurationVar(&cfg.HorizontalPodAutoscaler.DownscaleStabilization, "horizontal-pod-autoscaler-downscale-stabilization", 300e9, "scale-down stabilization window of HorizontalPodAutoscalers that set none")
 	f.Float64Var(&cfg.HorizontalPodAutoscaler.Tolerance, "horizontal-pod-autoscaler-tolerance", 0.1, "usage ratio distance from 1.0 within which a HorizontalPodAutoscaler does not scale")
+	metricsFlag(f, &metricsAddr)
 	f.StringSliceVar(&cfg.Controllers, "controllers", nil, "controllers to run (default all): "+strings.Join(controller.Names(), ", "))
 	return cmd
 }

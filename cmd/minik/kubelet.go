@@ -99,16 +99,21 @@ func (l *logRotation) apply(cfg *ctdrt.Config) error {
 
 func kubeletCommand() *cobra.Command {
 	o := &kubeletOptions{}
+	var metricsAddr string
 	host, _ := os.Hostname()
 	cmd := &cobra.Command{
 		Use:   "kubelet",
 		Short: "Run the node agent: registers a Node and runs its pods in containerd",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := serveMetrics(cmd.Context(), metricsAddr, kubelet.Collectors()...); err != nil {
+				return err
+			}
 			return runKubelet(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
+	metricsFlag(f, &metricsAddr)
 	f.StringVar(&o.nodeName, "node-name", strings.ToLower(host), "name of the Node to register")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of user system:node:NAME (default $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.rootDir, "root-dir", "", "pod directories and logs (default /var/lib/minik/kubelet/NODE)")

@@ -17,6 +17,7 @@ func schedulerCommand() *cobra.Command {
 		kubeconfigPath string
 		cfg            scheduler.Config
 		seed           uint64
+		metricsAddr    string
 	)
 	cmd := &cobra.Command{
 		Use:   "scheduler",
@@ -28,6 +29,9 @@ func schedulerCommand() *cobra.Command {
 				return err
 			}
 			cfg.Client, cfg.Seed, cfg.Logger = c, seed, slog.Default()
+			if err := serveMetrics(cmd.Context(), metricsAddr, scheduler.Collectors()...); err != nil {
+				return err
+			}
 			return scheduler.Run(cmd.Context(), cfg)
 		},
 	}
@@ -38,6 +42,7 @@ func schedulerCommand() *cobra.Command {
 	f.StringVar(&cfg.LeaseNamespace, "leader-elect-namespace", "kube-system", "namespace of the Lease")
 	f.DurationVar(&cfg.LeaseDuration, "leader-elect-lease-duration", 0, "how long a silent leader keeps the Lease (default 10s)")
 	f.Int32Var(&cfg.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "share of nodes to find feasible before scoring; 0 is adaptive, 100 is all")
+	metricsFlag(f, &metricsAddr)
 	f.Uint64Var(&seed, "seed", 0, "seed for breaking ties between equal nodes (0: from the time)")
 	return cmd
 }

@@ -20,9 +20,12 @@ import (
 	"minik/client/kubeconfig"
 	"minik/controller"
 	"minik/controller/podautoscaler"
+	"minik/controller/framework"
 	"minik/dns"
 	"minik/internal/etcd"
+	"minik/internal/metrics"
 	"minik/internal/pki"
+	"minik/kubelet"
 	"minik/proxy"
 	"minik/scheduler"
 )
@@ -46,6 +49,8 @@ type upOptions struct {
 	hpaSyncPeriod      time.Duration
 	proxy              bool
 	service            serviceFlags
+	metricsAddr        string
+	uiListen           string
 }
 
 func upCommand() *cobra.Command {
@@ -76,6 +81,8 @@ func upCommand() *cobra.Command {
 	f.StringSliceVar(&o.nodes, "nodes", []string{strings.ToLower(host)}, "names of the nodes to run a kubelet for")
 	f.BoolVar(&o.kubelet, "kubelet", true, "run the kubelets (false: control plane only)")
 	f.BoolVar(&o.scheduler, "scheduler", true, "run the scheduler")
+	f.StringVar(&o.uiListen, "ui-listen", "", "serve the live view over HTTPS here (the cluster CA signs its certificate; a one-time login link is printed), e.g. 127.0.0.1:8443; empty: off")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", "", "also serve the process's metrics (every component's; the apiserver serves them at /metrics) at http://ADDRESS/metrics, e.g. 127.0.0.1:10249")
 	f.BoolVar(&o.controller, "controller", true, "run the controller manager")
 	f.IntVar(&o.watchCacheSize, "watch-cache-size", 10000, "events per resource a watch can resume from")
 	f.DurationVar(&o.compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd history (negative: never)")
@@ -226,6 +233,12 @@ func runUp(ctx context.Context, o *upOptions) error {
 	if err != nil {
 		return err
 	}
+	// One registry for the process: the apiserver's, which serves every
+	// component of `up` at /metrics.
+	api.Registry().MustRegister(append(append(scheduler.Collectors(), framework.Collectors()...), kubelet.Collectors()...)...)
+	if _, err := metrics.Serve(ctx, o.metricsAddr, api.Registry()); err != nil {
+		return fmt.Errorf("--metrics-bind-address: %w", err)
+	}
 	var wg sync.WaitGroup
 	errc := make(chan error, 8)
 	run := func(name string, fn func(context.Context) error) {
@@ -285,6 +298,11 @@ func runUp(ctx context.Context, o *upOptions) error {
 		cfg := proxy.Options{Config: proxy.Config{NodeName: o.nodes[0], OtherLocalNodes: o.nodes[1:],
 			ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16")}} // the nodes' podCIDRs, see runNodes
 		run("proxy", func(ctx context.Context) error { return proxy.Run(ctx, proxy.RunConfig{Options: cfg, Client: c}) })
+	}
+	if o.uiListen != "" {
+		if err := startUpUI(ctx, o.uiListen, o.dataDir, files, run); err != nil {
+			return fmt.Errorf("--ui-listen: %w", err)
+		}
 	}
 	slog.Info("cluster is up", "kubeconfig", adminKubeconfig, "hint", "export KUBECONFIG="+absPath(adminKubeconfig))
 

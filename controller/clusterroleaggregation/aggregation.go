@@ -39,7 +39,7 @@ type Controller struct {
 // New registers the controller on the shared ClusterRole informer.
 func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controller {
 	ctl := &Controller{roles: client.For[rbacv1.ClusterRole](c, client.ClusterRoles), cache: inf.ClusterRoles,
-		queue: framework.NewQueue(framework.QueueConfig{}), log: log.With("controller", Name)}
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name}), log: log.With("controller", Name)}
 	// Any role may be selected by any aggregated role: queue all of
 	// those (there are few).
 	requeue := func(*rbacv1.ClusterRole) {

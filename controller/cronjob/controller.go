@@ -35,7 +35,7 @@ type Controller struct {
 // New registers the controller's handlers.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
 	cc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
-		queue: framework.NewQueue(framework.QueueConfig{Clock: clk})}
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk})}
 	inf.CronJobs.AddHandler(framework.Handler[batchv1.CronJob](cc.queue))
 	owner := func(j *batchv1.Job) {
 		if ref := metav1.GetControllerOfNoCopy(j); ref != nil && ref.Kind == "CronJob" {

@@ -39,7 +39,7 @@ type Controller struct {
 // New registers the controller.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
 	dc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
-		queue: framework.NewQueue(framework.QueueConfig{Clock: clk}), expect: framework.NewExpectations(clk)}
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), expect: framework.NewExpectations(clk)}
 	inf.DaemonSets.AddHandler(framework.Handler[appsv1.DaemonSet](dc.queue))
 	all := func() {
 		for _, key := range inf.DaemonSets.Store().Keys() {

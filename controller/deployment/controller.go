@@ -36,7 +36,7 @@ type Controller struct {
 // New registers the controller on the shared informers.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
 	dc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
-		queue: framework.NewQueue(framework.QueueConfig{Clock: clk})}
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk})}
 	inf.Deployments.AddHandler(framework.Handler[appsv1.Deployment](dc.queue))
 	inf.ReplicaSets.AddHandler(informer.Handler[appsv1.ReplicaSet]{
 		OnAdd:    dc.enqueueOwner,

@@ -36,7 +36,7 @@ type Controller struct {
 // New registers the controller.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
 	dc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
-		queue: framework.NewQueue(framework.QueueConfig{Clock: clk})}
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk})}
 	inf.PodDisruptionBudgets.AddHandler(framework.Handler[policyv1.PodDisruptionBudget](dc.queue))
 	onPod := func(p *corev1.Pod) { dc.enqueueFor(p.Namespace, p.Labels) }
 	inf.Pods.AddHandler(informer.Handler[corev1.Pod]{OnAdd: onPod, OnDelete: onPod,

@@ -41,7 +41,7 @@ type Controller struct {
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, log *slog.Logger) *Controller {
 	ec := &Controller{api: client.For[corev1.Endpoints](c, framework.EndpointsResource), services: inf.Services,
 		pods: inf.Pods, endpoints: inf.Endpoints, rec: rec, log: log.With("controller", Name),
-		queue: framework.NewQueue(framework.QueueConfig{}), triggers: map[string]*svcutil.TriggerState{}}
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name}), triggers: map[string]*svcutil.TriggerState{}}
 	inf.Services.AddHandler(informer.Handler[corev1.Service]{
 		OnAdd:    func(s *corev1.Service) { ec.queue.Add(framework.KeyOf(s)) },
 		OnUpdate: func(_, s *corev1.Service) { ec.queue.Add(framework.KeyOf(s)) },

@@ -48,7 +48,7 @@ type Controller struct {
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, maxPerSlice int, log *slog.Logger) *Controller {
 	ec := &Controller{api: client.For[discoveryv1.EndpointSlice](c, framework.EndpointSlicesResource),
 		services: inf.Services, pods: inf.Pods, nodes: inf.Nodes, slices: inf.EndpointSlices, rec: rec,
-		log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{}), maxPer: maxPerSlice,
+		log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{Name: Name}), maxPer: maxPerSlice,
 		tracker: svcutil.NewSliceTracker(), triggers: map[string]*svcutil.TriggerState{}}
 	inf.Services.AddHandler(informer.Handler[corev1.Service]{
 		OnAdd:    func(s *corev1.Service) { ec.queue.Add(framework.KeyOf(s)) },

@@ -37,7 +37,7 @@ type Controller struct {
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, log *slog.Logger) *Controller {
 	mc := &Controller{api: client.For[discoveryv1.EndpointSlice](c, framework.EndpointSlicesResource),
 		services: inf.Services, endpoints: inf.Endpoints, slices: inf.EndpointSlices, rec: rec,
-		log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{}), tracker: svcutil.NewSliceTracker()}
+		log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{Name: Name}), tracker: svcutil.NewSliceTracker()}
 	// Only selectorless Services matter, and a Service whose selector
 	// comes or goes.
 	inf.Services.AddHandler(informer.Handler[corev1.Service]{

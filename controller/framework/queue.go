@@ -42,6 +42,7 @@ type Queue struct {
 	timer      clock.Timer
 	timerStop  chan struct{} // closed when timer is replaced: its goroutine ends
 	shutdown   bool
+	metrics    *queueMetrics // nil without a name
 }
 
 // QueueConfig configures a Queue. Zero fields take the defaults.
@@ -52,6 +53,9 @@ type QueueConfig struct {
 	MaxDelay time.Duration
 	// Clock defaults to the real clock.
 	Clock clock.Clock
+	// Name labels the queue's metrics (workqueue_*{name}); the
+	// controller's name. Without it the queue is not measured.
+	Name string
 }
 
 // NewQueue returns an empty queue.
@@ -67,7 +71,7 @@ func NewQueue(cfg QueueConfig) *Queue {
 	}
 	q := &Queue{clock: cfg.Clock, baseDelay: cfg.BaseDelay, maxDelay: cfg.MaxDelay,
 		dirty: map[string]bool{}, processing: map[string]bool{}, failures: map[string]int{},
-		waiting: map[string]time.Time{}}
+		waiting: map[string]time.Time{}, metrics: newQueueMetrics(cfg.Name)}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
@@ -84,10 +88,12 @@ func (q *Queue) addLocked(key string) {
 		return
 	}
 	q.dirty[key] = true
+	q.metrics.added()
 	if q.processing[key] {
 		return // re-added by Done
 	}
 	q.items = append(q.items, key)
+	q.metrics.queued(key, q.clock.Now())
 	q.cond.Signal()
 }
 
@@ -203,6 +209,7 @@ func (q *Queue) Get() (string, bool) {
 	q.items = q.items[1:]
 	delete(q.dirty, key)
 	q.processing[key] = true
+	q.metrics.taken(key, q.clock.Now())
 	return key, true
 }
 
@@ -213,6 +220,7 @@ func (q *Queue) Done(key string) {
 	delete(q.processing, key)
 	if q.dirty[key] && !q.shutdown {
 		q.items = append(q.items, key)
+		q.metrics.queued(key, q.clock.Now())
 		q.cond.Signal()
 	}
 }

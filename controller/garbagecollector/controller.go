@@ -38,7 +38,7 @@ type Controller struct {
 // New wires the collector to every resource of inf, and to the custom
 // resources of the CRDs as they are established.
 func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controller {
-	gc := &Controller{c: c, log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{}),
+	gc := &Controller{c: c, log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{Name: Name}),
 		byGVK: map[schema.GroupKind]*framework.Resource{}, byName: map[string]*framework.Resource{}}
 	for _, r := range inf.Resources() {
 		gc.addResource(r)

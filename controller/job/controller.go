@@ -37,7 +37,7 @@ type Controller struct {
 // New registers the controller.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
 	jc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
-		queue: framework.NewQueue(framework.QueueConfig{Clock: clk}), expect: framework.NewExpectations(clk)}
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), expect: framework.NewExpectations(clk)}
 	inf.Jobs.AddHandler(framework.Handler[batchv1.Job](jc.queue))
 	inf.Pods.AddHandler(framework.OwnedPodHandler("Job", jc.queue, jc.expect))
 	return jc

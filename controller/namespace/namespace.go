@@ -101,7 +101,7 @@ type Controller struct {
 // New registers the controller on inf's namespace and pod informers.
 func New(c *client.Client, inf *framework.Informers, clk clock.Clock, log *slog.Logger) *Controller {
 	nc := &Controller{c: c, inf: inf, log: log.With("controller", Name), clock: clk,
-		queue: framework.NewQueue(framework.QueueConfig{Clock: clk})}
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk})}
 	inf.Namespaces.AddHandler(framework.Handler[corev1.Namespace](nc.queue))
 	return nc
 }

@@ -37,7 +37,7 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clust
 		return nil, err
 	}
 	ic := &Controller{c: c, nodes: inf.Nodes, rec: rec, log: log.With("controller", Name), set: set,
-		queue: framework.NewQueue(framework.QueueConfig{})}
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name})}
 	inf.Nodes.AddHandler(informer.Handler[corev1.Node]{
 		OnAdd:    ic.observe,
 		OnUpdate: func(_, n *corev1.Node) { ic.observe(n) },

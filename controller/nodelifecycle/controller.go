@@ -50,7 +50,7 @@ type Controller struct {
 // checked.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.WithTicker, cfg Config, period time.Duration, log *slog.Logger) *Controller {
 	nc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk, cfg: cfg, period: period,
-		queue: framework.NewQueue(framework.QueueConfig{Clock: clk}), zoneQueue: framework.NewQueue(framework.QueueConfig{Clock: clk}),
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), zoneQueue: framework.NewQueue(framework.QueueConfig{Clock: clk}),
 		healths: map[string]Health{}, zoneStates: map[string]ZoneState{}, tainting: NewTaintQueue(cfg.Eviction.Rate)}
 	inf.Nodes.AddHandler(informer.Handler[corev1.Node]{
 		OnAdd: func(n *corev1.Node) {

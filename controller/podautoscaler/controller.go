@@ -49,7 +49,7 @@ type Controller struct {
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, cfg Config, log *slog.Logger) *Controller {
 	cfg.defaults()
 	hc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk, cfg: cfg,
-		queue:  framework.NewQueue(framework.QueueConfig{Clock: clk}),
+		queue:  framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}),
 		hpas:   informer.New(client.For[autoscalingv2.HorizontalPodAutoscaler](c, client.HorizontalPodAutoscalers), informer.Config{Logger: log}),
 		states: map[string]State{}}
 	// A new HPA or a changed spec is synced at once; the status updates

@@ -64,7 +64,7 @@ type Controller[T any] struct {
 // NewController registers a controller for kind on the shared informers.
 func NewController[T any](kind Kind[T], c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller[T] {
 	rc := &Controller[T]{kind: kind, c: c, pods: inf.Pods, rec: rec, log: log.With("controller", kind.Name), clock: clk,
-		queue: framework.NewQueue(framework.QueueConfig{Clock: clk}), expect: framework.NewExpectations(clk),
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), expect: framework.NewExpectations(clk),
 		slowStart: map[string]int{}}
 	kind.Informer.AddHandler(informer.Handler[T]{
 		OnAdd:    func(o *T) { rc.queue.Add(framework.KeyOf(meta(o))) },

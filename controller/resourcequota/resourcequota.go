@@ -66,7 +66,7 @@ type Controller struct {
 func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controller {
 	api := client.For[corev1.ResourceQuota](c, resourceQuotas)
 	ctl := &Controller{quotas: informer.New(api, informer.Config{Logger: log}), api: api,
-		queue: framework.NewQueue(framework.QueueConfig{}), log: log.With("controller", Name)}
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name}), log: log.With("controller", Name)}
 	ctl.quotas.AddHandler(informer.Handler[corev1.ResourceQuota]{
 		OnAdd:    func(q *corev1.ResourceQuota) { ctl.queue.Add(q.Namespace) },
 		OnUpdate: func(_, q *corev1.ResourceQuota) { ctl.queue.Add(q.Namespace) },

@@ -42,7 +42,7 @@ type Controller struct {
 
 // New registers the controller on the shared informers.
 func New(c *client.Client, inf *framework.Informers, rootCA []byte, log *slog.Logger) *Controller {
-	ctl := &Controller{c: c, inf: inf, rootCA: string(rootCA), queue: framework.NewQueue(framework.QueueConfig{}),
+	ctl := &Controller{c: c, inf: inf, rootCA: string(rootCA), queue: framework.NewQueue(framework.QueueConfig{Name: Name}),
 		log: log.With("controller", Name)}
 	inf.Namespaces.AddHandler(informer.Handler[corev1.Namespace]{
 		OnAdd:    func(ns *corev1.Namespace) { ctl.queue.Add(ns.Name) },

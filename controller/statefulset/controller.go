@@ -41,7 +41,7 @@ type Controller struct {
 // New registers the controller's handlers.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
 	sc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
-		queue: framework.NewQueue(framework.QueueConfig{Clock: clk}), expect: framework.NewExpectations(clk)}
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), expect: framework.NewExpectations(clk)}
 	inf.StatefulSets.AddHandler(framework.Handler[appsv1.StatefulSet](sc.queue))
 	inf.Pods.AddHandler(framework.OwnedPodHandler("StatefulSet", sc.queue, sc.expect))
 	owner := func(r *appsv1.ControllerRevision) {

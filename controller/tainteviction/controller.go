@@ -38,7 +38,7 @@ type Controller struct {
 // New registers the controller.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
 	tc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
-		queue: framework.NewQueue(framework.QueueConfig{Clock: clk}), countdown: map[string]time.Time{}}
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), countdown: map[string]time.Time{}}
 	inf.Pods.AddHandler(informer.Handler[corev1.Pod]{
 		OnAdd: func(p *corev1.Pod) {
 			if p.Spec.NodeName != "" {

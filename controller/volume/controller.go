@@ -40,7 +40,7 @@ type Controller struct {
 // New registers the controller's handlers.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, log *slog.Logger) *Controller {
 	vc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name),
-		queue: framework.NewQueue(framework.QueueConfig{}), events: map[string]string{}}
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name}), events: map[string]string{}}
 	kick := func() { vc.queue.Add(passKey) }
 	inf.PersistentVolumeClaims.AddHandler(informer.Handler[corev1.PersistentVolumeClaim]{
 		OnAdd: func(*corev1.PersistentVolumeClaim) { kick() }, OnUpdate: func(_, _ *corev1.PersistentVolumeClaim) { kick() },

@@ -396,3 +396,11 @@ func (q *Queue) PendingPods() []string {
 	slices.Sort(out)
 	return out
 }
+
+// Lengths returns how many pods wait in activeQ, backoffQ and among the
+// unschedulable ones (scheduler_pending_pods).
+func (q *Queue) Lengths() (active, backoff, unschedulable int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.active.Len(), q.backoff.Len(), len(q.unschedulable)
+}
