@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"minik/apiserver/registry"
 	"minik/apiserver/storage"
 	"minik/internal/metrics"
 )
@@ -22,9 +23,16 @@ import (
 //	storage op ─▶ etcd_request_duration_seconds (storage/metrics.go)
 //	in-flight slots ─▶ apiserver_current_inflight_requests (read when scraped)
 type serverMetrics struct {
-	registry *prometheus.Registry
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	registry    *prometheus.Registry
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	watchEvents *prometheus.CounterVec
+}
+
+// watchCounter is the apiserver_watch_events_total series of a resource
+// (built-in, or a custom one when its CRD is served).
+func (m *serverMetrics) watchCounter(res *registry.Resource) prometheus.Counter {
+	return m.watchEvents.WithLabelValues(res.Group, res.Version, res.Resource)
 }
 
 func newServerMetrics(s *Server) *serverMetrics {
@@ -39,12 +47,12 @@ func newServerMetrics(s *Server) *serverMetrics {
 			Buckets: metrics.RequestBuckets,
 		}, []string{"verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component"}),
 	}
-	watchEvents := prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.watchEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "apiserver_watch_events_total",
 		Help: "Number of events sent in watch clients",
 	}, []string{"group", "version", "resource"})
 	for _, h := range s.handlers {
-		h.watchEvents = watchEvents.WithLabelValues(h.res.Group, h.res.Version, h.res.Resource)
+		h.watchEvents = m.watchCounter(h.res)
 	}
 	inflight := func(kind string, slots chan struct{}) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -53,7 +61,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 			ConstLabels: prometheus.Labels{"request_kind": kind},
 		}, func() float64 { return float64(len(slots)) })
 	}
-	cs := append([]prometheus.Collector{m.requests, m.duration, watchEvents,
+	cs := append([]prometheus.Collector{m.requests, m.duration, m.watchEvents,
 		inflight("readOnly", s.limiter.readOnly), inflight("mutating", s.limiter.mutating)}, storage.Collectors()...)
 	m.registry = metrics.NewRegistry(cs...)
 	return m
