@@ -286,6 +286,15 @@ func TestNodeReadsTheSecretOfANewlyBoundPod(t *testing.T) {
 	ctx := t.Context()
 	admin := ts.client(t)
 	ka := ts.clientAs(t, "system:node:ka", "system:nodes")
+	// As a kubelet learns of its pods: through its watch. A read right
+	// after the event must be allowed (the graph may lag the event by a
+	// little, which the authorizer waits out), never a read before the
+	// kubelet could know of the pod.
+	w, err := ka.Pods().Watch(ctx, "default", metav1.ListOptions{FieldSelector: "spec.nodeName=ka"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	for i := range 20 {
 		name := fmt.Sprintf("s%d", i)
 		mustCreate(t, func() error {
@@ -296,6 +305,14 @@ func TestNodeReadsTheSecretOfANewlyBoundPod(t *testing.T) {
 			Containers: []corev1.Container{{Name: "c", Image: "busybox"}},
 			Volumes:    []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name}}}}}}
 		mustCreate(t, func() error { _, err := admin.Pods().Create(ctx, p, metav1.CreateOptions{}); return err })
+		select {
+		case ev := <-w.Events():
+			if ev.Object == nil || ev.Object.Name != p.Name {
+				t.Fatalf("the kubelet's watch: %+v, want pod %s", ev, p.Name)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the kubelet's watch did not see pod %s", p.Name)
+		}
 		if _, err := ka.Secrets().Get(ctx, "default", name, metav1.GetOptions{}); err != nil {
 			t.Fatalf("reading the secret of a pod just bound: %v", err)
 		}
