@@ -159,7 +159,7 @@ type Server struct {
 	// crds serves the custom resources of CustomResourceDefinitions.
 	crds *crdManager
 	// fields keeps managedFields and serves server-side apply.
-	fields *fieldmanager.Manager
+	fields  *fieldmanager.Manager
 	metrics *serverMetrics // metrics.go
 }
 

@@ -83,6 +83,7 @@ func (b *obsB) Running(name string, restarts int) *obsB {
 func (b *obsB) Exited(name string, code int32, restarts int, at time.Time) *obsB {
 	return b.add(name, cri.ContainerState_CONTAINER_EXITED, code, restarts, at)
 }
+
 // MadeFrom stamps the last container added with the hash of image's spec
 // (the kubelet stamps every container it creates).
 func (b *obsB) MadeFrom(image string) *obsB {
