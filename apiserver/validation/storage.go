@@ -164,25 +164,7 @@ func validatePersistentVolumeSource(s *corev1.PersistentVolumeSource, nodeAffini
 			return errs
 		}},
 	}
-	var errs field.ErrorList
-	n := 0
-	for _, k := range kinds {
-		if !k.set {
-			continue
-		}
-		if n > 0 {
-			errs = append(errs, field.Forbidden(specPath.Child(k.name), "may not specify more than 1 volume type"))
-			continue
-		}
-		n++
-		if k.check != nil {
-			errs = append(errs, k.check(specPath.Child(k.name))...)
-		}
-	}
-	if n == 0 {
-		errs = append(errs, field.Required(specPath, "must specify a volume type"))
-	}
-	return errs
+	return exactlyOneVolumeType(kinds, specPath)
 }
 
 // validatePersistentVolumeUpdate keeps the volume source and mode as they

@@ -46,6 +46,30 @@ type volumeKind struct {
 	check func(*field.Path) field.ErrorList
 }
 
+// exactlyOneVolumeType checks that one of kinds is set (a pod volume's
+// source, a PersistentVolume's) and runs its own checks.
+func exactlyOneVolumeType(kinds []volumeKind, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	n := 0
+	for _, k := range kinds {
+		if !k.set {
+			continue
+		}
+		if n > 0 {
+			errs = append(errs, field.Forbidden(fldPath.Child(k.name), "may not specify more than 1 volume type"))
+			continue
+		}
+		n++
+		if k.check != nil {
+			errs = append(errs, k.check(fldPath.Child(k.name))...)
+		}
+	}
+	if n == 0 {
+		errs = append(errs, field.Required(fldPath, "must specify a volume type"))
+	}
+	return errs
+}
+
 func validateVolumeSource(s *corev1.VolumeSource, fldPath *field.Path, isPod bool) field.ErrorList {
 	kinds := []volumeKind{
 		{"emptyDir", s.EmptyDir != nil, func(p *field.Path) field.ErrorList {
@@ -135,25 +159,7 @@ func validateVolumeSource(s *corev1.VolumeSource, fldPath *field.Path, isPod boo
 			return append(errs, enumValue(p.Child("pullPolicy"), s.Image.PullPolicy, []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever})...)
 		}},
 	}
-	var errs field.ErrorList
-	n := 0
-	for _, k := range kinds {
-		if !k.set {
-			continue
-		}
-		if n > 0 {
-			errs = append(errs, field.Forbidden(fldPath.Child(k.name), "may not specify more than 1 volume type"))
-			continue
-		}
-		n++
-		if k.check != nil {
-			errs = append(errs, k.check(fldPath.Child(k.name))...)
-		}
-	}
-	if n == 0 {
-		errs = append(errs, field.Required(fldPath, "must specify a volume type"))
-	}
-	return errs
+	return exactlyOneVolumeType(kinds, fldPath)
 }
 
 var supportedHostPathTypes = []corev1.HostPathType{
