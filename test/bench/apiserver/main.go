@@ -359,10 +359,9 @@ func startMinik(ctx context.Context, bin, dir string) (*minik, error) {
 	m := &minik{kubeconfig: filepath.Join(dir, "admin.kubeconfig"), listen: listen, log: logFile, done: make(chan struct{})}
 	// The apiserver alone: a scheduler would try (and fail) to place every
 	// pod the bench creates and write an event for each.
-	m.cmd = exec.Command(bin, "up", "--data-dir", dir, "--listen", listen, "--kubelet=false", "--scheduler=false", "--controller=false",
-		// No controller creates the namespaces' default accounts: as in the
-		// API-only test clusters, without the ServiceAccount admission plugin.
-		"--disable-admission-plugins=ServiceAccount")
+	// Admission as users run it (ServiceAccount included): the bench
+	// creates each namespace's default account itself (createNamespace).
+	m.cmd = exec.Command(bin, "up", "--data-dir", dir, "--listen", listen, "--kubelet=false", "--scheduler=false", "--controller=false")
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	started := time.Now()
