@@ -89,6 +89,14 @@ func (ns netns) do(t *testing.T, f func()) {
 
 // serve answers every connection to addr (inside ns) with name.
 func (ns netns) serve(t *testing.T, addr, name string) {
+	ns.accept(t, addr, func(c net.Conn) {
+		_, _ = io.WriteString(c, name)
+	})
+}
+
+// accept hands every connection to addr (inside ns) to handle, on its
+// own goroutine, and closes it after.
+func (ns netns) accept(t *testing.T, addr string, handle func(net.Conn)) {
 	t.Helper()
 	var l net.Listener
 	ns.do(t, func() {
@@ -104,8 +112,10 @@ func (ns netns) serve(t *testing.T, addr, name string) {
 			if err != nil {
 				return
 			}
-			_, _ = io.WriteString(c, name)
-			c.Close()
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
 		}
 	}()
 }
@@ -472,27 +482,7 @@ func TestKernelPodsOnOneBridge(t *testing.T) {
 
 // serveEcho echoes every connection to addr (inside ns) back to it.
 func (ns netns) serveEcho(t *testing.T, addr string) {
-	t.Helper()
-	var l net.Listener
-	ns.do(t, func() {
-		var err error
-		if l, err = net.Listen("tcp", addr); err != nil {
-			t.Fatal(err)
-		}
-	})
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_, _ = io.Copy(c, c)
-			}()
-		}
-	}()
+	ns.accept(t, addr, func(c net.Conn) { _, _ = io.Copy(c, c) })
 }
 
 // serveUDP answers every datagram to addr (inside ns) with name.
