@@ -1,9 +1,11 @@
 # minik: the two commands every README starts with are `make up` and `make test`.
 GO      ?= go
+SHELL   := /bin/bash
 DATA    ?= .minik
 ARGS    ?=
 
 IMAGES  ?= bin/images
+TESTLOG ?= bin/test.log
 
 .PHONY: deps build images up test fuzz unit bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns bench-services compose-images compose-up compose-down compose-kubeconfig compose-load clean
 
@@ -31,7 +33,8 @@ up: deps build images
 ## instead of each package building its own.
 test: build
 	$(GO) vet ./...
-	MINIK_BIN=$(CURDIR)/bin/minik $(GO) test -count=1 -timeout 30m ./...
+	set -o pipefail; MINIK_BIN=$(CURDIR)/bin/minik $(GO) test -count=1 -timeout 30m ./... 2>&1 | tee $(TESTLOG) || \
+	  { echo "=== why each test failed (from $(TESTLOG)):"; awk -f test/faildigest.awk $(TESTLOG); exit 1; }
 	$(MAKE) fuzz
 
 ## fuzz: each fuzz target (request decoding and admission, patches) for

@@ -227,6 +227,9 @@ func (c *Cluster) RESTConfig() *rest.Config {
 		c.t.Fatal(err)
 	}
 	cfg.QPS, cfg.Burst = 1000, 2000
+	// Each deprecation warning once, not once per request: tests that
+	// poll v1 Endpoints would otherwise bury their failures under it.
+	cfg.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true})
 	return cfg
 }
 
