@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"minik/apiserver/registry"
 	"minik/apiserver/storage"
 )
 
@@ -148,44 +147,6 @@ func bootstrapClusterRoles() []rbacv1.ClusterRole {
 	}
 }
 
-// controllerManagerRules are the rights of minik's controller manager,
-// which runs every controller under one identity: the union of upstream's
-// per-controller roles, written as every verb on every served resource
-// and its status, scale and finalize subresources. Not included: running
-// commands in pods or reading their logs (exec, attach, portforward,
-// log), binding pods to nodes, impersonation, and creating RBAC objects
-// (the aggregation controller may update cluster roles).
-func controllerManagerRules() []rbacv1.PolicyRule {
-	byGroup := map[string][]string{}
-	var groups []string
-	for _, res := range registry.All() {
-		if res.Group == rbacv1.GroupName {
-			continue
-		}
-		if _, ok := byGroup[res.Group]; !ok {
-			groups = append(groups, res.Group)
-		}
-		byGroup[res.Group] = append(byGroup[res.Group], res.Resource)
-		for _, sub := range res.Subresources {
-			switch sub {
-			case "status", "scale", "finalize":
-				byGroup[res.Group] = append(byGroup[res.Group], res.Resource+"/"+sub)
-			}
-		}
-	}
-	var rules []rbacv1.PolicyRule
-	for _, g := range groups {
-		rules = append(rules, rule(verbsReadWrite, g, byGroup[g]...))
-	}
-	return append(rules,
-		rule("create", "", "pods/eviction"),
-		rule("get,list,watch,update,patch,escalate", rbacv1.GroupName, "clusterroles"),
-		rule("get,list,watch,update,patch,delete,deletecollection", rbacv1.GroupName, "roles", "rolebindings", "clusterrolebindings"),
-		rule("create", "authentication.k8s.io", "tokenreviews"),
-		rule("create", "authorization.k8s.io", "subjectaccessreviews"),
-	)
-}
-
 func subject(kind, name string) rbacv1.Subject {
 	s := rbacv1.Subject{Kind: kind, Name: name}
 	if kind != rbacv1.ServiceAccountKind {
@@ -208,8 +169,6 @@ func bootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		bind("system:monitoring", subject(rbacv1.GroupKind, "system:monitoring")),
 		bind("system:kube-scheduler", subject(rbacv1.UserKind, "system:kube-scheduler")),
 		bind("system:kube-controller-manager", subject(rbacv1.UserKind, "system:kube-controller-manager")),
-		// Its role's rules follow the CRDs (crds.go: customResourcesRole).
-		bind(customResourcesRole, subject(rbacv1.UserKind, "system:kube-controller-manager")),
 		bind("system:node-proxier", subject(rbacv1.UserKind, "system:kube-proxy")),
 		bind("system:kube-dns", subject(rbacv1.UserKind, "system:kube-dns")),
 	}
@@ -225,7 +184,8 @@ func bootstrapRoles() ([]rbacv1.Role, []rbacv1.RoleBinding) {
 	bindings := []rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Name: "system:minik-dns", Namespace: "kube-system"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "system:minik-dns"},
 		Subjects: []rbacv1.Subject{subject(rbacv1.UserKind, "system:kube-dns")}}}
-	return roles, bindings
+	tokens, tokensBinding := controllerTokenRole()
+	return append(roles, tokens), append(bindings, tokensBinding)
 }
 
 // bootstrapRBAC creates the default roles and bindings, or adds what an
@@ -236,6 +196,13 @@ func (s *Server) bootstrapRBAC(ctx context.Context) error {
 		objs = append(objs, &r)
 	}
 	for _, b := range bootstrapClusterRoleBindings() {
+		objs = append(objs, &b)
+	}
+	controllerRoles, controllerBindings := controllerClusterRoles()
+	for _, r := range controllerRoles {
+		objs = append(objs, &r)
+	}
+	for _, b := range controllerBindings {
 		objs = append(objs, &b)
 	}
 	roles, bindings := bootstrapRoles()

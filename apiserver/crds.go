@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -76,8 +75,6 @@ type crdManager struct {
 	// resources are the OpenAPI resources, built-in and custom, that the
 	// documents describe now (see openAPIResources).
 	resources atomic.Pointer[[]openapi.Resource]
-	// roleDirty says customResourcesRole needs writing.
-	roleDirty bool
 	// fieldKinds are the custom kinds registered for managedFields and
 	// server-side apply (only the loop touches it).
 	fieldKinds map[schema.GroupVersionKind]bool
@@ -85,7 +82,7 @@ type crdManager struct {
 
 func newCRDManager(s *Server, store *storage.Store, builtins []openapi.Resource, initial http.Handler) *crdManager {
 	m := &crdManager{srv: s, store: store, crds: map[string]*apiextv1.CustomResourceDefinition{},
-		kick: make(chan struct{}, 1), serving: map[string]*crdServing{}, builtins: builtins, roleDirty: true}
+		kick: make(chan struct{}, 1), serving: map[string]*crdServing{}, builtins: builtins}
 	m.current.Store(&customAPI{handlers: map[string]*resourceHandler{}})
 	m.resources.Store(&builtins)
 	m.openapi.Store(&initial)
@@ -184,14 +181,6 @@ func (m *crdManager) sync(ctx context.Context) (again bool) {
 		crds[i] = updated
 	}
 	m.serve(ctx, crds)
-	if m.roleDirty {
-		if err := m.reconcileRole(ctx, m.current.Load()); err != nil {
-			slog.Warn("updating the controller manager's role for custom resources", "err", err)
-			again = true
-		} else {
-			m.roleDirty = false
-		}
-	}
 	for _, c := range crds {
 		if c.DeletionTimestamp != nil && slices.Contains(c.Finalizers, apiextv1.CustomResourceCleanupFinalizer) {
 			if done, err := m.cleanup(ctx, c); err != nil || !done {
@@ -325,7 +314,6 @@ func (m *crdManager) serve(ctx context.Context, crds []*apiextv1.CustomResourceD
 	m.resources.Store(&all)
 	h := openapi.NewHandler(all)
 	m.openapi.Store(&h)
-	m.roleDirty = true
 	m.registerFieldKinds(all, next)
 }
 
@@ -630,65 +618,4 @@ func strategicPatchUnsupported() error {
 	}
 	return statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
 		"the body of the request was in an unknown format - accepted media types include: "+strings.Join(types, ", "))
-}
-
-// customResourcesRole is the ClusterRole that lets the controller
-// manager's garbage collector and namespace deletion read, patch and
-// delete the custom resources (upstream gives its generic garbage
-// collector "*"; minik's controller manager is one identity with
-// narrower rights, so the role lists each served custom resource).
-const customResourcesRole = "system:minik:custom-resources"
-
-// customRules are that role's rules for the served custom resources.
-func customRules(api *customAPI) []rbacv1.PolicyRule {
-	byGroup := map[string][]string{}
-	for _, h := range api.handlers {
-		rs := byGroup[h.res.Group]
-		for _, r := range append([]string{h.res.Resource}, prefixEach(h.res.Resource+"/", h.res.Subresources)...) {
-			if !slices.Contains(rs, r) {
-				rs = append(rs, r)
-			}
-		}
-		byGroup[h.res.Group] = rs
-	}
-	var rules []rbacv1.PolicyRule
-	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
-		slices.Sort(byGroup[g])
-		rules = append(rules, rule("get,list,watch,patch,update,delete,deletecollection", g, byGroup[g]...))
-	}
-	return rules
-}
-
-func prefixEach(prefix string, list []string) []string {
-	out := make([]string, len(list))
-	for i, s := range list {
-		out[i] = prefix + s
-	}
-	return out
-}
-
-// reconcileRole writes customResourcesRole's rules.
-func (m *crdManager) reconcileRole(ctx context.Context, api *customAPI) error {
-	h := m.srv.handlers["rbac.authorization.k8s.io/v1/clusterroles"]
-	rules := customRules(api)
-	if rules == nil {
-		rules = []rbacv1.PolicyRule{}
-	}
-	_, _, err := h.store.GuaranteedUpdate(ctx, "", customResourcesRole, func(cur runtime.Object) (runtime.Object, error) {
-		r := cur.(*rbacv1.ClusterRole)
-		if fmt.Sprint(r.Rules) == fmt.Sprint(rules) {
-			return nil, storage.ErrNoChange
-		}
-		r.Rules = rules
-		return r, nil
-	})
-	if apierrors.IsNotFound(err) {
-		role := &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-			ObjectMeta: metav1.ObjectMeta{Name: customResourcesRole}, Rules: rules}
-		_, err = h.createObject(ctx, &requestInfo{}, role, false)
-		if apierrors.IsAlreadyExists(err) {
-			return m.reconcileRole(ctx, api)
-		}
-	}
-	return err
 }

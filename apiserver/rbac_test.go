@@ -156,13 +156,39 @@ func TestComponentCredentialsAreLeastPrivilege(t *testing.T) {
 			{"DELETE", "/api/v1/nodes/n", false},
 			{"GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles", false},
 		},
+		// The manager itself only watches, and gets its controllers' tokens.
 		"system:kube-controller-manager": {
 			{"GET", "/apis/apps/v1/deployments", true},
 			{"GET", "/api/v1/secrets", true},
-			{"DELETE", "/api/v1/namespaces/default/pods/p", true},
+			{"POST", "/api/v1/namespaces/kube-system/serviceaccounts", true},
+			{"POST", "/api/v1/namespaces/kube-system/serviceaccounts/job-controller/token", true},
+			{"POST", "/api/v1/namespaces/kube-system/serviceaccounts/default/token", false},
+			{"POST", "/api/v1/namespaces/default/serviceaccounts/job-controller/token", false},
+			{"DELETE", "/api/v1/namespaces/default/pods/p", false},
+			{"GET", "/api/v1/namespaces/default/secrets/s", false},
 			{"POST", "/api/v1/namespaces/default/pods/p/exec", false},
 			{"GET", "/api/v1/namespaces/default/pods/p/log", false},
 			{"POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", false},
+		},
+		// Each controller's account (--use-service-account-credentials)
+		// writes only what that controller owns.
+		"system:serviceaccount:kube-system:deployment-controller": {
+			{"POST", "/apis/apps/v1/namespaces/default/replicasets", true},
+			{"PUT", "/apis/apps/v1/namespaces/default/deployments/d/status", true},
+			{"POST", "/api/v1/namespaces/default/pods", false},
+			{"DELETE", "/apis/batch/v1/namespaces/default/jobs/j", false},
+			{"GET", "/api/v1/namespaces/default/secrets/s", false},
+		},
+		"system:serviceaccount:kube-system:job-controller": {
+			{"POST", "/api/v1/namespaces/default/pods", true},
+			{"DELETE", "/apis/batch/v1/namespaces/default/jobs/j", true},
+			{"POST", "/apis/apps/v1/namespaces/default/replicasets", false},
+			{"POST", "/api/v1/namespaces/default/pods/p/exec", false},
+		},
+		"system:serviceaccount:kube-system:generic-garbage-collector": {
+			{"DELETE", "/apis/apps/v1/namespaces/default/replicasets/r", true},
+			{"POST", "/api/v1/namespaces/default/pods", false},
+			{"POST", "/api/v1/namespaces/default/pods/p/exec", false},
 		},
 		"system:kube-proxy": {
 			{"GET", "/api/v1/services", true},

@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,6 +43,9 @@ type Config struct {
 	TLS *tls.Config
 	// BearerToken, if set, is sent as "Authorization: Bearer TOKEN".
 	BearerToken string
+	// TokenSource, if set, gives the bearer token of each request instead
+	// (a token that expires and is renewed, as a service account's).
+	TokenSource TokenSource
 	// UserAgent identifies the component in the apiserver's logs.
 	// Default "minik".
 	UserAgent string
@@ -72,16 +76,28 @@ func ConfigFromKubeconfig(kc *kubeconfig.Config) (Config, error) {
 	return Config{Host: r.Server, TLS: tlsCfg, BearerToken: r.Token}, nil
 }
 
+// TokenSource gives the bearer token to send. It is called before every
+// request, so it returns a cached token until that needs renewing. If it
+// also has a method Invalidate(token string), that is called when the
+// apiserver answers 401 to a request made with token.
+type TokenSource interface {
+	Token(ctx context.Context) (string, error)
+}
+
 // Client makes requests to one apiserver. It is safe for concurrent use, and
 // all its requests share one pool of connections.
 type Client struct {
 	base      *url.URL
 	http      *http.Client
 	token     string
+	tokens    TokenSource // nil: token (if any) is fixed
 	userAgent string
 	timeout   time.Duration
 	limiter   *rate.Limiter // nil: unlimited
 	protobuf  bool          // typed calls speak protobuf
+
+	tokenHTTPOnce sync.Once
+	tokenHTTP     *http.Client // WithTokenSource's clients' connections
 }
 
 // New returns a Client for cfg.
@@ -102,6 +118,7 @@ func New(cfg Config) (*Client, error) {
 		base:      base,
 		http:      &http.Client{Transport: tr},
 		token:     cfg.BearerToken,
+		tokens:    cfg.TokenSource,
 		userAgent: cfg.UserAgent,
 		timeout:   cfg.Timeout,
 		protobuf:  !cfg.JSON,
@@ -123,6 +140,25 @@ func NewFromKubeconfig(kc *kubeconfig.Config) (*Client, error) {
 		return nil, err
 	}
 	return New(cfg)
+}
+
+// WithTokenSource returns a Client to the same apiserver that
+// authenticates with ts's tokens instead of this client's certificate or
+// token, with its own user agent and no rate limit. Every Client made from
+// c this way shares one connection pool (HTTP/2: one connection), which
+// presents no client certificate: an apiserver that sees one believes it
+// before a bearer token.
+func (c *Client) WithTokenSource(ts TokenSource, userAgent string) *Client {
+	c.tokenHTTPOnce.Do(func() {
+		tr := c.http.Transport
+		if t, ok := tr.(*http.Transport); ok && t.TLSClientConfig != nil {
+			t = t.Clone()
+			t.TLSClientConfig.Certificates, t.TLSClientConfig.GetClientCertificate = nil, nil
+			tr = t
+		}
+		c.tokenHTTP = &http.Client{Transport: tr}
+	})
+	return &Client{base: c.base, http: c.tokenHTTP, tokens: ts, userAgent: userAgent, timeout: c.timeout, protobuf: c.protobuf}
 }
 
 // NewTransport returns the HTTP transport Clients use by default. HTTP/2
@@ -262,12 +298,21 @@ func (c *Client) send(ctx context.Context, cl call) (*http.Response, error) {
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	token := c.token
+	if c.tokens != nil {
+		if token, err = c.tokens.Token(ctx); err != nil {
+			return nil, fmt.Errorf("client: %s %s: bearer token: %w", cl.method, cl.path, err)
+		}
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s %s: %w", cl.method, cl.path, err)
+	}
+	if inv, ok := c.tokens.(interface{ Invalidate(token string) }); ok && resp.StatusCode == http.StatusUnauthorized {
+		inv.Invalidate(token) // the next request gets a new token
 	}
 	return resp, nil
 }

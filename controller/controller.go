@@ -93,6 +93,13 @@ type Config struct {
 	// (zero: Kubernetes' 15s sync period, 0.1 tolerance, 5m downscale
 	// stabilization).
 	HorizontalPodAutoscaler podautoscaler.Config
+	// UseServiceAccountCredentials runs each controller as its own service
+	// account, kube-system/<account>, with a token Client's identity gets
+	// through the TokenRequest API (kube-controller-manager's
+	// --use-service-account-credentials). Client then only feeds the
+	// shared informers, the Lease and events. Default false: every
+	// controller acts as Client.
+	UseServiceAccountCredentials bool
 	// Controllers lists the controllers to run; empty means all. Names are
 	// the packages' Name constants.
 	Controllers []string
@@ -207,14 +214,18 @@ func runControllers(ctx context.Context, cfg Config) error {
 		inf.AddServiceInformers()
 	}
 	rec := record.NewRecorder(cfg.Client, "controller-manager", cfg.Identity)
-	deps := deps{cfg: &cfg, inf: inf, rec: rec, log: log}
+	accounts := newAccountClients(cfg.Client)
 
 	var ctrls []runnable
 	for _, b := range builders {
 		if !cfg.enabled(b.name) || b.name == nodeipam.Name && cfg.DisableNodeIPAM {
 			continue
 		}
-		c, err := b.build(deps)
+		d := deps{cfg: &cfg, client: cfg.Client, inf: inf, rec: rec, log: log}
+		if cfg.UseServiceAccountCredentials {
+			d.client = accounts.client(b.account)
+		}
+		c, err := b.build(d)
 		if err != nil {
 			return fmt.Errorf("controller %s: %w", b.name, err)
 		}
@@ -246,7 +257,8 @@ func runControllers(ctx context.Context, cfg Config) error {
 
 // deps is what a controller may be built from.
 type deps struct {
-	cfg *Config
+	cfg    *Config
+	client *client.Client // the controller's own: its service account's, or cfg.Client
 	inf *framework.Informers
 	rec *record.Recorder
 	log *slog.Logger
@@ -254,75 +266,76 @@ type deps struct {
 
 // builders lists every controller: the one registry of them.
 var builders = []struct {
-	name  string
-	build func(d deps) (runnable, error)
+	name    string
+	account string // its service account in kube-system (and ClusterRole system:controller:<account>)
+	build   func(d deps) (runnable, error)
 }{
-	{garbagecollector.Name, func(d deps) (runnable, error) { return garbagecollector.New(d.cfg.Client, d.inf, d.log), nil }},
-	{namespace.Name, func(d deps) (runnable, error) { return namespace.New(d.cfg.Client, d.inf, d.cfg.Clock, d.log), nil }},
-	{serviceaccount.Name, func(d deps) (runnable, error) {
-		return serviceaccount.New(d.cfg.Client, d.inf, d.cfg.RootCA, d.log), nil
+	{garbagecollector.Name, "generic-garbage-collector", func(d deps) (runnable, error) { return garbagecollector.New(d.client, d.inf, d.log), nil }},
+	{namespace.Name, "namespace-controller", func(d deps) (runnable, error) { return namespace.New(d.client, d.inf, d.cfg.Clock, d.log), nil }},
+	{serviceaccount.Name, "service-account-controller", func(d deps) (runnable, error) {
+		return serviceaccount.New(d.client, d.inf, d.cfg.RootCA, d.log), nil
 	}},
-	{clusterroleaggregation.Name, func(d deps) (runnable, error) {
-		return clusterroleaggregation.New(d.cfg.Client, d.inf, d.log), nil
+	{clusterroleaggregation.Name, "clusterrole-aggregation-controller", func(d deps) (runnable, error) {
+		return clusterroleaggregation.New(d.client, d.inf, d.log), nil
 	}},
-	{replicaset.Name, func(d deps) (runnable, error) {
-		return replicaset.NewReplicaSets(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	{replicaset.Name, "replicaset-controller", func(d deps) (runnable, error) {
+		return replicaset.NewReplicaSets(d.client, d.inf, d.rec, d.cfg.Clock, d.log), nil
 	}},
-	{replication.Name, func(d deps) (runnable, error) {
-		return replication.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	{replication.Name, "replication-controller", func(d deps) (runnable, error) {
+		return replication.New(d.client, d.inf, d.rec, d.cfg.Clock, d.log), nil
 	}},
-	{deployment.Name, func(d deps) (runnable, error) {
-		return deployment.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	{deployment.Name, "deployment-controller", func(d deps) (runnable, error) {
+		return deployment.New(d.client, d.inf, d.rec, d.cfg.Clock, d.log), nil
 	}},
-	{nodeipam.Name, func(d deps) (runnable, error) {
-		return nodeipam.New(d.cfg.Client, d.inf, d.rec, d.cfg.ClusterCIDR, d.cfg.NodeCIDRMaskSize, d.log)
+	{nodeipam.Name, "node-controller", func(d deps) (runnable, error) {
+		return nodeipam.New(d.client, d.inf, d.rec, d.cfg.ClusterCIDR, d.cfg.NodeCIDRMaskSize, d.log)
 	}},
-	{nodelifecycle.Name, func(d deps) (runnable, error) {
-		return nodelifecycle.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock,
+	{nodelifecycle.Name, "node-controller", func(d deps) (runnable, error) {
+		return nodelifecycle.New(d.client, d.inf, d.rec, d.cfg.Clock,
 			nodelifecycle.Config{GracePeriod: d.cfg.NodeMonitorGracePeriod, StartupGracePeriod: d.cfg.NodeStartupGracePeriod,
 				Eviction: *d.cfg.Eviction},
 			d.cfg.NodeMonitorPeriod, d.log), nil
 	}},
-	{tainteviction.Name, func(d deps) (runnable, error) {
-		return tainteviction.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	{tainteviction.Name, "taint-eviction-controller", func(d deps) (runnable, error) {
+		return tainteviction.New(d.client, d.inf, d.rec, d.cfg.Clock, d.log), nil
 	}},
-	{disruption.Name, func(d deps) (runnable, error) {
-		return disruption.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	{disruption.Name, "disruption-controller", func(d deps) (runnable, error) {
+		return disruption.New(d.client, d.inf, d.rec, d.cfg.Clock, d.log), nil
 	}},
-	{daemonset.Name, func(d deps) (runnable, error) {
-		return daemonset.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	{daemonset.Name, "daemon-set-controller", func(d deps) (runnable, error) {
+		return daemonset.New(d.client, d.inf, d.rec, d.cfg.Clock, d.log), nil
 	}},
-	{job.Name, func(d deps) (runnable, error) { return job.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil }},
-	{cronjob.Name, func(d deps) (runnable, error) {
-		return cronjob.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	{job.Name, "job-controller", func(d deps) (runnable, error) { return job.New(d.client, d.inf, d.rec, d.cfg.Clock, d.log), nil }},
+	{cronjob.Name, "cronjob-controller", func(d deps) (runnable, error) {
+		return cronjob.New(d.client, d.inf, d.rec, d.cfg.Clock, d.log), nil
 	}},
-	{statefulset.Name, func(d deps) (runnable, error) {
-		return statefulset.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.log), nil
+	{statefulset.Name, "statefulset-controller", func(d deps) (runnable, error) {
+		return statefulset.New(d.client, d.inf, d.rec, d.cfg.Clock, d.log), nil
 	}},
-	{endpointslice.Name, func(d deps) (runnable, error) {
+	{endpointslice.Name, "endpointslice-controller", func(d deps) (runnable, error) {
 		if d.inf.Services == nil {
 			return nil, nil
 		}
-		return endpointslice.New(d.cfg.Client, d.inf, d.rec, d.cfg.MaxEndpointsPerSlice, d.log), nil
+		return endpointslice.New(d.client, d.inf, d.rec, d.cfg.MaxEndpointsPerSlice, d.log), nil
 	}},
-	{endpoints.Name, func(d deps) (runnable, error) {
+	{endpoints.Name, "endpoint-controller", func(d deps) (runnable, error) {
 		if d.inf.Services == nil {
 			return nil, nil
 		}
-		return endpoints.New(d.cfg.Client, d.inf, d.rec, d.log), nil
+		return endpoints.New(d.client, d.inf, d.rec, d.log), nil
 	}},
-	{endpointslicemirroring.Name, func(d deps) (runnable, error) {
+	{endpointslicemirroring.Name, "endpointslicemirroring-controller", func(d deps) (runnable, error) {
 		if d.inf.Services == nil {
 			return nil, nil
 		}
-		return endpointslicemirroring.New(d.cfg.Client, d.inf, d.rec, d.log), nil
+		return endpointslicemirroring.New(d.client, d.inf, d.rec, d.log), nil
 	}},
-	{podgc.Name, func(d deps) (runnable, error) {
-		return podgc.New(d.cfg.Client, d.inf, d.cfg.Clock, d.cfg.PodGC, d.log), nil
+	{podgc.Name, "pod-garbage-collector", func(d deps) (runnable, error) {
+		return podgc.New(d.client, d.inf, d.cfg.Clock, d.cfg.PodGC, d.log), nil
 	}},
-	{resourcequota.Name, func(d deps) (runnable, error) { return resourcequota.New(d.cfg.Client, d.inf, d.log), nil }},
-	{volume.Name, func(d deps) (runnable, error) { return volume.New(d.cfg.Client, d.inf, d.rec, d.log), nil }},
-	{podautoscaler.Name, func(d deps) (runnable, error) {
-		return podautoscaler.New(d.cfg.Client, d.inf, d.rec, d.cfg.Clock, d.cfg.HorizontalPodAutoscaler, d.log), nil
+	{resourcequota.Name, "resourcequota-controller", func(d deps) (runnable, error) { return resourcequota.New(d.client, d.inf, d.log), nil }},
+	{volume.Name, "persistent-volume-binder", func(d deps) (runnable, error) { return volume.New(d.client, d.inf, d.rec, d.log), nil }},
+	{podautoscaler.Name, "horizontal-pod-autoscaler", func(d deps) (runnable, error) {
+		return podautoscaler.New(d.client, d.inf, d.rec, d.cfg.Clock, d.cfg.HorizontalPodAutoscaler, d.log), nil
 	}},
 }

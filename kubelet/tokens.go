@@ -10,6 +10,8 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"minik/client"
 )
 
 // Service-account tokens for projected volumes, as the kubelet's token
@@ -22,10 +24,6 @@ import (
 //	projected volume ─▶ tokenManager.get ─▶ cached and fresh? ─▶ token
 //	                                      └▶ POST serviceaccounts/NAME/token {boundObjectRef: Pod} ─▶ cache
 //	pod worker ◀── wake at the earliest refresh time (podState.volumesRefreshAt) ──┘
-
-// maxTokenAge is the age at which a token is replaced whatever its
-// lifetime (the kubelet's maxTTL).
-const maxTokenAge = 24 * time.Hour
 
 // tokenRetry is how soon a failed refresh is tried again.
 const tokenRetry = 10 * time.Second
@@ -44,16 +42,8 @@ type podToken struct {
 	issued, expires time.Time
 }
 
-// tokenRefreshAt is when a token must be replaced: once 80% of its
-// lifetime has passed, or 24 hours after it was issued, whichever comes
-// first. It is pure.
-func tokenRefreshAt(t podToken) time.Time {
-	at := t.expires.Add(-t.expires.Sub(t.issued) / 5)
-	if day := t.issued.Add(maxTokenAge); day.Before(at) {
-		at = day
-	}
-	return at
-}
+// tokenRefreshAt is when a token must be replaced (client.TokenRefreshAt).
+func tokenRefreshAt(t podToken) time.Time { return client.TokenRefreshAt(t.issued, t.expires) }
 
 // tokenManager caches the pods' tokens. request asks the apiserver.
 type tokenManager struct {

@@ -91,6 +91,8 @@ func controllerCommand() *cobra.Command {
 	f.DurationVar(&cfg.HorizontalPodAutoscaler.DownscaleStabilization, "horizontal-pod-autoscaler-downscale-stabilization", 300e9, "scale-down stabilization window of HorizontalPodAutoscalers that set none")
 	f.Float64Var(&cfg.HorizontalPodAutoscaler.Tolerance, "horizontal-pod-autoscaler-tolerance", 0.1, "usage ratio distance from 1.0 within which a HorizontalPodAutoscaler does not scale")
 	metricsFlag(f, &metricsAddr)
+	f.BoolVar(&cfg.UseServiceAccountCredentials, "use-service-account-credentials", true,
+		"run each controller as its own service account kube-system/<name> with the role system:controller:<name> (as kubeadm runs kube-controller-manager); false makes every controller act as --kubeconfig's user, which then needs all their rights")
 	f.StringSliceVar(&cfg.Controllers, "controllers", nil, "controllers to run (default all): "+strings.Join(controller.Names(), ", "))
 	return cmd
 }

@@ -271,7 +271,7 @@ func runUp(ctx context.Context, o *upOptions) error {
 			return err
 		}
 		run("controller", func(ctx context.Context) error {
-			return controller.Run(ctx, controller.Config{Client: c, RootCA: files.ca.CertPEM(),
+			return controller.Run(ctx, controller.Config{Client: c, RootCA: files.ca.CertPEM(), UseServiceAccountCredentials: true,
 				HorizontalPodAutoscaler: podautoscaler.Config{SyncPeriod: o.hpaSyncPeriod}})
 		})
 	}

@@ -27,6 +27,7 @@ import (
 
 	"minik/client"
 	"minik/client/kubeconfig"
+	"minik/internal/pki"
 )
 
 var (
@@ -249,6 +250,39 @@ func (c *Cluster) Clientset() *kubernetes.Clientset {
 func (c *Cluster) Client() *client.Client {
 	c.t.Helper()
 	kc, err := kubeconfig.Load(c.Kubeconfig)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cl, err := client.NewFromKubeconfig(kc)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cl
+}
+
+// UserKubeconfig writes a kubeconfig for user (in groups), with a client
+// certificate from the cluster's CA, and returns its path.
+func (c *Cluster) UserKubeconfig(user string, groups ...string) string {
+	c.t.Helper()
+	ca, err := pki.EnsureCA(filepath.Join(c.DataDir, "pki"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.IssueClient(user, groups)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	path := filepath.Join(c.t.TempDir(), strings.ReplaceAll(user, ":", "_")+".kubeconfig")
+	if err := kubeconfig.Write(path, "https://"+c.Listen, ca.CertPEM(), certPEM, keyPEM, user); err != nil {
+		c.t.Fatal(err)
+	}
+	return path
+}
+
+// ClientAs returns minik's client acting as user (in groups).
+func (c *Cluster) ClientAs(user string, groups ...string) *client.Client {
+	c.t.Helper()
+	kc, err := kubeconfig.Load(c.UserKubeconfig(user, groups...))
 	if err != nil {
 		c.t.Fatal(err)
 	}

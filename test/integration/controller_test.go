@@ -128,6 +128,13 @@ func TestControllerReplicaSetKeepsReplicas(t *testing.T) {
 				fmt.Sprintf("%d pods, status %+v", n, rs.Status)
 		})
 	})
+	t.Run("the controllers act as their own service accounts", func(t *testing.T) {
+		for _, account := range []string{"replicaset-controller", "generic-garbage-collector"} {
+			if _, err := cs.CoreV1().ServiceAccounts("kube-system").Get(ctx, account, metav1.GetOptions{}); err != nil {
+				t.Errorf("service account kube-system/%s: %v", account, err)
+			}
+		}
+	})
 	t.Run("deleting the ReplicaSet deletes its pods (background)", func(t *testing.T) {
 		if err := cs.AppsV1().ReplicaSets(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 
 	"minik/controller"
 	"minik/controller/nodelifecycle"
+	"minik/internal/pki"
 	"minik/internal/testcluster"
 	"minik/kubelet"
 	"minik/kubelet/runtime/fake"
@@ -55,14 +57,50 @@ func testLogger(level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
+// rbacDenial is how the apiserver words a request RBAC refused.
+var rbacDenial = regexp.MustCompile(`cannot [a-z]+ resource "`)
+
+// failOnDenial fails the test when a controller logs that RBAC refused it
+// a request: its role lacks a right, which a test of another behaviour
+// would not notice.
+type failOnDenial struct {
+	slog.Handler
+	t *testing.T
+}
+
+func (h *failOnDenial) Handle(ctx context.Context, r slog.Record) error {
+	var text strings.Builder
+	text.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		text.WriteString(" " + a.Value.String())
+		return true
+	})
+	if rbacDenial.MatchString(text.String()) {
+		h.t.Errorf("a controller was refused a request by RBAC: %s", text.String())
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *failOnDenial) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &failOnDenial{Handler: h.Handler.WithAttrs(attrs), t: h.t}
+}
+
+func (h *failOnDenial) WithGroup(name string) slog.Handler {
+	return &failOnDenial{Handler: h.Handler.WithGroup(name), t: h.t}
+}
+
 // startController runs the controller manager with cfg against c, a
 // cluster started with StartAPIOnly, until the test ends.
 func startController(t *testing.T, c *testcluster.Cluster, cfg controller.Config) {
 	t.Helper()
-	cfg.Client = c.Client()
+	// As minik up runs it: its own identity, each controller as its
+	// service account, so every test here checks the controllers' roles.
+	cfg.Client = c.ClientAs(pki.ControllerUser)
+	cfg.UseServiceAccountCredentials = true
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(slog.LevelWarn)
 	}
+	cfg.Logger = slog.New(&failOnDenial{Handler: cfg.Logger.Handler(), t: t})
 	runInBackground(t, func(ctx context.Context) {
 		if err := controller.Run(ctx, cfg); err != nil {
 			t.Errorf("controller.Run: %v", err)

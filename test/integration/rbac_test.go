@@ -2,33 +2,17 @@ package integration
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"minik/client/kubeconfig"
-	"minik/internal/pki"
 	"minik/internal/testcluster"
 )
 
-// userKubeconfig writes a kubeconfig for user (in groups), with a client
-// certificate from the cluster's CA.
+// userKubeconfig writes a kubeconfig for user (in groups).
 func userKubeconfig(t *testing.T, c *testcluster.Cluster, user string, groups ...string) string {
 	t.Helper()
-	ca, err := pki.EnsureCA(filepath.Join(c.DataDir, "pki"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM, keyPEM, err := ca.IssueClient(user, groups)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), user+".kubeconfig")
-	if err := kubeconfig.Write(path, "https://"+c.Listen, ca.CertPEM(), certPEM, keyPEM, user); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return c.UserKubeconfig(user, groups...)
 }
 
 // kubectlFails runs kubectl expecting an error and returns its output.
