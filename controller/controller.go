@@ -259,9 +259,9 @@ func runControllers(ctx context.Context, cfg Config) error {
 type deps struct {
 	cfg    *Config
 	client *client.Client // the controller's own: its service account's, or cfg.Client
-	inf *framework.Informers
-	rec *record.Recorder
-	log *slog.Logger
+	inf    *framework.Informers
+	rec    *record.Recorder
+	log    *slog.Logger
 }
 
 // builders lists every controller: the one registry of them.
