@@ -6,4 +6,4 @@
 /^(=== |[ \t]*--- PASS|[ \t]*--- SKIP|ok  |PASS$|FAIL)/ { block = 0 }
 /^panic: / { block = 1; kept = 0 }
 block && /Endpoints is deprecated/ { next }
-block && kept < 25 { print; kept++ }
+block && kept < 20 { print; kept++ }

@@ -77,6 +77,12 @@ func (c *cluster) eventually(d time.Duration, what string, cond func() (bool, st
 	c.t.Fatalf("timed out after %v waiting for %s; last: %s", d, what, last)
 }
 
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
 // ctx is a context that ends after d (its timer frees it then).
 func ctx(d time.Duration) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), d)
@@ -110,7 +116,20 @@ func TestComposeCluster(t *testing.T) {
 	_, _ = run(t, root, 2*time.Minute, "make", "compose-down") // what an earlier run left
 	t.Cleanup(func() {
 		if t.Failed() {
-			out, _ := run(t, root, time.Minute, "docker-compose", "-f", "deploy/compose.yaml", "-p", project, "logs", "--tail", "30")
+			// What explains most failures first (CI shows a failure's
+			// first lines): the pods, who leads, the schedulers' and the
+			// controller's last words; then every container's.
+			kc := filepath.Join(root, "deploy/.kube/config")
+			for _, args := range [][]string{{"get", "pods", "-A", "-o", "wide"}, {"get", "leases", "-n", "kube-system"},
+				{"get", "events", "-A", "--sort-by=.lastTimestamp"}} {
+				out, _ := run(t, root, 30*time.Second, "kubectl", append([]string{"--kubeconfig", kc, "--request-timeout", "10s"}, args...)...)
+				t.Logf("kubectl %s:\n%s", strings.Join(args, " "), lastLines(out, 8))
+			}
+			for _, svc := range []string{"scheduler", "scheduler2", "controller"} {
+				out, _ := run(t, root, time.Minute, "docker-compose", "-f", "deploy/compose.yaml", "-p", project, "logs", "--no-color", "--tail", "10", svc)
+				t.Logf("%s's last logs:\n%s", svc, out)
+			}
+			out, _ := run(t, root, time.Minute, "docker-compose", "-f", "deploy/compose.yaml", "-p", project, "logs", "--no-color", "--tail", "30")
 			t.Logf("last logs:\n%s", out)
 			_, _ = run(t, root, 2*time.Minute, "make", "compose-down")
 		}
