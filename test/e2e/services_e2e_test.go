@@ -17,6 +17,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 
 	"minik/internal/hostip"
 )
@@ -144,12 +145,18 @@ func TestServices(t *testing.T) {
 
 	// No endpoints: refused at once, never a hang; then back.
 	scale := func(n int32) {
-		s, err := e.cs.AppsV1().Deployments("default").GetScale(ctx, "web", metav1.GetOptions{})
+		// The controller writes the Deployment's status meanwhile: a
+		// conflict means read again, as a client-go user retries.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			s, err := e.cs.AppsV1().Deployments("default").GetScale(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			s.Spec.Replicas = n
+			_, err = e.cs.AppsV1().Deployments("default").UpdateScale(ctx, "web", s, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		s.Spec.Replicas = n
-		if _, err := e.cs.AppsV1().Deployments("default").UpdateScale(ctx, "web", s, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -361,10 +362,17 @@ func TestControllerDisruptionBudgetEvictionAndDrain(t *testing.T) {
 		}
 	})
 	t.Run("with maxUnavailable 1, kubectl drain evicts the pods and the Deployment recreates them; uncordon restores scheduling", func(t *testing.T) {
-		got, _ := cs.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
 		one := intstr.FromInt32(1)
-		got.Spec.MinAvailable, got.Spec.MaxUnavailable = nil, &one
-		if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the disruption controller writes the status meanwhile
+			got, err := cs.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			got.Spec.MinAvailable, got.Spec.MaxUnavailable = nil, &one
+			_, err = cs.PolicyV1().PodDisruptionBudgets(ns).Update(ctx, got, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, 20*time.Second, "disruptionsAllowed 1", func() (bool, string) {
