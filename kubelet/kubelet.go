@@ -46,13 +46,13 @@ type Kubelet struct {
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
 	node    *corev1.Node // the last Node seen or written
-	// images caches the runtime's image list for node status.
+	// runtimeVersion is the runtime's name and version for node status.
 	runtimeVersion string
 	// servingPort is the HTTPS endpoint's port, once listening.
 	servingPort int32
 	// static is the static pod source (nil without PodManifestPath).
 	static *staticPods
-	// statusChanged wakes the node status loop.
+	// nodeStatusKick wakes the node status loop.
 	nodeStatusKick chan struct{}
 	// networkErr is why pods cannot get a network (the runtime's answer
 	// to the last UpdatePodCIDR), nil when they can.
@@ -404,4 +404,3 @@ func (k *Kubelet) killSandboxContainers(ctx context.Context, sandboxID string, g
 // also advertises by default.
 func defaultNodeIP() string { return hostip.PrimaryIPv4() }
 
-var _ = time.Second
