@@ -129,7 +129,7 @@ func TestKubernetesEndpointsFollowTheLeases(t *testing.T) {
 	defer func() { stop2(); <-done2 }()
 
 	etcd := ts.srv.cfg.Etcd
-	lease, err := etcd.Grant(ctx, 2)
+	lease, err := etcd.Grant(ctx, 6) // long enough to be seen on a loaded machine, short enough to expire
 	if err != nil {
 		t.Fatal(err)
 	}
