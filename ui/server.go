@@ -173,13 +173,17 @@ func onChange[T any](s *Server, inf *informer.Informer[T], set func(*message, *T
 // often the larger part of an object.
 func slim[T any](inf *informer.Informer[T]) {
 	inf.SetTransform(func(o *T) *T {
-		m := any(o).(metav1.Object)
-		m.SetManagedFields(nil)
-		if a := m.GetAnnotations(); a != nil {
-			delete(a, corev1.LastAppliedConfigAnnotation)
-		}
+		trim(any(o).(metav1.Object))
 		return o
 	})
+}
+
+// trim drops m's managed fields and last-applied annotation in place.
+func trim(m metav1.Object) {
+	m.SetManagedFields(nil)
+	if a := m.GetAnnotations(); a != nil {
+		delete(a, corev1.LastAppliedConfigAnnotation)
+	}
 }
 
 func randomToken() string {

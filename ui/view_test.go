@@ -222,3 +222,22 @@ func TestViewPodClaims(t *testing.T) {
 		})
 	}
 }
+
+// The caches keep what the panels and explanations read: the selected
+// node and default-class annotations stay, managed fields and kubectl's
+// last-applied copy go.
+func TestTrim(t *testing.T) {
+	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data",
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		Annotations: map[string]string{corev1.LastAppliedConfigAnnotation: `{"big":"copy"}`,
+			"volume.kubernetes.io/selected-node": "n1"}}}
+	trim(c)
+	if c.ManagedFields != nil || !reflect.DeepEqual(c.Annotations, map[string]string{"volume.kubernetes.io/selected-node": "n1"}) {
+		t.Errorf("trimmed: %+v %v", c.ManagedFields, c.Annotations)
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	trim(n) // no annotations: nothing to do
+	if n.Annotations != nil {
+		t.Errorf("annotations %v", n.Annotations)
+	}
+}
