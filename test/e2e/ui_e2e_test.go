@@ -23,8 +23,8 @@ import (
 // headless, on the two-node cluster: a Deployment's pods appear as cards
 // in their nodes' columns, following a new pod lights its ten steps in
 // order, an unschedulable pod shows the filter table with the reason, a
-// Service lists the Deployment's pods as ready endpoints on their nodes,
-// and a claim of the default class is Bound to a volume on the node of
+// Service lists the Deployment's pods as ready endpoints on their nodes
+// and a pod that stops being Ready as not ready, and a claim of the default class is Bound to a volume on the node of
 // the pod that uses it. Screenshots are kept (their paths are logged).
 func TestLiveViewInABrowser(t *testing.T) {
 	e := startCluster(t)
@@ -203,6 +203,28 @@ spec:
 		t.Errorf("the Service's endpoint count: %q", got)
 	}
 	shot("services")
+	// A pod of the Service that stops being Ready drops out: its
+	// endpoint stays, not ready, and gets no new traffic.
+	e.c.MustKubectl(t, `apiVersion: v1
+kind: Pod
+metadata: {name: watch-it-flaky, namespace: default, labels: {app: watch-it}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: [sh, -c, "touch /tmp/ready; sleep 15; rm /tmp/ready; exec sleep 3600"]
+    readinessProbe: {exec: {command: [test, -f, /tmp/ready]}, periodSeconds: 1, failureThreshold: 1}
+`, "apply", "-f", "-")
+	defer e.c.MustKubectl(t, "", "delete", "pod", "watch-it-flaky", "--wait=false")
+	const flaky = svc + ` tr.ep[data-pod="default/watch-it-flaky"]`
+	poll("watch-it-flaky's endpoint ready", `!!document.querySelector('`+flaky+`.ready')`, 30*time.Second)
+	poll("watch-it-flaky's endpoint not ready once its probe fails", `!!document.querySelector('`+flaky+`.notready')`, 40*time.Second)
+	if got := eval(`document.querySelector('` + svc + ` .meta').textContent`); !strings.HasPrefix(got, "2 of 3 endpoints ready") {
+		t.Errorf("the Service's endpoint count with a pod not Ready: %q", got)
+	}
+	shot("services-not-ready")
 	first := pods.Items[0].Name
 	if _, err := chromedp.Run(bctx, chromedp.Click(svc+` a.podlink[data-pod="default/`+first+`"]`)); err != nil {
 		t.Fatal(err)
@@ -253,4 +275,8 @@ spec:
 	poll("the pod using the claim", `!!document.querySelector('`+claim+` td.users a.podlink[data-pod="default/watch-data"]')`, 20*time.Second)
 	poll("the claim marker on the pod's card", `!!document.querySelector('.column[data-node="`+node+`"] .card[data-pod="default/watch-data"] .pvc')`, 20*time.Second)
 	shot("volumes")
+	if _, err := chromedp.Run(bctx, chromedp.Click(`nav button[data-tab="cluster"]`)); err != nil {
+		t.Fatal(err)
+	}
+	shot("cluster-claim")
 }

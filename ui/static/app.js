@@ -263,7 +263,7 @@ function drawServices() {
     if (f && !`${key(s)} ${s.type} ${s.clusterIP} ${eps.map((e) => `${e.addresses.join(" ")} ${e.pod} ${e.node}`).join(" ")}`.toLowerCase().includes(f)) continue;
     if (++matched > MAX_ROWS) continue;
     const ports = (s.ports || []).map((p) => `${p.name ? esc(p.name) + " " : ""}${p.port}→${esc(p.targetPort)}/${esc(p.protocol)}${p.nodePort ? ` (nodePort ${p.nodePort})` : ""}`).join(", ");
-    const sel = s.selector ? Object.entries(s.selector).map(([k, v]) => esc(k + "=" + v)).join(",") : "none (its endpoints are set by hand)";
+    const sel = s.selector ? Object.entries(s.selector).map(([k, v]) => esc(k + "=" + v)).join(",") : "none (its EndpointSlices are written directly, not from pods)";
     const ready = eps.filter((e) => e.ready).length;
     const rows = eps.slice(0, MAX_EPS).map((e) => {
       const cls = e.terminating ? "terminating" : e.ready ? "ready" : "notready";
