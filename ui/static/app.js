@@ -5,7 +5,8 @@
 
 const state = { pods: new Map(), nodes: new Map(), events: [], followKey: "", followNext: false, schedKey: "",
   services: new Map(), slices: new Map(), claims: new Map(), volumes: new Map(), classes: new Map() };
-const dirty = { columns: new Set(), all: true, events: true, flow: false, sched: false, names: true, services: true, volumes: true };
+// services: redraw the whole list; svcs: redraw only these Services (a slice or a Service changed).
+const dirty = { columns: new Set(), all: true, events: true, flow: false, sched: false, names: true, services: true, svcs: new Set(), volumes: true };
 let queue = [];
 let frame = 0;
 
@@ -57,8 +58,15 @@ function apply(msg) {
       const k = m.event.ns + "/" + m.event.name;
       if (k === state.followKey || m.event.kind !== "Pod") dirty.flow = true;
       if (k === state.schedKey) dirty.sched = true;
-    } else if (m.kind === "service") { put(state.services, m.type, m.service, key); dirty.services = true; }
-    else if (m.kind === "slice") { put(state.slices, m.type, m.slice, key); dirty.services = true; }
+    } else if (m.kind === "service") {
+      put(state.services, m.type, m.service, key);
+      if (m.type === "MODIFIED") dirty.svcs.add(key(m.service)); else dirty.services = true; // the list's order changes
+    } else if (m.kind === "slice") {
+      const old = state.slices.get(key(m.slice));
+      if (old) dirty.svcs.add(old.ns + "/" + old.service);
+      put(state.slices, m.type, m.slice, key);
+      dirty.svcs.add(m.slice.ns + "/" + m.slice.service);
+    }
     else if (m.kind === "claim") { put(state.claims, m.type, m.claim, key); dirty.volumes = true; }
     else if (m.kind === "volume") { put(state.volumes, m.type, m.volume, (v) => v.name); dirty.volumes = true; }
     else if (m.kind === "class") { put(state.classes, m.type, m.class, (c) => c.name); dirty.volumes = true; }
@@ -90,7 +98,7 @@ function render() {
   if (dirty.flow) { dirty.flow = false; loadFlow(); }
   if (dirty.sched) { dirty.sched = false; loadExplain(); }
   // The Services and Volumes lists are drawn only while they are shown.
-  if (dirty.services && shown("services")) drawServices();
+  if ((dirty.services || dirty.svcs.size) && shown("services")) drawServices();
   if (dirty.volumes && shown("volumes")) drawVolumes();
 }
 
@@ -247,36 +255,56 @@ const MAX_ROWS = 200, MAX_EPS = 100;
 const podLink = (ns, name) => `<a href="#" class="podlink" data-pod="${esc(ns + "/" + name)}">${esc(name)}</a>`;
 const more = (n, what) => n > 0 ? `<div class="meta">…and ${n} more ${what} (filter to narrow)</div>` : "";
 
+function endpointsOf(s) {
+  const eps = [];
+  for (const sl of state.slices.values()) if (sl.ns === s.ns && sl.service === s.name) eps.push(...sl.endpoints);
+  return eps.sort((a, b) => (a.pod || a.addresses[0]) < (b.pod || b.addresses[0]) ? -1 : 1);
+}
+
+function svcHTML(s, eps) {
+  const ports = (s.ports || []).map((p) => `${p.name ? esc(p.name) + " " : ""}${p.port}→${esc(p.targetPort)}/${esc(p.protocol)}${p.nodePort ? ` (nodePort ${p.nodePort})` : ""}`).join(", ");
+  const sel = s.selector ? Object.entries(s.selector).map(([k, v]) => esc(k + "=" + v)).join(",") : "none (its EndpointSlices are written directly, not from pods)";
+  const ready = eps.filter((e) => e.ready).length;
+  const rows = eps.slice(0, MAX_EPS).map((e) => {
+    const cls = e.terminating ? "terminating" : e.ready ? "ready" : "notready";
+    return `<tr class="ep ${cls}" data-pod="${e.pod ? esc(s.ns + "/" + e.pod) : ""}" data-node="${esc(e.node)}"><td>${esc(e.addresses.join(", "))}</td>` +
+      `<td>${e.pod ? podLink(s.ns, e.pod) : ""}</td><td class="node">${esc(e.node)}</td>` +
+      `<td>${e.ready ? "✓" : "✗"}</td><td>${e.serving ? "✓" : "✗"}</td><td>${e.terminating ? "yes" : ""}</td></tr>`;
+  }).join("");
+  return `<div class="svc" data-svc="${esc(key(s))}"><div class="svc-head"><b>${esc(key(s))}</b> <span class="type">${esc(s.type)}</span>` +
+    (s.clusterIP ? ` clusterIP ${esc(s.clusterIP)}` : "") + (s.externalName ? ` → ${esc(s.externalName)}` : "") +
+    (ports ? ` · ports ${ports}` : "") + ` · selector ${sel}</div>` +
+    `<div class="meta">${ready} of ${eps.length} endpoints ready${eps.length ? " (only ready ones get new traffic)" : ""}</div>` +
+    (eps.length ? `<table class="grid eps"><tr><th>address</th><th>pod</th><th>node</th><th>ready</th><th>serving</th><th>terminating</th></tr>${rows}</table>` : "") +
+    more(eps.length - MAX_EPS, "endpoints") + `</div>`;
+}
+
+// drawServices redraws the list, or, when only some Services' endpoints
+// changed and no filter is set, just those Services' boxes.
 function drawServices() {
-  dirty.services = false;
+  const f = $("svc-filter").value.trim().toLowerCase();
+  if (!dirty.services && !f) {
+    for (const k of dirty.svcs) {
+      const el = $("svc-list").querySelector(`.svc[data-svc="${CSS.escape(k)}"]`);
+      const s = state.services.get(k);
+      if (el && s) el.outerHTML = svcHTML(s, endpointsOf(s));
+    }
+    dirty.svcs.clear();
+    return;
+  }
+  dirty.services = false; dirty.svcs.clear();
   const bySvc = new Map();
   for (const sl of state.slices.values()) {
     const k = sl.ns + "/" + sl.service;
     if (!bySvc.has(k)) bySvc.set(k, []);
     bySvc.get(k).push(...sl.endpoints);
   }
-  const f = $("svc-filter").value.trim().toLowerCase();
   const html = [];
   let matched = 0;
   for (const s of [...state.services.values()].sort((a, b) => key(a) < key(b) ? -1 : 1)) {
     const eps = (bySvc.get(key(s)) || []).sort((a, b) => (a.pod || a.addresses[0]) < (b.pod || b.addresses[0]) ? -1 : 1);
     if (f && !`${key(s)} ${s.type} ${s.clusterIP} ${eps.map((e) => `${e.addresses.join(" ")} ${e.pod} ${e.node}`).join(" ")}`.toLowerCase().includes(f)) continue;
-    if (++matched > MAX_ROWS) continue;
-    const ports = (s.ports || []).map((p) => `${p.name ? esc(p.name) + " " : ""}${p.port}→${esc(p.targetPort)}/${esc(p.protocol)}${p.nodePort ? ` (nodePort ${p.nodePort})` : ""}`).join(", ");
-    const sel = s.selector ? Object.entries(s.selector).map(([k, v]) => esc(k + "=" + v)).join(",") : "none (its EndpointSlices are written directly, not from pods)";
-    const ready = eps.filter((e) => e.ready).length;
-    const rows = eps.slice(0, MAX_EPS).map((e) => {
-      const cls = e.terminating ? "terminating" : e.ready ? "ready" : "notready";
-      return `<tr class="ep ${cls}" data-pod="${e.pod ? esc(s.ns + "/" + e.pod) : ""}" data-node="${esc(e.node)}"><td>${esc(e.addresses.join(", "))}</td>` +
-        `<td>${e.pod ? podLink(s.ns, e.pod) : ""}</td><td class="node">${esc(e.node)}</td>` +
-        `<td>${e.ready ? "✓" : "✗"}</td><td>${e.serving ? "✓" : "✗"}</td><td>${e.terminating ? "yes" : ""}</td></tr>`;
-    }).join("");
-    html.push(`<div class="svc" data-svc="${esc(key(s))}"><div class="svc-head"><b>${esc(key(s))}</b> <span class="type">${esc(s.type)}</span>` +
-      (s.clusterIP ? ` clusterIP ${esc(s.clusterIP)}` : "") + (s.externalName ? ` → ${esc(s.externalName)}` : "") +
-      (ports ? ` · ports ${ports}` : "") + ` · selector ${sel}</div>` +
-      `<div class="meta">${ready} of ${eps.length} endpoints ready${eps.length ? " (only ready ones get new traffic)" : ""}</div>` +
-      (eps.length ? `<table class="grid eps"><tr><th>address</th><th>pod</th><th>node</th><th>ready</th><th>serving</th><th>terminating</th></tr>${rows}</table>` : "") +
-      more(eps.length - MAX_EPS, "endpoints") + `</div>`);
+    if (++matched <= MAX_ROWS) html.push(svcHTML(s, eps));
   }
   $("svc-count").textContent = `${matched} of ${state.services.size} services`;
   $("svc-list").innerHTML = html.join("") + more(matched - MAX_ROWS, "services");
