@@ -1,7 +1,8 @@
 // Package ui is minik's live view: a web page that shows the cluster
 // working, built from the same list-watch streams the components use.
 //
-//	apiserver ──one watch per resource (pods, nodes, events, namespaces, PDBs)──▶ informers (this process)
+//	apiserver ──one watch per resource (pods, nodes, events, namespaces, PDBs, services,
+//	            endpointslices, persistentvolumeclaims, persistentvolumes, storageclasses)──▶ informers (this process)
 //	                                     │ handlers
 //	                                     ▼
 //	              hub: a snapshot + deltas, batched every 100ms ──SSE /api/stream──▶ browsers
@@ -26,11 +27,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/client"
 	"minik/client/informer"
 	"minik/scheduler"
+	"minik/scheduler/framework"
 	"minik/ui/flow"
 )
 
@@ -45,6 +50,11 @@ type Server struct {
 	events     *informer.Informer[corev1.Event]
 	namespaces *informer.Informer[corev1.Namespace]
 	pdbs       *informer.Informer[policyv1.PodDisruptionBudget]
+	services   *informer.Informer[corev1.Service]
+	slices     *informer.Informer[discoveryv1.EndpointSlice]
+	claims     *informer.Informer[corev1.PersistentVolumeClaim]
+	volumes    *informer.Informer[corev1.PersistentVolume]
+	classes    *informer.Informer[storagev1.StorageClass]
 
 	mu     sync.Mutex
 	model  *flow.Model
@@ -74,7 +84,27 @@ func New(c *client.Client, log *slog.Logger) *Server {
 		events:     informer.New(c.Events(), cfg),
 		namespaces: informer.New(c.Namespaces(), cfg),
 		pdbs:       informer.New(client.For[policyv1.PodDisruptionBudget](c, client.PodDisruptionBudgets), cfg),
+		services:   informer.New(client.For[corev1.Service](c, client.Services), cfg),
+		slices:     informer.New(client.For[discoveryv1.EndpointSlice](c, client.EndpointSlices), cfg),
+		claims:     informer.New(c.PersistentVolumeClaims(), cfg),
+		volumes:    informer.New(c.PersistentVolumes(), cfg),
+		classes:    informer.New(c.StorageClasses(), cfg),
 	}
+	slim(s.pods)
+	slim(s.nodes)
+	slim(s.events)
+	slim(s.namespaces)
+	slim(s.pdbs)
+	slim(s.services)
+	slim(s.claims)
+	slim(s.volumes)
+	slim(s.classes)
+	// Nothing reads a slice's annotations, nor labels but its Service's name.
+	s.slices.SetTransform(func(es *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
+		es.ManagedFields, es.Annotations = nil, nil
+		es.Labels = map[string]string{discoveryv1.LabelServiceName: es.Labels[discoveryv1.LabelServiceName]}
+		return es
+	})
 	s.token = randomToken()
 	podMsg := func(typ string) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
@@ -108,6 +138,11 @@ func New(c *client.Client, log *slog.Logger) *Server {
 		}
 		s.broadcast(message{Kind: "event", Type: "ADDED", Event: &v})
 	}
+	onChange(s, s.services, func(m *message, o *corev1.Service) { m.Kind, m.Service = "service", ptr(viewService(o)) })
+	onChange(s, s.slices, func(m *message, o *discoveryv1.EndpointSlice) { m.Kind, m.Slice = "slice", ptr(viewSlice(o)) })
+	onChange(s, s.claims, func(m *message, o *corev1.PersistentVolumeClaim) { m.Kind, m.Claim = "claim", ptr(viewClaim(o)) })
+	onChange(s, s.volumes, func(m *message, o *corev1.PersistentVolume) { m.Kind, m.Volume = "volume", ptr(viewVolume(o)) })
+	onChange(s, s.classes, func(m *message, o *storagev1.StorageClass) { m.Kind, m.Class = "class", ptr(viewClass(o)) })
 	s.events.AddHandler(informer.Handler[corev1.Event]{OnAdd: eventMsg, OnUpdate: func(old, e *corev1.Event) {
 		if old.ResourceVersion != e.ResourceVersion {
 			eventMsg(e)
@@ -117,6 +152,39 @@ func New(c *client.Client, log *slog.Logger) *Server {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// onChange broadcasts every add, update and delete of inf's objects as
+// the view that set puts in the message.
+func onChange[T any](s *Server, inf *informer.Informer[T], set func(*message, *T)) {
+	msg := func(typ string) func(*T) {
+		return func(o *T) {
+			m := message{Type: typ}
+			set(&m, o)
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.broadcast(m)
+		}
+	}
+	inf.AddHandler(informer.Handler[T]{OnAdd: msg("ADDED"), OnUpdate: func(_, o *T) { msg("MODIFIED")(o) }, OnDelete: msg("DELETED")})
+}
+
+// slim makes inf cache its objects without what no panel and no
+// explanation reads: managed fields and kubectl's last-applied copy,
+// often the larger part of an object.
+func slim[T any](inf *informer.Informer[T]) {
+	inf.SetTransform(func(o *T) *T {
+		trim(any(o).(metav1.Object))
+		return o
+	})
+}
+
+// trim drops m's managed fields and last-applied annotation in place.
+func trim(m metav1.Object) {
+	m.SetManagedFields(nil)
+	if a := m.GetAnnotations(); a != nil {
+		delete(a, corev1.LastAppliedConfigAnnotation)
+	}
+}
 
 func randomToken() string {
 	b := make([]byte, 16)
@@ -134,7 +202,8 @@ func (s *Server) LoginToken() string {
 // Run watches the cluster until ctx ends.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{s.pods.Run, s.nodes.Run, s.events.Run, s.namespaces.Run, s.pdbs.Run} {
+	for _, run := range []func(context.Context) error{s.pods.Run, s.nodes.Run, s.events.Run, s.namespaces.Run, s.pdbs.Run,
+		s.services.Run, s.slices.Run, s.claims.Run, s.volumes.Run, s.classes.Run} {
 		wg.Go(func() { _ = run(ctx) })
 	}
 	for _, c := range []<-chan struct{}{s.pods.Synced(), s.nodes.Synced(), s.events.Synced()} {
@@ -212,11 +281,16 @@ func (s *Server) authenticated(r *http.Request) bool {
 
 // message is one change pushed to browsers.
 type message struct {
-	Kind  string     `json:"kind"` // pod, node, event
-	Type  string     `json:"type"` // ADDED, MODIFIED, DELETED
-	Pod   *podView   `json:"pod,omitempty"`
-	Node  *nodeView  `json:"node,omitempty"`
-	Event *eventView `json:"event,omitempty"`
+	Kind    string       `json:"kind"` // pod, node, event, service, slice, claim, volume, class
+	Type    string       `json:"type"` // ADDED, MODIFIED, DELETED
+	Pod     *podView     `json:"pod,omitempty"`
+	Node    *nodeView    `json:"node,omitempty"`
+	Event   *eventView   `json:"event,omitempty"`
+	Service *serviceView `json:"service,omitempty"`
+	Slice   *sliceView   `json:"slice,omitempty"`
+	Claim   *claimView   `json:"claim,omitempty"`
+	Volume  *volumeView  `json:"volume,omitempty"`
+	Class   *classView   `json:"class,omitempty"`
 }
 
 // subscriber is one browser's stream: changes wait in pending until the
@@ -258,20 +332,29 @@ func (s *Server) flush() {
 
 // snapshot is the state a new browser starts from; s.mu is held.
 func (s *Server) snapshot() ([]byte, error) {
-	pods := s.pods.Store().List()
-	nodes := s.nodes.Store().List()
 	snap := struct {
-		Pods   []podView   `json:"pods"`
-		Nodes  []nodeView  `json:"nodes"`
-		Events []eventView `json:"events"`
-	}{Pods: make([]podView, 0, len(pods)), Nodes: make([]nodeView, 0, len(nodes)), Events: s.recent}
-	for _, p := range pods {
-		snap.Pods = append(snap.Pods, viewPod(p))
-	}
-	for _, n := range nodes {
-		snap.Nodes = append(snap.Nodes, viewNode(n))
-	}
+		Pods     []podView     `json:"pods"`
+		Nodes    []nodeView    `json:"nodes"`
+		Events   []eventView   `json:"events"`
+		Services []serviceView `json:"services"`
+		Slices   []sliceView   `json:"slices"`
+		Claims   []claimView   `json:"claims"`
+		Volumes  []volumeView  `json:"volumes"`
+		Classes  []classView   `json:"classes"`
+	}{Pods: views(s.pods, viewPod), Nodes: views(s.nodes, viewNode), Events: s.recent,
+		Services: views(s.services, viewService), Slices: views(s.slices, viewSlice),
+		Claims: views(s.claims, viewClaim), Volumes: views(s.volumes, viewVolume), Classes: views(s.classes, viewClass)}
 	return json.Marshal(map[string]any{"snapshot": snap})
+}
+
+// views is the view of every object in inf's cache.
+func views[T, V any](inf *informer.Informer[T], view func(*T) V) []V {
+	objs := inf.Store().List()
+	out := make([]V, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, view(o))
+	}
+	return out
 }
 
 // serveStream is the Server-Sent Events stream: a snapshot, then batches.
@@ -364,6 +447,7 @@ func (s *Server) serveExplain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e := scheduler.ExplainObjects(pod, scheduler.Objects{Nodes: s.nodes.Store().List(), Pods: s.pods.Store().List(),
-		Namespaces: s.namespaces.Store().List(), PDBs: s.pdbs.Store().List()})
+		Namespaces: s.namespaces.Store().List(), PDBs: s.pdbs.Store().List(), Services: s.services.Store().List(),
+		Storage: framework.NewStaticStorage(s.claims.Store().List(), s.volumes.Store().List(), s.classes.Store().List())})
 	writeJSON(w, viewExplanation(e))
 }

@@ -14,7 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"minik/client"
 	"minik/internal/testcluster"
 	"minik/ui/flow"
 )
@@ -82,21 +84,43 @@ func TestLiveViewStreamsTheClusterAndExplainsAPendingPod(t *testing.T) {
 	if _, err := c.Pods().Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The stream brings the pod, in the snapshot or in a batch.
+	// A Service and a claim come through the same stream as slim views.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	if _, err := client.For[corev1.Service](c, client.Services).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")}}}}
+	if _, err := c.PersistentVolumeClaims().Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The stream brings them and the pod, in the snapshot or in a batch.
+	// The Service has its cluster IP; the claim is of the default class
+	// (admission sets it) and waits for a pod.
+	goodSvc := func(v *serviceView) bool {
+		return v.Name == "web" && v.ClusterIP != "" && len(v.Ports) == 1 && v.Ports[0].TargetPort == "8080"
+	}
+	goodClaim := func(v *claimView) bool {
+		return v.Name == "data" && v.Class == "local-path" && v.Phase == "Pending" && v.Request == "16Mi"
+	}
 	lines := bufio.NewScanner(resp.Body)
 	lines.Buffer(make([]byte, 1<<20), 1<<20)
 	deadline := time.AfterFunc(20*time.Second, func() { resp.Body.Close() })
 	defer deadline.Stop()
-	sawNode, sawPod := false, false
-	for (!sawNode || !sawPod) && lines.Scan() {
+	sawNode, sawPod, sawSvc, sawClaim := false, false, false, false
+	for (!sawNode || !sawPod || !sawSvc || !sawClaim) && lines.Scan() {
 		line := lines.Text()
 		if !strings.HasPrefix(line, "data: ") {
 			continue
 		}
 		var msg struct {
 			Snapshot *struct {
-				Pods  []podView  `json:"pods"`
-				Nodes []nodeView `json:"nodes"`
+				Pods     []podView     `json:"pods"`
+				Nodes    []nodeView    `json:"nodes"`
+				Services []serviceView `json:"services"`
+				Claims   []claimView   `json:"claims"`
 			} `json:"snapshot"`
 			Batch []message `json:"batch"`
 		}
@@ -110,14 +134,22 @@ func TestLiveViewStreamsTheClusterAndExplainsAPendingPod(t *testing.T) {
 			for _, p := range msg.Snapshot.Pods {
 				sawPod = sawPod || p.Name == "big"
 			}
+			for _, v := range msg.Snapshot.Services {
+				sawSvc = sawSvc || goodSvc(&v)
+			}
+			for _, v := range msg.Snapshot.Claims {
+				sawClaim = sawClaim || goodClaim(&v)
+			}
 		}
 		for _, m := range msg.Batch {
 			sawNode = sawNode || (m.Node != nil && m.Node.Name == "n1")
 			sawPod = sawPod || (m.Pod != nil && m.Pod.Name == "big" && m.Pod.Phase == "Pending")
+			sawSvc = sawSvc || (m.Service != nil && goodSvc(m.Service))
+			sawClaim = sawClaim || (m.Claim != nil && goodClaim(m.Claim))
 		}
 	}
-	if !sawNode || !sawPod {
-		t.Fatalf("the stream did not bring the node (%v) and the pod (%v)", sawNode, sawPod)
+	if !sawNode || !sawPod || !sawSvc || !sawClaim {
+		t.Fatalf("the stream did not bring the node (%v), the pod (%v), the Service (%v) and the claim (%v)", sawNode, sawPod, sawSvc, sawClaim)
 	}
 
 	getJSON := func(path string, out any) {

@@ -2,10 +2,14 @@ package ui
 
 import (
 	"sort"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
+	"minik/internal/volumeutil"
 	"minik/scheduler"
 )
 
@@ -23,6 +27,7 @@ type podView struct {
 	Ready     bool      `json:"ready"`
 	Created   time.Time `json:"created"`
 	Deleting  bool      `json:"deleting,omitempty"`
+	Claims    []string  `json:"claims,omitempty"` // the PersistentVolumeClaims it mounts
 }
 
 func viewPod(p *corev1.Pod) podView {
@@ -37,6 +42,11 @@ func viewPod(p *corev1.Pod) podView {
 		}
 		if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable {
 			v.Reason = c.Reason
+		}
+	}
+	for i := range p.Spec.Volumes {
+		if c := volumeutil.ClaimVolumeName(p, &p.Spec.Volumes[i]); c != "" {
+			v.Claims = append(v.Claims, c)
 		}
 	}
 	for _, cs := range p.Status.ContainerStatuses {
@@ -161,6 +171,167 @@ func viewExplanation(e *scheduler.Explanation) explainView {
 		for _, t := range e.Totals {
 			v.Totals[t.Name] = t.Score
 		}
+	}
+	return v
+}
+
+type serviceView struct {
+	Namespace    string            `json:"ns"`
+	Name         string            `json:"name"`
+	Type         string            `json:"type"`
+	ClusterIP    string            `json:"clusterIP,omitempty"` // "None" for a headless Service
+	ExternalName string            `json:"externalName,omitempty"`
+	Ports        []servicePortView `json:"ports,omitempty"`
+	Selector     map[string]string `json:"selector,omitempty"` // none: its EndpointSlices are someone else's
+}
+
+type servicePortView struct {
+	Name       string `json:"name,omitempty"`
+	Protocol   string `json:"protocol"`
+	Port       int32  `json:"port"`
+	TargetPort string `json:"targetPort"` // a number or a container port's name
+	NodePort   int32  `json:"nodePort,omitempty"`
+}
+
+func viewService(s *corev1.Service) serviceView {
+	v := serviceView{Namespace: s.Namespace, Name: s.Name, Type: string(s.Spec.Type), ClusterIP: s.Spec.ClusterIP,
+		ExternalName: s.Spec.ExternalName, Selector: s.Spec.Selector}
+	if v.Type == "" {
+		v.Type = string(corev1.ServiceTypeClusterIP)
+	}
+	for _, p := range s.Spec.Ports {
+		pv := servicePortView{Name: p.Name, Protocol: string(p.Protocol), Port: p.Port, TargetPort: p.TargetPort.String(), NodePort: p.NodePort}
+		if pv.Protocol == "" {
+			pv.Protocol = string(corev1.ProtocolTCP)
+		}
+		// An unset targetPort is the port itself.
+		if p.TargetPort.IntVal == 0 && p.TargetPort.StrVal == "" {
+			pv.TargetPort = strconv.Itoa(int(p.Port))
+		}
+		v.Ports = append(v.Ports, pv)
+	}
+	return v
+}
+
+// sliceView is an EndpointSlice: the browser joins a Service's slices by
+// the service-name label, so a pod turning not-Ready resends one slice
+// (at most 100 endpoints), not every endpoint of its Service.
+type sliceView struct {
+	Namespace string         `json:"ns"`
+	Name      string         `json:"name"`
+	Service   string         `json:"service"`
+	Endpoints []endpointView `json:"endpoints"`
+}
+
+type endpointView struct {
+	Addresses   []string `json:"addresses"`
+	Pod         string   `json:"pod,omitempty"` // the targetRef's name, when it is a Pod of the slice's namespace
+	Node        string   `json:"node,omitempty"`
+	Ready       bool     `json:"ready"`
+	Serving     bool     `json:"serving"`
+	Terminating bool     `json:"terminating,omitempty"`
+}
+
+func viewSlice(s *discoveryv1.EndpointSlice) sliceView {
+	v := sliceView{Namespace: s.Namespace, Name: s.Name, Service: s.Labels[discoveryv1.LabelServiceName], Endpoints: []endpointView{}}
+	for _, e := range s.Endpoints {
+		c := e.Conditions
+		// The API's reading of unset conditions: ready unless said
+		// otherwise, serving as ready, not terminating.
+		ev := endpointView{Addresses: e.Addresses, Ready: c.Ready == nil || *c.Ready, Terminating: c.Terminating != nil && *c.Terminating}
+		ev.Serving = ev.Ready
+		if c.Serving != nil {
+			ev.Serving = *c.Serving
+		}
+		if e.NodeName != nil {
+			ev.Node = *e.NodeName
+		}
+		if r := e.TargetRef; r != nil && r.Kind == "Pod" && (r.Namespace == "" || r.Namespace == s.Namespace) {
+			ev.Pod = r.Name
+		}
+		v.Endpoints = append(v.Endpoints, ev)
+	}
+	return v
+}
+
+type claimView struct {
+	Namespace    string `json:"ns"`
+	Name         string `json:"name"`
+	Phase        string `json:"phase"`
+	Class        string `json:"class,omitempty"`
+	Request      string `json:"request,omitempty"`
+	Volume       string `json:"volume,omitempty"`       // the bound PersistentVolume
+	SelectedNode string `json:"selectedNode,omitempty"` // the scheduler's choice, for WaitForFirstConsumer
+	Deleting     bool   `json:"deleting,omitempty"`
+}
+
+func viewClaim(c *corev1.PersistentVolumeClaim) claimView {
+	v := claimView{Namespace: c.Namespace, Name: c.Name, Phase: string(c.Status.Phase), Class: volumeutil.ClaimClass(c),
+		Volume: c.Spec.VolumeName, SelectedNode: c.Annotations[volumeutil.AnnSelectedNode], Deleting: c.DeletionTimestamp != nil}
+	if v.Phase == "" {
+		v.Phase = string(corev1.ClaimPending)
+	}
+	if q, ok := c.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+		v.Request = q.String()
+	}
+	return v
+}
+
+type volumeView struct {
+	Name     string `json:"name"`
+	Capacity string `json:"capacity,omitempty"`
+	Phase    string `json:"phase"`
+	Reclaim  string `json:"reclaim,omitempty"`
+	Class    string `json:"class,omitempty"`
+	Claim    string `json:"claim,omitempty"` // namespace/name of its claimRef
+	Node     string `json:"node,omitempty"`  // the one node its node affinity allows (local volumes)
+	Deleting bool   `json:"deleting,omitempty"`
+}
+
+func viewVolume(pv *corev1.PersistentVolume) volumeView {
+	v := volumeView{Name: pv.Name, Phase: string(pv.Status.Phase), Reclaim: string(pv.Spec.PersistentVolumeReclaimPolicy),
+		Class: volumeutil.VolumeClass(pv), Node: affinityNode(pv), Deleting: pv.DeletionTimestamp != nil}
+	if v.Phase == "" {
+		v.Phase = string(corev1.VolumePending)
+	}
+	if q, ok := pv.Spec.Capacity[corev1.ResourceStorage]; ok {
+		v.Capacity = q.String()
+	}
+	if r := pv.Spec.ClaimRef; r != nil {
+		v.Claim = r.Namespace + "/" + r.Name
+	}
+	return v
+}
+
+// affinityNode is the node a volume's required node affinity names when
+// it names exactly one (a hostname or metadata.name In [node]), as a
+// local volume's does; "" for a volume reachable from several nodes.
+func affinityNode(pv *corev1.PersistentVolume) string {
+	na := pv.Spec.NodeAffinity
+	if na == nil || na.Required == nil || len(na.Required.NodeSelectorTerms) != 1 {
+		return ""
+	}
+	t := na.Required.NodeSelectorTerms[0]
+	for _, r := range append(t.MatchExpressions, t.MatchFields...) {
+		if (r.Key == corev1.LabelHostname || r.Key == "metadata.name") && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			return r.Values[0]
+		}
+	}
+	return ""
+}
+
+type classView struct {
+	Name        string `json:"name"`
+	Provisioner string `json:"provisioner"`
+	BindingMode string `json:"bindingMode"`
+	Reclaim     string `json:"reclaim,omitempty"`
+	Default     bool   `json:"default,omitempty"`
+}
+
+func viewClass(sc *storagev1.StorageClass) classView {
+	v := classView{Name: sc.Name, Provisioner: sc.Provisioner, BindingMode: string(volumeutil.BindingMode(sc)), Default: volumeutil.IsDefaultClass(sc)}
+	if sc.ReclaimPolicy != nil {
+		v.Reclaim = string(*sc.ReclaimPolicy)
 	}
 	return v
 }

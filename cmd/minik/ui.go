@@ -19,7 +19,7 @@ func uiCommand() *cobra.Command {
 	var kubeconfigPath, listen, certFile, keyFile string
 	cmd := &cobra.Command{
 		Use:   "ui",
-		Short: "Serve the live view of a cluster (nodes and pods, a pod's path, the scheduler's verdicts, Events) in a browser",
+		Short: "Serve the live view of a cluster (nodes and pods, a pod's path, the scheduler's verdicts, Services and their endpoints, claims and volumes, Events) in a browser",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := clientFromKubeconfig(kubeconfigPath, "minik-ui")

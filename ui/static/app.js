@@ -3,8 +3,10 @@
 // only the parts of the page they touch are drawn again.
 "use strict";
 
-const state = { pods: new Map(), nodes: new Map(), events: [], followKey: "", followNext: false, schedKey: "" };
-const dirty = { columns: new Set(), all: true, events: true, flow: false, sched: false, names: true };
+const state = { pods: new Map(), nodes: new Map(), events: [], followKey: "", followNext: false, schedKey: "",
+  services: new Map(), slices: new Map(), claims: new Map(), volumes: new Map(), classes: new Map() };
+// services: redraw the whole list; svcs: redraw only these Services (a slice or a Service changed).
+const dirty = { columns: new Set(), all: true, events: true, flow: false, sched: false, names: true, services: true, svcs: new Set(), volumes: true };
 let queue = [];
 let frame = 0;
 
@@ -20,6 +22,7 @@ function applyPod(type, p) {
   const old = state.pods.get(k);
   if (old) dirty.columns.add(columnOf(old));
   if (type === "DELETED" || (old && old.node !== p.node)) dirty.names = true; // the pending list changes
+  if ((old && old.claims) || p.claims) dirty.volumes = true; // a claim's users change
   if (type === "DELETED") { state.pods.delete(k); } else {
     if (!old) { dirty.names = true; if (state.followNext && type === "ADDED") { follow(k); state.followNext = false; $("follow-next").checked = false; } }
     state.pods.set(k, p);
@@ -35,7 +38,12 @@ function apply(msg) {
     for (const p of msg.snapshot.pods) state.pods.set(key(p), p);
     for (const n of msg.snapshot.nodes) state.nodes.set(n.name, n);
     state.events = msg.snapshot.events || [];
-    dirty.all = dirty.events = dirty.names = dirty.flow = dirty.sched = true;
+    fill(state.services, msg.snapshot.services, key);
+    fill(state.slices, msg.snapshot.slices, key);
+    fill(state.claims, msg.snapshot.claims, key);
+    fill(state.volumes, msg.snapshot.volumes, (v) => v.name);
+    fill(state.classes, msg.snapshot.classes, (c) => c.name);
+    dirty.all = dirty.events = dirty.names = dirty.flow = dirty.sched = dirty.services = dirty.volumes = true;
     return;
   }
   for (const m of msg.batch || []) {
@@ -50,9 +58,23 @@ function apply(msg) {
       const k = m.event.ns + "/" + m.event.name;
       if (k === state.followKey || m.event.kind !== "Pod") dirty.flow = true;
       if (k === state.schedKey) dirty.sched = true;
+    } else if (m.kind === "service") {
+      put(state.services, m.type, m.service, key);
+      if (m.type === "MODIFIED") dirty.svcs.add(key(m.service)); else dirty.services = true; // the list's order changes
+    } else if (m.kind === "slice") {
+      const old = state.slices.get(key(m.slice));
+      if (old) dirty.svcs.add(old.ns + "/" + old.service);
+      put(state.slices, m.type, m.slice, key);
+      dirty.svcs.add(m.slice.ns + "/" + m.slice.service);
     }
+    else if (m.kind === "claim") { put(state.claims, m.type, m.claim, key); dirty.volumes = true; }
+    else if (m.kind === "volume") { put(state.volumes, m.type, m.volume, (v) => v.name); dirty.volumes = true; }
+    else if (m.kind === "class") { put(state.classes, m.type, m.class, (c) => c.name); dirty.volumes = true; }
   }
 }
+
+function fill(map, items, k) { map.clear(); for (const o of items || []) map.set(k(o), o); }
+function put(map, type, o, k) { if (type === "DELETED") map.delete(k(o)); else map.set(k(o), o); }
 
 function connect() {
   const es = new EventSource("api/stream");
@@ -75,7 +97,13 @@ function render() {
   if (dirty.names) { drawNames(); dirty.names = false; }
   if (dirty.flow) { dirty.flow = false; loadFlow(); }
   if (dirty.sched) { dirty.sched = false; loadExplain(); }
+  // The Services and Volumes lists are drawn only while they are shown.
+  if ((dirty.services || dirty.svcs.size) && shown("services")) drawServices();
+  if (dirty.volumes && shown("volumes")) drawVolumes();
 }
+
+const shown = (tab) => $(tab).classList.contains("active");
+const redraw = () => { if (!frame) frame = requestAnimationFrame(render); };
 
 // ---- Cluster ----
 function podsByColumn() {
@@ -124,7 +152,8 @@ function drawColumn(name, cols) {
   // Virtualised: a column draws at most its first 200 cards, the rest scroll in as text counts.
   const shown = pods.slice(0, 200);
   const cards = shown.map((p) => `<div class="card ${esc(p.phase)}${p.deleting ? " deleting" : ""}${p.ready ? "" : " notready"}" data-pod="${esc(key(p))}" title="${esc(key(p))} ${esc(p.phase)} ${esc(p.reason)}">` +
-    `${esc(p.name)}${p.restarts ? `<span class="restarts">↻${p.restarts}</span>` : ""}</div>`).join("");
+    `${esc(p.name)}${p.restarts ? `<span class="restarts">↻${p.restarts}</span>` : ""}` +
+    `${p.claims ? `<span class="pvc" title="mounts ${esc(p.claims.join(", "))}">pvc</span>` : ""}</div>`).join("");
   const more = pods.length > shown.length ? `<div class="meta">…and ${pods.length - shown.length} more</div>` : "";
   col.innerHTML = head + `<div class="cards">${cards}${more}</div>`;
 }
@@ -219,6 +248,110 @@ async function loadExplain() {
   $("score-table").innerHTML = s;
 }
 
+// ---- Services: each Service with the endpoints of its EndpointSlices ----
+// Capped like the cluster's columns: the first MAX_ROWS Services that
+// match the filter, each with its first MAX_EPS endpoints.
+const MAX_ROWS = 200, MAX_EPS = 100;
+const podLink = (ns, name) => `<a href="#" class="podlink" data-pod="${esc(ns + "/" + name)}">${esc(name)}</a>`;
+const more = (n, what) => n > 0 ? `<div class="meta">…and ${n} more ${what} (filter to narrow)</div>` : "";
+
+function endpointsOf(s) {
+  const eps = [];
+  for (const sl of state.slices.values()) if (sl.ns === s.ns && sl.service === s.name) eps.push(...sl.endpoints);
+  return eps.sort((a, b) => (a.pod || a.addresses[0]) < (b.pod || b.addresses[0]) ? -1 : 1);
+}
+
+function svcHTML(s, eps) {
+  const ports = (s.ports || []).map((p) => `${p.name ? esc(p.name) + " " : ""}${p.port}→${esc(p.targetPort)}/${esc(p.protocol)}${p.nodePort ? ` (nodePort ${p.nodePort})` : ""}`).join(", ");
+  const sel = s.selector ? Object.entries(s.selector).map(([k, v]) => esc(k + "=" + v)).join(",") : "none (its EndpointSlices are written directly, not from pods)";
+  const ready = eps.filter((e) => e.ready).length;
+  const rows = eps.slice(0, MAX_EPS).map((e) => {
+    const cls = e.terminating ? "terminating" : e.ready ? "ready" : "notready";
+    return `<tr class="ep ${cls}" data-pod="${e.pod ? esc(s.ns + "/" + e.pod) : ""}" data-node="${esc(e.node)}"><td>${esc(e.addresses.join(", "))}</td>` +
+      `<td>${e.pod ? podLink(s.ns, e.pod) : ""}</td><td class="node">${esc(e.node)}</td>` +
+      `<td>${e.ready ? "✓" : "✗"}</td><td>${e.serving ? "✓" : "✗"}</td><td>${e.terminating ? "yes" : ""}</td></tr>`;
+  }).join("");
+  return `<div class="svc" data-svc="${esc(key(s))}"><div class="svc-head"><b>${esc(key(s))}</b> <span class="type">${esc(s.type)}</span>` +
+    (s.clusterIP ? ` clusterIP ${esc(s.clusterIP)}` : "") + (s.externalName ? ` → ${esc(s.externalName)}` : "") +
+    (ports ? ` · ports ${ports}` : "") + ` · selector ${sel}</div>` +
+    `<div class="meta">${ready} of ${eps.length} endpoints ready${eps.length ? " (only ready ones get new traffic)" : ""}</div>` +
+    (eps.length ? `<table class="grid eps"><tr><th>address</th><th>pod</th><th>node</th><th>ready</th><th>serving</th><th>terminating</th></tr>${rows}</table>` : "") +
+    more(eps.length - MAX_EPS, "endpoints") + `</div>`;
+}
+
+// drawServices redraws the list, or, when only some Services' endpoints
+// changed and no filter is set, just those Services' boxes.
+function drawServices() {
+  const f = $("svc-filter").value.trim().toLowerCase();
+  if (!dirty.services && !f) {
+    for (const k of dirty.svcs) {
+      const el = $("svc-list").querySelector(`.svc[data-svc="${CSS.escape(k)}"]`);
+      const s = state.services.get(k);
+      if (el && s) el.outerHTML = svcHTML(s, endpointsOf(s));
+    }
+    dirty.svcs.clear();
+    return;
+  }
+  dirty.services = false; dirty.svcs.clear();
+  const bySvc = new Map();
+  for (const sl of state.slices.values()) {
+    const k = sl.ns + "/" + sl.service;
+    if (!bySvc.has(k)) bySvc.set(k, []);
+    bySvc.get(k).push(...sl.endpoints);
+  }
+  const html = [];
+  let matched = 0;
+  for (const s of [...state.services.values()].sort((a, b) => key(a) < key(b) ? -1 : 1)) {
+    const eps = (bySvc.get(key(s)) || []).sort((a, b) => (a.pod || a.addresses[0]) < (b.pod || b.addresses[0]) ? -1 : 1);
+    if (f && !`${key(s)} ${s.type} ${s.clusterIP} ${eps.map((e) => `${e.addresses.join(" ")} ${e.pod} ${e.node}`).join(" ")}`.toLowerCase().includes(f)) continue;
+    if (++matched <= MAX_ROWS) html.push(svcHTML(s, eps));
+  }
+  $("svc-count").textContent = `${matched} of ${state.services.size} services`;
+  $("svc-list").innerHTML = html.join("") + more(matched - MAX_ROWS, "services");
+}
+$("svc-filter").addEventListener("input", () => { dirty.services = true; redraw(); });
+
+// ---- Volumes: claims with their volumes and the pods using them ----
+function drawVolumes() {
+  dirty.volumes = false;
+  $("class-list").innerHTML = "StorageClasses: " + ([...state.classes.values()].sort((a, b) => a.name < b.name ? -1 : 1).map((c) =>
+    `<span class="sc" data-class="${esc(c.name)}"><b>${esc(c.name)}</b>${c.default ? " (default)" : ""} ${esc(c.provisioner)} · ${esc(c.bindingMode)}${c.reclaim ? " · " + esc(c.reclaim) : ""}</span>`).join(" ") || "none");
+  const users = new Map(); // ns/claim → pods mounting it
+  for (const p of state.pods.values()) for (const c of p.claims || []) {
+    const k = p.ns + "/" + c;
+    if (!users.has(k)) users.set(k, []);
+    users.get(k).push(p);
+  }
+  const f = $("vol-filter").value.trim().toLowerCase();
+  let h = `<tr><th>claim</th><th>phase</th><th>class</th><th>request</th><th>selected node</th><th>volume</th><th>capacity</th><th>volume phase</th><th>reclaim</th><th>volume's node</th><th>used by</th></tr>`;
+  let matched = 0;
+  for (const c of [...state.claims.values()].sort((a, b) => key(a) < key(b) ? -1 : 1)) {
+    const v = c.volume ? state.volumes.get(c.volume) : null;
+    const pods = (users.get(key(c)) || []).sort((a, b) => a.name < b.name ? -1 : 1);
+    if (f && !`${key(c)} ${c.phase} ${c.class} ${c.selectedNode} ${c.volume} ${v ? v.node : ""} ${pods.map((p) => p.name).join(" ")}`.toLowerCase().includes(f)) continue;
+    if (++matched > MAX_ROWS) continue;
+    h += `<tr class="claim ${esc(c.phase)}${c.deleting ? " deleting" : ""}" data-claim="${esc(key(c))}"><td>${esc(key(c))}</td><td class="phase">${esc(c.phase)}${c.deleting ? " (deleting)" : ""}</td>` +
+      `<td>${esc(c.class)}</td><td>${esc(c.request)}</td><td class="selected">${esc(c.selectedNode)}</td>` +
+      `<td class="volume">${esc(c.volume)}</td><td>${v ? esc(v.capacity) : ""}</td><td class="vphase">${v ? esc(v.phase) : ""}</td><td>${v ? esc(v.reclaim) : ""}</td>` +
+      `<td class="vnode">${v ? esc(v.node) : ""}</td><td class="users">${pods.map((p) => podLink(p.ns, p.name) + (p.node ? ` on ${esc(p.node)}` : "")).join(", ")}</td></tr>`;
+  }
+  $("claim-table").innerHTML = h + (matched > MAX_ROWS ? `<tr><td colspan="11">…and ${matched - MAX_ROWS} more claims (filter to narrow)</td></tr>` : "");
+  $("vol-count").textContent = `${matched} of ${state.claims.size} claims`;
+  // Volumes no listed claim holds: Available, Released, or waiting for theirs.
+  const free = [...state.volumes.values()].filter((v) => !v.claim || !state.claims.has(v.claim)).sort((a, b) => a.name < b.name ? -1 : 1);
+  $("free-title").textContent = free.length ? `PersistentVolumes without a claim (${free.length})` : "";
+  $("free-table").innerHTML = free.length ? `<tr><th>volume</th><th>capacity</th><th>phase</th><th>reclaim</th><th>class</th><th>claimRef</th><th>node</th></tr>` +
+    free.slice(0, MAX_ROWS).map((v) => `<tr data-volume="${esc(v.name)}"><td>${esc(v.name)}</td><td>${esc(v.capacity)}</td><td>${esc(v.phase)}</td><td>${esc(v.reclaim)}</td>` +
+      `<td>${esc(v.class)}</td><td>${esc(v.claim)}</td><td>${esc(v.node)}</td></tr>`).join("") : "";
+}
+$("vol-filter").addEventListener("input", () => { dirty.volumes = true; redraw(); });
+
+// A pod named in the Services or Volumes panel: follow it, as a card click does.
+for (const id of ["svc-list", "claim-table"]) $(id).addEventListener("click", (e) => {
+  const a = e.target.closest("a.podlink"); if (!a) return;
+  e.preventDefault(); follow(a.dataset.pod); showTab("flow");
+});
+
 // ---- Events (virtualised: only the rows in view exist) ----
 const ROW = 22;
 let filtered = [];
@@ -250,6 +383,7 @@ function showTab(name) {
   for (const b of document.querySelectorAll("nav button")) b.classList.toggle("active", b.dataset.tab === name);
   for (const s of document.querySelectorAll(".tab")) s.classList.toggle("active", s.id === name);
   if (name === "events") drawEventRows();
+  if (name === "services" || name === "volumes") redraw();
 }
 for (const b of document.querySelectorAll("nav button")) b.addEventListener("click", () => showTab(b.dataset.tab));
 
