@@ -403,4 +403,3 @@ func (k *Kubelet) killSandboxContainers(ctx context.Context, sandboxID string, g
 // defaultNodeIP is the host's primary IPv4 address, the one the apiserver
 // also advertises by default.
 func defaultNodeIP() string { return hostip.PrimaryIPv4() }
-
