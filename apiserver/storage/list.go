@@ -11,6 +11,7 @@ import (
 	"github.com/google/btree"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -167,8 +168,10 @@ func (p *Page) Each(yield func(runtime.Object) error) error {
 	return nil
 }
 
-// ProtobufSize returns the sum of the items' protobuf sizes when the
-// cache knows it (a whole list from the cache), without reading them.
+// ProtobufSize returns the size of the items as a Kubernetes list's
+// protobuf holds them (its field 2, repeated: a tag, a length and the
+// object's protobuf, each), when the cache knows it without reading them
+// (a whole list from the cache).
 func (p *Page) ProtobufSize() (int, bool) { return p.pbSize, p.sized }
 
 // ServeList answers a LIST request, from the watch cache where
@@ -242,7 +245,7 @@ func (c *WatchCache) list(opts ListOptions) *Page {
 		// The whole list: items are decoded as they are written out.
 		page.sized = true
 		objects.AscendRange(from, to, func(o *cachedObject) bool {
-			page.pbSize += o.pbSize
+			page.pbSize += protowire.SizeTag(2) + protowire.SizeBytes(o.pbSize)
 			page.sized = page.sized && o.pbSize > 0
 			return true
 		})

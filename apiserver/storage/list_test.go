@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -165,7 +166,10 @@ func TestServeList(t *testing.T) {
 			page, _ := served(t, s, ListOptions{Namespace: "ns"})
 			size, ok := page.ProtobufSize()
 			want := 0
-			_ = page.Each(func(obj runtime.Object) error { want += obj.(interface{ Size() int }).Size(); return nil })
+			_ = page.Each(func(obj runtime.Object) error {
+				want += protowire.SizeTag(2) + protowire.SizeBytes(obj.(interface{ Size() int }).Size())
+				return nil
+			})
 			if !ok || size != want {
 				t.Fatalf("size %d %v, want %d", size, ok, want)
 			}
