@@ -227,7 +227,7 @@ func marshalProtobuf(obj runtime.Object) ([]byte, error) {
 }
 
 // tableChunk is how many objects become Table rows at a time.
-const tableChunk = 500
+var tableChunk = 500
 
 // writeTableList writes a Table (kubectl get) whose rows are made from
 // tableChunk objects at a time, so that neither the objects nor the rows

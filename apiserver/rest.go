@@ -104,7 +104,9 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, ri *reque
 		writeError(w, r, err)
 		return
 	}
-	if !pred.everything() {
+	if !pred.labels.Empty() || !pred.fields.Empty() {
+		// (The namespace is the key prefix the store reads: a list
+		// without selectors keeps its remainingItemCount.)
 		opts.Match = pred.Matches
 	}
 	page, err := h.store.ServeList(r.Context(), opts)

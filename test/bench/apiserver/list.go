@@ -1,6 +1,7 @@
 package main
 
 import (
+	gz "compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 type listResult struct {
 	FirstByte, Total time.Duration
 	Bytes            int64 // on the wire (compressed when gzipped)
+	BodyBytes        int64 // decompressed
 	Gzipped          bool
 	RSSBefore        int64 // the apiserver's RSS before the request, bytes
 	RSSGrowth        int64 // its peak RSS during the request minus RSSBefore
@@ -128,21 +130,20 @@ func benchList(ctx context.Context, hc *http.Client, host string, srv *minik, pr
 		body, _ := io.ReadAll(resp.Body)
 		return res, fmt.Errorf("list: %s: %.200s", resp.Status, body)
 	}
-	buf := make([]byte, 256<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 && res.Bytes == 0 {
-			res.FirstByte = time.Since(start)
-		}
-		res.Bytes += int64(n)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
+	wire := &firstByteReader{r: resp.Body, start: start}
+	var body io.Reader = wire
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		if body, err = gz.NewReader(wire); err != nil {
 			close(stop)
 			return res, err
 		}
 	}
+	res.BodyBytes, err = io.Copy(io.Discard, body)
+	if err != nil {
+		close(stop)
+		return res, err
+	}
+	res.Bytes, res.FirstByte = wire.n, wire.first
 	res.Total = time.Since(start)
 	close(stop)
 	<-sampled
@@ -213,4 +214,30 @@ func totals(rs []listResult) []float64 {
 		out[i] = round(float64(r.Total) / 1e6)
 	}
 	return out
+}
+
+// maxPeak is the highest RSS the server reached in any of the runs, MB.
+func maxPeak(rs []listResult) float64 {
+	var m int64
+	for _, r := range rs {
+		m = max(m, r.RSSBefore+r.RSSGrowth)
+	}
+	return float64(m) / 1e6
+}
+
+// firstByteReader counts the bytes read and notes when the first came.
+type firstByteReader struct {
+	r     io.Reader
+	start time.Time
+	first time.Duration
+	n     int64
+}
+
+func (f *firstByteReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if n > 0 && f.n == 0 {
+		f.first = time.Since(f.start)
+	}
+	f.n += int64(n)
+	return n, err
 }
