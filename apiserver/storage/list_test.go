@@ -161,6 +161,44 @@ func TestServeList(t *testing.T) {
 				t.Fatalf("all: %v", got)
 			}
 		}},
+		{"a whole list read while objects change is the state of its revision", func(t *testing.T, s *podStore) {
+			fill(t, s, 50)
+			page, err := s.ServeList(ctxT(t), ListOptions{Namespace: "ns"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() { // writes while the list is read (the race detector watches)
+				defer close(done)
+				for i := 0; i < 20; i++ {
+					s.create(t, makePod(fmt.Sprintf("new%02d", i)).Obj())
+					s.relabel(t, fmt.Sprintf("p%02d", i), "changed", "yes")
+				}
+				if _, err := s.Delete(ctxT(t), "ns", "p49", nil); err != nil {
+					t.Error(err)
+				}
+			}()
+			var names []string
+			if err := page.Each(func(obj runtime.Object) error {
+				if metaOf(obj).GetLabels()["changed"] != "" || rvOf(t, obj) > page.ResourceVersion {
+					return fmt.Errorf("%s changed after the list's revision", metaOf(obj).GetName())
+				}
+				names = append(names, metaOf(obj).GetName())
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			<-done
+			if len(names) != 50 || names[49] != "p49" {
+				t.Fatalf("%d items, last %v", len(names), names[len(names)-1])
+			}
+			again, err := s.ServeList(ctxT(t), ListOptions{Namespace: "ns"})
+			n := 0
+			_ = again.Each(func(runtime.Object) error { n++; return nil })
+			if err != nil || n != 69 {
+				t.Fatalf("a new list: %d items, %v", n, err)
+			}
+		}},
 		{"the protobuf size of a whole list is known without encoding", func(t *testing.T, s *podStore) {
 			fill(t, s, 3)
 			page, _ := served(t, s, ListOptions{Namespace: "ns"})
