@@ -111,20 +111,18 @@ func (h *resourceHandler) writeJSONList(bw *bodyWriter, lm metav1.ListMeta, each
 	if _, err := fmt.Fprintf(bw, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, h.res.Kind+"List", h.res.APIVersion(), head); err != nil {
 		return err
 	}
+	// The encoder writes each item from its own buffer (and a newline
+	// after it, which JSON allows).
+	enc := json.NewEncoder(bw)
 	first := true
 	if err := each(func(obj runtime.Object) error {
-		data, err := json.Marshal(obj)
-		if err != nil {
-			return err
-		}
 		if !first {
 			if _, err := bw.Write([]byte{','}); err != nil {
 				return err
 			}
 		}
 		first = false
-		_, err = bw.Write(data)
-		return err
+		return enc.Encode(obj)
 	}); err != nil {
 		return err
 	}
