@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bufio"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -184,21 +185,130 @@ const gzipThreshold = 128 << 10
 // response compression does: a LIST of thousands of pods is a tenth of
 // its size on the wire.
 func writeBody(w http.ResponseWriter, r *http.Request, code int, contentType string, data []byte) {
-	h := w.Header()
-	h.Set("Content-Type", contentType)
 	if len(data) < gzipThreshold || !acceptsGzip(r) {
+		w.Header().Set("Content-Type", contentType)
 		w.WriteHeader(code)
 		_, _ = w.Write(data)
 		return
 	}
-	h.Set("Content-Encoding", "gzip")
-	h.Add("Vary", "Accept-Encoding")
-	w.WriteHeader(code)
-	zw := gzipWriters.Get().(*gzip.Writer)
-	zw.Reset(w)
-	_, _ = zw.Write(data)
-	_ = zw.Close()
-	gzipWriters.Put(zw)
+	bw := newBodyWriter(w, r, code, contentType)
+	_, _ = bw.Write(data)
+	_ = bw.Close()
+}
+
+// bodyWriter writes a response body that may be written piece by piece
+// (a streamed list). For a client that accepts gzip it holds the first
+// gzipThreshold bytes back: a body that ends before is sent as it is, a
+// longer one is gzipped from its first byte. Once the status line is
+// out, an error can no longer be answered as a Status (Started).
+type bodyWriter struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	code int
+	held []byte
+	out  io.Writer // nil until the status line is written
+	zw   *gzip.Writer
+	// buf gathers small writes (list items) into large ones: each write
+	// to an HTTP/2 response is a hand-off to the connection's goroutine.
+	buf *bufio.Writer
+	err error
+}
+
+func newBodyWriter(w http.ResponseWriter, r *http.Request, code int, contentType string) *bodyWriter {
+	w.Header().Set("Content-Type", contentType)
+	return &bodyWriter{w: w, r: r, code: code}
+}
+
+// Started reports whether the status line has been written.
+func (b *bodyWriter) Started() bool { return b.out != nil }
+
+func (b *bodyWriter) Write(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.out == nil {
+		if !acceptsGzip(b.r) {
+			b.start(false)
+		} else if b.held = append(b.held, p...); len(b.held) < gzipThreshold {
+			return len(p), nil
+		} else {
+			b.start(true)
+			p, b.held = b.held, nil
+			if _, b.err = b.out.Write(p); b.err == nil {
+				b.err = b.flush() // the first bytes go out now, not when the body ends
+			}
+			return len(p), b.err
+		}
+	}
+	var n int
+	n, b.err = b.out.Write(p)
+	return n, b.err
+}
+
+func (b *bodyWriter) start(compress bool) {
+	b.buf = bufferedWriters.Get().(*bufio.Writer)
+	b.buf.Reset(b.w)
+	b.out = b.buf
+	if compress {
+		h := b.w.Header()
+		h.Set("Content-Encoding", "gzip")
+		h.Add("Vary", "Accept-Encoding")
+		b.zw = gzipWriters.Get().(*gzip.Writer)
+		b.zw.Reset(b.buf)
+		b.out = b.zw
+	}
+	b.w.WriteHeader(b.code)
+}
+
+// bufferedWriters are reused across responses.
+var bufferedWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+
+// flush sends what the gzip stream and the buffer hold.
+func (b *bodyWriter) flush() error {
+	if b.zw != nil {
+		if err := b.zw.Flush(); err != nil {
+			return err
+		}
+	}
+	if err := b.buf.Flush(); err != nil {
+		return err
+	}
+	if f, ok := b.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return nil
+}
+
+// Close writes what was held back and ends the gzip stream.
+func (b *bodyWriter) Close() error {
+	if b.out == nil {
+		if len(b.held) < 4<<10 {
+			// Small: straight out, without a buffer.
+			b.w.WriteHeader(b.code)
+			_, b.err = b.w.Write(b.held)
+			b.out, b.held = b.w, nil
+			return b.err
+		}
+		b.start(false)
+		_, b.err = b.out.Write(b.held)
+		b.held = nil
+	}
+	if b.zw != nil {
+		if err := b.zw.Close(); b.err == nil {
+			b.err = err
+		}
+		gzipWriters.Put(b.zw)
+		b.zw = nil
+	}
+	if b.buf != nil {
+		if err := b.buf.Flush(); b.err == nil {
+			b.err = err
+		}
+		b.buf.Reset(nil)
+		bufferedWriters.Put(b.buf)
+		b.buf = nil
+	}
+	return b.err
 }
 
 // gzipWriters are reused: a gzip.Writer holds about 800 KB of state.

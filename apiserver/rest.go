@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -96,43 +98,35 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, ri *reque
 		}
 	}
 	opts := storage.ListOptions{Namespace: ri.namespace, ResourceVersion: q.Get("resourceVersion"),
-		Limit: limit, Continue: q.Get("continue")}
-	if !pred.everything() {
+		ResourceVersionMatch: metav1.ResourceVersionMatch(q.Get("resourceVersionMatch")),
+		Limit:                limit, Continue: q.Get("continue")}
+	if err := validateListOptions(opts); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if !pred.labels.Empty() || !pred.fields.Empty() {
+		// (The namespace is the key prefix the store reads: a list
+		// without selectors keeps its remainingItemCount.)
 		opts.Match = pred.Matches
 	}
-	result, err := h.store.List(r.Context(), opts)
+	page, err := h.store.ServeList(r.Context(), opts)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	items := result.Items
-	if h.conv != nil {
-		for i := range items {
-			if items[i], err = h.out(items[i]); err != nil {
-				writeError(w, r, err)
-				return
-			}
-		}
+	h.writeList(w, r, page)
+}
+
+// validateListOptions checks resourceVersion, resourceVersionMatch and
+// continue together with apimachinery's rules (422 on ListOptions, as
+// upstream).
+func validateListOptions(opts storage.ListOptions) error {
+	lo := metainternalversion.ListOptions{ResourceVersion: opts.ResourceVersion,
+		ResourceVersionMatch: opts.ResourceVersionMatch, Limit: opts.Limit, Continue: opts.Continue}
+	if errs := metainternalversionvalidation.ValidateListOptions(&lo, false); len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}
-	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(result.ResourceVersion, 10),
-		Continue: result.Continue, RemainingItemCount: result.RemainingItemCount}
-	if tableRequested(r) {
-		h.srv.writeTable(w, r, h, listMeta, items)
-		return
-	}
-	list := h.res.NewList()
-	if err := meta.SetList(list, items); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	lm, _ := meta.ListAccessor(list)
-	lm.SetResourceVersion(listMeta.ResourceVersion)
-	lm.SetContinue(listMeta.Continue)
-	lm.SetRemainingItemCount(listMeta.RemainingItemCount)
-	ta, _ := meta.TypeAccessor(list)
-	ta.SetAPIVersion(h.res.APIVersion())
-	ta.SetKind(h.res.Kind + "List")
-	writeObject(w, r, http.StatusOK, list)
+	return nil
 }
 
 // create answers POST on a collection.

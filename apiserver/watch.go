@@ -73,19 +73,24 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 	from := rv
 	wantInitial := sendInitial == "true" || (sendInitial == "" && rv == 0)
 	if wantInitial || rv == 0 {
-		opts := storage.ListOptions{Namespace: ri.namespace}
-		if !pred.everything() {
+		// From the watch cache, as upstream: unset is a consistent read,
+		// 0 any state, N not older than N.
+		opts := storage.ListOptions{Namespace: ri.namespace, ResourceVersion: q.Get("resourceVersion")}
+		if rv != 0 {
+			opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+		}
+		if !pred.labels.Empty() || !pred.fields.Empty() {
 			opts.Match = pred.Matches
 		}
-		list, err := h.store.List(r.Context(), opts)
+		page, err := h.store.ServeList(r.Context(), opts)
+		if err == nil && wantInitial {
+			err = page.Each(func(obj runtime.Object) error { initial = append(initial, obj); return nil })
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		from = list.ResourceVersion
-		if wantInitial {
-			initial = list.Items
-		}
+		from = page.ResourceVersion
 	}
 	watcher, err := h.store.Cache().Watch(from, pred.watchFilter(), bookmarks)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -348,9 +349,11 @@ func (s *Store) deleteAt(ctx context.Context, key, name string, modRev int64, cu
 type ListOptions struct {
 	Namespace       string
 	ResourceVersion string // "" = latest; "0" = any; N = at least N (exact when paging)
-	Limit           int64
-	Continue        string
-	Match           func(runtime.Object) bool // nil matches everything
+	// ResourceVersionMatch is "", NotOlderThan or Exact (list.go).
+	ResourceVersionMatch metav1.ResourceVersionMatch
+	Limit                int64
+	Continue             string
+	Match                func(runtime.Object) bool // nil matches everything
 }
 
 // ListResult is one page of a list.
@@ -366,27 +369,25 @@ type continueToken struct {
 	Start string `json:"start"`
 }
 
-// List reads matching objects from etcd at one revision. With a limit, it
-// returns a continue token that reads the next page at the same revision.
+// List reads matching objects from etcd at one revision: the latest, the
+// one of a continue token, or an exact resourceVersion (Exact, or a limit
+// with resourceVersion=N). With a limit, it returns a continue token that
+// reads the next page at the same revision. Requests go through
+// ServeList, which may answer from the watch cache instead.
 func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error) {
 	defer s.observe(opList, time.Now())
 	prefix := s.listPrefix(opts.Namespace)
 	start := prefix
-	var rev int64
+	rev, err := exactRevision(opts)
+	if err != nil {
+		return nil, err
+	}
 	if opts.Continue != "" {
 		tok, err := decodeContinue(opts.Continue, prefix)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
 		start, rev = tok.Start, tok.RV
-	} else if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
-		rv, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", opts.ResourceVersion))
-		}
-		// "Not older than rv": the latest state satisfies that; wait for
-		// nothing since etcd reads are linearizable.
-		_ = rv
 	}
 	end := clientv3.GetPrefixRangeEnd(prefix)
 	out := &ListResult{}
@@ -401,10 +402,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (*ListResult, error)
 		}
 		resp, err := s.client.Get(ctx, start, getOpts...)
 		if err != nil {
-			if errors.Is(err, rpctypes.ErrCompacted) {
-				return nil, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
-			}
-			return nil, storageError(err)
+			return nil, listError(err, rev, opts.Continue != "")
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision
@@ -457,9 +455,11 @@ func decodeContinue(s, prefix string) (continueToken, error) {
 	return t, nil
 }
 
-// CurrentRevision returns etcd's latest revision.
+// CurrentRevision returns etcd's latest revision: a linearizable read of
+// one key (the prefix itself, which holds nothing), so it costs the same
+// whatever the number of objects, unlike a count over the prefix.
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
-	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithCountOnly(), clientv3.WithLimit(1))
+	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithKeysOnly())
 	if err != nil {
 		return 0, storageError(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/btree"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,7 +25,9 @@ type Event struct {
 	Rev    int64
 	Object runtime.Object // the new object; for Deleted, the last state
 
-	prevData []byte // stored bytes before the change (Modified only)
+	key      string
+	cached   *cachedObject // the object's new cache entry (nil for Deleted)
+	prevData []byte        // stored bytes before the change (Modified only)
 	prevRev  int64
 	store    *Store
 	prevOnce sync.Once
@@ -123,23 +126,29 @@ func (w *Watcher) Stop() {
 	w.cache.remove(w)
 }
 
-// WatchCache holds a window of recent events for one resource and fans
-// them out to watchers. It keeps a single etcd watch whatever the number
-// of watchers, and never blocks on a slow watcher: one whose buffer is full
-// is closed and will re-watch or re-list.
+// WatchCache holds the current objects of one resource and a window of
+// recent events, and fans the events out to watchers. It keeps a single
+// etcd watch whatever the number of watchers, and never blocks on a slow
+// watcher: one whose buffer is full is closed and will re-watch or
+// re-list. Lists are answered from its objects (list.go).
 type WatchCache struct {
 	store   *Store
 	size    int
 	bufSize int
 
 	mu          sync.RWMutex
+	objects     *btree.BTreeG[*cachedObject] // every object at revision latest, by key
 	ring        []*Event
 	head, count int
-	windowStart int64 // a watch from rev >= windowStart can be served
-	latest      int64 // the newest revision the cache has seen
+	windowStart int64         // a watch from rev >= windowStart can be served
+	latest      int64         // the newest revision the cache has seen
+	advanced    chan struct{} // closed (and replaced) when latest moves
 	watchers    map[int]*Watcher
 	nextID      int
 	ready       chan struct{}
+	// watchCtx is the etcd watch's context: progress requests must go
+	// to the gRPC stream the watch uses, which etcd picks by its metadata.
+	watchCtx context.Context
 }
 
 func newWatchCache(s *Store, size int) *WatchCache {
@@ -147,6 +156,7 @@ func newWatchCache(s *Store, size int) *WatchCache {
 		size = 1000
 	}
 	return &WatchCache{store: s, size: size, bufSize: 1024, ring: make([]*Event, size),
+		objects: newObjectTree(), advanced: make(chan struct{}),
 		watchers: map[int]*Watcher{}, ready: make(chan struct{})}
 }
 
@@ -157,13 +167,16 @@ func (c *WatchCache) LatestRevision() int64 {
 	return c.latest
 }
 
+// start reads every object at one revision, then follows etcd from there.
 func (c *WatchCache) start(ctx context.Context) error {
-	rev, err := c.store.CurrentRevision(ctx)
+	objects, rev, err := c.load(ctx)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
+	c.objects = objects
 	c.windowStart, c.latest = rev, rev
+	c.watchCtx = clientv3.WithRequireLeader(ctx)
 	c.mu.Unlock()
 	close(c.ready)
 	go c.run(ctx, rev)
@@ -173,16 +186,16 @@ func (c *WatchCache) start(ctx context.Context) error {
 // run follows etcd from rev, restarting the etcd watch if it breaks.
 func (c *WatchCache) run(ctx context.Context, rev int64) {
 	for ctx.Err() == nil {
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		wctx, cancel := context.WithCancel(c.watchCtx)
 		wch := c.store.client.Watch(wctx, c.store.prefix, clientv3.WithPrefix(), clientv3.WithPrevKV(),
 			clientv3.WithRev(rev+1), clientv3.WithProgressNotify())
 		for resp := range wch {
 			if err := resp.Err(); err != nil {
 				slog.Warn("etcd watch broke", "prefix", c.store.prefix, "err", err)
 				if resp.CompactRevision > 0 {
-					// We fell behind compaction: everything older is gone.
-					c.reset(resp.CompactRevision)
-					rev = resp.CompactRevision
+					// We fell behind compaction: the events in between are
+					// gone, so read every object again.
+					rev = c.reload(ctx)
 				}
 				break
 			}
@@ -204,8 +217,10 @@ func (c *WatchCache) run(ctx context.Context, rev int64) {
 	c.closeAll()
 }
 
+// toEvent decodes an etcd event. Its Object is nil when etcd holds
+// something undecodable: the cache's objects still follow it.
 func (c *WatchCache) toEvent(e *clientv3.Event) *Event {
-	ev := &Event{Rev: e.Kv.ModRevision, store: c.store}
+	ev := &Event{Rev: e.Kv.ModRevision, store: c.store, key: string(e.Kv.Key)}
 	var err error
 	switch {
 	case e.Type == mvccpb.DELETE:
@@ -223,20 +238,30 @@ func (c *WatchCache) toEvent(e *clientv3.Event) *Event {
 			ev.prevData, ev.prevRev = e.PrevKv.Value, e.PrevKv.ModRevision
 		}
 	}
+	if ev.Type != watch.Deleted {
+		ev.cached = newCachedObject(ev.key, e.Kv.Value, ev.Rev, ev.Object)
+	}
 	if err != nil || ev.Object == nil {
-		slog.Error("undecodable object in etcd", "key", string(e.Kv.Key), "err", err)
-		return nil
+		slog.Error("undecodable object in etcd", "key", ev.key, "err", err)
+		ev.Object = nil
 	}
 	return ev
 }
 
-// add appends an event to the window and hands it to every watcher.
+// add applies an event to the objects, appends it to the window and
+// hands it to every watcher.
 func (c *WatchCache) add(ev *Event) {
-	if ev == nil {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if ev.cached != nil {
+		c.objects.ReplaceOrInsert(ev.cached)
+	} else {
+		c.objects.Delete(&cachedObject{key: ev.key})
+	}
+	c.advance(ev.Rev)
+	if ev.Object == nil {
+		return // undecodable: no watcher can be sent it
+	}
 	idx := (c.head + c.count) % c.size
 	if c.count == c.size {
 		// The oldest event falls out of the window.
@@ -246,7 +271,6 @@ func (c *WatchCache) add(ev *Event) {
 		c.count++
 	}
 	c.ring[idx] = ev
-	c.latest = ev.Rev
 	for _, w := range c.watchers {
 		if ev.Rev <= w.fromRev {
 			continue
@@ -274,9 +298,18 @@ func (c *WatchCache) send(w *Watcher, d Delivery) {
 func (c *WatchCache) progress(rev int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if rev > c.latest {
-		c.latest = rev
+	c.advance(rev)
+}
+
+// advance moves latest to rev and wakes the lists waiting for it. c.mu
+// must be held.
+func (c *WatchCache) advance(rev int64) {
+	if rev <= c.latest {
+		return
 	}
+	c.latest = rev
+	close(c.advanced)
+	c.advanced = make(chan struct{})
 }
 
 // Bookmark sends every bookmark-enabled watcher the latest revision. It
@@ -291,14 +324,29 @@ func (c *WatchCache) Bookmark() {
 	}
 }
 
-// reset forgets the window after etcd compacted past it; every watcher
-// is closed so that its client re-lists.
-func (c *WatchCache) reset(rev int64) {
-	c.mu.Lock()
-	c.head, c.count = 0, 0
-	c.windowStart, c.latest = rev, rev
-	c.mu.Unlock()
-	c.closeAll()
+// reload reads every object again after etcd compacted past the events
+// the cache had not seen yet, forgets the window and closes every watcher
+// so that its client re-lists. It returns the revision read.
+func (c *WatchCache) reload(ctx context.Context) int64 {
+	for {
+		objects, rev, err := c.load(ctx)
+		if err == nil {
+			c.mu.Lock()
+			c.objects = objects
+			c.head, c.count = 0, 0
+			c.windowStart = rev
+			c.advance(rev)
+			c.mu.Unlock()
+			c.closeAll()
+			return rev
+		}
+		slog.Warn("re-reading the watch cache's objects", "prefix", c.store.prefix, "err", err)
+		select {
+		case <-ctx.Done():
+			return c.LatestRevision()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 func (c *WatchCache) closeAll() {

@@ -11,6 +11,10 @@
 //	                 pods are created (total and per watcher)
 //	watch_cost       what each added watcher costs: the 1 vs 100 watchers
 //	                 runs compared
+//	pod_list         a LIST of 41,000 pods (-list-pods) as JSON and protobuf,
+//	                 each with and without gzip: time to first byte, total
+//	                 time, bytes on the wire and per second, the apiserver's
+//	                 RSS growth and CPU (medians of -list-runs)
 //
 // It starts `minik up --kubelet=false` (bin/minik, built if missing) in a
 // temp dir on a free loopback port, runs each measurement for a few
@@ -61,6 +65,8 @@ type options struct {
 	watchClients int
 	only         string
 	keep         bool
+	listPods     int
+	listRuns     int
 }
 
 func main() {
@@ -70,7 +76,9 @@ func main() {
 	flag.IntVar(&o.watchers, "watchers", 100, "watchers in the fan-out measurement")
 	flag.IntVar(&o.connsPer, "clients-per-conn", 8, "concurrent creators sharing one HTTP/2 connection (one minik/client.Client); 0: all share one")
 	flag.IntVar(&o.watchClients, "watch-creators", 16, "concurrent creators while watchers listen")
-	flag.StringVar(&o.only, "only", "etcd,create,watch", "measurements to run (comma-separated: etcd, create, watch)")
+	flag.StringVar(&o.only, "only", "etcd,create,watch,list", "measurements to run (comma-separated: etcd, create, watch, list)")
+	flag.IntVar(&o.listPods, "list-pods", 41000, "pods to create for the list measurement")
+	flag.IntVar(&o.listRuns, "list-runs", 3, "LISTs of each form (JSON, protobuf, each with and without gzip); medians are reported")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (minik's log is in it)")
 	flag.Parse()
 
@@ -114,7 +122,7 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 	}
-	if !want["create"] && !want["watch"] {
+	if !want["create"] && !want["watch"] && !want["list"] {
 		return nil
 	}
 
@@ -151,6 +159,18 @@ func run(ctx context.Context, o options) error {
 				line["pct_of_etcd_put"] = round(100 * r.Rate / base)
 			}
 			if err := out.Encode(line); err != nil {
+				return err
+			}
+		}
+	}
+
+	if want["list"] {
+		lines, err := listLines(ctx, cfg, srv, o.listPods, o.listRuns)
+		if err != nil {
+			return err
+		}
+		for _, l := range lines {
+			if err := out.Encode(l); err != nil {
 				return err
 			}
 		}
