@@ -50,16 +50,16 @@ func (*NodePorts) Filter(state *framework.CycleState, _ *corev1.Pod, ni *framewo
 	if err != nil {
 		return framework.AsStatus(err)
 	}
-	if !fits(ports, ni) {
+	if conflict(ports, ni) != nil {
 		return framework.NewStatus(framework.Unschedulable, ErrReason)
 	}
 	return nil
 }
 
-// Fits reports whether the host ports pod asks for are free on the node.
-// The kubelet admits by it too.
-func Fits(pod *corev1.Pod, ni *framework.NodeInfo) bool {
-	return fits(hostPorts(pod), ni)
+// Conflict returns the first host port pod asks for that is taken on the
+// node, nil if all are free. The kubelet admits by it too.
+func Conflict(pod *corev1.Pod, ni *framework.NodeInfo) *corev1.ContainerPort {
+	return conflict(hostPorts(pod), ni)
 }
 
 func hostPorts(pod *corev1.Pod) []corev1.ContainerPort {
@@ -74,11 +74,11 @@ func hostPorts(pod *corev1.Pod) []corev1.ContainerPort {
 	return ports
 }
 
-func fits(ports []corev1.ContainerPort, ni *framework.NodeInfo) bool {
-	for _, p := range ports {
+func conflict(ports []corev1.ContainerPort, ni *framework.NodeInfo) *corev1.ContainerPort {
+	for i, p := range ports {
 		if ni.UsedPorts.CheckConflict(p.HostIP, string(p.Protocol), p.HostPort) {
-			return false
+			return &ports[i]
 		}
 	}
-	return true
+	return nil
 }
