@@ -2,23 +2,29 @@ package kubelet
 
 import (
 	"fmt"
-	"github.com/go-logr/logr"
 	"path"
-	"strings"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/labels"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"minik/kubelet/eviction"
+	"minik/scheduler/framework"
+	"minik/scheduler/plugins/nodeaffinity"
+	"minik/scheduler/plugins/nodename"
+	"minik/scheduler/plugins/nodeports"
+	"minik/scheduler/plugins/noderesources"
 )
 
 // Admission rejection reasons, as Kubernetes' kubelet reports them.
 const (
-	reasonOutOfCPU                 = "OutOfcpu"
-	reasonOutOfMemory              = "OutOfmemory"
-	reasonOutOfPods                = "OutOfpods"
+	// reasonOutOfPrefix is followed by the resource: OutOfcpu, OutOfpods.
+	reasonOutOfPrefix              = "OutOf"
+	reasonOutOfCPU                 = reasonOutOfPrefix + "cpu"
+	reasonOutOfMemory              = reasonOutOfPrefix + "memory"
+	reasonOutOfPods                = reasonOutOfPrefix + "pods"
 	reasonNodeAffinity             = "NodeAffinity"
+	reasonNodeName                 = "NodeName"
 	reasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
 	reasonSysctlForbidden          = "SysctlForbidden"
 )
@@ -76,64 +82,34 @@ func sysctlAllowed(name string, allowed []string) bool {
 	return false
 }
 
-// podRequests sums the pod's requests the way the scheduler does: the
-// app containers' sum, or the largest init container if larger.
-func podRequests(pod *corev1.Pod) (cpuMilli, memBytes int64) {
-	for _, c := range pod.Spec.Containers {
-		cpuMilli += c.Resources.Requests.Cpu().MilliValue()
-		memBytes += c.Resources.Requests.Memory().Value()
-	}
-	for _, c := range pod.Spec.InitContainers {
-		cpuMilli = max(cpuMilli, c.Resources.Requests.Cpu().MilliValue())
-		memBytes = max(memBytes, c.Resources.Requests.Memory().Value())
-	}
-	return cpuMilli, memBytes
-}
-
-// admit checks again, on the node, what the scheduler checked: resources,
-// pod count, host ports, node affinity, NoExecute taints and sysctls.
-// running are the pods already admitted and not terminal. It returns nil
-// to admit.
+// admit checks again, on the node, what the scheduler checked, with the
+// scheduler's own checks (as upstream's kubelet calls its AdmissionCheck):
+// resources and pod count (noderesources), spec.nodeName (nodename), host
+// ports (nodeports), nodeSelector and required node affinity
+// (nodeaffinity); then the NoExecute taints, the only ones a kubelet
+// enforces, and sysctls. running are the pods that still hold the node's
+// resources. It returns nil to admit.
 func admit(node *corev1.Node, pod *corev1.Pod, running []*corev1.Pod, allowedSysctls []string) *admitResult {
-	alloc := node.Status.Allocatable
-	if int64(len(running)+1) > alloc.Pods().Value() {
-		return &admitResult{reasonOutOfPods, fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", len(running), alloc.Pods().Value())}
+	ni := framework.NewNodeInfo(running...)
+	ni.SetNode(node)
+	if lacks := noderesources.Fits(framework.PodRequests(pod, false), ni); len(lacks) > 0 {
+		l := lacks[0]
+		return &admitResult{reasonOutOfPrefix + string(l.Name), fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d",
+			l.Name, l.Requested, l.Used, l.Allocatable)}
 	}
-	cpu, mem := podRequests(pod)
-	var usedCPU, usedMem int64
-	ports := map[string]bool{}
-	for _, p := range running {
-		c, m := podRequests(p)
-		usedCPU += c
-		usedMem += m
-		for _, ctr := range p.Spec.Containers {
-			for _, port := range ctr.Ports {
-				if port.HostPort != 0 {
-					ports[portKey(port)] = true
-				}
-			}
-		}
+	if !nodename.Fits(pod, node) {
+		return &admitResult{reasonNodeName, "Predicate NodeName failed"}
 	}
-	if capCPU := alloc.Cpu().MilliValue(); cpu > 0 && usedCPU+cpu > capCPU {
-		return &admitResult{reasonOutOfCPU, fmt.Sprintf("Node didn't have enough resource: cpu, requested: %d, used: %d, capacity: %d", cpu, usedCPU, capCPU)}
+	if port := nodeports.Conflict(pod, ni); port != nil {
+		return &admitResult{reasonUnexpectedAdmissionError, fmt.Sprintf("host port %d/%s is already in use on the node", port.HostPort, port.Protocol)}
 	}
-	if capMem := alloc.Memory().Value(); mem > 0 && usedMem+mem > capMem {
-		return &admitResult{reasonOutOfMemory, fmt.Sprintf("Node didn't have enough resource: memory, requested: %d, used: %d, capacity: %d", mem, usedMem, capMem)}
-	}
-	for _, ctr := range pod.Spec.Containers {
-		for _, port := range ctr.Ports {
-			if port.HostPort != 0 && ports[portKey(port)] {
-				return &admitResult{reasonUnexpectedAdmissionError, fmt.Sprintf("host port %d/%s is already in use on the node", port.HostPort, port.Protocol)}
-			}
-		}
-	}
-	if !matchesNode(pod, node) {
+	if !nodeaffinity.Fits(pod, node) {
 		return &admitResult{reasonNodeAffinity, "Predicate NodeAffinity failed"}
 	}
-	for _, t := range node.Spec.Taints {
-		if t.Effect == corev1.TaintEffectNoExecute && !tolerated(pod, t) {
-			return &admitResult{reasonUnexpectedAdmissionError, fmt.Sprintf("node has the untolerated taint {%s: %s}", t.Key, t.Value)}
-		}
+	if t, ok := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoExecute
+	}, false); ok {
+		return &admitResult{reasonUnexpectedAdmissionError, fmt.Sprintf("node has the untolerated taint {%s: %s}", t.Key, t.Value)}
 	}
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		for _, s := range sc.Sysctls {
@@ -145,87 +121,8 @@ func admit(node *corev1.Node, pod *corev1.Pod, running []*corev1.Pod, allowedSys
 	return nil
 }
 
-func portKey(p corev1.ContainerPort) string {
-	proto := p.Protocol
-	if proto == "" {
-		proto = corev1.ProtocolTCP
-	}
-	return fmt.Sprintf("%s/%s/%d", p.HostIP, proto, p.HostPort)
-}
-
-// tolerated reports whether the pod tolerates taint t, by Kubernetes'
-// own rules (k8s.io/api; the alpha Lt and Gt operators off).
+// tolerated reports whether the pod tolerates taint t (the alpha Lt and
+// Gt operators off, as by default).
 func tolerated(pod *corev1.Pod, t corev1.Taint) bool {
-	for i := range pod.Spec.Tolerations {
-		if pod.Spec.Tolerations[i].ToleratesTaint(logr.Discard(), &t, false) {
-			return true
-		}
-	}
-	return false
-}
-
-// matchesNode checks nodeSelector and required node affinity.
-func matchesNode(pod *corev1.Pod, node *corev1.Node) bool {
-	if len(pod.Spec.NodeSelector) > 0 && !labels.SelectorFromSet(pod.Spec.NodeSelector).Matches(labels.Set(node.Labels)) {
-		return false
-	}
-	aff := pod.Spec.Affinity
-	if aff == nil || aff.NodeAffinity == nil || aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return true
-	}
-	for _, term := range aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		if termMatches(term, node) {
-			return true
-		}
-	}
-	return false
-}
-
-func termMatches(term corev1.NodeSelectorTerm, node *corev1.Node) bool {
-	if len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
-		return false
-	}
-	for _, e := range term.MatchExpressions {
-		v, has := node.Labels[e.Key]
-		if !requirementMatches(e, v, has) {
-			return false
-		}
-	}
-	for _, e := range term.MatchFields {
-		if e.Key == "metadata.name" && !requirementMatches(e, node.Name, true) {
-			return false
-		}
-	}
-	return true
-}
-
-func requirementMatches(e corev1.NodeSelectorRequirement, v string, has bool) bool {
-	in := false
-	for _, x := range e.Values {
-		in = in || x == v
-	}
-	switch e.Operator {
-	case corev1.NodeSelectorOpIn:
-		return has && in
-	case corev1.NodeSelectorOpNotIn:
-		return !has || !in
-	case corev1.NodeSelectorOpExists:
-		return has
-	case corev1.NodeSelectorOpDoesNotExist:
-		return !has
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
-		if !has || len(e.Values) != 1 {
-			return false
-		}
-		a, err1 := resource.ParseQuantity(v)
-		b, err2 := resource.ParseQuantity(e.Values[0])
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		if e.Operator == corev1.NodeSelectorOpGt {
-			return a.Cmp(b) > 0
-		}
-		return a.Cmp(b) < 0
-	}
-	return strings.EqualFold(string(e.Operator), "")
+	return corev1helpers.TolerationsTolerateTaint(logr.Discard(), pod.Spec.Tolerations, &t, false)
 }

@@ -5,6 +5,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"minik/scheduler/framework"
+	"minik/scheduler/plugins/nodeaffinity"
+	"minik/scheduler/plugins/nodename"
+	"minik/scheduler/plugins/noderesources"
 )
 
 func nodeWith(cpu, mem string, pods int64) *corev1.Node {
@@ -69,6 +74,73 @@ func TestAdmit(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("admit = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAdmitAgreesWithTheScheduler pins the cases where the kubelet's own
+// copies of the API's rules disagreed with the scheduler's: each pod the
+// kubelet admits, the scheduler's filters place on that node, and each it
+// rejects for affinity or resources, they refuse.
+func TestAdmitAgreesWithTheScheduler(t *testing.T) {
+	labelled := func() *corev1.Node {
+		n := nodeWith("1", "1Gi", 10)
+		n.Labels["cores"] = "5000"
+		return n
+	}
+	affinity := func(op corev1.NodeSelectorOperator, values ...string) *corev1.Pod {
+		p := makePod("a").Obj()
+		p.Spec.NodeName = "n1"
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "cores", Operator: op, Values: values}}}}}}}
+		return p
+	}
+	withOverhead := requesting("400m", "1Mi")
+	withOverhead.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}
+	always := corev1.ContainerRestartPolicyAlways
+	withSidecar := requesting("100m", "1Mi")
+	withSidecar.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: &always,
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("600m")}}}}
+	elsewhere := makePod("a").Obj()
+	elsewhere.Spec.NodeName = "n2"
+	noSchedule := nodeWith("1", "1Gi", 10)
+	noSchedule.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
+	half := []*corev1.Pod{requesting("500m", "1Mi")}
+	for _, tc := range []struct {
+		name    string
+		node    *corev1.Node
+		pod     *corev1.Pod
+		running []*corev1.Pod
+		want    string // reason, "" to admit
+		filter  framework.FilterPlugin
+	}{
+		{"Gt compares integers: 5000 > 3 is admitted", labelled(), affinity(corev1.NodeSelectorOpGt, "3"), nil, "", nodeaffinity.New()},
+		{"Gt with a quantity value (1k) matches no node", labelled(), affinity(corev1.NodeSelectorOpGt, "1k"), nil, reasonNodeAffinity, nodeaffinity.New()},
+		{"Lt with a quantity value (1M) matches no node", labelled(), affinity(corev1.NodeSelectorOpLt, "1M"), nil, reasonNodeAffinity, nodeaffinity.New()},
+		{"an empty operator matches no node", labelled(), affinity("", "5000"), nil, reasonNodeAffinity, nodeaffinity.New()},
+		{"In on the label's value is admitted", labelled(), affinity(corev1.NodeSelectorOpIn, "5000"), nil, "", nodeaffinity.New()},
+		{"spec.overhead counts: 400m + 200m overhead does not fit in 500m", nodeWith("1", "1Gi", 10), withOverhead, half, reasonOutOfCPU, noderesources.New()},
+		{"a sidecar's request counts with the containers'", nodeWith("1", "1Gi", 10), withSidecar, half, reasonOutOfCPU, noderesources.New()},
+		{"without overhead the same pod fits", nodeWith("1", "1Gi", 10), requesting("400m", "1Mi"), half, "", noderesources.New()},
+		{"a pod bound to another node is refused", nodeWith("1", "1Gi", 10), elsewhere, nil, reasonNodeName, nodename.New()},
+		{"a NoSchedule taint is the scheduler's: the kubelet admits", noSchedule, makePod("a").Obj(), nil, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if res := admit(tc.node, tc.pod, tc.running, nil); res != nil {
+				got = res.Reason
+			}
+			if got != tc.want {
+				t.Errorf("admit = %q, want %q", got, tc.want)
+			}
+			if tc.filter == nil {
+				return
+			}
+			ni := framework.NewNodeInfo(tc.running...)
+			ni.SetNode(tc.node)
+			if st := tc.filter.Filter(framework.NewCycleState(), tc.pod, ni); st.IsSuccess() != (tc.want == "") {
+				t.Errorf("the scheduler's %s says %v, the kubelet %q", tc.filter.Name(), st, got)
 			}
 		})
 	}

@@ -223,8 +223,24 @@ func (k *Kubelet) worker(ctx context.Context, uid types.UID) *podWorker {
 }
 
 // runningPods are the pods admitted and not finished or being evicted
-// (for admission and eviction).
+// (for the eviction manager, which must not pick a pod twice).
 func (k *Kubelet) runningPods(except types.UID) []*corev1.Pod {
+	return k.podsWhere(except, func(st *podState) bool { return !st.terminal && st.evicted == nil })
+}
+
+// admittedPods are the pods whose containers may still run, and so hold
+// the node's resources, for admission: a pod being deleted or evicted
+// counts until the kubelet has stopped its containers (the node is never
+// overcommitted), and no longer once they are stopped, even while its
+// sandbox and API object are still being removed (upstream's kubelet
+// skips the pods its workers know terminated). Counting it longer made
+// a preemptor bound as soon as its victim left the API fail with
+// OutOfcpu.
+func (k *Kubelet) admittedPods(except types.UID) []*corev1.Pod {
+	return k.podsWhere(except, func(st *podState) bool { return !st.terminal })
+}
+
+func (k *Kubelet) podsWhere(except types.UID, keep func(*podState) bool) []*corev1.Pod {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var out []*corev1.Pod
@@ -233,9 +249,9 @@ func (k *Kubelet) runningPods(except types.UID) []*corev1.Pod {
 			continue
 		}
 		w.mu.Lock()
-		p, admitted, finishing := w.pod, w.state.admitted, w.state.terminal || w.state.evicted != nil
+		p, ok := w.pod, w.state.admitted && keep(w.state)
 		w.mu.Unlock()
-		if p != nil && admitted && !finishing && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		if p != nil && ok && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			out = append(out, p)
 		}
 	}

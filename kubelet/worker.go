@@ -116,7 +116,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		} else if node := k.currentNode(); node != nil {
 			res := admitUnderPressure(pod, k.evictions.Conditions())
 			if res == nil {
-				res = admit(node, pod, k.runningPods(pod.UID), k.cfg.AllowedUnsafeSysctls)
+				res = admit(node, pod, k.admittedPods(pod.UID), k.cfg.AllowedUnsafeSysctls)
 			}
 			w.mu.Lock()
 			if res != nil {
@@ -526,6 +526,12 @@ func (w *podWorker) terminate(ctx context.Context, pod *corev1.Pod, removed bool
 			return k.cfg.Clock.Now().Add(time.Second), false
 		}
 	}
+	// Every container is stopped: the pod no longer holds the node's
+	// resources, so admission stops counting it before the API object
+	// goes (the scheduler binds the next pod as soon as it does).
+	w.mu.Lock()
+	w.state.terminal = true
+	w.mu.Unlock()
 	k.probes.removePod(pod.UID)
 	k.tokens.forgetPod(pod.UID)
 	// Volumes go before the pod object, as in the kubelet: a pod is gone

@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"minik/client"
 	"minik/scheduler/cache"
@@ -221,7 +222,7 @@ func listAll[T any](ctx context.Context, t *client.Typed[T], ns string) ([]T, er
 func (e *Explanation) Write(w io.Writer) error {
 	pod := e.Pod
 	var b strings.Builder
-	fmt.Fprintf(&b, "Pod %s/%s (scheduler %s, priority %d)\n", pod.Namespace, pod.Name, pod.Spec.SchedulerName, framework.GetPodPriority(pod))
+	fmt.Fprintf(&b, "Pod %s/%s (scheduler %s, priority %d)\n", pod.Namespace, pod.Name, pod.Spec.SchedulerName, corev1helpers.PodPriority(pod))
 	if e.PreFilter != nil {
 		fmt.Fprintf(&b, "\nRejected before filtering by %s: %s\n", e.PreFilter.Plugin(), e.PreFilter.Message())
 	}

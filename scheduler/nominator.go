@@ -6,8 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"minik/scheduler/framework"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 )
 
 // nominator remembers the pods that preempted others and are waiting for
@@ -76,9 +75,9 @@ func (n *nominator) podsFor(node string, pod *corev1.Pod) []*corev1.Pod {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var out []*corev1.Pod
-	prio := framework.GetPodPriority(pod)
+	prio := corev1helpers.PodPriority(pod)
 	for _, p := range n.byNode[node] {
-		if p.UID != pod.UID && framework.GetPodPriority(p) >= prio {
+		if p.UID != pod.UID && corev1helpers.PodPriority(p) >= prio {
 			out = append(out, p)
 		}
 	}

@@ -18,9 +18,12 @@ import (
 	"sort"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"minik/controller/framework"
 )
@@ -66,14 +69,22 @@ func withDefaultTolerations(spec *corev1.PodSpec) []corev1.Toleration {
 // Eligibility of one node.
 func eligibility(ds *appsv1.DaemonSet, node *corev1.Node) (shouldRun, shouldContinue bool) {
 	spec := &ds.Spec.Template.Spec
-	if !framework.NodeMatchesPod(spec, node) {
+	if match, _ := nodeaffinity.NewRequiredNodeAffinity(spec.NodeSelector, spec.Affinity).Match(node); !match {
 		return false, false
 	}
 	tols := withDefaultTolerations(spec)
-	if !framework.ToleratesAll(tols, node.Spec.Taints, corev1.TaintEffectNoExecute) {
+	if untolerated(tols, node.Spec.Taints, corev1.TaintEffectNoExecute) {
 		return false, false
 	}
-	return framework.ToleratesAll(tols, node.Spec.Taints, corev1.TaintEffectNoSchedule), true
+	return !untolerated(tols, node.Spec.Taints, corev1.TaintEffectNoSchedule), true
+}
+
+// untolerated reports whether a taint with effect is not tolerated.
+func untolerated(tols []corev1.Toleration, taints []corev1.Taint, effect corev1.TaintEffect) bool {
+	_, found := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), taints, tols, func(t *corev1.Taint) bool {
+		return t.Effect == effect
+	}, false)
+	return found
 }
 
 // Plan is what one sync does.

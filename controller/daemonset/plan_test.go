@@ -234,3 +234,40 @@ func TestReconcileSurge(t *testing.T) {
 		})
 	}
 }
+
+// TestEligibilityByNodeAffinity: a DaemonSet's pods go where its
+// template's nodeSelector and required node affinity allow, by the rule
+// the scheduler and the kubelet share (k8s.io/component-helpers).
+func TestEligibilityByNodeAffinity(t *testing.T) {
+	node := testutil.Node("n1").Label("disk", "ssd").Label("gen", "5").Obj()
+	term := func(reqs ...corev1.NodeSelectorRequirement) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: reqs}}}}}
+	}
+	cases := []struct {
+		name string
+		spec corev1.PodSpec
+		want bool
+	}{
+		{"no constraints match", corev1.PodSpec{}, true},
+		{"a matching nodeSelector matches", corev1.PodSpec{NodeSelector: map[string]string{"disk": "ssd"}}, true},
+		{"a different nodeSelector does not", corev1.PodSpec{NodeSelector: map[string]string{"disk": "hdd"}}, false},
+		{"affinity In matches", corev1.PodSpec{Affinity: term(corev1.NodeSelectorRequirement{Key: "disk", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd", "nvme"}})}, true},
+		{"affinity Gt compares numbers", corev1.PodSpec{Affinity: term(corev1.NodeSelectorRequirement{Key: "gen", Operator: corev1.NodeSelectorOpGt, Values: []string{"6"}})}, false},
+		{"affinity Gt on integers: 5 > 4", corev1.PodSpec{Affinity: term(corev1.NodeSelectorRequirement{Key: "gen", Operator: corev1.NodeSelectorOpGt, Values: []string{"4"}})}, true},
+		{"affinity Lt with a quantity (1k) matches no node", corev1.PodSpec{Affinity: term(corev1.NodeSelectorRequirement{Key: "gen", Operator: corev1.NodeSelectorOpLt, Values: []string{"1k"}})}, false},
+		{"affinity DoesNotExist fails on a present label", corev1.PodSpec{Affinity: term(corev1.NodeSelectorRequirement{Key: "disk", Operator: corev1.NodeSelectorOpDoesNotExist})}, false},
+		{"matchFields on metadata.name pins the node", corev1.PodSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"n2"}}}}}}}}}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := makeDS()
+			ds.Spec.Template.Spec.NodeSelector, ds.Spec.Template.Spec.Affinity = tc.spec.NodeSelector, tc.spec.Affinity
+			if got, _ := eligibility(ds, node); got != tc.want {
+				t.Fatalf("shouldRun = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

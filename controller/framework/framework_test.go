@@ -206,59 +206,6 @@ func TestDeletionLess(t *testing.T) {
 	}
 }
 
-func TestTolerates(t *testing.T) {
-	taint := corev1.Taint{Key: "k", Value: "v", Effect: corev1.TaintEffectNoExecute}
-	cases := []struct {
-		name string
-		tol  corev1.Toleration
-		want bool
-	}{
-		{"Equal with the same key, value and effect tolerates", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpEqual, Value: "v", Effect: corev1.TaintEffectNoExecute}, true},
-		{"Equal with another value does not", corev1.Toleration{Key: "k", Value: "w"}, false},
-		{"Exists with the key and no effect tolerates every effect", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists}, true},
-		{"Exists without a key tolerates everything", corev1.Toleration{Operator: corev1.TolerationOpExists}, true},
-		{"another effect does not tolerate", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}, false},
-		{"another key does not tolerate", corev1.Toleration{Key: "x", Operator: corev1.TolerationOpExists}, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Tolerates(&tc.tol, &taint); got != tc.want {
-				t.Fatalf("Tolerates = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestNodeMatchesPod(t *testing.T) {
-	node := testutil.Node("n1").Label("disk", "ssd").Label("gen", "5").Obj()
-	term := func(reqs ...corev1.NodeSelectorRequirement) *corev1.Affinity {
-		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: reqs}}}}}
-	}
-	cases := []struct {
-		name string
-		spec corev1.PodSpec
-		want bool
-	}{
-		{"no constraints match", corev1.PodSpec{}, true},
-		{"a matching nodeSelector matches", corev1.PodSpec{NodeSelector: map[string]string{"disk": "ssd"}}, true},
-		{"a different nodeSelector does not", corev1.PodSpec{NodeSelector: map[string]string{"disk": "hdd"}}, false},
-		{"affinity In matches", corev1.PodSpec{Affinity: term(corev1.NodeSelectorRequirement{Key: "disk", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd", "nvme"}})}, true},
-		{"affinity Gt compares numbers", corev1.PodSpec{Affinity: term(corev1.NodeSelectorRequirement{Key: "gen", Operator: corev1.NodeSelectorOpGt, Values: []string{"6"}})}, false},
-		{"affinity DoesNotExist fails on a present label", corev1.PodSpec{Affinity: term(corev1.NodeSelectorRequirement{Key: "disk", Operator: corev1.NodeSelectorOpDoesNotExist})}, false},
-		{"matchFields on metadata.name pins the node", corev1.PodSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"n2"}}}}}}}}}, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := NodeMatchesPod(&tc.spec, node); got != tc.want {
-				t.Fatalf("NodeMatchesPod = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 // Re-arming the delay timer (every AddAfter with an earlier time, every
 // key that falls due) must not leave the previous timer's goroutine
 // behind: a NotReady node re-arms it hundreds of times a minute.

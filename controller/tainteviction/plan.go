@@ -11,9 +11,8 @@ package tainteviction
 import (
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-
-	"minik/controller/framework"
 )
 
 // Verdict is what to do with one pod.
@@ -52,7 +51,7 @@ func Decide(pod *corev1.Pod, taints []corev1.Taint, since, now time.Time) Decisi
 	for i := range noExec {
 		var used []*corev1.Toleration
 		for j := range pod.Spec.Tolerations {
-			if framework.Tolerates(&pod.Spec.Tolerations[j], &noExec[i]) {
+			if pod.Spec.Tolerations[j].ToleratesTaint(logr.Discard(), &noExec[i], false) {
 				used = append(used, &pod.Spec.Tolerations[j])
 			}
 		}

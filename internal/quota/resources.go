@@ -7,47 +7,23 @@ package quota
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
-// PodRequests returns the requests of a pod as a whole: the sum of its
-// containers and restartable (sidecar) init containers, or the largest
-// init container's needs with the sidecars started before it, whichever
-// is larger, plus the pod's overhead (upstream's resourcehelper rule). A
-// resource no container names is absent.
+// PodRequests returns the requests of a pod as a whole, by the API's
+// rule the scheduler and the kubelet share (k8s.io/component-helpers):
+// its containers and sidecars (restartable init containers) together, or
+// its largest init container's needs with the sidecars started before it,
+// whichever is larger; pod-level requests instead when set; plus the
+// pod's overhead. A resource nothing names is absent.
 func PodRequests(pod *corev1.Pod) corev1.ResourceList {
-	return podTotal(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }
 
-// PodLimits is PodRequests for limits.
+// PodLimits is PodRequests for limits; the overhead adds only to the
+// resources that have a limit.
 func PodLimits(pod *corev1.Pod) corev1.ResourceList {
-	return podTotal(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
-}
-
-func podTotal(pod *corev1.Pod, of func(*corev1.Container) corev1.ResourceList) corev1.ResourceList {
-	sum := corev1.ResourceList{}
-	for i := range pod.Spec.Containers {
-		Add(sum, of(&pod.Spec.Containers[i]))
-	}
-	sidecars := corev1.ResourceList{}
-	initMax := corev1.ResourceList{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			Add(sum, of(c))
-			Add(sidecars, of(c))
-			maxInto(initMax, sidecars)
-			continue
-		}
-		need := corev1.ResourceList{}
-		Add(need, sidecars)
-		Add(need, of(c))
-		maxInto(initMax, need)
-	}
-	maxInto(sum, initMax)
-	if len(sum) > 0 {
-		Add(sum, pod.Spec.Overhead)
-	}
-	return sum
+	return resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
 }
 
 // Add adds b into a.
@@ -56,14 +32,6 @@ func Add(a, b corev1.ResourceList) {
 		q := a[k]
 		q.Add(v)
 		a[k] = q
-	}
-}
-
-func maxInto(a, b corev1.ResourceList) {
-	for k, v := range b {
-		if q, ok := a[k]; !ok || v.Cmp(q) > 0 {
-			a[k] = v.DeepCopy()
-		}
 	}
 }
 

@@ -13,8 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"minik/scheduler/framework"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 )
 
 // Annotations and finalizers with upstream's names.
@@ -95,7 +94,8 @@ func NodeAffinityMatches(pv *corev1.PersistentVolume, node *corev1.Node) bool {
 	if na == nil || na.Required == nil {
 		return true
 	}
-	return framework.MatchNodeSelectorTerms(node, na.Required.NodeSelectorTerms)
+	match, _ := corev1helpers.MatchNodeSelectorTerms(node, na.Required)
+	return match
 }
 
 // ClaimVolumeName is the claim a pod volume uses, or "" for other sources.

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // cmpFunc compares two pods for eviction: negative when p1 goes first.
@@ -87,24 +88,15 @@ func usage(s PodStats, r corev1.ResourceName) resource.Quantity {
 	return *resource.NewQuantity(s.Processes, resource.DecimalSI)
 }
 
-// podRequest is the pod's request of r: its app containers' sum, or its
-// largest init container's when larger. Inodes and PIDs have no request.
+// podRequest is the pod's request of r, by the API's rule
+// (k8s.io/component-helpers/resource: containers and sidecars, or the
+// largest init container's needs when larger) without spec.overhead, as
+// upstream's eviction manager ranks. Inodes and PIDs have no request.
 func podRequest(pod *corev1.Pod, r corev1.ResourceName) resource.Quantity {
 	if r != corev1.ResourceMemory && r != corev1.ResourceEphemeralStorage {
 		return resource.Quantity{}
 	}
-	sum := resource.Quantity{Format: resource.BinarySI}
-	for _, c := range pod.Spec.Containers {
-		if q, ok := c.Resources.Requests[r]; ok {
-			sum.Add(q)
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if q, ok := c.Resources.Requests[r]; ok && q.Cmp(sum) > 0 {
-			sum = q.DeepCopy()
-		}
-	}
-	return sum
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{ExcludeOverhead: true})[r]
 }
 
 // exceedsRequests puts first the pod using more of r than it requested

@@ -2,8 +2,6 @@ package framework
 
 import (
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 func TestNumFeasibleNodesToFind(t *testing.T) {
@@ -84,33 +82,6 @@ func TestDefaultNormalizeScore(t *testing.T) {
 				if scores[i].Score != tc.want[i] {
 					t.Fatalf("got %v, want %v", scores, tc.want)
 				}
-			}
-		})
-	}
-}
-
-func TestToleratesTaint(t *testing.T) {
-	taint := corev1.Taint{Key: "k", Value: "v", Effect: corev1.TaintEffectNoSchedule}
-	cases := []struct {
-		name string
-		tol  corev1.Toleration
-		want bool
-	}{
-		{"Equal with key, value and effect", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpEqual, Value: "v", Effect: corev1.TaintEffectNoSchedule}, true},
-		{"Equal with a different value", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpEqual, Value: "w"}, false},
-		{"Exists with the key and no effect", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists}, true},
-		{"Exists with another key", corev1.Toleration{Key: "j", Operator: corev1.TolerationOpExists}, false},
-		{"an empty key with Exists matches every taint", corev1.Toleration{Operator: corev1.TolerationOpExists}, true},
-		// The API rejects an empty key without Exists; Kubernetes' matcher
-		// compares the value alone.
-		{"an empty key with Equal compares the value", corev1.Toleration{Operator: corev1.TolerationOpEqual, Value: "v"}, true},
-		{"the alpha operator Lt is off", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpLt, Value: "9"}, false},
-		{"another effect does not match", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := ToleratesTaint(&tc.tol, &taint); got != tc.want {
-				t.Fatalf("got %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -4,10 +4,12 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Default requests that scoring assumes for a container that requests
@@ -134,30 +136,27 @@ func IsScalarResourceName(name corev1.ResourceName) bool {
 	return ok && domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io")
 }
 
-// PodRequests returns what a pod asks for: the larger of its largest init
-// container and the sum of its containers, plus its overhead. With
-// nonZero, a container that requests no cpu or memory counts as
+// PodRequests returns what a pod asks for, by the API's rule in
+// k8s.io/component-helpers/resource (the one the kubelet's admission and
+// the quota share): its containers and sidecars (restartable init
+// containers) together, or what its largest init container needs with
+// the sidecars started before it, whichever is larger; pod-level
+// requests instead when set; plus spec.overhead. With nonZero, a
+// container that names no cpu or memory request counts
 // DefaultMilliCPURequest and DefaultMemoryRequest (for scoring).
 func PodRequests(pod *corev1.Pod, nonZero bool) Resource {
-	var sum Resource
-	for i := range pod.Spec.Containers {
-		req := pod.Spec.Containers[i].Resources.Requests
-		sum.Add(req)
-		if nonZero {
-			if _, ok := req[corev1.ResourceCPU]; !ok || req.Cpu().IsZero() {
-				sum.MilliCPU += DefaultMilliCPURequest
-			}
-			if _, ok := req[corev1.ResourceMemory]; !ok || req.Memory().IsZero() {
-				sum.Memory += DefaultMemoryRequest
-			}
-		}
+	var opts resourcehelper.PodResourcesOptions
+	if nonZero {
+		opts.NonMissingContainerRequests = nonZeroRequests
 	}
-	for i := range pod.Spec.InitContainers {
-		sum.SetMax(pod.Spec.InitContainers[i].Resources.Requests)
-	}
-	sum.Add(pod.Spec.Overhead)
-	sum.AllowedPodNumber = 0
-	return sum
+	r := NewResource(resourcehelper.PodRequests(pod, opts))
+	r.AllowedPodNumber = 0
+	return r
+}
+
+var nonZeroRequests = corev1.ResourceList{
+	corev1.ResourceCPU:    *resource.NewMilliQuantity(DefaultMilliCPURequest, resource.DecimalSI),
+	corev1.ResourceMemory: *resource.NewQuantity(DefaultMemoryRequest, resource.BinarySI),
 }
 
 // AffinityTerm is a pod (anti-)affinity term with its selectors parsed.

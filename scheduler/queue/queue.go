@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/sets"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"minik/scheduler/framework"
 )
@@ -137,7 +138,7 @@ func New(cfg Config) *Queue {
 
 // activeLess orders activeQ: higher priority first, then older first.
 func activeLess(a, b *QueuedPodInfo) bool {
-	pa, pb := framework.GetPodPriority(a.Pod), framework.GetPodPriority(b.Pod)
+	pa, pb := corev1helpers.PodPriority(a.Pod), corev1helpers.PodPriority(b.Pod)
 	if pa != pb {
 		return pa > pb
 	}

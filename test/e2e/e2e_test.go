@@ -706,6 +706,9 @@ func TestKubelet(t *testing.T) {
 		})
 	})
 
+	// After the parallel pod tests: it takes all of a node's CPU.
+	t.Run("a high-priority pod preempts a low-priority one and runs", e.testPreemption(a))
+
 	t.Run("after a kubelet restart running containers are adopted, not duplicated", func(t *testing.T) {
 		marker := fmt.Sprintf("%d", 40000+os.Getpid()%20000)
 		e.create(t, makePod("adopt", a).Sh("exec sleep "+marker).Obj())

@@ -26,6 +26,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"minik/scheduler/framework"
 	"minik/scheduler/plugins/interpodaffinity"
@@ -120,9 +121,9 @@ func eligible(pod *corev1.Pod, snap framework.SharedLister) (string, bool) {
 	}
 	if nom := pod.Status.NominatedNodeName; nom != "" {
 		if ni := snap.Get(nom); ni != nil {
-			prio := framework.GetPodPriority(pod)
+			prio := corev1helpers.PodPriority(pod)
 			for _, p := range ni.Pods {
-				if p.Pod.DeletionTimestamp != nil && framework.GetPodPriority(p.Pod) < prio {
+				if p.Pod.DeletionTimestamp != nil && corev1helpers.PodPriority(p.Pod) < prio {
 					return ErrReasonTerminatingVictims, false
 				}
 			}
@@ -133,7 +134,7 @@ func eligible(pod *corev1.Pod, snap framework.SharedLister) (string, bool) {
 
 // moreImportant orders pods: higher priority, then started earlier.
 func moreImportant(a, b *corev1.Pod) bool {
-	pa, pb := framework.GetPodPriority(a), framework.GetPodPriority(b)
+	pa, pb := corev1helpers.PodPriority(a), corev1helpers.PodPriority(b)
 	if pa != pb {
 		return pa > pb
 	}
@@ -169,11 +170,11 @@ func fits(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework
 // PodDisruptionBudget are given back first, so they are victims only when
 // nothing else works; it returns how many victims break a budget.
 func selectVictims(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework, snap framework.SharedLister, ni *framework.NodeInfo) ([]*corev1.Pod, int, bool) {
-	prio := framework.GetPodPriority(pod)
+	prio := corev1helpers.PodPriority(pod)
 	work := ni.Clone()
 	var potential []*corev1.Pod
 	for _, p := range ni.Pods {
-		if framework.GetPodPriority(p.Pod) < prio {
+		if corev1helpers.PodPriority(p.Pod) < prio {
 			potential = append(potential, p.Pod)
 			work.RemovePod(p.Pod)
 		}
@@ -241,13 +242,13 @@ func pickOne(cs []candidate) candidate {
 	key := func(c candidate) (violations int, highest int32, sum int64, n int, latest time.Time) {
 		highest = math.MinInt32
 		for _, v := range c.victims {
-			p := framework.GetPodPriority(v)
+			p := corev1helpers.PodPriority(v)
 			// Offset so that negative priorities still add up sensibly.
 			sum += int64(p) + math.MaxInt32 + 1
 			highest = max(highest, p)
 		}
 		for _, v := range c.victims {
-			if framework.GetPodPriority(v) == highest && startTime(v).After(latest) {
+			if corev1helpers.PodPriority(v) == highest && startTime(v).After(latest) {
 				latest = startTime(v)
 			}
 		}

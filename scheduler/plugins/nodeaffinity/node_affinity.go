@@ -1,13 +1,15 @@
 // Package nodeaffinity places pods by node labels: spec.nodeSelector and
 // required nodeSelectorTerms filter (terms are ORed, expressions within a
-// term ANDed; In, NotIn, Exists, DoesNotExist, Gt, Lt, and matchFields on
-// metadata.name); preferred terms score, by the sum of the weights of the
-// terms a node matches.
+// term ANDed; In, NotIn, Exists, DoesNotExist, Gt and Lt on integers, and
+// matchFields on metadata.name); preferred terms score, by the sum of the
+// weights of the terms a node matches. The matching is upstream's
+// k8s.io/component-helpers/scheduling/corev1/nodeaffinity, which the
+// kubelet and the DaemonSet controller use too.
 package nodeaffinity
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"minik/scheduler/framework"
 )
@@ -41,60 +43,36 @@ var (
 	preScoreKey  = framework.NewStateKey("PreScore" + Name)
 )
 
-// RequiredNodeAffinity is a pod's nodeSelector and required node affinity,
-// parsed once to be matched against many nodes.
-type RequiredNodeAffinity struct {
-	selector labels.Selector         // nil: no nodeSelector
-	required *framework.NodeSelector // nil: no required terms
-}
-
-// GetRequiredNodeAffinity parses pod's nodeSelector and required terms.
-// PodTopologySpread uses it too.
-func GetRequiredNodeAffinity(pod *corev1.Pod) *RequiredNodeAffinity {
-	r := &RequiredNodeAffinity{}
-	if len(pod.Spec.NodeSelector) > 0 {
-		r.selector = labels.SelectorFromSet(pod.Spec.NodeSelector)
-	}
-	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		r.required = framework.NewNodeSelector(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms)
-	}
-	return r
-}
-
-// Match reports whether node satisfies both.
-func (r *RequiredNodeAffinity) Match(node *corev1.Node) bool {
-	if r.selector != nil && !r.selector.Matches(labels.Set(node.Labels)) {
-		return false
-	}
-	return r.required == nil || r.required.Match(node)
+// Fits reports whether node satisfies pod's nodeSelector and required
+// node affinity (k8s.io/component-helpers' rule). The kubelet admits by
+// it too.
+func Fits(pod *corev1.Pod, node *corev1.Node) bool {
+	match, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)
+	return match
 }
 
 // PreFilter parses the pod's node constraints once; a pod without any
 // skips Filter.
 func (*NodeAffinity) PreFilter(state *framework.CycleState, pod *corev1.Pod, _ framework.SharedLister) *framework.Status {
-	r := GetRequiredNodeAffinity(pod)
-	if r.selector == nil && r.required == nil {
+	a := pod.Spec.Affinity
+	if len(pod.Spec.NodeSelector) == 0 && (a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil) {
 		return framework.NewStatus(framework.Skip)
 	}
-	state.Write(preFilterKey, r)
+	state.Write(preFilterKey, nodeaffinity.GetRequiredNodeAffinity(pod))
 	return nil
 }
 
 // Filter implements framework.FilterPlugin.
 func (*NodeAffinity) Filter(state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	r, err := framework.ReadAs[*RequiredNodeAffinity](state, preFilterKey)
+	r, err := framework.ReadAs[nodeaffinity.RequiredNodeAffinity](state, preFilterKey)
 	if err != nil {
-		r = GetRequiredNodeAffinity(pod)
+		r = nodeaffinity.GetRequiredNodeAffinity(pod)
 	}
-	if r.Match(ni.Node()) {
+	// A term that does not parse matches no node, as in kube-scheduler.
+	if match, _ := r.Match(ni.Node()); match {
 		return nil
 	}
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonPod)
-}
-
-type weightedTerm struct {
-	weight   int64
-	selector *framework.NodeSelector
 }
 
 // PreScore parses the preferred terms once; a pod without any is not
@@ -104,11 +82,9 @@ func (*NodeAffinity) PreScore(state *framework.CycleState, pod *corev1.Pod, _ []
 	if a == nil || a.NodeAffinity == nil || len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
-	var terms []weightedTerm
-	for _, t := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-		if t.Weight != 0 {
-			terms = append(terms, weightedTerm{int64(t.Weight), framework.NewNodeSelector([]corev1.NodeSelectorTerm{t.Preference})})
-		}
+	terms, err := nodeaffinity.NewPreferredSchedulingTerms(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+	if err != nil {
+		return framework.AsStatus(err)
 	}
 	state.Write(preScoreKey, terms)
 	return nil
@@ -116,17 +92,11 @@ func (*NodeAffinity) PreScore(state *framework.CycleState, pod *corev1.Pod, _ []
 
 // Score sums the weights of the preferred terms the node matches.
 func (*NodeAffinity) Score(state *framework.CycleState, _ *corev1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
-	terms, err := framework.ReadAs[[]weightedTerm](state, preScoreKey)
+	terms, err := framework.ReadAs[*nodeaffinity.PreferredSchedulingTerms](state, preScoreKey)
 	if err != nil {
 		return 0, framework.AsStatus(err)
 	}
-	var sum int64
-	for _, t := range terms {
-		if t.selector.Match(ni.Node()) {
-			sum += t.weight
-		}
-	}
-	return sum, nil
+	return terms.Score(ni.Node()), nil
 }
 
 // NormalizeScore scales so that the best node gets 100.

@@ -29,8 +29,14 @@ func (*NodeName) Name() string { return Name }
 
 // Filter implements framework.FilterPlugin.
 func (*NodeName) Filter(_ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	if pod.Spec.NodeName == "" || pod.Spec.NodeName == ni.Node().Name {
+	if Fits(pod, ni.Node()) {
 		return nil
 	}
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReason)
+}
+
+// Fits reports whether pod may run on node by its spec.nodeName. The
+// kubelet admits by it too.
+func Fits(pod *corev1.Pod, node *corev1.Node) bool {
+	return pod.Spec.NodeName == "" || pod.Spec.NodeName == node.Name
 }

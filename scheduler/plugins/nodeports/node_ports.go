@@ -36,14 +36,7 @@ func (*NodePorts) Name() string { return Name }
 
 // PreFilter collects the pod's host ports; a pod without any skips Filter.
 func (*NodePorts) PreFilter(state *framework.CycleState, pod *corev1.Pod, _ framework.SharedLister) *framework.Status {
-	var ports []corev1.ContainerPort
-	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.HostPort > 0 {
-				ports = append(ports, p)
-			}
-		}
-	}
+	ports := hostPorts(pod)
 	if len(ports) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
@@ -57,9 +50,34 @@ func (*NodePorts) Filter(state *framework.CycleState, _ *corev1.Pod, ni *framewo
 	if err != nil {
 		return framework.AsStatus(err)
 	}
-	for _, p := range ports {
+	if conflict(ports, ni) != nil {
+		return framework.NewStatus(framework.Unschedulable, ErrReason)
+	}
+	return nil
+}
+
+// Conflict returns the first host port pod asks for that is taken on the
+// node, nil if all are free. The kubelet admits by it too.
+func Conflict(pod *corev1.Pod, ni *framework.NodeInfo) *corev1.ContainerPort {
+	return conflict(hostPorts(pod), ni)
+}
+
+func hostPorts(pod *corev1.Pod) []corev1.ContainerPort {
+	var ports []corev1.ContainerPort
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				ports = append(ports, p)
+			}
+		}
+	}
+	return ports
+}
+
+func conflict(ports []corev1.ContainerPort, ni *framework.NodeInfo) *corev1.ContainerPort {
+	for i, p := range ports {
 		if ni.UsedPorts.CheckConflict(p.HostIP, string(p.Protocol), p.HostPort) {
-			return framework.NewStatus(framework.Unschedulable, ErrReason)
+			return &ports[i]
 		}
 	}
 	return nil

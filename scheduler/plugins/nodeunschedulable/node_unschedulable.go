@@ -3,7 +3,9 @@
 package nodeunschedulable
 
 import (
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"minik/scheduler/framework"
 )
@@ -32,7 +34,7 @@ func (*NodeUnschedulable) Filter(_ *framework.CycleState, pod *corev1.Pod, ni *f
 		return nil
 	}
 	taint := corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
-	if framework.TolerationsTolerateTaint(pod.Spec.Tolerations, &taint) {
+	if corev1helpers.TolerationsTolerateTaint(logr.Discard(), pod.Spec.Tolerations, &taint, false) {
 		return nil
 	}
 	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonUnschedulable)

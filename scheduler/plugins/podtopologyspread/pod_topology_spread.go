@@ -17,14 +17,16 @@ package podtopologyspread
 import (
 	"math"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"minik/scheduler/framework"
-	"minik/scheduler/plugins/nodeaffinity"
 )
 
 const (
@@ -71,7 +73,7 @@ type constraint struct {
 	TopologyKey   string
 	MinDomains    int32
 	honorAffinity bool // nodeAffinityPolicy Honor (the default)
-	nodeAffinity  *nodeaffinity.RequiredNodeAffinity
+	nodeAffinity  nodeaffinity.RequiredNodeAffinity
 	honorTaints   bool // nodeTaintsPolicy Honor (default Ignore)
 	matches       func(*corev1.Pod) bool
 	selfMatch     int64
@@ -183,13 +185,15 @@ func defaultConstraints(pod *corev1.Pod, services []*corev1.Service) []constrain
 
 // eligible reports whether a node's domain counts for c.
 func (c *constraint) eligible(pod *corev1.Pod, node *corev1.Node) bool {
-	if c.honorAffinity && !c.nodeAffinity.Match(node) {
-		return false
+	if c.honorAffinity {
+		if match, _ := c.nodeAffinity.Match(node); !match {
+			return false
+		}
 	}
 	if c.honorTaints {
-		if _, bad := framework.FindUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+		if _, bad := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
 			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-		}); bad {
+		}, false); bad {
 			return false
 		}
 	}

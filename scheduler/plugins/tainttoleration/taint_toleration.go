@@ -10,7 +10,9 @@ package tainttoleration
 import (
 	"fmt"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"minik/scheduler/framework"
 )
@@ -39,9 +41,9 @@ func (*TaintToleration) Name() string { return Name }
 
 // Filter implements framework.FilterPlugin.
 func (*TaintToleration) Filter(_ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	taint, found := framework.FindUntoleratedTaint(ni.Node().Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+	taint, found := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), ni.Node().Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-	})
+	}, false)
 	if !found {
 		return nil
 	}
@@ -54,7 +56,7 @@ func (*TaintToleration) Score(_ *framework.CycleState, pod *corev1.Pod, ni *fram
 	var n int64
 	for i := range ni.Node().Spec.Taints {
 		t := &ni.Node().Spec.Taints[i]
-		if t.Effect == corev1.TaintEffectPreferNoSchedule && !framework.TolerationsTolerateTaint(pod.Spec.Tolerations, t) {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule && !corev1helpers.TolerationsTolerateTaint(logr.Discard(), pod.Spec.Tolerations, t, false) {
 			n++
 		}
 	}

@@ -3,7 +3,9 @@ package tainttoleration
 import (
 	"testing"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"minik/scheduler/framework"
 	"minik/scheduler/internal/st"
@@ -81,6 +83,35 @@ func TestScore(t *testing.T) {
 				if got[n] != w {
 					t.Fatalf("scores %v, want %v", got, tc.want)
 				}
+			}
+		})
+	}
+}
+
+// TestToleratesTaint pins the toleration rule this plugin, the kubelet
+// and the controllers share (k8s.io/component-helpers).
+func TestToleratesTaint(t *testing.T) {
+	taint := corev1.Taint{Key: "k", Value: "v", Effect: corev1.TaintEffectNoSchedule}
+	cases := []struct {
+		name string
+		tol  corev1.Toleration
+		want bool
+	}{
+		{"Equal with key, value and effect", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpEqual, Value: "v", Effect: corev1.TaintEffectNoSchedule}, true},
+		{"Equal with a different value", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpEqual, Value: "w"}, false},
+		{"Exists with the key and no effect", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists}, true},
+		{"Exists with another key", corev1.Toleration{Key: "j", Operator: corev1.TolerationOpExists}, false},
+		{"an empty key with Exists matches every taint", corev1.Toleration{Operator: corev1.TolerationOpExists}, true},
+		// The API rejects an empty key without Exists; Kubernetes' matcher
+		// compares the value alone.
+		{"an empty key with Equal compares the value", corev1.Toleration{Operator: corev1.TolerationOpEqual, Value: "v"}, true},
+		{"the alpha operator Lt is off", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpLt, Value: "9"}, false},
+		{"another effect does not match", corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := corev1helpers.TolerationsTolerateTaint(logr.Discard(), []corev1.Toleration{tc.tol}, &taint, false); got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
 			}
 		})
 	}
