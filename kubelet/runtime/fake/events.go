@@ -38,6 +38,12 @@ func (s *subscription) Recv() (*cri.ContainerEventResponse, error) {
 // GetContainerEvents subscribes at once; the stream ends when ctx does,
 // or with runtime.ErrEventsLost when the reader falls eventBuffer behind.
 func (r *Runtime) GetContainerEvents(ctx context.Context) (runtime.ContainerEventStream, error) {
+	r.mu.Lock()
+	err := r.eventsErr
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	s := &subscription{ch: make(chan *cri.ContainerEventResponse, eventBuffer), lost: make(chan struct{}), ctx: ctx}
 	r.mu.Lock()
 	r.subscribers[s] = struct{}{}
@@ -58,6 +64,14 @@ func (r *Runtime) DropEvents(n int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.dropEvents += n
+}
+
+// FailEvents makes GetContainerEvents fail with err (nil: succeed
+// again), as a runtime without events would.
+func (r *Runtime) FailEvents(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.eventsErr = err
 }
 
 // EndEventStreams ends every subscriber's stream with

@@ -54,6 +54,7 @@ type Runtime struct {
 	// how many of the next events to lose, as a lossy runtime would.
 	subscribers map[*subscription]struct{}
 	dropEvents  int
+	eventsErr   error // GetContainerEvents fails with it (FailEvents)
 }
 
 type container struct {
