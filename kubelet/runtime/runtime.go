@@ -82,9 +82,9 @@ type ContainerEventStream interface {
 	Recv() (*cri.ContainerEventResponse, error)
 }
 
-// ErrEventsLost ends an event stream whose reader fell behind: the
-// runtime dropped events rather than wait for it.
-var ErrEventsLost = errors.New("container events lost: the subscriber fell behind")
+// ErrEventsLost ends an event stream after which events may have been
+// lost: the reader fell behind, or the runtime restarted.
+var ErrEventsLost = errors.New("container events lost")
 
 // ContainerStatusLister is what a Runtime may offer beside the interface:
 // the full status of every container of a sandbox in one call, where

@@ -2,6 +2,7 @@ package fake
 
 import (
 	"context"
+	"fmt"
 
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
@@ -14,7 +15,8 @@ const eventBuffer = 1024
 // subscription is one GetContainerEvents stream.
 type subscription struct {
 	ch   chan *cri.ContainerEventResponse
-	lost chan struct{} // closed when events were dropped for it
+	lost chan struct{} // closed when events were dropped for it, or the streams ended
+	why  string        // what ended it
 	ctx  context.Context
 }
 
@@ -29,7 +31,7 @@ func (s *subscription) Recv() (*cri.ContainerEventResponse, error) {
 	case ev := <-s.ch:
 		return ev, nil
 	case <-s.lost:
-		return nil, runtime.ErrEventsLost
+		return nil, fmt.Errorf("%w: %s", runtime.ErrEventsLost, s.why)
 	case <-s.ctx.Done():
 		return nil, s.ctx.Err()
 	}
@@ -80,6 +82,7 @@ func (r *Runtime) EndEventStreams() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for s := range r.subscribers {
+		s.why = "the runtime ended the streams"
 		close(s.lost)
 		delete(r.subscribers, s)
 	}
@@ -100,6 +103,7 @@ func (r *Runtime) emit(c *container, typ cri.ContainerEventType) {
 		select {
 		case s.ch <- ev:
 		default:
+			s.why = "the subscriber fell behind"
 			close(s.lost)
 			delete(r.subscribers, s)
 		}
