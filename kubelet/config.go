@@ -92,8 +92,12 @@ type Config struct {
 	// updates when nothing changes (default 1m).
 	NodeStatusReportInterval time.Duration
 	// RelistPeriod is how often the runtime is listed for container
-	// changes (default 1s).
+	// changes while its event stream is up (default 30s): a safety net
+	// for a lost event, so it bounds how late such a change is seen.
 	RelistPeriod time.Duration
+	// FallbackRelistPeriod is how often it is listed while there is no
+	// event stream (default 1s): the stream broke, or the runtime has none.
+	FallbackRelistPeriod time.Duration
 	// ReleaseIdleMemory hands the garbage of a burst of container changes
 	// back to the OS once the runtime has been quiet for 5s (a full GC).
 	// Real kubelets set it; hollow ones, many to a process, do not.
@@ -142,7 +146,10 @@ func (c *Config) defaults() {
 		c.EvictionMonitoringInterval = 10 * time.Second
 	}
 	if c.RelistPeriod == 0 {
-		c.RelistPeriod = time.Second
+		c.RelistPeriod = 30 * time.Second
+	}
+	if c.FallbackRelistPeriod == 0 {
+		c.FallbackRelistPeriod = time.Second
 	}
 	if c.Clock == nil {
 		c.Clock = realClock{}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -160,7 +159,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := k.cleanupOrphans(ctx); err != nil {
 		k.log.Warn("cleaning up orphaned pods", "err", err)
 	}
-	goRun(k.relistLoop)
+	goRun(k.plegLoop)
 	goRun(k.evictionLoop)
 	goRun(k.reclaimLoop)
 	if cfg.Ready != nil {
@@ -257,83 +256,6 @@ func (k *Kubelet) podsWhere(except types.UID, keep func(*podState) bool) []*core
 	}
 	return out
 }
-
-// memoryReleaseQuiet is how long the runtime must show no container
-// change before the kubelet hands the garbage of the last burst back to
-// the OS (releaseMemory).
-const memoryReleaseQuiet = 5 * time.Second
-
-// relistLoop lists the runtime every RelistPeriod and wakes the workers
-// of pods whose containers changed state, as Kubernetes' PLEG does.
-func (k *Kubelet) relistLoop(ctx context.Context) error {
-	last := map[string]cri.ContainerState{}
-	var burst burstEnd
-	counts := runtimeCounts{containers: map[string]int{}}
-	defer counts.publish(runtimeCounts{}) // this kubelet's share leaves the gauges
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-k.cfg.Clock.After(k.cfg.RelistPeriod):
-		}
-		start := time.Now()
-		cs, err := k.rt.ListContainers(ctx, "")
-		if err != nil {
-			k.log.Warn("relist", "err", err)
-			continue
-		}
-		counts.publish(countRuntime(cs))
-		cur := make(map[string]cri.ContainerState, len(cs))
-		changed := map[types.UID]bool{}
-		for _, c := range cs {
-			cur[c.Id] = c.State
-			if old, ok := last[c.Id]; !ok || old != c.State {
-				changed[types.UID(c.Labels[runtime.LabelPodUID])] = true
-			}
-		}
-		removed := false
-		for id := range last {
-			if _, ok := cur[id]; !ok {
-				removed = true
-				break
-			}
-		}
-		last = cur
-		relistDuration.Observe(time.Since(start).Seconds())
-		if k.cfg.ReleaseIdleMemory && burst.quiet(k.cfg.Clock.Now(), len(changed) > 0 || removed) {
-			releaseMemory()
-		}
-		k.mu.Lock()
-		for uid := range changed {
-			if w := k.workers[uid]; w != nil {
-				w.wake()
-			}
-		}
-		k.mu.Unlock()
-	}
-}
-
-// burstEnd tells when a burst of container changes has ended: quiet is
-// true once, at the first relist memoryReleaseQuiet after the last change.
-type burstEnd struct{ last time.Time } // zero: no change since the last end
-
-func (b *burstEnd) quiet(now time.Time, changed bool) bool {
-	switch {
-	case changed:
-		b.last = now
-	case !b.last.IsZero() && now.Sub(b.last) >= memoryReleaseQuiet:
-		b.last = time.Time{}
-		return true
-	}
-	return false
-}
-
-// releaseMemory collects the garbage of a burst of pod starts and stops
-// and returns the freed memory to the OS. An idle kubelet allocates
-// little, so without this its heap keeps the burst's garbage until Go's
-// forced GC (every 2 minutes), and gives the pages back at the
-// scavenger's pace: on an edge node that memory belongs to the pods.
-func releaseMemory() { debug.FreeOSMemory() }
 
 // observe reads what the runtime holds for one pod.
 func (k *Kubelet) observe(ctx context.Context, uid types.UID) (*observed, error) {

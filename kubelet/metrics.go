@@ -16,8 +16,10 @@ import (
 // with several nodes) add up, each contributing its own counts to the
 // gauges.
 //
-//	relistLoop ──▶ kubelet_pleg_relist_duration_seconds
-//	           ──▶ kubelet_running_pods, kubelet_running_containers{container_state}
+//	relist ──▶ kubelet_pleg_relist_duration_seconds
+//	       ──▶ kubelet_running_pods, kubelet_running_containers{container_state}
+//	watchEvents ──▶ kubelet_evented_pleg_connection_success_count, _error_count (subscriptions)
+//	            ──▶ kubelet_evented_pleg_connection_latency_seconds (each event's age on arrival)
 //	first Running status with every container started, less image pulls ──▶ kubelet_pod_start_sli_duration_seconds
 var (
 	podStartSLI = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -36,11 +38,27 @@ var (
 		Help:    "Duration in seconds for relisting pods in PLEG.",
 		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 	})
+	// Upstream's Evented PLEG names (pkg/kubelet/metrics), "_count"
+	// counters included.
+	eventedConnErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kubelet_evented_pleg_connection_error_count",
+		Help: "The number of errors encountered during the establishment of streaming connection with the CRI runtime.",
+	})
+	eventedConnSuccess = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kubelet_evented_pleg_connection_success_count",
+		Help: "The number of times a streaming client was obtained to receive CRI Events.",
+	})
+	eventedLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "kubelet_evented_pleg_connection_latency_seconds",
+		Help:    "The latency of streaming connection with the CRI runtime, measured in seconds.",
+		Buckets: prometheus.DefBuckets,
+	})
 )
 
 // Collectors returns the kubelet's metrics, for the process's registry.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{podStartSLI, runningPods, runningContainers, relistDuration}
+	return []prometheus.Collector{podStartSLI, runningPods, runningContainers, relistDuration,
+		eventedConnErrors, eventedConnSuccess, eventedLatency}
 }
 
 // containerStates are upstream's container_state values, by CRI state.

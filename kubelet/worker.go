@@ -21,7 +21,7 @@ import (
 
 // podWorker is the driver for one pod: it runs the step function and
 // performs its actions, one sync at a time, woken by pod updates,
-// container changes (relist), probe results and back-off timers.
+// container changes (pleg.go), probe results and back-off timers.
 type podWorker struct {
 	k    *Kubelet
 	uid  types.UID

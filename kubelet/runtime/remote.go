@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"minik/proto/cri"
@@ -273,6 +274,44 @@ func (r *Remote) ListContainerStats(ctx context.Context) ([]*cri.ContainerStats,
 	return resp.Stats, nil
 }
 
+// subscribedHeader is the header the server sends once it is subscribed
+// to the runtime's events.
+const subscribedHeader = "minik-subscribed"
+
+// GetContainerEvents returns once the server has subscribed (it sends its
+// headers then), so that no change after it is missed.
+func (r *Remote) GetContainerEvents(ctx context.Context) (ContainerEventStream, error) {
+	stream, err := r.rs.GetContainerEvents(ctx, &cri.GetEventsRequest{})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	md, err := stream.Header()
+	if err == nil && len(md.Get(subscribedHeader)) == 0 {
+		// Headers without the mark: the call ended before subscribing
+		// (an older server answers Unimplemented); Recv has the error.
+		_, err = stream.Recv()
+		if err == nil || err == io.EOF {
+			err = errors.New("the runtime ended the event stream before subscribing")
+		}
+	}
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return remoteEvents{stream}, nil
+}
+
+type remoteEvents struct {
+	s cri.RuntimeService_GetContainerEventsClient
+}
+
+func (e remoteEvents) Recv() (*cri.ContainerEventResponse, error) {
+	ev, err := e.s.Recv()
+	if err == io.EOF {
+		err = errors.New("the runtime ended the event stream")
+	}
+	return ev, fromStatus(err)
+}
+
 func (r *Remote) ListImages(ctx context.Context) ([]*cri.Image, error) {
 	resp, err := r.is.ListImages(ctx, &cri.ListImagesRequest{})
 	if err != nil {
@@ -521,6 +560,25 @@ func (w streamWriter) Write(p []byte) (int, error) {
 func (s *server) ListContainerStats(ctx context.Context, _ *cri.ListContainerStatsRequest) (*cri.ListContainerStatsResponse, error) {
 	stats, err := s.rt.ListContainerStats(ctx)
 	return &cri.ListContainerStatsResponse{Stats: stats}, toStatus(err)
+}
+
+func (s *server) GetContainerEvents(_ *cri.GetEventsRequest, stream cri.RuntimeService_GetContainerEventsServer) error {
+	events, err := s.rt.GetContainerEvents(stream.Context())
+	if err != nil {
+		return toStatus(err)
+	}
+	if err := stream.SendHeader(metadata.Pairs(subscribedHeader, "true")); err != nil {
+		return err
+	}
+	for {
+		ev, err := events.Recv()
+		if err != nil {
+			return toStatus(err)
+		}
+		if err := stream.Send(ev); err != nil {
+			return err
+		}
+	}
 }
 
 func (s *server) ListImages(ctx context.Context, _ *cri.ListImagesRequest) (*cri.ListImagesResponse, error) {

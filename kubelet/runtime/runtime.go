@@ -61,6 +61,13 @@ type Runtime interface {
 	ReadLog(ctx context.Context, req *cri.ReadLogRequest, w io.Writer) error
 	// ListContainerStats reports the resource usage of every container.
 	ListContainerStats(ctx context.Context) ([]*cri.ContainerStats, error)
+	// GetContainerEvents subscribes to the runtime's container events
+	// (CRI's GetContainerEvents). It returns once subscribed: every
+	// container change after that is received, in order, until the
+	// stream's Recv returns an error (ctx ended, or the runtime can no
+	// longer promise to deliver every event). What happened before the
+	// subscription, or after the error, the caller learns by listing.
+	GetContainerEvents(ctx context.Context) (ContainerEventStream, error)
 
 	ListImages(ctx context.Context) ([]*cri.Image, error)
 	// ImageStatus returns nil, nil when the image is not present.
@@ -68,6 +75,16 @@ type Runtime interface {
 	PullImage(ctx context.Context, ref string, insecure bool) (string, error)
 	RemoveImage(ctx context.Context, ref string) error
 }
+
+// ContainerEventStream is a subscription to container events.
+type ContainerEventStream interface {
+	// Recv returns the next event; an error ends the stream.
+	Recv() (*cri.ContainerEventResponse, error)
+}
+
+// ErrEventsLost ends an event stream after which events may have been
+// lost: the reader fell behind, or the runtime restarted.
+var ErrEventsLost = errors.New("container events lost")
 
 // ContainerStatusLister is what a Runtime may offer beside the interface:
 // the full status of every container of a sandbox in one call, where

@@ -123,6 +123,60 @@ func (ContainerState) EnumDescriptor() ([]byte, []int) {
 	return file_cri_proto_rawDescGZIP(), []int{1}
 }
 
+// ContainerEventType is what happened to a container (CRI's names).
+type ContainerEventType int32
+
+const (
+	ContainerEventType_CONTAINER_CREATED_EVENT ContainerEventType = 0
+	ContainerEventType_CONTAINER_STARTED_EVENT ContainerEventType = 1
+	// CONTAINER_STOPPED_EVENT: its process exited, whoever ended it.
+	ContainerEventType_CONTAINER_STOPPED_EVENT ContainerEventType = 2
+	ContainerEventType_CONTAINER_DELETED_EVENT ContainerEventType = 3
+)
+
+// Enum value maps for ContainerEventType.
+var (
+	ContainerEventType_name = map[int32]string{
+		0: "CONTAINER_CREATED_EVENT",
+		1: "CONTAINER_STARTED_EVENT",
+		2: "CONTAINER_STOPPED_EVENT",
+		3: "CONTAINER_DELETED_EVENT",
+	}
+	ContainerEventType_value = map[string]int32{
+		"CONTAINER_CREATED_EVENT": 0,
+		"CONTAINER_STARTED_EVENT": 1,
+		"CONTAINER_STOPPED_EVENT": 2,
+		"CONTAINER_DELETED_EVENT": 3,
+	}
+)
+
+func (x ContainerEventType) Enum() *ContainerEventType {
+	p := new(ContainerEventType)
+	*p = x
+	return p
+}
+
+func (x ContainerEventType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ContainerEventType) Descriptor() protoreflect.EnumDescriptor {
+	return file_cri_proto_enumTypes[2].Descriptor()
+}
+
+func (ContainerEventType) Type() protoreflect.EnumType {
+	return &file_cri_proto_enumTypes[2]
+}
+
+func (x ContainerEventType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ContainerEventType.Descriptor instead.
+func (ContainerEventType) EnumDescriptor() ([]byte, []int) {
+	return file_cri_proto_rawDescGZIP(), []int{2}
+}
+
 type VersionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2973,6 +3027,123 @@ func (x *ListContainerStatsResponse) GetStats() []*ContainerStats {
 	return nil
 }
 
+type GetEventsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetEventsRequest) Reset() {
+	*x = GetEventsRequest{}
+	mi := &file_cri_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetEventsRequest) ProtoMessage() {}
+
+func (x *GetEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cri_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetEventsRequest.ProtoReflect.Descriptor instead.
+func (*GetEventsRequest) Descriptor() ([]byte, []int) {
+	return file_cri_proto_rawDescGZIP(), []int{48}
+}
+
+// ContainerEventResponse is one container event. Unlike CRI's, it carries
+// the sandbox's metadata rather than its full status: the event says
+// which pod to look at, the kubelet then reads what it needs.
+type ContainerEventResponse struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	ContainerId        string                 `protobuf:"bytes,1,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
+	ContainerEventType ContainerEventType     `protobuf:"varint,2,opt,name=container_event_type,json=containerEventType,proto3,enum=minik.cri.v1.ContainerEventType" json:"container_event_type,omitempty"`
+	CreatedAt          int64                  `protobuf:"varint,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"` // unix nanoseconds
+	PodSandboxId       string                 `protobuf:"bytes,4,opt,name=pod_sandbox_id,json=podSandboxId,proto3" json:"pod_sandbox_id,omitempty"`
+	// pod_sandbox_metadata is empty when the runtime no longer knows the
+	// container's sandbox (a deleted container it had not seen before).
+	PodSandboxMetadata *PodSandboxMetadata `protobuf:"bytes,5,opt,name=pod_sandbox_metadata,json=podSandboxMetadata,proto3" json:"pod_sandbox_metadata,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *ContainerEventResponse) Reset() {
+	*x = ContainerEventResponse{}
+	mi := &file_cri_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerEventResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerEventResponse) ProtoMessage() {}
+
+func (x *ContainerEventResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cri_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerEventResponse.ProtoReflect.Descriptor instead.
+func (*ContainerEventResponse) Descriptor() ([]byte, []int) {
+	return file_cri_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ContainerEventResponse) GetContainerId() string {
+	if x != nil {
+		return x.ContainerId
+	}
+	return ""
+}
+
+func (x *ContainerEventResponse) GetContainerEventType() ContainerEventType {
+	if x != nil {
+		return x.ContainerEventType
+	}
+	return ContainerEventType_CONTAINER_CREATED_EVENT
+}
+
+func (x *ContainerEventResponse) GetCreatedAt() int64 {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return 0
+}
+
+func (x *ContainerEventResponse) GetPodSandboxId() string {
+	if x != nil {
+		return x.PodSandboxId
+	}
+	return ""
+}
+
+func (x *ContainerEventResponse) GetPodSandboxMetadata() *PodSandboxMetadata {
+	if x != nil {
+		return x.PodSandboxMetadata
+	}
+	return nil
+}
+
 // ContainerStats is one container's resource usage; an exited container
 // uses no memory and runs no process, but its writable layer remains.
 type ContainerStats struct {
@@ -3002,7 +3173,7 @@ type ContainerStats struct {
 
 func (x *ContainerStats) Reset() {
 	*x = ContainerStats{}
-	mi := &file_cri_proto_msgTypes[48]
+	mi := &file_cri_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3014,7 +3185,7 @@ func (x *ContainerStats) String() string {
 func (*ContainerStats) ProtoMessage() {}
 
 func (x *ContainerStats) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[48]
+	mi := &file_cri_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3027,7 +3198,7 @@ func (x *ContainerStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStats.ProtoReflect.Descriptor instead.
 func (*ContainerStats) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{48}
+	return file_cri_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ContainerStats) GetContainerId() string {
@@ -3095,7 +3266,7 @@ type ImageSpec struct {
 
 func (x *ImageSpec) Reset() {
 	*x = ImageSpec{}
-	mi := &file_cri_proto_msgTypes[49]
+	mi := &file_cri_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3107,7 +3278,7 @@ func (x *ImageSpec) String() string {
 func (*ImageSpec) ProtoMessage() {}
 
 func (x *ImageSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[49]
+	mi := &file_cri_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3120,7 +3291,7 @@ func (x *ImageSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageSpec.ProtoReflect.Descriptor instead.
 func (*ImageSpec) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{49}
+	return file_cri_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ImageSpec) GetImage() string {
@@ -3147,7 +3318,7 @@ type Image struct {
 
 func (x *Image) Reset() {
 	*x = Image{}
-	mi := &file_cri_proto_msgTypes[50]
+	mi := &file_cri_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3159,7 +3330,7 @@ func (x *Image) String() string {
 func (*Image) ProtoMessage() {}
 
 func (x *Image) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[50]
+	mi := &file_cri_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3172,7 +3343,7 @@ func (x *Image) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Image.ProtoReflect.Descriptor instead.
 func (*Image) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{50}
+	return file_cri_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Image) GetId() string {
@@ -3225,7 +3396,7 @@ type ListImagesRequest struct {
 
 func (x *ListImagesRequest) Reset() {
 	*x = ListImagesRequest{}
-	mi := &file_cri_proto_msgTypes[51]
+	mi := &file_cri_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3237,7 +3408,7 @@ func (x *ListImagesRequest) String() string {
 func (*ListImagesRequest) ProtoMessage() {}
 
 func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[51]
+	mi := &file_cri_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3250,7 +3421,7 @@ func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImagesRequest.ProtoReflect.Descriptor instead.
 func (*ListImagesRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{51}
+	return file_cri_proto_rawDescGZIP(), []int{53}
 }
 
 type ListImagesResponse struct {
@@ -3262,7 +3433,7 @@ type ListImagesResponse struct {
 
 func (x *ListImagesResponse) Reset() {
 	*x = ListImagesResponse{}
-	mi := &file_cri_proto_msgTypes[52]
+	mi := &file_cri_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3274,7 +3445,7 @@ func (x *ListImagesResponse) String() string {
 func (*ListImagesResponse) ProtoMessage() {}
 
 func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[52]
+	mi := &file_cri_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3287,7 +3458,7 @@ func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImagesResponse.ProtoReflect.Descriptor instead.
 func (*ListImagesResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{52}
+	return file_cri_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListImagesResponse) GetImages() []*Image {
@@ -3306,7 +3477,7 @@ type ImageStatusRequest struct {
 
 func (x *ImageStatusRequest) Reset() {
 	*x = ImageStatusRequest{}
-	mi := &file_cri_proto_msgTypes[53]
+	mi := &file_cri_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3318,7 +3489,7 @@ func (x *ImageStatusRequest) String() string {
 func (*ImageStatusRequest) ProtoMessage() {}
 
 func (x *ImageStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[53]
+	mi := &file_cri_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3331,7 +3502,7 @@ func (x *ImageStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageStatusRequest.ProtoReflect.Descriptor instead.
 func (*ImageStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{53}
+	return file_cri_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ImageStatusRequest) GetImage() *ImageSpec {
@@ -3351,7 +3522,7 @@ type ImageStatusResponse struct {
 
 func (x *ImageStatusResponse) Reset() {
 	*x = ImageStatusResponse{}
-	mi := &file_cri_proto_msgTypes[54]
+	mi := &file_cri_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3363,7 +3534,7 @@ func (x *ImageStatusResponse) String() string {
 func (*ImageStatusResponse) ProtoMessage() {}
 
 func (x *ImageStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[54]
+	mi := &file_cri_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3376,7 +3547,7 @@ func (x *ImageStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageStatusResponse.ProtoReflect.Descriptor instead.
 func (*ImageStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{54}
+	return file_cri_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ImageStatusResponse) GetImage() *Image {
@@ -3397,7 +3568,7 @@ type PullImageRequest struct {
 
 func (x *PullImageRequest) Reset() {
 	*x = PullImageRequest{}
-	mi := &file_cri_proto_msgTypes[55]
+	mi := &file_cri_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3409,7 +3580,7 @@ func (x *PullImageRequest) String() string {
 func (*PullImageRequest) ProtoMessage() {}
 
 func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[55]
+	mi := &file_cri_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3422,7 +3593,7 @@ func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageRequest.ProtoReflect.Descriptor instead.
 func (*PullImageRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{55}
+	return file_cri_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *PullImageRequest) GetImage() *ImageSpec {
@@ -3448,7 +3619,7 @@ type PullImageResponse struct {
 
 func (x *PullImageResponse) Reset() {
 	*x = PullImageResponse{}
-	mi := &file_cri_proto_msgTypes[56]
+	mi := &file_cri_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3460,7 +3631,7 @@ func (x *PullImageResponse) String() string {
 func (*PullImageResponse) ProtoMessage() {}
 
 func (x *PullImageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[56]
+	mi := &file_cri_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3473,7 +3644,7 @@ func (x *PullImageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageResponse.ProtoReflect.Descriptor instead.
 func (*PullImageResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{56}
+	return file_cri_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *PullImageResponse) GetImageRef() string {
@@ -3492,7 +3663,7 @@ type RemoveImageRequest struct {
 
 func (x *RemoveImageRequest) Reset() {
 	*x = RemoveImageRequest{}
-	mi := &file_cri_proto_msgTypes[57]
+	mi := &file_cri_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3504,7 +3675,7 @@ func (x *RemoveImageRequest) String() string {
 func (*RemoveImageRequest) ProtoMessage() {}
 
 func (x *RemoveImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[57]
+	mi := &file_cri_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3517,7 +3688,7 @@ func (x *RemoveImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveImageRequest.ProtoReflect.Descriptor instead.
 func (*RemoveImageRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{57}
+	return file_cri_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RemoveImageRequest) GetImage() *ImageSpec {
@@ -3535,7 +3706,7 @@ type RemoveImageResponse struct {
 
 func (x *RemoveImageResponse) Reset() {
 	*x = RemoveImageResponse{}
-	mi := &file_cri_proto_msgTypes[58]
+	mi := &file_cri_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3547,7 +3718,7 @@ func (x *RemoveImageResponse) String() string {
 func (*RemoveImageResponse) ProtoMessage() {}
 
 func (x *RemoveImageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[58]
+	mi := &file_cri_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3560,7 +3731,7 @@ func (x *RemoveImageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveImageResponse.ProtoReflect.Descriptor instead.
 func (*RemoveImageResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{58}
+	return file_cri_proto_rawDescGZIP(), []int{60}
 }
 
 var File_cri_proto protoreflect.FileDescriptor
@@ -3812,7 +3983,15 @@ const file_cri_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"\x1b\n" +
 	"\x19ListContainerStatsRequest\"P\n" +
 	"\x1aListContainerStatsResponse\x122\n" +
-	"\x05stats\x18\x01 \x03(\v2\x1c.minik.cri.v1.ContainerStatsR\x05stats\"\x81\x03\n" +
+	"\x05stats\x18\x01 \x03(\v2\x1c.minik.cri.v1.ContainerStatsR\x05stats\"\x12\n" +
+	"\x10GetEventsRequest\"\xa8\x02\n" +
+	"\x16ContainerEventResponse\x12!\n" +
+	"\fcontainer_id\x18\x01 \x01(\tR\vcontainerId\x12R\n" +
+	"\x14container_event_type\x18\x02 \x01(\x0e2 .minik.cri.v1.ContainerEventTypeR\x12containerEventType\x12\x1d\n" +
+	"\n" +
+	"created_at\x18\x03 \x01(\x03R\tcreatedAt\x12$\n" +
+	"\x0epod_sandbox_id\x18\x04 \x01(\tR\fpodSandboxId\x12R\n" +
+	"\x14pod_sandbox_metadata\x18\x05 \x01(\v2 .minik.cri.v1.PodSandboxMetadataR\x12podSandboxMetadata\"\x81\x03\n" +
 	"\x0eContainerStats\x12!\n" +
 	"\fcontainer_id\x18\x01 \x01(\tR\vcontainerId\x127\n" +
 	"\x18memory_working_set_bytes\x18\x02 \x01(\x04R\x15memoryWorkingSetBytes\x12#\n" +
@@ -3853,7 +4032,12 @@ const file_cri_proto_rawDesc = "" +
 	"\x11CONTAINER_CREATED\x10\x00\x12\x15\n" +
 	"\x11CONTAINER_RUNNING\x10\x01\x12\x14\n" +
 	"\x10CONTAINER_EXITED\x10\x02\x12\x15\n" +
-	"\x11CONTAINER_UNKNOWN\x10\x032\xde\f\n" +
+	"\x11CONTAINER_UNKNOWN\x10\x03*\x88\x01\n" +
+	"\x12ContainerEventType\x12\x1b\n" +
+	"\x17CONTAINER_CREATED_EVENT\x10\x00\x12\x1b\n" +
+	"\x17CONTAINER_STARTED_EVENT\x10\x01\x12\x1b\n" +
+	"\x17CONTAINER_STOPPED_EVENT\x10\x02\x12\x1b\n" +
+	"\x17CONTAINER_DELETED_EVENT\x10\x032\xbe\r\n" +
 	"\x0eRuntimeService\x12H\n" +
 	"\aVersion\x12\x1c.minik.cri.v1.VersionRequest\x1a\x1d.minik.cri.v1.VersionResponse\"\x00\x12l\n" +
 	"\x13UpdateRuntimeConfig\x12(.minik.cri.v1.UpdateRuntimeConfigRequest\x1a).minik.cri.v1.UpdateRuntimeConfigResponse\"\x00\x12Z\n" +
@@ -3872,7 +4056,8 @@ const file_cri_proto_rawDesc = "" +
 	"\x06Attach\x12\x17.minik.cri.v1.ExecInput\x1a\x18.minik.cri.v1.ExecOutput\"\x00(\x010\x01\x12T\n" +
 	"\vPortForward\x12\x1e.minik.cri.v1.PortForwardInput\x1a\x1f.minik.cri.v1.PortForwardOutput\"\x00(\x010\x01\x12C\n" +
 	"\aReadLog\x12\x1c.minik.cri.v1.ReadLogRequest\x1a\x16.minik.cri.v1.LogChunk\"\x000\x01\x12i\n" +
-	"\x12ListContainerStats\x12'.minik.cri.v1.ListContainerStatsRequest\x1a(.minik.cri.v1.ListContainerStatsResponse\"\x002\xdd\x02\n" +
+	"\x12ListContainerStats\x12'.minik.cri.v1.ListContainerStatsRequest\x1a(.minik.cri.v1.ListContainerStatsResponse\"\x00\x12^\n" +
+	"\x12GetContainerEvents\x12\x1e.minik.cri.v1.GetEventsRequest\x1a$.minik.cri.v1.ContainerEventResponse\"\x000\x012\xdd\x02\n" +
 	"\fImageService\x12Q\n" +
 	"\n" +
 	"ListImages\x12\x1f.minik.cri.v1.ListImagesRequest\x1a .minik.cri.v1.ListImagesResponse\"\x00\x12T\n" +
@@ -3892,170 +4077,177 @@ func file_cri_proto_rawDescGZIP() []byte {
 	return file_cri_proto_rawDescData
 }
 
-var file_cri_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_cri_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
+var file_cri_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_cri_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
 var file_cri_proto_goTypes = []any{
 	(PodSandboxState)(0),                  // 0: minik.cri.v1.PodSandboxState
 	(ContainerState)(0),                   // 1: minik.cri.v1.ContainerState
-	(*VersionRequest)(nil),                // 2: minik.cri.v1.VersionRequest
-	(*VersionResponse)(nil),               // 3: minik.cri.v1.VersionResponse
-	(*UpdateRuntimeConfigRequest)(nil),    // 4: minik.cri.v1.UpdateRuntimeConfigRequest
-	(*UpdateRuntimeConfigResponse)(nil),   // 5: minik.cri.v1.UpdateRuntimeConfigResponse
-	(*PodSandboxMetadata)(nil),            // 6: minik.cri.v1.PodSandboxMetadata
-	(*PortMapping)(nil),                   // 7: minik.cri.v1.PortMapping
-	(*PodSandboxConfig)(nil),              // 8: minik.cri.v1.PodSandboxConfig
-	(*RunPodSandboxRequest)(nil),          // 9: minik.cri.v1.RunPodSandboxRequest
-	(*RunPodSandboxResponse)(nil),         // 10: minik.cri.v1.RunPodSandboxResponse
-	(*StopPodSandboxRequest)(nil),         // 11: minik.cri.v1.StopPodSandboxRequest
-	(*StopPodSandboxResponse)(nil),        // 12: minik.cri.v1.StopPodSandboxResponse
-	(*RemovePodSandboxRequest)(nil),       // 13: minik.cri.v1.RemovePodSandboxRequest
-	(*RemovePodSandboxResponse)(nil),      // 14: minik.cri.v1.RemovePodSandboxResponse
-	(*PodSandbox)(nil),                    // 15: minik.cri.v1.PodSandbox
-	(*ListPodSandboxRequest)(nil),         // 16: minik.cri.v1.ListPodSandboxRequest
-	(*ListPodSandboxResponse)(nil),        // 17: minik.cri.v1.ListPodSandboxResponse
-	(*ContainerMetadata)(nil),             // 18: minik.cri.v1.ContainerMetadata
-	(*KeyValue)(nil),                      // 19: minik.cri.v1.KeyValue
-	(*Mount)(nil),                         // 20: minik.cri.v1.Mount
-	(*LinuxContainerResources)(nil),       // 21: minik.cri.v1.LinuxContainerResources
-	(*LinuxContainerSecurityContext)(nil), // 22: minik.cri.v1.LinuxContainerSecurityContext
-	(*ContainerConfig)(nil),               // 23: minik.cri.v1.ContainerConfig
-	(*CreateContainerRequest)(nil),        // 24: minik.cri.v1.CreateContainerRequest
-	(*CreateContainerResponse)(nil),       // 25: minik.cri.v1.CreateContainerResponse
-	(*StartContainerRequest)(nil),         // 26: minik.cri.v1.StartContainerRequest
-	(*StartContainerResponse)(nil),        // 27: minik.cri.v1.StartContainerResponse
-	(*StopContainerRequest)(nil),          // 28: minik.cri.v1.StopContainerRequest
-	(*StopContainerResponse)(nil),         // 29: minik.cri.v1.StopContainerResponse
-	(*RemoveContainerRequest)(nil),        // 30: minik.cri.v1.RemoveContainerRequest
-	(*RemoveContainerResponse)(nil),       // 31: minik.cri.v1.RemoveContainerResponse
-	(*Container)(nil),                     // 32: minik.cri.v1.Container
-	(*ListContainersRequest)(nil),         // 33: minik.cri.v1.ListContainersRequest
-	(*ListContainersResponse)(nil),        // 34: minik.cri.v1.ListContainersResponse
-	(*ContainerStatus)(nil),               // 35: minik.cri.v1.ContainerStatus
-	(*ContainerStatusRequest)(nil),        // 36: minik.cri.v1.ContainerStatusRequest
-	(*ContainerStatusResponse)(nil),       // 37: minik.cri.v1.ContainerStatusResponse
-	(*ExecSyncRequest)(nil),               // 38: minik.cri.v1.ExecSyncRequest
-	(*ExecSyncResponse)(nil),              // 39: minik.cri.v1.ExecSyncResponse
-	(*ExecStart)(nil),                     // 40: minik.cri.v1.ExecStart
-	(*TerminalSize)(nil),                  // 41: minik.cri.v1.TerminalSize
-	(*ExecInput)(nil),                     // 42: minik.cri.v1.ExecInput
-	(*ExecOutput)(nil),                    // 43: minik.cri.v1.ExecOutput
-	(*PortForwardInput)(nil),              // 44: minik.cri.v1.PortForwardInput
-	(*PortForwardOutput)(nil),             // 45: minik.cri.v1.PortForwardOutput
-	(*ReadLogRequest)(nil),                // 46: minik.cri.v1.ReadLogRequest
-	(*LogChunk)(nil),                      // 47: minik.cri.v1.LogChunk
-	(*ListContainerStatsRequest)(nil),     // 48: minik.cri.v1.ListContainerStatsRequest
-	(*ListContainerStatsResponse)(nil),    // 49: minik.cri.v1.ListContainerStatsResponse
-	(*ContainerStats)(nil),                // 50: minik.cri.v1.ContainerStats
-	(*ImageSpec)(nil),                     // 51: minik.cri.v1.ImageSpec
-	(*Image)(nil),                         // 52: minik.cri.v1.Image
-	(*ListImagesRequest)(nil),             // 53: minik.cri.v1.ListImagesRequest
-	(*ListImagesResponse)(nil),            // 54: minik.cri.v1.ListImagesResponse
-	(*ImageStatusRequest)(nil),            // 55: minik.cri.v1.ImageStatusRequest
-	(*ImageStatusResponse)(nil),           // 56: minik.cri.v1.ImageStatusResponse
-	(*PullImageRequest)(nil),              // 57: minik.cri.v1.PullImageRequest
-	(*PullImageResponse)(nil),             // 58: minik.cri.v1.PullImageResponse
-	(*RemoveImageRequest)(nil),            // 59: minik.cri.v1.RemoveImageRequest
-	(*RemoveImageResponse)(nil),           // 60: minik.cri.v1.RemoveImageResponse
-	nil,                                   // 61: minik.cri.v1.PodSandboxConfig.LabelsEntry
-	nil,                                   // 62: minik.cri.v1.PodSandboxConfig.AnnotationsEntry
-	nil,                                   // 63: minik.cri.v1.PodSandboxConfig.SysctlsEntry
-	nil,                                   // 64: minik.cri.v1.PodSandbox.LabelsEntry
-	nil,                                   // 65: minik.cri.v1.PodSandbox.AnnotationsEntry
-	nil,                                   // 66: minik.cri.v1.ContainerConfig.LabelsEntry
-	nil,                                   // 67: minik.cri.v1.ContainerConfig.AnnotationsEntry
-	nil,                                   // 68: minik.cri.v1.Container.LabelsEntry
-	nil,                                   // 69: minik.cri.v1.Container.AnnotationsEntry
-	nil,                                   // 70: minik.cri.v1.ContainerStatus.LabelsEntry
-	nil,                                   // 71: minik.cri.v1.ContainerStatus.AnnotationsEntry
+	(ContainerEventType)(0),               // 2: minik.cri.v1.ContainerEventType
+	(*VersionRequest)(nil),                // 3: minik.cri.v1.VersionRequest
+	(*VersionResponse)(nil),               // 4: minik.cri.v1.VersionResponse
+	(*UpdateRuntimeConfigRequest)(nil),    // 5: minik.cri.v1.UpdateRuntimeConfigRequest
+	(*UpdateRuntimeConfigResponse)(nil),   // 6: minik.cri.v1.UpdateRuntimeConfigResponse
+	(*PodSandboxMetadata)(nil),            // 7: minik.cri.v1.PodSandboxMetadata
+	(*PortMapping)(nil),                   // 8: minik.cri.v1.PortMapping
+	(*PodSandboxConfig)(nil),              // 9: minik.cri.v1.PodSandboxConfig
+	(*RunPodSandboxRequest)(nil),          // 10: minik.cri.v1.RunPodSandboxRequest
+	(*RunPodSandboxResponse)(nil),         // 11: minik.cri.v1.RunPodSandboxResponse
+	(*StopPodSandboxRequest)(nil),         // 12: minik.cri.v1.StopPodSandboxRequest
+	(*StopPodSandboxResponse)(nil),        // 13: minik.cri.v1.StopPodSandboxResponse
+	(*RemovePodSandboxRequest)(nil),       // 14: minik.cri.v1.RemovePodSandboxRequest
+	(*RemovePodSandboxResponse)(nil),      // 15: minik.cri.v1.RemovePodSandboxResponse
+	(*PodSandbox)(nil),                    // 16: minik.cri.v1.PodSandbox
+	(*ListPodSandboxRequest)(nil),         // 17: minik.cri.v1.ListPodSandboxRequest
+	(*ListPodSandboxResponse)(nil),        // 18: minik.cri.v1.ListPodSandboxResponse
+	(*ContainerMetadata)(nil),             // 19: minik.cri.v1.ContainerMetadata
+	(*KeyValue)(nil),                      // 20: minik.cri.v1.KeyValue
+	(*Mount)(nil),                         // 21: minik.cri.v1.Mount
+	(*LinuxContainerResources)(nil),       // 22: minik.cri.v1.LinuxContainerResources
+	(*LinuxContainerSecurityContext)(nil), // 23: minik.cri.v1.LinuxContainerSecurityContext
+	(*ContainerConfig)(nil),               // 24: minik.cri.v1.ContainerConfig
+	(*CreateContainerRequest)(nil),        // 25: minik.cri.v1.CreateContainerRequest
+	(*CreateContainerResponse)(nil),       // 26: minik.cri.v1.CreateContainerResponse
+	(*StartContainerRequest)(nil),         // 27: minik.cri.v1.StartContainerRequest
+	(*StartContainerResponse)(nil),        // 28: minik.cri.v1.StartContainerResponse
+	(*StopContainerRequest)(nil),          // 29: minik.cri.v1.StopContainerRequest
+	(*StopContainerResponse)(nil),         // 30: minik.cri.v1.StopContainerResponse
+	(*RemoveContainerRequest)(nil),        // 31: minik.cri.v1.RemoveContainerRequest
+	(*RemoveContainerResponse)(nil),       // 32: minik.cri.v1.RemoveContainerResponse
+	(*Container)(nil),                     // 33: minik.cri.v1.Container
+	(*ListContainersRequest)(nil),         // 34: minik.cri.v1.ListContainersRequest
+	(*ListContainersResponse)(nil),        // 35: minik.cri.v1.ListContainersResponse
+	(*ContainerStatus)(nil),               // 36: minik.cri.v1.ContainerStatus
+	(*ContainerStatusRequest)(nil),        // 37: minik.cri.v1.ContainerStatusRequest
+	(*ContainerStatusResponse)(nil),       // 38: minik.cri.v1.ContainerStatusResponse
+	(*ExecSyncRequest)(nil),               // 39: minik.cri.v1.ExecSyncRequest
+	(*ExecSyncResponse)(nil),              // 40: minik.cri.v1.ExecSyncResponse
+	(*ExecStart)(nil),                     // 41: minik.cri.v1.ExecStart
+	(*TerminalSize)(nil),                  // 42: minik.cri.v1.TerminalSize
+	(*ExecInput)(nil),                     // 43: minik.cri.v1.ExecInput
+	(*ExecOutput)(nil),                    // 44: minik.cri.v1.ExecOutput
+	(*PortForwardInput)(nil),              // 45: minik.cri.v1.PortForwardInput
+	(*PortForwardOutput)(nil),             // 46: minik.cri.v1.PortForwardOutput
+	(*ReadLogRequest)(nil),                // 47: minik.cri.v1.ReadLogRequest
+	(*LogChunk)(nil),                      // 48: minik.cri.v1.LogChunk
+	(*ListContainerStatsRequest)(nil),     // 49: minik.cri.v1.ListContainerStatsRequest
+	(*ListContainerStatsResponse)(nil),    // 50: minik.cri.v1.ListContainerStatsResponse
+	(*GetEventsRequest)(nil),              // 51: minik.cri.v1.GetEventsRequest
+	(*ContainerEventResponse)(nil),        // 52: minik.cri.v1.ContainerEventResponse
+	(*ContainerStats)(nil),                // 53: minik.cri.v1.ContainerStats
+	(*ImageSpec)(nil),                     // 54: minik.cri.v1.ImageSpec
+	(*Image)(nil),                         // 55: minik.cri.v1.Image
+	(*ListImagesRequest)(nil),             // 56: minik.cri.v1.ListImagesRequest
+	(*ListImagesResponse)(nil),            // 57: minik.cri.v1.ListImagesResponse
+	(*ImageStatusRequest)(nil),            // 58: minik.cri.v1.ImageStatusRequest
+	(*ImageStatusResponse)(nil),           // 59: minik.cri.v1.ImageStatusResponse
+	(*PullImageRequest)(nil),              // 60: minik.cri.v1.PullImageRequest
+	(*PullImageResponse)(nil),             // 61: minik.cri.v1.PullImageResponse
+	(*RemoveImageRequest)(nil),            // 62: minik.cri.v1.RemoveImageRequest
+	(*RemoveImageResponse)(nil),           // 63: minik.cri.v1.RemoveImageResponse
+	nil,                                   // 64: minik.cri.v1.PodSandboxConfig.LabelsEntry
+	nil,                                   // 65: minik.cri.v1.PodSandboxConfig.AnnotationsEntry
+	nil,                                   // 66: minik.cri.v1.PodSandboxConfig.SysctlsEntry
+	nil,                                   // 67: minik.cri.v1.PodSandbox.LabelsEntry
+	nil,                                   // 68: minik.cri.v1.PodSandbox.AnnotationsEntry
+	nil,                                   // 69: minik.cri.v1.ContainerConfig.LabelsEntry
+	nil,                                   // 70: minik.cri.v1.ContainerConfig.AnnotationsEntry
+	nil,                                   // 71: minik.cri.v1.Container.LabelsEntry
+	nil,                                   // 72: minik.cri.v1.Container.AnnotationsEntry
+	nil,                                   // 73: minik.cri.v1.ContainerStatus.LabelsEntry
+	nil,                                   // 74: minik.cri.v1.ContainerStatus.AnnotationsEntry
 }
 var file_cri_proto_depIdxs = []int32{
-	6,  // 0: minik.cri.v1.PodSandboxConfig.metadata:type_name -> minik.cri.v1.PodSandboxMetadata
-	7,  // 1: minik.cri.v1.PodSandboxConfig.port_mappings:type_name -> minik.cri.v1.PortMapping
-	61, // 2: minik.cri.v1.PodSandboxConfig.labels:type_name -> minik.cri.v1.PodSandboxConfig.LabelsEntry
-	62, // 3: minik.cri.v1.PodSandboxConfig.annotations:type_name -> minik.cri.v1.PodSandboxConfig.AnnotationsEntry
-	63, // 4: minik.cri.v1.PodSandboxConfig.sysctls:type_name -> minik.cri.v1.PodSandboxConfig.SysctlsEntry
-	8,  // 5: minik.cri.v1.RunPodSandboxRequest.config:type_name -> minik.cri.v1.PodSandboxConfig
-	6,  // 6: minik.cri.v1.PodSandbox.metadata:type_name -> minik.cri.v1.PodSandboxMetadata
+	7,  // 0: minik.cri.v1.PodSandboxConfig.metadata:type_name -> minik.cri.v1.PodSandboxMetadata
+	8,  // 1: minik.cri.v1.PodSandboxConfig.port_mappings:type_name -> minik.cri.v1.PortMapping
+	64, // 2: minik.cri.v1.PodSandboxConfig.labels:type_name -> minik.cri.v1.PodSandboxConfig.LabelsEntry
+	65, // 3: minik.cri.v1.PodSandboxConfig.annotations:type_name -> minik.cri.v1.PodSandboxConfig.AnnotationsEntry
+	66, // 4: minik.cri.v1.PodSandboxConfig.sysctls:type_name -> minik.cri.v1.PodSandboxConfig.SysctlsEntry
+	9,  // 5: minik.cri.v1.RunPodSandboxRequest.config:type_name -> minik.cri.v1.PodSandboxConfig
+	7,  // 6: minik.cri.v1.PodSandbox.metadata:type_name -> minik.cri.v1.PodSandboxMetadata
 	0,  // 7: minik.cri.v1.PodSandbox.state:type_name -> minik.cri.v1.PodSandboxState
-	64, // 8: minik.cri.v1.PodSandbox.labels:type_name -> minik.cri.v1.PodSandbox.LabelsEntry
-	65, // 9: minik.cri.v1.PodSandbox.annotations:type_name -> minik.cri.v1.PodSandbox.AnnotationsEntry
-	15, // 10: minik.cri.v1.ListPodSandboxResponse.items:type_name -> minik.cri.v1.PodSandbox
-	18, // 11: minik.cri.v1.ContainerConfig.metadata:type_name -> minik.cri.v1.ContainerMetadata
-	19, // 12: minik.cri.v1.ContainerConfig.envs:type_name -> minik.cri.v1.KeyValue
-	20, // 13: minik.cri.v1.ContainerConfig.mounts:type_name -> minik.cri.v1.Mount
-	66, // 14: minik.cri.v1.ContainerConfig.labels:type_name -> minik.cri.v1.ContainerConfig.LabelsEntry
-	67, // 15: minik.cri.v1.ContainerConfig.annotations:type_name -> minik.cri.v1.ContainerConfig.AnnotationsEntry
-	21, // 16: minik.cri.v1.ContainerConfig.resources:type_name -> minik.cri.v1.LinuxContainerResources
-	22, // 17: minik.cri.v1.ContainerConfig.security_context:type_name -> minik.cri.v1.LinuxContainerSecurityContext
-	23, // 18: minik.cri.v1.CreateContainerRequest.config:type_name -> minik.cri.v1.ContainerConfig
-	8,  // 19: minik.cri.v1.CreateContainerRequest.sandbox_config:type_name -> minik.cri.v1.PodSandboxConfig
-	18, // 20: minik.cri.v1.Container.metadata:type_name -> minik.cri.v1.ContainerMetadata
+	67, // 8: minik.cri.v1.PodSandbox.labels:type_name -> minik.cri.v1.PodSandbox.LabelsEntry
+	68, // 9: minik.cri.v1.PodSandbox.annotations:type_name -> minik.cri.v1.PodSandbox.AnnotationsEntry
+	16, // 10: minik.cri.v1.ListPodSandboxResponse.items:type_name -> minik.cri.v1.PodSandbox
+	19, // 11: minik.cri.v1.ContainerConfig.metadata:type_name -> minik.cri.v1.ContainerMetadata
+	20, // 12: minik.cri.v1.ContainerConfig.envs:type_name -> minik.cri.v1.KeyValue
+	21, // 13: minik.cri.v1.ContainerConfig.mounts:type_name -> minik.cri.v1.Mount
+	69, // 14: minik.cri.v1.ContainerConfig.labels:type_name -> minik.cri.v1.ContainerConfig.LabelsEntry
+	70, // 15: minik.cri.v1.ContainerConfig.annotations:type_name -> minik.cri.v1.ContainerConfig.AnnotationsEntry
+	22, // 16: minik.cri.v1.ContainerConfig.resources:type_name -> minik.cri.v1.LinuxContainerResources
+	23, // 17: minik.cri.v1.ContainerConfig.security_context:type_name -> minik.cri.v1.LinuxContainerSecurityContext
+	24, // 18: minik.cri.v1.CreateContainerRequest.config:type_name -> minik.cri.v1.ContainerConfig
+	9,  // 19: minik.cri.v1.CreateContainerRequest.sandbox_config:type_name -> minik.cri.v1.PodSandboxConfig
+	19, // 20: minik.cri.v1.Container.metadata:type_name -> minik.cri.v1.ContainerMetadata
 	1,  // 21: minik.cri.v1.Container.state:type_name -> minik.cri.v1.ContainerState
-	68, // 22: minik.cri.v1.Container.labels:type_name -> minik.cri.v1.Container.LabelsEntry
-	69, // 23: minik.cri.v1.Container.annotations:type_name -> minik.cri.v1.Container.AnnotationsEntry
-	32, // 24: minik.cri.v1.ListContainersResponse.containers:type_name -> minik.cri.v1.Container
-	18, // 25: minik.cri.v1.ContainerStatus.metadata:type_name -> minik.cri.v1.ContainerMetadata
+	71, // 22: minik.cri.v1.Container.labels:type_name -> minik.cri.v1.Container.LabelsEntry
+	72, // 23: minik.cri.v1.Container.annotations:type_name -> minik.cri.v1.Container.AnnotationsEntry
+	33, // 24: minik.cri.v1.ListContainersResponse.containers:type_name -> minik.cri.v1.Container
+	19, // 25: minik.cri.v1.ContainerStatus.metadata:type_name -> minik.cri.v1.ContainerMetadata
 	1,  // 26: minik.cri.v1.ContainerStatus.state:type_name -> minik.cri.v1.ContainerState
-	70, // 27: minik.cri.v1.ContainerStatus.labels:type_name -> minik.cri.v1.ContainerStatus.LabelsEntry
-	71, // 28: minik.cri.v1.ContainerStatus.annotations:type_name -> minik.cri.v1.ContainerStatus.AnnotationsEntry
-	35, // 29: minik.cri.v1.ContainerStatusResponse.status:type_name -> minik.cri.v1.ContainerStatus
-	40, // 30: minik.cri.v1.ExecInput.start:type_name -> minik.cri.v1.ExecStart
-	41, // 31: minik.cri.v1.ExecInput.resize:type_name -> minik.cri.v1.TerminalSize
-	50, // 32: minik.cri.v1.ListContainerStatsResponse.stats:type_name -> minik.cri.v1.ContainerStats
-	52, // 33: minik.cri.v1.ListImagesResponse.images:type_name -> minik.cri.v1.Image
-	51, // 34: minik.cri.v1.ImageStatusRequest.image:type_name -> minik.cri.v1.ImageSpec
-	52, // 35: minik.cri.v1.ImageStatusResponse.image:type_name -> minik.cri.v1.Image
-	51, // 36: minik.cri.v1.PullImageRequest.image:type_name -> minik.cri.v1.ImageSpec
-	51, // 37: minik.cri.v1.RemoveImageRequest.image:type_name -> minik.cri.v1.ImageSpec
-	2,  // 38: minik.cri.v1.RuntimeService.Version:input_type -> minik.cri.v1.VersionRequest
-	4,  // 39: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:input_type -> minik.cri.v1.UpdateRuntimeConfigRequest
-	9,  // 40: minik.cri.v1.RuntimeService.RunPodSandbox:input_type -> minik.cri.v1.RunPodSandboxRequest
-	11, // 41: minik.cri.v1.RuntimeService.StopPodSandbox:input_type -> minik.cri.v1.StopPodSandboxRequest
-	13, // 42: minik.cri.v1.RuntimeService.RemovePodSandbox:input_type -> minik.cri.v1.RemovePodSandboxRequest
-	16, // 43: minik.cri.v1.RuntimeService.ListPodSandbox:input_type -> minik.cri.v1.ListPodSandboxRequest
-	24, // 44: minik.cri.v1.RuntimeService.CreateContainer:input_type -> minik.cri.v1.CreateContainerRequest
-	26, // 45: minik.cri.v1.RuntimeService.StartContainer:input_type -> minik.cri.v1.StartContainerRequest
-	28, // 46: minik.cri.v1.RuntimeService.StopContainer:input_type -> minik.cri.v1.StopContainerRequest
-	30, // 47: minik.cri.v1.RuntimeService.RemoveContainer:input_type -> minik.cri.v1.RemoveContainerRequest
-	33, // 48: minik.cri.v1.RuntimeService.ListContainers:input_type -> minik.cri.v1.ListContainersRequest
-	36, // 49: minik.cri.v1.RuntimeService.ContainerStatus:input_type -> minik.cri.v1.ContainerStatusRequest
-	38, // 50: minik.cri.v1.RuntimeService.ExecSync:input_type -> minik.cri.v1.ExecSyncRequest
-	42, // 51: minik.cri.v1.RuntimeService.Exec:input_type -> minik.cri.v1.ExecInput
-	42, // 52: minik.cri.v1.RuntimeService.Attach:input_type -> minik.cri.v1.ExecInput
-	44, // 53: minik.cri.v1.RuntimeService.PortForward:input_type -> minik.cri.v1.PortForwardInput
-	46, // 54: minik.cri.v1.RuntimeService.ReadLog:input_type -> minik.cri.v1.ReadLogRequest
-	48, // 55: minik.cri.v1.RuntimeService.ListContainerStats:input_type -> minik.cri.v1.ListContainerStatsRequest
-	53, // 56: minik.cri.v1.ImageService.ListImages:input_type -> minik.cri.v1.ListImagesRequest
-	55, // 57: minik.cri.v1.ImageService.ImageStatus:input_type -> minik.cri.v1.ImageStatusRequest
-	57, // 58: minik.cri.v1.ImageService.PullImage:input_type -> minik.cri.v1.PullImageRequest
-	59, // 59: minik.cri.v1.ImageService.RemoveImage:input_type -> minik.cri.v1.RemoveImageRequest
-	3,  // 60: minik.cri.v1.RuntimeService.Version:output_type -> minik.cri.v1.VersionResponse
-	5,  // 61: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:output_type -> minik.cri.v1.UpdateRuntimeConfigResponse
-	10, // 62: minik.cri.v1.RuntimeService.RunPodSandbox:output_type -> minik.cri.v1.RunPodSandboxResponse
-	12, // 63: minik.cri.v1.RuntimeService.StopPodSandbox:output_type -> minik.cri.v1.StopPodSandboxResponse
-	14, // 64: minik.cri.v1.RuntimeService.RemovePodSandbox:output_type -> minik.cri.v1.RemovePodSandboxResponse
-	17, // 65: minik.cri.v1.RuntimeService.ListPodSandbox:output_type -> minik.cri.v1.ListPodSandboxResponse
-	25, // 66: minik.cri.v1.RuntimeService.CreateContainer:output_type -> minik.cri.v1.CreateContainerResponse
-	27, // 67: minik.cri.v1.RuntimeService.StartContainer:output_type -> minik.cri.v1.StartContainerResponse
-	29, // 68: minik.cri.v1.RuntimeService.StopContainer:output_type -> minik.cri.v1.StopContainerResponse
-	31, // 69: minik.cri.v1.RuntimeService.RemoveContainer:output_type -> minik.cri.v1.RemoveContainerResponse
-	34, // 70: minik.cri.v1.RuntimeService.ListContainers:output_type -> minik.cri.v1.ListContainersResponse
-	37, // 71: minik.cri.v1.RuntimeService.ContainerStatus:output_type -> minik.cri.v1.ContainerStatusResponse
-	39, // 72: minik.cri.v1.RuntimeService.ExecSync:output_type -> minik.cri.v1.ExecSyncResponse
-	43, // 73: minik.cri.v1.RuntimeService.Exec:output_type -> minik.cri.v1.ExecOutput
-	43, // 74: minik.cri.v1.RuntimeService.Attach:output_type -> minik.cri.v1.ExecOutput
-	45, // 75: minik.cri.v1.RuntimeService.PortForward:output_type -> minik.cri.v1.PortForwardOutput
-	47, // 76: minik.cri.v1.RuntimeService.ReadLog:output_type -> minik.cri.v1.LogChunk
-	49, // 77: minik.cri.v1.RuntimeService.ListContainerStats:output_type -> minik.cri.v1.ListContainerStatsResponse
-	54, // 78: minik.cri.v1.ImageService.ListImages:output_type -> minik.cri.v1.ListImagesResponse
-	56, // 79: minik.cri.v1.ImageService.ImageStatus:output_type -> minik.cri.v1.ImageStatusResponse
-	58, // 80: minik.cri.v1.ImageService.PullImage:output_type -> minik.cri.v1.PullImageResponse
-	60, // 81: minik.cri.v1.ImageService.RemoveImage:output_type -> minik.cri.v1.RemoveImageResponse
-	60, // [60:82] is the sub-list for method output_type
-	38, // [38:60] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	73, // 27: minik.cri.v1.ContainerStatus.labels:type_name -> minik.cri.v1.ContainerStatus.LabelsEntry
+	74, // 28: minik.cri.v1.ContainerStatus.annotations:type_name -> minik.cri.v1.ContainerStatus.AnnotationsEntry
+	36, // 29: minik.cri.v1.ContainerStatusResponse.status:type_name -> minik.cri.v1.ContainerStatus
+	41, // 30: minik.cri.v1.ExecInput.start:type_name -> minik.cri.v1.ExecStart
+	42, // 31: minik.cri.v1.ExecInput.resize:type_name -> minik.cri.v1.TerminalSize
+	53, // 32: minik.cri.v1.ListContainerStatsResponse.stats:type_name -> minik.cri.v1.ContainerStats
+	2,  // 33: minik.cri.v1.ContainerEventResponse.container_event_type:type_name -> minik.cri.v1.ContainerEventType
+	7,  // 34: minik.cri.v1.ContainerEventResponse.pod_sandbox_metadata:type_name -> minik.cri.v1.PodSandboxMetadata
+	55, // 35: minik.cri.v1.ListImagesResponse.images:type_name -> minik.cri.v1.Image
+	54, // 36: minik.cri.v1.ImageStatusRequest.image:type_name -> minik.cri.v1.ImageSpec
+	55, // 37: minik.cri.v1.ImageStatusResponse.image:type_name -> minik.cri.v1.Image
+	54, // 38: minik.cri.v1.PullImageRequest.image:type_name -> minik.cri.v1.ImageSpec
+	54, // 39: minik.cri.v1.RemoveImageRequest.image:type_name -> minik.cri.v1.ImageSpec
+	3,  // 40: minik.cri.v1.RuntimeService.Version:input_type -> minik.cri.v1.VersionRequest
+	5,  // 41: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:input_type -> minik.cri.v1.UpdateRuntimeConfigRequest
+	10, // 42: minik.cri.v1.RuntimeService.RunPodSandbox:input_type -> minik.cri.v1.RunPodSandboxRequest
+	12, // 43: minik.cri.v1.RuntimeService.StopPodSandbox:input_type -> minik.cri.v1.StopPodSandboxRequest
+	14, // 44: minik.cri.v1.RuntimeService.RemovePodSandbox:input_type -> minik.cri.v1.RemovePodSandboxRequest
+	17, // 45: minik.cri.v1.RuntimeService.ListPodSandbox:input_type -> minik.cri.v1.ListPodSandboxRequest
+	25, // 46: minik.cri.v1.RuntimeService.CreateContainer:input_type -> minik.cri.v1.CreateContainerRequest
+	27, // 47: minik.cri.v1.RuntimeService.StartContainer:input_type -> minik.cri.v1.StartContainerRequest
+	29, // 48: minik.cri.v1.RuntimeService.StopContainer:input_type -> minik.cri.v1.StopContainerRequest
+	31, // 49: minik.cri.v1.RuntimeService.RemoveContainer:input_type -> minik.cri.v1.RemoveContainerRequest
+	34, // 50: minik.cri.v1.RuntimeService.ListContainers:input_type -> minik.cri.v1.ListContainersRequest
+	37, // 51: minik.cri.v1.RuntimeService.ContainerStatus:input_type -> minik.cri.v1.ContainerStatusRequest
+	39, // 52: minik.cri.v1.RuntimeService.ExecSync:input_type -> minik.cri.v1.ExecSyncRequest
+	43, // 53: minik.cri.v1.RuntimeService.Exec:input_type -> minik.cri.v1.ExecInput
+	43, // 54: minik.cri.v1.RuntimeService.Attach:input_type -> minik.cri.v1.ExecInput
+	45, // 55: minik.cri.v1.RuntimeService.PortForward:input_type -> minik.cri.v1.PortForwardInput
+	47, // 56: minik.cri.v1.RuntimeService.ReadLog:input_type -> minik.cri.v1.ReadLogRequest
+	49, // 57: minik.cri.v1.RuntimeService.ListContainerStats:input_type -> minik.cri.v1.ListContainerStatsRequest
+	51, // 58: minik.cri.v1.RuntimeService.GetContainerEvents:input_type -> minik.cri.v1.GetEventsRequest
+	56, // 59: minik.cri.v1.ImageService.ListImages:input_type -> minik.cri.v1.ListImagesRequest
+	58, // 60: minik.cri.v1.ImageService.ImageStatus:input_type -> minik.cri.v1.ImageStatusRequest
+	60, // 61: minik.cri.v1.ImageService.PullImage:input_type -> minik.cri.v1.PullImageRequest
+	62, // 62: minik.cri.v1.ImageService.RemoveImage:input_type -> minik.cri.v1.RemoveImageRequest
+	4,  // 63: minik.cri.v1.RuntimeService.Version:output_type -> minik.cri.v1.VersionResponse
+	6,  // 64: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:output_type -> minik.cri.v1.UpdateRuntimeConfigResponse
+	11, // 65: minik.cri.v1.RuntimeService.RunPodSandbox:output_type -> minik.cri.v1.RunPodSandboxResponse
+	13, // 66: minik.cri.v1.RuntimeService.StopPodSandbox:output_type -> minik.cri.v1.StopPodSandboxResponse
+	15, // 67: minik.cri.v1.RuntimeService.RemovePodSandbox:output_type -> minik.cri.v1.RemovePodSandboxResponse
+	18, // 68: minik.cri.v1.RuntimeService.ListPodSandbox:output_type -> minik.cri.v1.ListPodSandboxResponse
+	26, // 69: minik.cri.v1.RuntimeService.CreateContainer:output_type -> minik.cri.v1.CreateContainerResponse
+	28, // 70: minik.cri.v1.RuntimeService.StartContainer:output_type -> minik.cri.v1.StartContainerResponse
+	30, // 71: minik.cri.v1.RuntimeService.StopContainer:output_type -> minik.cri.v1.StopContainerResponse
+	32, // 72: minik.cri.v1.RuntimeService.RemoveContainer:output_type -> minik.cri.v1.RemoveContainerResponse
+	35, // 73: minik.cri.v1.RuntimeService.ListContainers:output_type -> minik.cri.v1.ListContainersResponse
+	38, // 74: minik.cri.v1.RuntimeService.ContainerStatus:output_type -> minik.cri.v1.ContainerStatusResponse
+	40, // 75: minik.cri.v1.RuntimeService.ExecSync:output_type -> minik.cri.v1.ExecSyncResponse
+	44, // 76: minik.cri.v1.RuntimeService.Exec:output_type -> minik.cri.v1.ExecOutput
+	44, // 77: minik.cri.v1.RuntimeService.Attach:output_type -> minik.cri.v1.ExecOutput
+	46, // 78: minik.cri.v1.RuntimeService.PortForward:output_type -> minik.cri.v1.PortForwardOutput
+	48, // 79: minik.cri.v1.RuntimeService.ReadLog:output_type -> minik.cri.v1.LogChunk
+	50, // 80: minik.cri.v1.RuntimeService.ListContainerStats:output_type -> minik.cri.v1.ListContainerStatsResponse
+	52, // 81: minik.cri.v1.RuntimeService.GetContainerEvents:output_type -> minik.cri.v1.ContainerEventResponse
+	57, // 82: minik.cri.v1.ImageService.ListImages:output_type -> minik.cri.v1.ListImagesResponse
+	59, // 83: minik.cri.v1.ImageService.ImageStatus:output_type -> minik.cri.v1.ImageStatusResponse
+	61, // 84: minik.cri.v1.ImageService.PullImage:output_type -> minik.cri.v1.PullImageResponse
+	63, // 85: minik.cri.v1.ImageService.RemoveImage:output_type -> minik.cri.v1.RemoveImageResponse
+	63, // [63:86] is the sub-list for method output_type
+	40, // [40:63] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_cri_proto_init() }
@@ -4068,8 +4260,8 @@ func file_cri_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cri_proto_rawDesc), len(file_cri_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   70,
+			NumEnums:      3,
+			NumMessages:   72,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -41,6 +41,7 @@ const (
 	RuntimeService_PortForward_FullMethodName         = "/minik.cri.v1.RuntimeService/PortForward"
 	RuntimeService_ReadLog_FullMethodName             = "/minik.cri.v1.RuntimeService/ReadLog"
 	RuntimeService_ListContainerStats_FullMethodName  = "/minik.cri.v1.RuntimeService/ListContainerStats"
+	RuntimeService_GetContainerEvents_FullMethodName  = "/minik.cri.v1.RuntimeService/GetContainerEvents"
 )
 
 // RuntimeServiceClient is the client API for RuntimeService service.
@@ -84,6 +85,12 @@ type RuntimeServiceClient interface {
 	// ListContainerStats reports every container's resource usage (for the
 	// kubelet's eviction manager).
 	ListContainerStats(ctx context.Context, in *ListContainerStatsRequest, opts ...grpc.CallOption) (*ListContainerStatsResponse, error)
+	// GetContainerEvents streams the runtime's container events, as CRI's
+	// GetContainerEvents does. The server sends the response headers once
+	// it is subscribed: every change after them is sent. The stream ends
+	// (with an error) when the server can no longer promise that, and the
+	// client then relists.
+	GetContainerEvents(ctx context.Context, in *GetEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ContainerEventResponse], error)
 }
 
 type runtimeServiceClient struct {
@@ -292,6 +299,25 @@ func (c *runtimeServiceClient) ListContainerStats(ctx context.Context, in *ListC
 	return out, nil
 }
 
+func (c *runtimeServiceClient) GetContainerEvents(ctx context.Context, in *GetEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ContainerEventResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RuntimeService_ServiceDesc.Streams[4], RuntimeService_GetContainerEvents_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[GetEventsRequest, ContainerEventResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RuntimeService_GetContainerEventsClient = grpc.ServerStreamingClient[ContainerEventResponse]
+
 // RuntimeServiceServer is the server API for RuntimeService service.
 // All implementations must embed UnimplementedRuntimeServiceServer
 // for forward compatibility.
@@ -333,6 +359,12 @@ type RuntimeServiceServer interface {
 	// ListContainerStats reports every container's resource usage (for the
 	// kubelet's eviction manager).
 	ListContainerStats(context.Context, *ListContainerStatsRequest) (*ListContainerStatsResponse, error)
+	// GetContainerEvents streams the runtime's container events, as CRI's
+	// GetContainerEvents does. The server sends the response headers once
+	// it is subscribed: every change after them is sent. The stream ends
+	// (with an error) when the server can no longer promise that, and the
+	// client then relists.
+	GetContainerEvents(*GetEventsRequest, grpc.ServerStreamingServer[ContainerEventResponse]) error
 	mustEmbedUnimplementedRuntimeServiceServer()
 }
 
@@ -396,6 +428,9 @@ func (UnimplementedRuntimeServiceServer) ReadLog(*ReadLogRequest, grpc.ServerStr
 }
 func (UnimplementedRuntimeServiceServer) ListContainerStats(context.Context, *ListContainerStatsRequest) (*ListContainerStatsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListContainerStats not implemented")
+}
+func (UnimplementedRuntimeServiceServer) GetContainerEvents(*GetEventsRequest, grpc.ServerStreamingServer[ContainerEventResponse]) error {
+	return status.Errorf(codes.Unimplemented, "method GetContainerEvents not implemented")
 }
 func (UnimplementedRuntimeServiceServer) mustEmbedUnimplementedRuntimeServiceServer() {}
 func (UnimplementedRuntimeServiceServer) testEmbeddedByValue()                        {}
@@ -702,6 +737,17 @@ func _RuntimeService_ListContainerStats_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RuntimeService_GetContainerEvents_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(GetEventsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(RuntimeServiceServer).GetContainerEvents(m, &grpc.GenericServerStream[GetEventsRequest, ContainerEventResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RuntimeService_GetContainerEventsServer = grpc.ServerStreamingServer[ContainerEventResponse]
+
 // RuntimeService_ServiceDesc is the grpc.ServiceDesc for RuntimeService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -788,6 +834,11 @@ var RuntimeService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ReadLog",
 			Handler:       _RuntimeService_ReadLog_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "GetContainerEvents",
+			Handler:       _RuntimeService_GetContainerEvents_Handler,
 			ServerStreams: true,
 		},
 	},

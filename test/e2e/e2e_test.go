@@ -16,7 +16,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -360,6 +363,37 @@ func TestKubelet(t *testing.T) {
 			}
 			if e.events(t, "crash")["BackOff"] == 0 && e.events(t, "crash")["Started"] < 2 {
 				t.Errorf("events %v", e.events(t, "crash"))
+			}
+		})
+
+		t.Run("a container killed behind the kubelet's back is restarted at once, through containerd's events", func(t *testing.T) {
+			t.Parallel()
+			// A unique command line finds the container's process on the host.
+			marker := fmt.Sprintf("%d", 31000000+os.Getpid())
+			e.create(t, makePod("killed", a).Sh("exec sleep "+marker).Obj())
+			e.waitPod(t, "killed", 60*time.Second, "Running", running)
+			pid := processWithArgs(t, "sleep", marker)
+			start := time.Now()
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			e.waitPod(t, "killed", 20*time.Second, "running again after 1 restart", func(p *corev1.Pod) bool {
+				return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount == 1 &&
+					p.Status.ContainerStatuses[0].State.Running != nil
+			})
+			// The relist runs every 30s while events flow: a restart
+			// this soon came from the exit event.
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("the restart was seen after %v, want well under the 30s relist period", d)
+			} else {
+				t.Logf("restart seen after %v", d)
+			}
+			raw, err := e.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !regexp.MustCompile(`(?m)^kubelet_evented_pleg_connection_success_count [1-9]`).Match(raw) {
+				t.Error("kubelet_evented_pleg_connection_success_count is not positive: the kubelets never subscribed to events")
 			}
 		})
 
@@ -827,4 +861,24 @@ func portForward(t *testing.T, kubeconfig, websockets, target, remote string) st
 		t.Fatalf("kubectl port-forward (websockets=%s) did not start forwarding: %s", websockets, stderr.String())
 		return ""
 	}
+}
+
+// processWithArgs returns the PID of the one host process whose command
+// line is exactly args.
+func processWithArgs(t *testing.T, args ...string) int {
+	t.Helper()
+	want := strings.Join(args, "\x00") + "\x00"
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []int
+	for _, d := range dirs {
+		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err == nil && string(cmdline) == want {
+			pid, _ := strconv.Atoi(filepath.Base(d))
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) != 1 {
+		t.Fatalf("processes %v run %q, want one", pids, args)
+	}
+	return pids[0]
 }

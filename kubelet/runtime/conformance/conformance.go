@@ -56,6 +56,8 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, o Options)
 		{"port-forward to an unknown sandbox is not found", testPortForwardNotFound, false},
 		{"stats list every container, with processes only while it runs", testStatsLifecycle, false},
 		{"stats report a container's memory, processes and writable layer", testStatsUsage, true},
+		{"container events: created, started, stopped, deleted, each naming its pod; the stream ends with its context", testEventsLifecycle, false},
+		{"a container whose process exits by itself sends a stopped event", testEventsExit, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.proc && !o.RunsProcesses {
@@ -843,5 +845,120 @@ func testNamespaces(t *testing.T, rt runtime.Runtime, o Options) {
 	shared := nsOf(podSB, "debugger", podCfg, list[0].Id)
 	if strings.Split(shared, "\n")[0] != strings.Split(own, "\n")[0] {
 		t.Errorf("a container targeting another has PID namespace %q, want its target's %q", shared, own)
+	}
+}
+
+// events receives rt's container events in the background; the channel
+// closes when the stream ends.
+func events(t *testing.T, c context.Context, rt runtime.Runtime) <-chan *cri.ContainerEventResponse {
+	t.Helper()
+	stream, err := rt.GetContainerEvents(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan *cri.ContainerEventResponse, 100)
+	go func() {
+		defer close(out)
+		for {
+			ev, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			out <- ev
+		}
+	}()
+	return out
+}
+
+// nextEvent returns the next event of container id, skipping others.
+func nextEvent(t *testing.T, evs <-chan *cri.ContainerEventResponse, id string) *cri.ContainerEventResponse {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, ok := <-evs:
+			if !ok {
+				t.Fatalf("the event stream ended waiting for an event of %s", id)
+			}
+			if ev.ContainerId == id {
+				return ev
+			}
+		case <-timeout:
+			t.Fatalf("no event of %s in 10s", id)
+		}
+	}
+}
+
+func testEventsLifecycle(t *testing.T, rt runtime.Runtime, o Options) {
+	c := ctx(t)
+	sub, cancel := context.WithCancel(c)
+	defer cancel()
+	evs := events(t, sub, rt)
+	sbCfg := sandboxConfig(t, "ev")
+	sb, err := rt.RunPodSandbox(c, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, sb)
+	id, err := rt.CreateContainer(c, sb, containerConfig(o, "main"), sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(c, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StopContainer(c, id, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.RemoveContainer(c, id); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []cri.ContainerEventType{
+		cri.ContainerEventType_CONTAINER_CREATED_EVENT, cri.ContainerEventType_CONTAINER_STARTED_EVENT,
+		cri.ContainerEventType_CONTAINER_STOPPED_EVENT, cri.ContainerEventType_CONTAINER_DELETED_EVENT,
+	} {
+		ev := nextEvent(t, evs, id)
+		if ev.ContainerEventType != want {
+			t.Fatalf("event %v, want %v", ev.ContainerEventType, want)
+		}
+		if ev.PodSandboxId != sb || ev.PodSandboxMetadata.GetUid() != "uid-ev" || ev.CreatedAt == 0 {
+			t.Errorf("%v event names sandbox %q pod %+v at %d, want %s, uid-ev and a time", want, ev.PodSandboxId, ev.PodSandboxMetadata, ev.CreatedAt, sb)
+		}
+	}
+	cancel()
+	select {
+	case <-evs:
+		for range evs {
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the stream did not end with its context")
+	}
+}
+
+func testEventsExit(t *testing.T, rt runtime.Runtime, o Options) {
+	c := ctx(t)
+	evs := events(t, c, rt)
+	sbCfg := sandboxConfig(t, "evexit")
+	sb, err := rt.RunPodSandbox(c, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.RemovePodSandbox(c, sb)
+	id, err := rt.CreateContainer(c, sb, containerConfig(o, "main", "sh", "-c", "sleep 0.2; exit 3"), sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(c, id); err != nil {
+		t.Fatal(err)
+	}
+	nextEvent(t, evs, id) // created
+	nextEvent(t, evs, id) // started
+	ev := nextEvent(t, evs, id)
+	if ev.ContainerEventType != cri.ContainerEventType_CONTAINER_STOPPED_EVENT {
+		t.Fatalf("event %v, want stopped", ev.ContainerEventType)
+	}
+	// The event comes once the exit is visible.
+	if st, err := rt.ContainerStatus(c, id); err != nil || st.State != cri.ContainerState_CONTAINER_EXITED || st.ExitCode != 3 {
+		t.Errorf("status after the stopped event: %+v, %v; want exited with 3", st, err)
 	}
 }

@@ -50,6 +50,11 @@ type Runtime struct {
 	containers map[string]*container
 	images     map[string]*cri.Image
 	missing    map[string]bool
+	// subscribers get the container events (events.go); dropEvents is
+	// how many of the next events to lose, as a lossy runtime would.
+	subscribers map[*subscription]struct{}
+	dropEvents  int
+	eventsErr   error // GetContainerEvents fails with it (FailEvents)
 }
 
 type container struct {
@@ -77,7 +82,7 @@ func New(cfg Config) *Runtime {
 		cfg.Now = time.Now
 	}
 	r := &Runtime{cfg: cfg, sandboxes: map[string]*cri.PodSandbox{}, containers: map[string]*container{},
-		images: map[string]*cri.Image{}, missing: map[string]bool{}}
+		images: map[string]*cri.Image{}, missing: map[string]bool{}, subscribers: map[*subscription]struct{}{}}
 	for _, img := range cfg.Images {
 		r.addImage(img)
 	}
@@ -150,12 +155,13 @@ func (r *Runtime) RemovePodSandbox(_ context.Context, id string) error {
 	if _, ok := r.sandboxes[id]; !ok {
 		return nil // removing is idempotent, as in CRI
 	}
-	delete(r.sandboxes, id)
 	for cid, c := range r.containers {
 		if c.c.PodSandboxId == id {
 			delete(r.containers, cid)
+			r.emit(c, cri.ContainerEventType_CONTAINER_DELETED_EVENT)
 		}
 	}
+	delete(r.sandboxes, id)
 	return nil
 }
 
@@ -197,6 +203,7 @@ func (r *Runtime) CreateContainer(_ context.Context, sandboxID string, cfg *cri.
 	c.exited = make(chan struct{})
 	c.resources = cfg.Resources
 	r.containers[id] = c
+	r.emit(c, cri.ContainerEventType_CONTAINER_CREATED_EVENT)
 	return id, nil
 }
 
@@ -223,6 +230,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	c.c.State = cri.ContainerState_CONTAINER_RUNNING
 	c.status.State = cri.ContainerState_CONTAINER_RUNNING
 	c.status.StartedAt = r.cfg.Now().UnixNano()
+	r.emit(c, cri.ContainerEventType_CONTAINER_STARTED_EVENT)
 	return nil
 }
 
@@ -237,6 +245,7 @@ func (r *Runtime) exit(c *container, code int32, reason string) {
 	c.status.ExitCode = code
 	c.status.Reason = reason
 	close(c.exited)
+	r.emit(c, cri.ContainerEventType_CONTAINER_STOPPED_EVENT)
 }
 
 // Exit makes a running container exit with code, as if its process ended.
@@ -287,8 +296,9 @@ func (r *Runtime) RemoveContainer(_ context.Context, id string) error {
 	defer r.mu.Unlock()
 	if c, ok := r.containers[id]; ok {
 		r.exit(c, 137, "Error") // removal kills a running container
+		delete(r.containers, id)
+		r.emit(c, cri.ContainerEventType_CONTAINER_DELETED_EVENT)
 	}
-	delete(r.containers, id)
 	return nil
 }
 

@@ -5,10 +5,12 @@ import (
 	"net"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"minik/kubelet/runtime"
 	"minik/kubelet/runtime/conformance"
 	"minik/kubelet/runtime/fake"
+	"minik/proto/cri"
 )
 
 var opts = conformance.Options{Image: "busybox", MissingImage: "example.invalid/missing:1"}
@@ -40,4 +42,60 @@ func TestConformanceOverGRPC(t *testing.T) {
 		t.Cleanup(func() { r.Close() })
 		return r
 	}, opts)
+}
+
+// TestEvents: an exit a test triggers is an event, a dropped event is
+// not sent, and a runtime that ends the streams ends them over gRPC too.
+func TestEvents(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f := newFake()
+	sock := filepath.Join(t.TempDir(), "cri.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go runtime.Serve(ctx, l, f)
+	remote, err := runtime.Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remote.Close()
+	for _, tc := range []struct {
+		name string
+		rt   runtime.Runtime
+	}{{"direct", f}, {"over gRPC", remote}} {
+		t.Run(tc.name, func(t *testing.T) {
+			stream, err := tc.rt.GetContainerEvents(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sbCfg := &cri.PodSandboxConfig{Metadata: &cri.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "u1"}}
+			sb, _ := f.RunPodSandbox(ctx, sbCfg)
+			f.DropEvents(1) // the created event is lost
+			id, err := f.CreateContainer(ctx, sb, &cri.ContainerConfig{Metadata: &cri.ContainerMetadata{Name: "c"}, Image: "busybox"}, sbCfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.StartContainer(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Exit(id, 1); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []cri.ContainerEventType{cri.ContainerEventType_CONTAINER_STARTED_EVENT, cri.ContainerEventType_CONTAINER_STOPPED_EVENT} {
+				ev, err := stream.Recv()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev.ContainerId != id || ev.ContainerEventType != want || ev.PodSandboxMetadata.GetUid() != "u1" {
+					t.Errorf("event %+v, want %v of %s in pod u1", ev, want, id)
+				}
+			}
+			f.EndEventStreams()
+			if ev, err := stream.Recv(); err == nil {
+				t.Errorf("after EndEventStreams: event %+v, want the stream's end", ev)
+			}
+		})
+	}
 }

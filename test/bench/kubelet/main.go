@@ -20,6 +20,11 @@
 //	                   and reclaimable), with its PSS.
 //	runtime_floor      the same starts made through containerd and runc
 //	                   alone (floor.go): what minik cannot make cheaper.
+//	node_idle_cpu      the CPU the node uses while the pods of the last
+//	                   pod_startup run sit idle (after -idle-settle, over
+//	                   -idle-cpu-window), in % of one core: minik's own
+//	                   processes (up: apiserver and etcd; the kubelet and
+//	                   what it runs), containerd, the shims, and the host.
 //
 // Each measurement starts on a settled node: pod objects with a zero grace
 // period leave the API at once, while the kubelet still tears their
@@ -73,6 +78,14 @@ const (
 // keepDir keeps the data dir and its logs (-keep).
 var keepDir bool
 
+// idleCPUWindow is node_idle_cpu's window (-idle-cpu-window).
+var idleCPUWindow time.Duration
+
+// idleSettle is how long the pods run before node_idle_cpu starts: the
+// start burst's stragglers (status writes, the kubelet's release of
+// memory 5s after the last change) are done by then.
+const idleSettle = 15 * time.Second
+
 // smapsOut is where the idle kubelet's smaps go (-smaps).
 var smapsOut string
 
@@ -82,6 +95,7 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the data dir (logs) at the end")
 	pods := flag.Int("pods", 50, "pods per measurement")
 	idle := flag.Duration("idle", 10*time.Second, "idle time before reading the kubelet's RSS")
+	flag.DurationVar(&idleCPUWindow, "idle-cpu-window", 60*time.Second, "how long node_idle_cpu measures (cover a few of the kubelet's relists)")
 	flag.StringVar(&smapsOut, "smaps", "", "copy the idle kubelet's /proc/PID/smaps to this file (where its RSS is)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -280,6 +294,9 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	if _, _, err := measure(ctx, c, 1, 1, "warmup", []cpuMeter{{"host", hostBusy}}); err != nil {
 		return err
 	}
+	if err := deleteAll(ctx, c); err != nil {
+		return err
+	}
 	settle := func() error {
 		if err := waitFor(ctx, 120*time.Second, func() bool { return settled(kubeletRoot) }); err != nil {
 			return fmt.Errorf("the kubelet still has sandboxes: %w (see %s/kubelet.log)", err, dir)
@@ -300,6 +317,14 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		r["pods"], r["concurrency"] = n, conc
 		addCPU(r, cpu, "_cpu_ms_per_pod")
 		report(r)
+		if conc == 10 {
+			if err := idleCPU(ctx, n, nodeMeters(kl.cmd.Process.Pid, up.cmd.Process.Pid, filepath.Join(kubeletRoot, "containerd"), ctdrt.NamespaceFor(node))); err != nil {
+				return err
+			}
+		}
+		if err := deleteAll(ctx, c); err != nil {
+			return err
+		}
 	}
 	if err := deleteAll(ctx, c); err != nil {
 		return err
@@ -352,6 +377,8 @@ func latencyReport(bench string, lat []time.Duration) map[string]any {
 }
 
 func round(f float64) float64 { return float64(int(f*10+0.5)) / 10 }
+
+func round2(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
 
 func pct(lat []time.Duration, p int) float64 {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
@@ -443,7 +470,39 @@ func measure(ctx context.Context, c *client.Client, n, conc int, run string, met
 	if err != nil {
 		return nil, nil, err
 	}
-	return lat, cpu, deleteAll(ctx, c)
+	return lat, cpu, nil // the pods keep running: the caller deletes them
+}
+
+// idleCPU reports node_idle_cpu: the meters' CPU over idleCPUWindow while
+// the n pods just started sit idle, in % of one core.
+func idleCPU(ctx context.Context, n int, meters []cpuMeter) error {
+	fmt.Fprintf(os.Stderr, "measuring the idle node's CPU with %d pods running for %v\n", n, idleCPUWindow)
+	select {
+	case <-time.After(idleSettle):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	cpu := map[string]time.Duration{}
+	for _, m := range meters {
+		cpu[m.name] = -m.read()
+	}
+	select {
+	case <-time.After(idleCPUWindow):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	r := map[string]any{"bench": "node_idle_cpu", "pods": n, "window_s": idleCPUWindow.Seconds()}
+	var own time.Duration
+	for _, m := range meters {
+		d := cpu[m.name] + m.read()
+		r[m.name+"_pct"] = round2(100 * d.Seconds() / idleCPUWindow.Seconds())
+		if m.name == "up" || m.name == "kubelet" || m.name == "kubelet_children" {
+			own += d
+		}
+	}
+	r["minik_pct"] = round2(100 * own.Seconds() / idleCPUWindow.Seconds())
+	report(r)
+	return nil
 }
 
 // deleteAll deletes the bench pods and waits until they are gone.
