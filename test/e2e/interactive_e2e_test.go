@@ -213,8 +213,8 @@ func (e *env) testInteractive(t *testing.T) {
 		e.waitPod(t, "debugme", 60*time.Second, "running", running)
 		term := e.kubectlTerminal(t, "debug", "-it", "pod/debugme", "--image=busybox", "--target=main", "--container=dbg", "--", "sh")
 		term.expect(t, "If you don't see a command prompt, try pressing enter.")
-		term.typeLine(t, "ps | grep -c 'sleep 360[1]'; echo ps-done")
-		term.expect(t, "ps-done")
+		term.typeLine(t, "ps | grep -c 'sleep 360[1]'; echo ps-\"done\"")
+		term.expect(t, "ps-done") // the output's, not the echoed command line's
 		if out := term.output(); !strings.Contains(out, "\n1\r\n") && !strings.Contains(out, "\r\n1\r\n") {
 			t.Errorf("the debug shell does not see the target's sleep: %q", out)
 		}
@@ -244,8 +244,8 @@ func (e *env) testInteractive(t *testing.T) {
 				}
 			}
 		})
-		term.typeLine(t, "echo ns $(readlink /proc/self/ns/pid) $(readlink /proc/self/ns/ipc) $(readlink /proc/self/ns/net) end; test -d /host"+e.dataDir+" && echo host-root")
-		term.expect(t, "host-root")
+		term.typeLine(t, "echo ns $(readlink /proc/self/ns/pid) $(readlink /proc/self/ns/ipc) $(readlink /proc/self/ns/net) end; test -d /host"+e.dataDir+" && echo host-\"root\"")
+		term.expect(t, "host-root") // the output's: the echoed command line reads host-"root"
 		var want []string
 		for _, ns := range []string{"/proc/self/ns/pid", "/proc/self/ns/ipc", "/proc/self/ns/net"} {
 			l, err := os.Readlink(ns)
