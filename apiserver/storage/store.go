@@ -468,7 +468,10 @@ func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 
 func storageError(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return apierrors.NewTimeoutError("storage request did not finish: "+err.Error(), 1)
+		// The request's time is up (kube-apiserver's timeout filter's
+		// answer): a 504 with no Retry-After, which client-go would
+		// otherwise obey ten times over before giving up.
+		return apierrors.NewTimeoutError("request did not complete within requested timeout - "+err.Error(), 0)
 	}
 	if errors.Is(err, rpctypes.ErrRequestTooLarge) || strings.Contains(err.Error(), rpctypes.ErrRequestTooLarge.Error()) {
 		// As kube-apiserver: an object over etcd's request limit is refused whole.

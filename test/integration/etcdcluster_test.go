@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -109,7 +110,8 @@ func TestThreeMemberEtcdClusterBehindTheAPIServer(t *testing.T) {
 	}
 	_, apiLog := startProcess(t, "apiserver", "--etcd-servers", strings.Join(clientURLs, ","), "--listen", listen,
 		"--etcd-cafile", etcdClient.CA, "--etcd-certfile", etcdClient.Cert, "--etcd-keyfile", etcdClient.Key,
-		"--tls-cert-file", cert, "--tls-private-key-file", key, "--client-ca-file", filepath.Join(pkiDir, "ca.crt"))
+		"--tls-cert-file", cert, "--tls-private-key-file", key, "--client-ca-file", filepath.Join(pkiDir, "ca.crt"),
+		"--request-timeout", "5s")
 	waitHealthy(t, "https://"+listen+"/readyz", apiLog)
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", kcPath)
@@ -141,6 +143,17 @@ func TestThreeMemberEtcdClusterBehindTheAPIServer(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "before", metav1.GetOptions{}); err != nil {
 		t.Fatalf("read after losing one member: %v", err)
 	}
+	// Stop a second: no quorum. A write gets the apiserver's error Status
+	// within its request timeout (5s here), never a hang.
+	_ = members[1].Process.Signal(os.Interrupt)
+	_, _ = members[1].Process.Wait()
+	begin := time.Now()
+	err = create("without-quorum")
+	took := time.Since(begin)
+	if _, isStatus := err.(apierrors.APIStatus); !isStatus || took > 12*time.Second {
+		t.Fatalf("a write without quorum: %v after %v, want the apiserver's Status within its 5s request timeout\n%s", err, took, apiLog.String())
+	}
+	t.Logf("a write without quorum: %v after %v", err, took.Round(100*time.Millisecond))
 }
 
 // TestKilledProcessLosesNoAcknowledgedWrite kills minik up with SIGKILL
