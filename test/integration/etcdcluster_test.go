@@ -130,6 +130,7 @@ func TestThreeMemberEtcdClusterBehindTheAPIServer(t *testing.T) {
 	}
 	// Stop one member: two of three are still a quorum.
 	_ = members[2].Process.Signal(os.Interrupt)
+	_, _ = members[2].Process.Wait()
 	var lastErr error
 	for i := 0; i < 50; i++ {
 		if lastErr = create(fmt.Sprintf("after-%d", i)); lastErr == nil {
