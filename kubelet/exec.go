@@ -87,7 +87,7 @@ func (k *Kubelet) serveStreams(w http.ResponseWriter, r *http.Request, session f
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	cur, _ := obs.latest(container)
+	cur, _ := obs.Latest(container)
 	switch {
 	case cur == nil: // the apiserver checked the name
 		http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, r.PathValue("pod"), waitingReason(pw, container)), http.StatusBadRequest)

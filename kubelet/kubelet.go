@@ -258,25 +258,8 @@ func (k *Kubelet) podsWhere(except types.UID, keep func(*podState) bool) []*core
 }
 
 // observe reads what the runtime holds for one pod.
-func (k *Kubelet) observe(ctx context.Context, uid types.UID) (*observed, error) {
-	sbs, err := k.rt.ListPodSandbox(ctx)
-	if err != nil {
-		return nil, err
-	}
-	obs := &observed{}
-	for _, sb := range sbs {
-		if sb.Metadata.GetUid() != string(uid) {
-			continue
-		}
-		obs.Sandboxes = append(obs.Sandboxes, sb)
-		sts, err := runtime.ContainerStatuses(ctx, k.rt, sb.Id)
-		if err != nil {
-			return nil, err
-		}
-		obs.Containers = append(obs.Containers, sts...)
-	}
-	obs.sort()
-	return obs, nil
+func (k *Kubelet) observe(ctx context.Context, uid types.UID) (*runtime.Pod, error) {
+	return runtime.ObservePod(ctx, k.rt, uid)
 }
 
 // cleanupOrphans removes sandboxes of pods the apiserver no longer has.

@@ -40,7 +40,7 @@ func (k *Kubelet) portForward(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	sb := obs.readySandbox()
+	sb := obs.ReadySandbox()
 	if sb == nil {
 		http.Error(w, fmt.Sprintf("pod %s/%s has no running sandbox", r.PathValue("namespace"), r.PathValue("pod")), http.StatusBadRequest)
 		return

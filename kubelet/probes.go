@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"minik/kubelet/runtime"
 	"minik/proto/cri"
 )
 
@@ -40,11 +41,11 @@ func newProber(k *Kubelet) *prober {
 
 // sync starts probers for the pod's current running containers and stops
 // those of containers that are gone.
-func (p *prober) sync(w *podWorker, pod *corev1.Pod, obs *observed) {
+func (p *prober) sync(w *podWorker, pod *corev1.Pod, obs *runtime.Pod) {
 	want := map[string]func(ctx context.Context){}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		cur, _ := obs.latest(c.Name)
+		cur, _ := obs.Latest(c.Name)
 		if cur == nil || cur.State != cri.ContainerState_CONTAINER_RUNNING {
 			continue
 		}

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"minik/internal/pki"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"minik/internal/pki"
 
 	"minik/proto/cri"
 )
@@ -128,7 +129,7 @@ func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	cur, prev := obs.latest(container)
+	cur, prev := obs.Latest(container)
 	target := cur
 	if previous {
 		// The previous instance: the one before the current, or the

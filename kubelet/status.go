@@ -10,6 +10,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"minik/kubelet/runtime"
 	"minik/proto/cri"
 )
 
@@ -44,9 +45,9 @@ func terminated(c *cri.ContainerStatus) *corev1.ContainerStateTerminated {
 }
 
 // containerStatus computes one container's status.
-func containerStatus(pod *corev1.Pod, c *corev1.Container, obs *observed, st *podState, now time.Time, waitReason string) corev1.ContainerStatus {
+func containerStatus(pod *corev1.Pod, c *corev1.Container, obs *runtime.Pod, st *podState, now time.Time, waitReason string) corev1.ContainerStatus {
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image}
-	cur, prev := obs.latest(c.Name)
+	cur, prev := obs.Latest(c.Name)
 	if cur == nil {
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: waitReason}
 		if w, ok := st.waiting[c.Name]; ok {
@@ -97,7 +98,7 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, obs *observed, st *po
 
 // computePodStatus is the pod's status as Kubernetes defines it, from what
 // the runtime holds and what the kubelet remembers. It has no side effects.
-func computePodStatus(pod *corev1.Pod, obs *observed, st *podState, now time.Time, hostIP string) corev1.PodStatus {
+func computePodStatus(pod *corev1.Pod, obs *runtime.Pod, st *podState, now time.Time, hostIP string) corev1.PodStatus {
 	old := pod.Status
 	s := corev1.PodStatus{
 		HostIP: hostIP, HostIPs: []corev1.HostIP{{IP: hostIP}},
@@ -154,7 +155,7 @@ func computePodStatus(pod *corev1.Pod, obs *observed, st *podState, now time.Tim
 	for i := range pod.Spec.EphemeralContainers {
 		c := (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		cs := containerStatus(pod, c, obs, st, now, reasonContainerCreating)
-		if cur, _ := obs.latest(c.Name); cur != nil && cur.State == cri.ContainerState_CONTAINER_EXITED {
+		if cur, _ := obs.Latest(c.Name); cur != nil && cur.State == cri.ContainerState_CONTAINER_EXITED {
 			cs.State = corev1.ContainerState{Terminated: terminated(cur)}
 			cs.LastTerminationState = corev1.ContainerState{}
 		}

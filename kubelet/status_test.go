@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"minik/kubelet/runtime"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -23,7 +25,7 @@ func TestComputePodStatus(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		pod         *corev1.Pod
-		obs         *observed
+		obs         *runtime.Pod
 		state       func(*podState)
 		phase       corev1.PodPhase
 		ready       corev1.ConditionStatus
@@ -185,7 +187,7 @@ func TestReadyCondition(t *testing.T) {
 func TestEphemeralContainerStatus(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		obs        *observed
+		obs        *runtime.Pod
 		running    bool
 		terminated int32 // exit code, -1 for not terminated
 		waiting    string

@@ -2,7 +2,6 @@ package kubelet
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"time"
 
@@ -19,52 +18,6 @@ const (
 	maxBackOff     = 5 * time.Minute
 	backOffReset   = 10 * time.Minute
 )
-
-// observed is what the runtime holds for one pod, newest first.
-type observed struct {
-	Sandboxes  []*cri.PodSandbox
-	Containers []*cri.ContainerStatus
-}
-
-// latest returns the newest container named name and the one before it.
-func (o *observed) latest(name string) (cur, prev *cri.ContainerStatus) {
-	for _, c := range o.Containers {
-		if c.Metadata.GetName() != name {
-			continue
-		}
-		if cur == nil {
-			cur = c
-		} else if prev == nil {
-			prev = c
-		}
-	}
-	return cur, prev
-}
-
-// anyRunning reports whether a container of the pod still runs.
-func (o *observed) anyRunning() bool {
-	for _, c := range o.Containers {
-		if c.State == cri.ContainerState_CONTAINER_RUNNING {
-			return true
-		}
-	}
-	return false
-}
-
-// readySandbox returns the newest ready sandbox, if any.
-func (o *observed) readySandbox() *cri.PodSandbox {
-	for _, sb := range o.Sandboxes {
-		if sb.State == cri.PodSandboxState_SANDBOX_READY {
-			return sb
-		}
-	}
-	return nil
-}
-
-func (o *observed) sort() {
-	sort.SliceStable(o.Sandboxes, func(i, j int) bool { return o.Sandboxes[i].CreatedAt > o.Sandboxes[j].CreatedAt })
-	sort.SliceStable(o.Containers, func(i, j int) bool { return o.Containers[i].CreatedAt > o.Containers[j].CreatedAt })
-}
 
 // waiting is why a container cannot start yet, and until when.
 type waiting struct {
@@ -191,15 +144,15 @@ func backOffUntil(st *podState, name string, c *cri.ContainerStatus) time.Time {
 // computePodActions is the kubelet's step function: from the pod's spec,
 // what the runtime holds and what the kubelet remembers, it decides what
 // to do next. It has no side effects.
-func computePodActions(pod *corev1.Pod, obs *observed, st *podState, now time.Time) actions {
+func computePodActions(pod *corev1.Pod, obs *runtime.Pod, st *podState, now time.Time) actions {
 	var a actions
 	if podIsTerminal(pod, st) {
-		if obs.readySandbox() != nil {
+		if obs.ReadySandbox() != nil {
 			a.Terminal = true // stop what still runs
 		}
 		return a
 	}
-	sb := obs.readySandbox()
+	sb := obs.ReadySandbox()
 	if sb == nil {
 		if len(obs.Sandboxes) > 0 && (pod.Spec.RestartPolicy == corev1.RestartPolicyNever && len(obs.Containers) > 0) {
 			return a // finished, or its sandbox died and it must not restart
@@ -240,7 +193,7 @@ func computePodActions(pod *corev1.Pod, obs *observed, st *podState, now time.Ti
 	// restart policy, as the kubelet's containerChanged decides.
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if cur, _ := obs.latest(c.Name); cur != nil && cur.State == cri.ContainerState_CONTAINER_RUNNING && specChanged(c, cur) {
+		if cur, _ := obs.Latest(c.Name); cur != nil && cur.State == cri.ContainerState_CONTAINER_RUNNING && specChanged(c, cur) {
 			a.Kill = append(a.Kill, kill{ID: cur.Id, Name: c.Name, Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
 		}
 	}
@@ -250,7 +203,7 @@ func computePodActions(pod *corev1.Pod, obs *observed, st *podState, now time.Ti
 	// Init containers, in order, each to completion.
 	for i := range pod.Spec.InitContainers {
 		ic := &pod.Spec.InitContainers[i]
-		cur, _ := obs.latest(ic.Name)
+		cur, _ := obs.Latest(ic.Name)
 		switch {
 		case cur == nil:
 			startOrWait(&a, st, ic, true, nil, now)
@@ -274,7 +227,7 @@ func computePodActions(pod *corev1.Pod, obs *observed, st *podState, now time.Ti
 	done := 0
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		cur, _ := obs.latest(c.Name)
+		cur, _ := obs.Latest(c.Name)
 		switch {
 		case cur == nil:
 			startOrWait(&a, st, c, false, nil, now)
@@ -299,11 +252,11 @@ func computePodActions(pod *corev1.Pod, obs *observed, st *podState, now time.Ti
 	// with a target waits for the target to run.
 	for i := range pod.Spec.EphemeralContainers {
 		ec := &pod.Spec.EphemeralContainers[i]
-		if cur, _ := obs.latest(ec.Name); cur != nil {
+		if cur, _ := obs.Latest(ec.Name); cur != nil {
 			continue
 		}
 		if t := ec.TargetContainerName; t != "" {
-			if cur, _ := obs.latest(t); cur == nil || cur.State != cri.ContainerState_CONTAINER_RUNNING {
+			if cur, _ := obs.Latest(t); cur == nil || cur.State != cri.ContainerState_CONTAINER_RUNNING {
 				continue
 			}
 		}

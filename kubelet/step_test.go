@@ -48,9 +48,9 @@ func (b *podB) Readiness() *podB {
 func (b *podB) Obj() *corev1.Pod { return b.p }
 
 // obsB builds what the runtime holds.
-type obsB struct{ o *observed }
+type obsB struct{ o *runtime.Pod }
 
-func makeObs() *obsB { return &obsB{&observed{}} }
+func makeObs() *obsB { return &obsB{&runtime.Pod{}} }
 
 func (b *obsB) Sandbox(ready bool) *obsB {
 	st := cri.PodSandboxState_SANDBOX_NOTREADY
@@ -91,7 +91,7 @@ func (b *obsB) MadeFrom(image string) *obsB {
 	c.Annotations[runtime.AnnotationContainerHash] = containerHash(&corev1.Container{Name: c.Metadata.Name, Image: image})
 	return b
 }
-func (b *obsB) Obj() *observed { b.o.sort(); return b.o }
+func (b *obsB) Obj() *runtime.Pod { b.o.Sort(); return b.o }
 
 func started(a actions) []string {
 	var out []string
@@ -105,7 +105,7 @@ func TestComputePodActions(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		pod     *corev1.Pod
-		obs     *observed
+		obs     *runtime.Pod
 		state   func(*podState)
 		now     time.Time
 		want    []string // containers started, as name#restartCount

@@ -132,7 +132,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		}
 	}
 	var wake time.Time
-	var obs *observed // what the runtime holds after the last action
+	var obs *runtime.Pod // what the runtime holds after the last action
 	if st.rejected == nil {
 		for i := 0; i < 6; i++ {
 			var err error
@@ -170,7 +170,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 	w.mu.Lock()
 	finished := podIsTerminal(pod, st) && !st.volumesRemoved
 	w.mu.Unlock()
-	if finished && !obs.anyRunning() {
+	if finished && !obs.AnyRunning() {
 		// A finished pod's volumes go, as in the kubelet: an emptyDir lives
 		// only as long as the pod runs.
 		if err := k.removeVolumes(string(pod.UID)); err != nil {
@@ -203,7 +203,7 @@ func gracePeriod(pod *corev1.Pod) int64 {
 }
 
 // execute performs one step's actions.
-func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *observed, a actions) error {
+func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *runtime.Pod, a actions) error {
 	k := w.k
 	st := w.state
 	if a.KillPod {
@@ -290,7 +290,7 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *observed,
 	if len(a.Start) == 0 {
 		return nil
 	}
-	sb := obs.readySandbox()
+	sb := obs.ReadySandbox()
 	if sb == nil {
 		return errors.New("no ready sandbox")
 	}
@@ -325,10 +325,10 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *observed,
 // refreshTokens rewrites the pod's projected token volumes and records
 // when they are due next; a failure is retried after tokenRetry (the
 // containers keep the old token, valid until it expires).
-func (w *podWorker) refreshTokens(ctx context.Context, pod *corev1.Pod, obs *observed) {
+func (w *podWorker) refreshTokens(ctx context.Context, pod *corev1.Pod, obs *runtime.Pod) {
 	k := w.k
 	podIP := ""
-	if sb := obs.readySandbox(); sb != nil {
+	if sb := obs.ReadySandbox(); sb != nil {
 		podIP = sb.Ip
 	}
 	at, err := k.refreshTokenVolumes(ctx, pod, podIP)
@@ -364,7 +364,7 @@ func (w *podWorker) fail(pod *corev1.Pod, name, reason, msg string, d time.Durat
 	w.event(pod, corev1.EventTypeWarning, "Failed", "Error: %s", reason)
 }
 
-func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *observed, sb *cri.PodSandbox, sbCfg *cri.PodSandboxConfig, s startContainer) {
+func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *runtime.Pod, sb *cri.PodSandbox, sbCfg *cri.PodSandboxConfig, s startContainer) {
 	k := w.k
 	c := s.Container
 	img, ok := w.ensureImage(ctx, pod, c)
@@ -379,7 +379,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *ob
 	}
 	cfg, err := k.containerConfig(ctx, pod, c, s.Init, s.RestartCount, sb.Ip, img)
 	if err == nil && s.Target != "" {
-		if t, _ := obs.latest(s.Target); t != nil && t.State == cri.ContainerState_CONTAINER_RUNNING {
+		if t, _ := obs.Latest(s.Target); t != nil && t.State == cri.ContainerState_CONTAINER_RUNNING {
 			cfg.TargetContainerId = t.Id
 		}
 	}
