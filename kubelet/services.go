@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 
 	"minik/client"
 	"minik/client/informer"
@@ -38,14 +39,14 @@ const servicesWait = 5 * time.Second
 type serviceSource struct {
 	typed *client.Typed[corev1.Service]
 	inf   *informer.Informer[corev1.Service]
-	clock Clock
+	clock clock.Clock
 	log   *slog.Logger
 
 	ready     chan struct{} // closed once Services were listed, or are not served
 	readyOnce sync.Once
 }
 
-func newServiceSource(c *client.Client, clock Clock, log *slog.Logger) *serviceSource {
+func newServiceSource(c *client.Client, clock clock.Clock, log *slog.Logger) *serviceSource {
 	typed := client.For[corev1.Service](c, servicesResource)
 	inf := informer.New(typed, informer.Config{Logger: log})
 	// The environment variables need the name, cluster IP and ports only.

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"minik/client"
@@ -64,9 +65,8 @@ func (f *fakeServicesAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // fastClock is the real clock with every wait 100 times shorter.
-type fastClock struct{}
+type fastClock struct{ clock.RealClock }
 
-func (fastClock) Now() time.Time                         { return time.Now() }
 func (fastClock) After(d time.Duration) <-chan time.Time { return time.After(d / 100) }
 
 func service(ns, name, ip string, port int32) corev1.Service {
