@@ -18,6 +18,7 @@ import (
 	"minik/internal/hostip"
 	"minik/internal/resourcemetrics"
 	"minik/kubelet/eviction"
+	"minik/kubelet/prober"
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
 )
@@ -31,7 +32,7 @@ type Kubelet struct {
 	pods     *informer.Informer[corev1.Pod]
 	// services feeds the pods' service environment variables.
 	services *serviceSource
-	probes   *prober
+	probes   *prober.Manager
 	// tokens are the service-account tokens of projected volumes.
 	tokens *tokenManager
 	// evictions is the eviction policy; stats feeds it.
@@ -71,7 +72,8 @@ func Run(ctx context.Context, cfg Config) error {
 		workers:  map[types.UID]*podWorker{}, nodeStatusKick: make(chan struct{}, 1),
 		startTime: cfg.Clock.Now(), cpuSampler: resourcemetrics.Sampler{MinWindow: 10 * time.Second},
 	}
-	k.probes = newProber(k)
+	k.probes = prober.New(prober.Config{Runtime: k.rt, Clock: cfg.Clock, Results: k.probeResult, PodIP: k.podIP,
+		Event: func(pod *corev1.Pod, typ, reason, msg string) { k.recorder.Eventf(k.eventTarget(pod), typ, reason, "%s", msg) }})
 	k.tokens = newTokenManager(requestTokenFrom(func(ctx context.Context, method, path string, body, out any) error {
 		return cfg.Client.Do(ctx, method, path, nil, body, out)
 	}))

@@ -76,7 +76,7 @@ func (w *podWorker) run(ctx context.Context) {
 				delete(w.k.workers, w.uid)
 			}
 			w.k.mu.Unlock()
-			w.k.probes.removePod(w.uid)
+			w.k.probes.RemovePod(w.uid)
 			w.k.tokens.forgetPod(w.uid)
 			return
 		}
@@ -179,7 +179,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 			w.markCleanedUp()
 		}
 	}
-	k.probes.sync(w, pod, obs)
+	k.probes.Sync(pod, obs)
 	w.mu.Lock()
 	status := computePodStatus(pod, obs, st, now, k.cfg.NodeIP)
 	w.mu.Unlock()
@@ -532,7 +532,7 @@ func (w *podWorker) terminate(ctx context.Context, pod *corev1.Pod, removed bool
 	w.mu.Lock()
 	w.state.terminal = true
 	w.mu.Unlock()
-	k.probes.removePod(pod.UID)
+	k.probes.RemovePod(pod.UID)
 	k.tokens.forgetPod(pod.UID)
 	// Volumes go before the pod object, as in the kubelet: a pod is gone
 	// from the API only once its resources are reclaimed.
