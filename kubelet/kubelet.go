@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,10 +15,10 @@ import (
 	"minik/client/informer"
 	"minik/client/record"
 	"minik/internal/hostip"
-	"minik/internal/resourcemetrics"
 	"minik/kubelet/eviction"
 	"minik/kubelet/prober"
 	"minik/kubelet/runtime"
+	"minik/kubelet/server"
 	"minik/proto/cri"
 )
 
@@ -38,10 +37,6 @@ type Kubelet struct {
 	// evictions is the eviction policy; stats feeds it.
 	evictions *eviction.Manager
 	stats     StatsProvider
-	// startTime is when the kubelet started; cpuSampler turns the CPU
-	// counters /stats/summary reads into rates (summary.go).
-	startTime  time.Time
-	cpuSampler resourcemetrics.Sampler
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
@@ -70,10 +65,11 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg: cfg, log: cfg.Logger.With("component", "kubelet", "node", cfg.NodeName), rt: cfg.Runtime,
 		recorder: record.NewRecorder(cfg.Client, "kubelet", cfg.NodeName),
 		workers:  map[types.UID]*podWorker{}, nodeStatusKick: make(chan struct{}, 1),
-		startTime: cfg.Clock.Now(), cpuSampler: resourcemetrics.Sampler{MinWindow: 10 * time.Second},
 	}
 	k.probes = prober.New(prober.Config{Runtime: k.rt, Clock: cfg.Clock, Results: k.probeResult, PodIP: k.podIP,
-		Event: func(pod *corev1.Pod, typ, reason, msg string) { k.recorder.Eventf(k.eventTarget(pod), typ, reason, "%s", msg) }})
+		Event: func(pod *corev1.Pod, typ, reason, msg string) {
+			k.recorder.Eventf(k.eventTarget(pod), typ, reason, "%s", msg)
+		}})
 	k.tokens = newTokenManager(requestTokenFrom(func(ctx context.Context, method, path string, body, out any) error {
 		return cfg.Client.Do(ctx, method, path, nil, body, out)
 	}))
@@ -113,7 +109,9 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("kubelet: listening on %s: %w", cfg.ServingAddress, err)
 		}
 		k.servingPort = int32(l.Addr().(*net.TCPAddr).Port)
-		goRun(func(ctx context.Context) error { return k.serve(ctx, l) })
+		srv := server.New(server.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, TLSCertFile: cfg.TLSCertFile,
+			TLSKeyFile: cfg.TLSKeyFile, ClientCAFile: cfg.ClientCAFile, Runtime: k.rt, Pods: podsView{k}, Clock: cfg.Clock})
+		goRun(func(ctx context.Context) error { return srv.Serve(ctx, l) })
 	}
 	if err := k.registerNode(ctx); err != nil {
 		return err
@@ -257,6 +255,40 @@ func (k *Kubelet) podsWhere(except types.UID, keep func(*podState) bool) []*core
 		}
 	}
 	return out
+}
+
+// podsView is the HTTPS server's view of the pods this kubelet runs.
+type podsView struct{ k *Kubelet }
+
+// Find finds a pod this kubelet runs by namespace and name.
+func (v podsView) Find(ns, name string) *corev1.Pod {
+	v.k.mu.Lock()
+	defer v.k.mu.Unlock()
+	for _, w := range v.k.workers {
+		w.mu.Lock()
+		p := w.pod
+		w.mu.Unlock()
+		if p != nil && p.Namespace == ns && p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+func (v podsView) All() []*corev1.Pod { return v.k.knownPods() }
+
+func (v podsView) WaitingReason(uid types.UID, container string) string {
+	v.k.mu.Lock()
+	w := v.k.workers[uid]
+	v.k.mu.Unlock()
+	if w != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if wt, ok := w.state.waiting[container]; ok {
+			return wt.Reason
+		}
+	}
+	return "ContainerCreating"
 }
 
 // observe reads what the runtime holds for one pod.

@@ -1,4 +1,4 @@
-package kubelet
+package server
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/streaming/pkg/httpstream/spdy"
+
+	"minik/kubelet/runtime"
 )
 
 // /portForward/NS/POD speaks Kubernetes' port-forward protocol
@@ -30,12 +32,12 @@ const portForwardProtocol = "portforward.k8s.io"
 // the kubelet's --streaming-connection-idle-timeout (4h) does.
 const portForwardIdle = 4 * time.Hour
 
-func (k *Kubelet) portForward(w http.ResponseWriter, r *http.Request) {
-	pw, _, ok := k.pathPod(w, r)
+func (srv *Server) portForward(w http.ResponseWriter, r *http.Request) {
+	pod, _, ok := srv.pathPod(w, r)
 	if !ok {
 		return
 	}
-	obs, err := k.observe(r.Context(), pw.uid)
+	obs, err := runtime.ObservePod(r.Context(), srv.cfg.Runtime, pod.UID)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -94,7 +96,7 @@ func (k *Kubelet) portForward(w http.ResponseWriter, r *http.Request) {
 			go func() {
 				defer wg.Done()
 				defer conn.RemoveStreams(p.dataStream, p.errorStream)
-				if err := k.rt.PortForward(ctx, sb.Id, int32(port), p.dataStream); err != nil && ctx.Err() == nil {
+				if err := srv.cfg.Runtime.PortForward(ctx, sb.Id, int32(port), p.dataStream); err != nil && ctx.Err() == nil {
 					fmt.Fprintf(p.errorStream, "error forwarding port %d to pod %s/%s: %v", port, ns, name, err)
 				}
 				p.dataStream.Close()

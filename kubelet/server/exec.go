@@ -1,4 +1,4 @@
-package kubelet
+package server
 
 import (
 	"context"
@@ -52,37 +52,37 @@ type streamOptions struct {
 // the final status.
 type runFunc func(ctx context.Context, opts runtime.ExecOptions) metav1.Status
 
-func (k *Kubelet) exec(w http.ResponseWriter, r *http.Request) {
+func (srv *Server) exec(w http.ResponseWriter, r *http.Request) {
 	cmd := r.URL.Query()["command"]
 	if len(cmd) == 0 {
 		http.Error(w, "you must specify at least 1 command", http.StatusBadRequest)
 		return
 	}
-	k.serveStreams(w, r, func(id string) runFunc {
+	srv.serveStreams(w, r, func(id string) runFunc {
 		return func(ctx context.Context, opts runtime.ExecOptions) metav1.Status {
 			opts.Cmd = cmd
-			code, err := k.rt.Exec(ctx, id, opts)
+			code, err := srv.cfg.Runtime.Exec(ctx, id, opts)
 			return execStatus(cmd, code, err)
 		}
 	})
 }
 
-func (k *Kubelet) attach(w http.ResponseWriter, r *http.Request) {
-	k.serveStreams(w, r, func(id string) runFunc {
+func (srv *Server) attach(w http.ResponseWriter, r *http.Request) {
+	srv.serveStreams(w, r, func(id string) runFunc {
 		return func(ctx context.Context, opts runtime.ExecOptions) metav1.Status {
-			return execStatus(nil, 0, k.rt.Attach(ctx, id, opts))
+			return execStatus(nil, 0, srv.cfg.Runtime.Attach(ctx, id, opts))
 		}
 	})
 }
 
 // serveStreams finds the running container of the request, then upgrades
 // the connection and runs the session on it.
-func (k *Kubelet) serveStreams(w http.ResponseWriter, r *http.Request, session func(containerID string) runFunc) {
-	pw, container, ok := k.pathPod(w, r)
+func (srv *Server) serveStreams(w http.ResponseWriter, r *http.Request, session func(containerID string) runFunc) {
+	pod, container, ok := srv.pathPod(w, r)
 	if !ok {
 		return
 	}
-	obs, err := k.observe(r.Context(), pw.uid)
+	obs, err := runtime.ObservePod(r.Context(), srv.cfg.Runtime, pod.UID)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -90,7 +90,7 @@ func (k *Kubelet) serveStreams(w http.ResponseWriter, r *http.Request, session f
 	cur, _ := obs.Latest(container)
 	switch {
 	case cur == nil: // the apiserver checked the name
-		http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, r.PathValue("pod"), waitingReason(pw, container)), http.StatusBadRequest)
+		http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, r.PathValue("pod"), srv.cfg.Pods.WaitingReason(pod.UID, container)), http.StatusBadRequest)
 		return
 	case cur.State != cri.ContainerState_CONTAINER_RUNNING:
 		// Kubernetes' words for a container that is not running.

@@ -1,4 +1,4 @@
-package kubelet
+package server
 
 import (
 	"context"
@@ -14,24 +14,69 @@ import (
 	"strconv"
 	"time"
 
-	"minik/internal/pki"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
+	"minik/internal/pki"
+	"minik/internal/resourcemetrics"
+	"minik/kubelet/runtime"
 	"minik/proto/cri"
 )
 
-// serve runs the kubelet's HTTPS endpoint: /containerLogs for the
+// Pods is what the server knows of the pods the kubelet runs.
+type Pods interface {
+	// Find returns the pod with that namespace and name (a static pod's
+	// too), nil when this node does not run it.
+	Find(namespace, name string) *corev1.Pod
+	// All returns every pod the kubelet runs, for the stats summary.
+	All() []*corev1.Pod
+	// WaitingReason says why a container of the pod has not started
+	// (ContainerCreating when nothing holds it back).
+	WaitingReason(uid types.UID, container string) string
+}
+
+// Config is what the server needs from the kubelet.
+type Config struct {
+	NodeName string
+	// RootDir is the kubelet's directory, whose file system the node's
+	// stats report.
+	RootDir string
+	// TLSCertFile and TLSKeyFile are the serving certificate; ClientCAFile
+	// verifies clients (the apiserver).
+	TLSCertFile, TLSKeyFile, ClientCAFile string
+	Runtime                               runtime.Runtime
+	Pods                                  Pods
+	Clock                                 clock.Clock
+}
+
+// Server is the kubelet's HTTPS endpoint.
+type Server struct {
+	cfg Config
+	// startTime is when the kubelet started; cpuSampler turns the CPU
+	// counters /stats/summary reads into rates (summary.go).
+	startTime  time.Time
+	cpuSampler resourcemetrics.Sampler
+}
+
+// New returns the server of a kubelet started now.
+func New(cfg Config) *Server {
+	return &Server{cfg: cfg, startTime: cfg.Clock.Now(), cpuSampler: resourcemetrics.Sampler{MinWindow: 10 * time.Second}}
+}
+
+// Serve runs the kubelet's HTTPS endpoint: /containerLogs for the
 // apiserver's pods/log, /exec for its pods/exec (exec.go), /portForward
 // for its pods/portforward (portforward.go), /stats/summary for the
 // metrics.k8s.io API (summary.go) and the same in Prometheus' format at
 // /metrics/resource (resourcemetrics.go), and /healthz.
 // Clients must present a certificate signed by the cluster CA, of the
 // apiserver (group system:masters).
-func (k *Kubelet) serve(ctx context.Context, l net.Listener) error {
-	cert, err := tls.LoadX509KeyPair(k.cfg.TLSCertFile, k.cfg.TLSKeyFile)
+func (srv *Server) Serve(ctx context.Context, l net.Listener) error {
+	cert, err := tls.LoadX509KeyPair(srv.cfg.TLSCertFile, srv.cfg.TLSKeyFile)
 	if err != nil {
 		return fmt.Errorf("kubelet serving certificate: %w", err)
 	}
-	caPEM, err := os.ReadFile(k.cfg.ClientCAFile)
+	caPEM, err := os.ReadFile(srv.cfg.ClientCAFile)
 	if err != nil {
 		return fmt.Errorf("kubelet client CA: %w", err)
 	}
@@ -41,16 +86,16 @@ func (k *Kubelet) serve(ctx context.Context, l net.Listener) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") })
-	mux.HandleFunc("GET /stats/summary", k.statsSummary)
-	mux.Handle("GET /metrics/resource", resourceMetricsHandler(k.summary))
-	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", k.containerLogs)
-	mux.HandleFunc("GET /exec/{namespace}/{pod}/{container}", k.exec)
-	mux.HandleFunc("POST /exec/{namespace}/{pod}/{container}", k.exec) // SPDY
-	mux.HandleFunc("GET /attach/{namespace}/{pod}/{container}", k.attach)
-	mux.HandleFunc("POST /attach/{namespace}/{pod}/{container}", k.attach)
-	mux.HandleFunc("GET /portForward/{namespace}/{pod}", k.portForward)
-	mux.HandleFunc("POST /portForward/{namespace}/{pod}", k.portForward)
-	srv := &http.Server{
+	mux.HandleFunc("GET /stats/summary", srv.statsSummary)
+	mux.Handle("GET /metrics/resource", resourceMetricsHandler(srv.summary))
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", srv.containerLogs)
+	mux.HandleFunc("GET /exec/{namespace}/{pod}/{container}", srv.exec)
+	mux.HandleFunc("POST /exec/{namespace}/{pod}/{container}", srv.exec) // SPDY
+	mux.HandleFunc("GET /attach/{namespace}/{pod}/{container}", srv.attach)
+	mux.HandleFunc("POST /attach/{namespace}/{pod}/{container}", srv.attach)
+	mux.HandleFunc("GET /portForward/{namespace}/{pod}", srv.portForward)
+	mux.HandleFunc("POST /portForward/{namespace}/{pod}", srv.portForward)
+	hs := &http.Server{
 		Handler: authorizeClient(mux),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,
 			ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12},
@@ -60,9 +105,9 @@ func (k *Kubelet) serve(ctx context.Context, l net.Listener) error {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(sctx)
+		_ = hs.Shutdown(sctx)
 	}()
-	if err := srv.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := hs.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
@@ -85,46 +130,30 @@ func authorizeClient(next http.Handler) http.Handler {
 	})
 }
 
-// findPod finds a pod this kubelet runs by namespace and name (static pods
-// by their mirror's name too).
-func (k *Kubelet) findPod(ns, name string) *podWorker {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, w := range k.workers {
-		w.mu.Lock()
-		p := w.pod
-		w.mu.Unlock()
-		if p != nil && p.Namespace == ns && p.Name == name {
-			return w
-		}
-	}
-	return nil
-}
-
 // pathPod finds the pod a /containerLogs or /exec path names, and its
 // container's name; it answers 404 when this node does not run the pod.
-func (k *Kubelet) pathPod(w http.ResponseWriter, r *http.Request) (pw *podWorker, container string, ok bool) {
+func (srv *Server) pathPod(w http.ResponseWriter, r *http.Request) (pod *corev1.Pod, container string, ok bool) {
 	ns, name := r.PathValue("namespace"), r.PathValue("pod")
-	if pw = k.findPod(ns, name); pw == nil {
-		http.Error(w, fmt.Sprintf("pod %s/%s not found on node %s", ns, name, k.cfg.NodeName), http.StatusNotFound)
+	if pod = srv.cfg.Pods.Find(ns, name); pod == nil {
+		http.Error(w, fmt.Sprintf("pod %s/%s not found on node %s", ns, name, srv.cfg.NodeName), http.StatusNotFound)
 		return nil, "", false
 	}
-	return pw, r.PathValue("container"), true
+	return pod, r.PathValue("container"), true
 }
 
-func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
-	pw, container, ok := k.pathPod(w, r)
+func (srv *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
+	pod, container, ok := srv.pathPod(w, r)
 	if !ok {
 		return
 	}
 	q := r.URL.Query()
 	previous, _ := strconv.ParseBool(q.Get("previous"))
-	req, err := logRequest(q, k.cfg.Clock.Now())
+	req, err := logRequest(q, srv.cfg.Clock.Now())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	obs, err := k.observe(r.Context(), pw.uid)
+	obs, err := runtime.ObservePod(r.Context(), srv.cfg.Runtime, pod.UID)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -144,7 +173,7 @@ func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if target == nil {
-		http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, r.PathValue("pod"), waitingReason(pw, container)), http.StatusBadRequest)
+		http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, r.PathValue("pod"), srv.cfg.Pods.WaitingReason(pod.UID, container)), http.StatusBadRequest)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
@@ -154,7 +183,7 @@ func (k *Kubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
 		fw.f = f
 	}
 	req.ContainerId = target.Id
-	_ = k.rt.ReadLog(r.Context(), req, fw)
+	_ = srv.cfg.Runtime.ReadLog(r.Context(), req, fw)
 }
 
 // logRequest reads the pod log options of a containerLogs query
@@ -212,15 +241,6 @@ func logRequest(q url.Values, now time.Time) (*cri.ReadLogRequest, error) {
 		req.SinceTime = t.UnixNano()
 	}
 	return req, nil
-}
-
-func waitingReason(pw *podWorker, container string) string {
-	pw.mu.Lock()
-	defer pw.mu.Unlock()
-	if w, ok := pw.state.waiting[container]; ok {
-		return w.Reason
-	}
-	return "ContainerCreating"
 }
 
 type flushWriter struct {

@@ -1,4 +1,4 @@
-package kubelet
+package server
 
 import (
 	"net/url"

@@ -1,4 +1,4 @@
-package kubelet
+package server
 
 import (
 	"bufio"
@@ -36,8 +36,8 @@ type summaryReading struct {
 // apiserver's metrics.k8s.io reads. The first reading of a container has
 // no rate yet; the kubelet then reads once more a moment later, so that
 // the first answer already carries usageNanoCores.
-func (k *Kubelet) statsSummary(w http.ResponseWriter, r *http.Request) {
-	s, err := k.summary(r.Context())
+func (srv *Server) statsSummary(w http.ResponseWriter, r *http.Request) {
+	s, err := srv.summary(r.Context())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -48,13 +48,13 @@ func (k *Kubelet) statsSummary(w http.ResponseWriter, r *http.Request) {
 
 // summary reads the stats summary, twice when a counter was read for the
 // first time (see statsSummary).
-func (k *Kubelet) summary(ctx context.Context) (*resourcemetrics.Summary, error) {
+func (srv *Server) summary(ctx context.Context) (*resourcemetrics.Summary, error) {
 	read := func() (*resourcemetrics.Summary, bool, error) {
-		rd, err := k.readSummary(ctx)
+		rd, err := srv.readSummary(ctx)
 		if err != nil {
 			return nil, false, err
 		}
-		s, complete := summarize(k.cfg.NodeName, k.startTime, k.knownPods(), rd, &k.cpuSampler)
+		s, complete := summarize(srv.cfg.NodeName, srv.startTime, srv.cfg.Pods.All(), rd, &srv.cpuSampler)
 		return s, complete, nil
 	}
 	s, complete, err := read()
@@ -73,15 +73,15 @@ func (k *Kubelet) summary(ctx context.Context) (*resourcemetrics.Summary, error)
 // taken, for a rate over a short window.
 const summaryResample = 250 * time.Millisecond
 
-func (k *Kubelet) readSummary(ctx context.Context) (*summaryReading, error) {
-	rd := &summaryReading{at: k.cfg.Clock.Now(), usage: map[string]*cri.ContainerStats{}}
-	rd.node, _ = eviction.ReadNodeStats(k.cfg.RootDir) // a signal it cannot read is left out
+func (srv *Server) readSummary(ctx context.Context) (*summaryReading, error) {
+	rd := &summaryReading{at: srv.cfg.Clock.Now(), usage: map[string]*cri.ContainerStats{}}
+	rd.node, _ = eviction.ReadNodeStats(srv.cfg.RootDir) // a signal it cannot read is left out
 	rd.nodeCPU, _ = readProcStatCPU("/proc/stat")
 	var err error
-	if rd.containers, err = k.rt.ListContainers(ctx, ""); err != nil {
+	if rd.containers, err = srv.cfg.Runtime.ListContainers(ctx, ""); err != nil {
 		return nil, err
 	}
-	usage, err := k.rt.ListContainerStats(ctx)
+	usage, err := srv.cfg.Runtime.ListContainerStats(ctx)
 	if err != nil {
 		return nil, err
 	}
