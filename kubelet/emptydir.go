@@ -43,7 +43,7 @@ func (k *Kubelet) mountMemoryVolume(pod *corev1.Pod, ed *corev1.EmptyDirVolumeSo
 		return err
 	}
 	var allocatable *resource.Quantity
-	if node := k.currentNode(); node != nil {
+	if node := k.nodes.Node(); node != nil {
 		allocatable = node.Status.Allocatable.Memory()
 	}
 	return mountTmpfs(dir, memoryBackedSize(pod, ed, allocatable))

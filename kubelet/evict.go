@@ -6,10 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"minik/kubelet/eviction"
+	"minik/kubelet/nodestatus"
 )
 
 // podCleanupTimeout bounds the wait for an evicted pod's containers and
@@ -57,13 +56,13 @@ func (k *Kubelet) synchronizeEvictions(ctx context.Context) <-chan struct{} {
 	d := k.evictions.Synchronize(k.cfg.Clock.Now(), summary, k.runningPods(""))
 	if !slices.Equal(before, d.Conditions) {
 		k.log.Info("eviction manager: node pressure changed", "conditions", d.Conditions)
-		k.kickNodeStatus()
+		k.nodes.Kick()
 	}
 	if d.Reclaim == "" {
 		return nil
 	}
 	k.log.Info("eviction manager: attempting to reclaim", "resource", d.Reclaim)
-	k.recorder.Eventf(k.nodeRef(), corev1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim %s", d.Reclaim)
+	k.recorder.Eventf(nodestatus.Ref(k.cfg.NodeName), corev1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim %s", d.Reclaim)
 	for _, pod := range d.Candidates {
 		if done := k.evictPod(pod, d.Message(pod)); done != nil {
 			return done
@@ -100,17 +99,4 @@ func (w *podWorker) evict(message string) <-chan struct{} {
 	w.mu.Unlock()
 	w.wake()
 	return done
-}
-
-func (k *Kubelet) kickNodeStatus() {
-	select {
-	case k.nodeStatusKick <- struct{}{}:
-	default:
-	}
-}
-
-// nodeRef is the involved object of node events; as in the kubelet, its
-// UID is the node's name.
-func (k *Kubelet) nodeRef() *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, UID: types.UID(k.cfg.NodeName)}}
 }

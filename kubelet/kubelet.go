@@ -16,6 +16,7 @@ import (
 	"minik/client/record"
 	"minik/internal/hostip"
 	"minik/kubelet/eviction"
+	"minik/kubelet/nodestatus"
 	"minik/kubelet/prober"
 	"minik/kubelet/runtime"
 	"minik/kubelet/server"
@@ -37,21 +38,13 @@ type Kubelet struct {
 	// evictions is the eviction policy; stats feeds it.
 	evictions *eviction.Manager
 	stats     StatsProvider
+	// nodes registers the Node and keeps its status and Lease.
+	nodes *nodestatus.Manager
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
-	node    *corev1.Node // the last Node seen or written
-	// runtimeVersion is the runtime's name and version for node status.
-	runtimeVersion string
-	// servingPort is the HTTPS endpoint's port, once listening.
-	servingPort int32
 	// static is the static pod source (nil without PodManifestPath).
 	static *staticPods
-	// nodeStatusKick wakes the node status loop.
-	nodeStatusKick chan struct{}
-	// networkErr is why pods cannot get a network (the runtime's answer
-	// to the last UpdatePodCIDR), nil when they can.
-	networkErr error
 }
 
 // Run runs the kubelet until ctx ends: it registers the Node, keeps its
@@ -64,7 +57,7 @@ func Run(ctx context.Context, cfg Config) error {
 	k := &Kubelet{
 		cfg: cfg, log: cfg.Logger.With("component", "kubelet", "node", cfg.NodeName), rt: cfg.Runtime,
 		recorder: record.NewRecorder(cfg.Client, "kubelet", cfg.NodeName),
-		workers:  map[types.UID]*podWorker{}, nodeStatusKick: make(chan struct{}, 1),
+		workers:  map[types.UID]*podWorker{},
 	}
 	k.probes = prober.New(prober.Config{Runtime: k.rt, Clock: cfg.Clock, Results: k.probeResult, PodIP: k.podIP,
 		Event: func(pod *corev1.Pod, typ, reason, msg string) {
@@ -85,7 +78,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("kubelet: the runtime does not answer: %w", err)
 	}
-	k.runtimeVersion = v.RuntimeName + "://" + v.RuntimeVersion
+	runtimeVersion := v.RuntimeName + "://" + v.RuntimeVersion
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -103,28 +96,35 @@ func Run(ctx context.Context, cfg Config) error {
 	goRun(func(ctx context.Context) error { k.recorder.Run(ctx); return nil })
 
 	// The HTTPS endpoint first, so that registration can report its port.
+	var servingPort int32
 	if cfg.TLSCertFile != "" {
 		l, err := net.Listen("tcp", cfg.ServingAddress)
 		if err != nil {
 			return fmt.Errorf("kubelet: listening on %s: %w", cfg.ServingAddress, err)
 		}
-		k.servingPort = int32(l.Addr().(*net.TCPAddr).Port)
+		servingPort = int32(l.Addr().(*net.TCPAddr).Port)
 		srv := server.New(server.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, TLSCertFile: cfg.TLSCertFile,
 			TLSKeyFile: cfg.TLSKeyFile, ClientCAFile: cfg.ClientCAFile, Runtime: k.rt, Pods: podsView{k}, Clock: cfg.Clock})
 		goRun(func(ctx context.Context) error { return srv.Serve(ctx, l) })
 	}
-	if err := k.registerNode(ctx); err != nil {
+	k.nodes = nodestatus.New(nodestatus.Config{NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
+		PodCIDR: cfg.PodCIDR, NodeLabels: cfg.NodeLabels, RegisterWithTaints: cfg.RegisterWithTaints,
+		LocalPathDir: k.localPathDir(), MaxPods: cfg.MaxPods, LeaseDuration: cfg.LeaseDuration,
+		LeaseRenewInterval: cfg.LeaseRenewInterval, ReportInterval: cfg.NodeStatusReportInterval,
+		ServingPort: servingPort, RuntimeVersion: runtimeVersion, Client: cfg.Client, Runtime: k.rt,
+		Pressure: k.evictions.Conditions, Recorder: k.recorder, Clock: cfg.Clock, Log: k.log})
+	if err := k.nodes.Register(ctx); err != nil {
 		return err
 	}
-	goRun(k.leaseLoop)
-	goRun(k.nodeStatusLoop)
+	goRun(k.nodes.LeaseLoop)
+	goRun(k.nodes.StatusLoop)
 	// Watch our own Node, as Kubernetes' kubelet does, so that admission
 	// sees taints and labels that others change (kubectl taint, the node
 	// lifecycle controller) at once, not at the next status update.
 	nodes := informer.New(cfg.Client.Nodes(), informer.Config{FieldSelector: "metadata.name=" + cfg.NodeName, Logger: k.log})
 	nodes.AddHandler(informer.Handler[corev1.Node]{
-		OnAdd:    k.observeNode,
-		OnUpdate: func(_, n *corev1.Node) { k.observeNode(n) },
+		OnAdd:    k.nodes.Observe,
+		OnUpdate: func(_, n *corev1.Node) { k.nodes.Observe(n) },
 	})
 	goRun(nodes.Run)
 
@@ -165,7 +165,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		close(cfg.Ready)
 	}
-	k.log.Info("kubelet running", "runtime", k.runtimeVersion, "endpoint", fmt.Sprintf("%s:%d", cfg.NodeIP, k.servingPort),
+	k.log.Info("kubelet running", "runtime", runtimeVersion, "endpoint", fmt.Sprintf("%s:%d", cfg.NodeIP, servingPort),
 		"evictionHard", eviction.FormatThresholds(cfg.EvictionHard))
 	select {
 	case <-ctx.Done():

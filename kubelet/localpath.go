@@ -65,7 +65,7 @@ func (k *Kubelet) claimVolumePath(ctx context.Context, pod *corev1.Pod, claimNam
 	if err != nil {
 		return "", &mountError{fmt.Sprintf("error processing PVC %s: getting volume %s: %v", key, pvc.Spec.VolumeName, err)}
 	}
-	if node := k.currentNode(); node != nil && !volumeutil.NodeAffinityMatches(pv, node) {
+	if node := k.nodes.Node(); node != nil && !volumeutil.NodeAffinityMatches(pv, node) {
 		return "", &mountError{fmt.Sprintf("volume %s has node affinity that does not match node %s", pv.Name, node.Name)}
 	}
 	switch {

@@ -1,15 +1,13 @@
 package kubelet
 
 import (
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
-	"minik/kubelet/runtime"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"minik/kubelet/runtime"
 )
 
 func condition(s corev1.PodStatus, t corev1.PodConditionType) corev1.ConditionStatus {
@@ -157,28 +155,6 @@ func TestQOSClass(t *testing.T) {
 			p.Spec.Containers[0].Resources = tc.res
 			if got := qosClass(p); got != tc.want {
 				t.Errorf("qosClass = %s, want %s", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestReadyCondition(t *testing.T) {
-	cases := []struct {
-		name       string
-		networkErr error
-		status     corev1.ConditionStatus
-		reason     string
-		inMessage  string
-	}{
-		{"a node whose pods can get a network is ready", nil, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"},
-		{"a node whose pod network is broken is not ready, with the runtime's reason", errors.New("CNI plugin bridge not found"),
-			corev1.ConditionFalse, "KubeletNotReady", "NetworkReady=false reason:NetworkPluginNotReady message:CNI plugin bridge not found"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := readyCondition(tc.networkErr)
-			if c.status != tc.status || c.reason != tc.reason || !strings.Contains(c.message, tc.inMessage) {
-				t.Fatalf("readyCondition = %+v, want %s %s containing %q", c, tc.status, tc.reason, tc.inMessage)
 			}
 		})
 	}

@@ -113,7 +113,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 			w.mu.Lock()
 			st.admitted = true
 			w.mu.Unlock()
-		} else if node := k.currentNode(); node != nil {
+		} else if node := k.nodes.Node(); node != nil {
 			res := admitUnderPressure(pod, k.evictions.Conditions())
 			if res == nil {
 				res = admit(node, pod, k.admittedPods(pod.UID), k.cfg.AllowedUnsafeSysctls)

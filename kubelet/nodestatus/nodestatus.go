@@ -1,13 +1,18 @@
-package kubelet
+// Package nodestatus registers the kubelet's Node, keeps its status
+// (capacity, info, addresses, conditions, images) and renews its Lease.
+// See README.md.
+package nodestatus
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -17,55 +22,127 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
+	"minik/client"
+	"minik/client/record"
 	"minik/internal/volumeutil"
+	"minik/kubelet/runtime"
 )
+
+// Config is what the node status manager needs from the kubelet.
+type Config struct {
+	NodeName string
+	// NodeIP is the node's InternalIP.
+	NodeIP string
+	// RootDir is the kubelet's directory: its file system is the node's
+	// ephemeral-storage capacity.
+	RootDir string
+	// PodCIDR is the pod range used while node.spec.podCIDR is empty.
+	PodCIDR string
+	// NodeLabels are added to the well-known labels at registration.
+	NodeLabels map[string]string
+	// RegisterWithTaints are set on the Node at registration.
+	RegisterWithTaints []corev1.Taint
+	// LocalPathDir is where the node keeps local-path volumes (published
+	// as an annotation).
+	LocalPathDir string
+	// MaxPods is the node's pod capacity.
+	MaxPods int
+	// LeaseDuration is the Lease's duration, renewed every
+	// LeaseRenewInterval; ReportInterval is the longest time between two
+	// status writes when nothing changes.
+	LeaseDuration, LeaseRenewInterval, ReportInterval time.Duration
+	// ServingPort is the kubelet's HTTPS port (0: none);
+	// RuntimeVersion is "name://version".
+	ServingPort    int32
+	RuntimeVersion string
+	Client         *client.Client
+	// Runtime is told the pod range (UpdatePodCIDR, whose answer makes
+	// the node Ready or not) and lists the node's images.
+	Runtime runtime.Runtime
+	// Pressure returns the node conditions the eviction manager holds True.
+	Pressure func() []corev1.NodeConditionType
+	Recorder *record.Recorder
+	Clock    clock.Clock
+	Log      *slog.Logger
+}
+
+// Manager keeps the kubelet's Node: its registration, status and Lease.
+type Manager struct {
+	cfg  Config
+	kick chan struct{} // wakes the status loop
+
+	mu   sync.Mutex
+	node *corev1.Node // the last Node seen or written
+	// networkErr is why pods cannot get a network (the runtime's answer
+	// to the last UpdatePodCIDR), nil when they can.
+	networkErr error
+}
+
+// New returns a Manager; Register creates the Node.
+func New(cfg Config) *Manager {
+	return &Manager{cfg: cfg, kick: make(chan struct{}, 1)}
+}
+
+// Kick wakes the status loop (a pressure condition changed).
+func (m *Manager) Kick() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Ref is the involved object of node events; as in the kubelet, its UID
+// is the node's name.
+func Ref(nodeName string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: types.UID(nodeName)}}
+}
 
 // KubeletVersion is reported in nodeInfo.
 const KubeletVersion = "v1.37.2-minik"
 
 const leaseNamespace = "kube-node-lease"
 
-func (k *Kubelet) currentNode() *corev1.Node {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.node
+// Node is the last Node seen or written, nil before registration.
+func (m *Manager) Node() *corev1.Node {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.node
 }
 
-func (k *Kubelet) setNode(n *corev1.Node) {
-	k.mu.Lock()
-	k.node = n
-	k.mu.Unlock()
+func (m *Manager) setNode(n *corev1.Node) {
+	m.mu.Lock()
+	m.node = n
+	m.mu.Unlock()
 	// Each Node seen (at least every status pass) re-checks the pod
 	// network, so a repaired one makes the node Ready again.
 	cidr := n.Spec.PodCIDR
 	if cidr == "" {
-		cidr = k.cfg.PodCIDR
+		cidr = m.cfg.PodCIDR
 	}
 	if cidr != "" {
-		k.setNetworkErr(k.rt.UpdatePodCIDR(context.Background(), cidr))
+		m.setNetworkErr(m.cfg.Runtime.UpdatePodCIDR(context.Background(), cidr))
 	}
 }
 
 // setNetworkErr keeps the runtime's verdict on the pod network and wakes
 // the node status loop when it changed.
-func (k *Kubelet) setNetworkErr(err error) {
-	k.mu.Lock()
-	changed := (err == nil) != (k.networkErr == nil) || err != nil && err.Error() != k.networkErr.Error()
-	k.networkErr = err
-	k.mu.Unlock()
+func (m *Manager) setNetworkErr(err error) {
+	m.mu.Lock()
+	changed := (err == nil) != (m.networkErr == nil) || err != nil && err.Error() != m.networkErr.Error()
+	m.networkErr = err
+	m.mu.Unlock()
 	if !changed {
 		return
 	}
 	if err != nil {
-		k.log.Error("pod network not ready; the node reports NotReady", "err", err)
+		m.cfg.Log.Error("pod network not ready; the node reports NotReady", "err", err)
 	} else {
-		k.log.Info("pod network ready")
+		m.cfg.Log.Info("pod network ready")
 	}
-	select {
-	case k.nodeStatusKick <- struct{}{}:
-	default:
-	}
+	m.Kick()
 }
 
 // readyCondition is the node's Ready condition: NotReady while the
@@ -80,13 +157,13 @@ func readyCondition(networkErr error) conditionState {
 	return conditionState{corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"}
 }
 
-// observeNode takes a watched version of our Node unless the kubelet
+// Observe takes a watched version of our Node unless the kubelet
 // already holds a newer one (from its own status update).
-func (k *Kubelet) observeNode(n *corev1.Node) {
-	if cur := k.currentNode(); cur != nil && rvNumber(cur.ResourceVersion) > rvNumber(n.ResourceVersion) {
+func (m *Manager) Observe(n *corev1.Node) {
+	if cur := m.Node(); cur != nil && rvNumber(cur.ResourceVersion) > rvNumber(n.ResourceVersion) {
 		return
 	}
-	k.setNode(n)
+	m.setNode(n)
 }
 
 func rvNumber(rv string) int64 {
@@ -95,36 +172,36 @@ func rvNumber(rv string) int64 {
 }
 
 // nodeLabels are the well-known labels plus --node-labels.
-func (k *Kubelet) nodeLabels() map[string]string {
+func (m *Manager) nodeLabels() map[string]string {
 	l := map[string]string{
-		corev1.LabelHostname: k.cfg.NodeName,
+		corev1.LabelHostname: m.cfg.NodeName,
 		corev1.LabelOSStable: goruntime.GOOS, corev1.LabelArchStable: goruntime.GOARCH,
 	}
-	for key, v := range k.cfg.NodeLabels {
+	for key, v := range m.cfg.NodeLabels {
 		l[key] = v
 	}
 	return l
 }
 
 // nodeAnnotations publishes where this node keeps local-path volumes.
-func (k *Kubelet) nodeAnnotations() map[string]string {
-	return map[string]string{volumeutil.AnnLocalPathDir: k.localPathDir()}
+func (m *Manager) nodeAnnotations() map[string]string {
+	return map[string]string{volumeutil.AnnLocalPathDir: m.cfg.LocalPathDir}
 }
 
-// registerNode creates the Node, or takes over an existing one.
-func (k *Kubelet) registerNode(ctx context.Context) error {
+// Register creates the Node, or takes over an existing one.
+func (m *Manager) Register(ctx context.Context) error {
 	// The pod range is set from the Node once it is known (setNode), not
 	// from --pod-cidr first: on a restart that would reconcile the bridge
 	// away from the range the node's running pods use.
-	nodes := k.cfg.Client.Nodes()
+	nodes := m.cfg.Client.Nodes()
 	for attempt := 0; ; attempt++ {
 		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: k.nodeLabels(), Annotations: k.nodeAnnotations()},
-			Spec:       corev1.NodeSpec{Taints: k.cfg.RegisterWithTaints},
+			ObjectMeta: metav1.ObjectMeta{Name: m.cfg.NodeName, Labels: m.nodeLabels(), Annotations: m.nodeAnnotations()},
+			Spec:       corev1.NodeSpec{Taints: m.cfg.RegisterWithTaints},
 		}
 		created, err := nodes.Create(ctx, node, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			existing, gerr := nodes.Get(ctx, "", k.cfg.NodeName, metav1.GetOptions{})
+			existing, gerr := nodes.Get(ctx, "", m.cfg.NodeName, metav1.GetOptions{})
 			if gerr != nil {
 				err = gerr
 			} else {
@@ -133,13 +210,13 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 				if existing.Labels == nil {
 					existing.Labels = map[string]string{}
 				}
-				for key, v := range k.nodeLabels() {
+				for key, v := range m.nodeLabels() {
 					if existing.Labels[key] != v {
 						existing.Labels[key] = v
 						changed = true
 					}
 				}
-				for key, v := range k.nodeAnnotations() {
+				for key, v := range m.nodeAnnotations() {
 					if existing.Annotations[key] != v {
 						metav1.SetMetaDataAnnotation(&existing.ObjectMeta, key, v)
 						changed = true
@@ -152,42 +229,42 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 			}
 		}
 		if err == nil {
-			k.setNode(created)
-			if err = k.updateNodeStatus(ctx, true); err == nil {
-				k.log.Info("node registered", "podCIDR", created.Spec.PodCIDR)
+			m.setNode(created)
+			if err = m.updateNodeStatus(ctx, true); err == nil {
+				m.cfg.Log.Info("node registered", "podCIDR", created.Spec.PodCIDR)
 				return nil
 			}
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		k.log.Warn("registering the node; retrying", "err", err)
+		m.cfg.Log.Warn("registering the node; retrying", "err", err)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-k.cfg.Clock.After(time.Duration(min(attempt+1, 7)) * time.Second):
+		case <-m.cfg.Clock.After(time.Duration(min(attempt+1, 7)) * time.Second):
 		}
 	}
 }
 
-// nodeStatusLoop sends NodeStatus when it changes (checked every 10s) and
+// StatusLoop sends NodeStatus when it changes (checked every 10s) and
 // at least every NodeStatusReportInterval.
-func (k *Kubelet) nodeStatusLoop(ctx context.Context) error {
-	last := k.cfg.Clock.Now()
+func (m *Manager) StatusLoop(ctx context.Context) error {
+	last := m.cfg.Clock.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-k.cfg.Clock.After(10 * time.Second):
-		case <-k.nodeStatusKick:
+		case <-m.cfg.Clock.After(10 * time.Second):
+		case <-m.kick:
 		}
-		force := k.cfg.Clock.Now().Sub(last) >= k.cfg.NodeStatusReportInterval
-		if err := k.updateNodeStatus(ctx, force); err != nil {
-			k.log.Warn("updating node status", "err", err)
+		force := m.cfg.Clock.Now().Sub(last) >= m.cfg.ReportInterval
+		if err := m.updateNodeStatus(ctx, force); err != nil {
+			m.cfg.Log.Warn("updating node status", "err", err)
 			continue
 		}
 		if force {
-			last = k.cfg.Clock.Now()
+			last = m.cfg.Clock.Now()
 		}
 	}
 }
@@ -197,23 +274,23 @@ func (k *Kubelet) nodeStatusLoop(ctx context.Context) error {
 // conflict (the node controller wrote the Node in between: its podCIDR
 // just after registration, or a taint) is retried at once on a fresh
 // read, a few times, instead of waiting for the next round.
-func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
+func (m *Manager) updateNodeStatus(ctx context.Context, force bool) error {
 	for attempt := 0; ; attempt++ {
-		err := k.tryUpdateNodeStatus(ctx, force)
+		err := m.tryUpdateNodeStatus(ctx, force)
 		if !apierrors.IsConflict(err) || attempt == 4 {
 			return err
 		}
 	}
 }
 
-func (k *Kubelet) tryUpdateNodeStatus(ctx context.Context, force bool) error {
-	nodes := k.cfg.Client.Nodes()
-	node, err := nodes.Get(ctx, "", k.cfg.NodeName, metav1.GetOptions{})
+func (m *Manager) tryUpdateNodeStatus(ctx context.Context, force bool) error {
+	nodes := m.cfg.Client.Nodes()
+	node, err := nodes.Get(ctx, "", m.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	k.setNode(node)
-	want := k.nodeStatus(ctx, node.Status)
+	m.setNode(node)
+	want := m.nodeStatus(ctx, node.Status)
 	if !force && apiequality.Semantic.DeepEqual(stripHeartbeats(want), stripHeartbeats(node.Status)) {
 		return nil
 	}
@@ -224,8 +301,8 @@ func (k *Kubelet) tryUpdateNodeStatus(ctx context.Context, force bool) error {
 	if err != nil {
 		return err
 	}
-	k.setNode(updated)
-	k.recordConditionEvents(oldConditions, want.Conditions)
+	m.setNode(updated)
+	m.recordConditionEvents(oldConditions, want.Conditions)
 	return nil
 }
 
@@ -239,29 +316,29 @@ func stripHeartbeats(s corev1.NodeStatus) corev1.NodeStatus {
 
 // nodeStatus is the node's status: resources read from the host, info,
 // addresses, the kubelet endpoint, conditions and images.
-func (k *Kubelet) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.NodeStatus {
-	now := metav1.NewTime(k.cfg.Clock.Now().Truncate(time.Second))
+func (m *Manager) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.NodeStatus {
+	now := metav1.NewTime(m.cfg.Clock.Now().Truncate(time.Second))
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity(memTotal(), resource.BinarySI),
-		corev1.ResourcePods:   *resource.NewQuantity(int64(k.cfg.MaxPods), resource.DecimalSI),
+		corev1.ResourcePods:   *resource.NewQuantity(int64(m.cfg.MaxPods), resource.DecimalSI),
 	}
 	var fs syscall.Statfs_t
-	if syscall.Statfs(k.cfg.RootDir, &fs) == nil {
+	if syscall.Statfs(m.cfg.RootDir, &fs) == nil {
 		capacity[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(fs.Blocks)*fs.Bsize, resource.BinarySI)
 	}
 	s := corev1.NodeStatus{
 		Capacity: capacity, Allocatable: capacity.DeepCopy(),
 		Phase: "",
 		Addresses: []corev1.NodeAddress{
-			{Type: corev1.NodeInternalIP, Address: k.cfg.NodeIP},
-			{Type: corev1.NodeHostName, Address: k.cfg.NodeName},
+			{Type: corev1.NodeInternalIP, Address: m.cfg.NodeIP},
+			{Type: corev1.NodeHostName, Address: m.cfg.NodeName},
 		},
-		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: k.servingPort}},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: m.cfg.ServingPort}},
 		NodeInfo: corev1.NodeSystemInfo{
 			MachineID: readTrim("/etc/machine-id"), BootID: readTrim("/proc/sys/kernel/random/boot_id"),
 			KernelVersion: readTrim("/proc/sys/kernel/osrelease"), OSImage: osImage(),
-			ContainerRuntimeVersion: k.runtimeVersion, KubeletVersion: KubeletVersion, KubeProxyVersion: "",
+			ContainerRuntimeVersion: m.cfg.RuntimeVersion, KubeletVersion: KubeletVersion, KubeProxyVersion: "",
 			OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH,
 		},
 	}
@@ -274,7 +351,7 @@ func (k *Kubelet) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.
 		}
 		return c
 	}
-	pressure := k.evictions.Conditions()
+	pressure := m.cfg.Pressure()
 	for _, p := range pressureConditions {
 		c := p.ok
 		if slices.Contains(pressure, p.typ) {
@@ -282,11 +359,11 @@ func (k *Kubelet) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.
 		}
 		s.Conditions = append(s.Conditions, cond(p.typ, c.status, c.reason, c.message))
 	}
-	k.mu.Lock()
-	ready := readyCondition(k.networkErr)
-	k.mu.Unlock()
+	m.mu.Lock()
+	ready := readyCondition(m.networkErr)
+	m.mu.Unlock()
 	s.Conditions = append(s.Conditions, cond(corev1.NodeReady, ready.status, ready.reason, ready.message))
-	if imgs, err := k.rt.ListImages(ctx); err == nil {
+	if imgs, err := m.cfg.Runtime.ListImages(ctx); err == nil {
 		for _, img := range imgs {
 			names := append(append([]string{}, img.RepoDigests...), img.RepoTags...)
 			s.Images = append(s.Images, corev1.ContainerImage{Names: names, SizeBytes: int64(img.Size)})
@@ -321,7 +398,7 @@ var pressureConditions = []struct {
 // recordConditionEvents sends the kubelet's node events for conditions
 // whose status changed ("Node N status is now: NodeHasDiskPressure"); the
 // event reason is the condition's reason with Kubelet replaced by Node.
-func (k *Kubelet) recordConditionEvents(old, cur []corev1.NodeCondition) {
+func (m *Manager) recordConditionEvents(old, cur []corev1.NodeCondition) {
 	for _, c := range cur {
 		if c.Type == corev1.NodeReady {
 			continue
@@ -334,7 +411,7 @@ func (k *Kubelet) recordConditionEvents(old, cur []corev1.NodeCondition) {
 		}
 		if changed {
 			reason := "Node" + strings.TrimPrefix(c.Reason, "Kubelet")
-			k.recorder.Eventf(k.nodeRef(), corev1.EventTypeNormal, reason, "Node %s status is now: %s", k.cfg.NodeName, reason)
+			m.cfg.Recorder.Eventf(Ref(m.cfg.NodeName), corev1.EventTypeNormal, reason, "Node %s status is now: %s", m.cfg.NodeName, reason)
 		}
 	}
 }
@@ -365,37 +442,37 @@ func memTotal() int64 {
 	return 0
 }
 
-// leaseLoop renews the node's Lease in kube-node-lease every
+// LeaseLoop renews the node's Lease in kube-node-lease every
 // LeaseRenewInterval: the node lifecycle controller's heartbeat.
-func (k *Kubelet) leaseLoop(ctx context.Context) error {
-	leases := k.cfg.Client.Leases()
+func (m *Manager) LeaseLoop(ctx context.Context) error {
+	leases := m.cfg.Client.Leases()
 	for {
-		if err := k.renewLease(ctx, leases); err != nil && ctx.Err() == nil {
-			k.log.Warn("renewing the node lease", "err", err)
+		if err := m.renewLease(ctx, leases); err != nil && ctx.Err() == nil {
+			m.cfg.Log.Warn("renewing the node lease", "err", err)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-k.cfg.Clock.After(k.cfg.LeaseRenewInterval):
+		case <-m.cfg.Clock.After(m.cfg.LeaseRenewInterval):
 		}
 	}
 }
 
-func (k *Kubelet) renewLease(ctx context.Context, leases interface {
+func (m *Manager) renewLease(ctx context.Context, leases interface {
 	Get(context.Context, string, string, metav1.GetOptions) (*coordinationv1.Lease, error)
 	Create(context.Context, *coordinationv1.Lease, metav1.CreateOptions) (*coordinationv1.Lease, error)
 	Update(context.Context, *coordinationv1.Lease, metav1.UpdateOptions) (*coordinationv1.Lease, error)
 }) error {
-	now := metav1.NewMicroTime(k.cfg.Clock.Now())
-	holder := k.cfg.NodeName
-	dur := int32(k.cfg.LeaseDuration / time.Second)
-	lease, err := leases.Get(ctx, leaseNamespace, k.cfg.NodeName, metav1.GetOptions{})
+	now := metav1.NewMicroTime(m.cfg.Clock.Now())
+	holder := m.cfg.NodeName
+	dur := int32(m.cfg.LeaseDuration / time.Second)
+	lease, err := leases.Get(ctx, leaseNamespace, m.cfg.NodeName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		lease = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Namespace: leaseNamespace},
+			ObjectMeta: metav1.ObjectMeta{Name: m.cfg.NodeName, Namespace: leaseNamespace},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, RenewTime: &now},
 		}
-		if n := k.currentNode(); n != nil && n.UID != "" {
+		if n := m.Node(); n != nil && n.UID != "" {
 			lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
 		}
 		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
