@@ -2,10 +2,8 @@ package kubelet
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/internal/volumeutil"
+	"minik/kubelet/podstep"
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
 )
@@ -84,14 +83,6 @@ func podHostname(pod *corev1.Pod) string {
 	return strings.TrimRight(h, "-.")
 }
 
-// containerHash identifies the spec a container was created from.
-func containerHash(c *corev1.Container) string {
-	data, _ := json.Marshal(c)
-	h := fnv.New32a()
-	h.Write(data)
-	return strconv.FormatUint(uint64(h.Sum32()), 16)
-}
-
 // containerConfig builds the runtime's config for container c: command,
 // env, mounts, resources and security context.
 func (k *Kubelet) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, init bool, restarts int, podIP string, img *cri.Image) (*cri.ContainerConfig, error) {
@@ -108,7 +99,7 @@ func (k *Kubelet) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 		Labels: map[string]string{runtime.LabelPodName: pod.Name, runtime.LabelPodNamespace: pod.Namespace,
 			runtime.LabelPodUID: string(pod.UID), runtime.LabelContainerName: c.Name},
 		Annotations: map[string]string{runtime.AnnotationRestartCount: strconv.Itoa(restarts),
-			runtime.AnnotationContainerHash: containerHash(c)},
+			runtime.AnnotationContainerHash: podstep.ContainerHash(c)},
 		LogPath:   filepath.Join(c.Name, strconv.Itoa(restarts)+".log"),
 		Stdin:     c.Stdin,
 		StdinOnce: c.StdinOnce,
@@ -502,7 +493,7 @@ func (k *Kubelet) prepareVolumes(ctx context.Context, pod *corev1.Pod, podIP str
 func (k *Kubelet) refreshTokenVolumes(ctx context.Context, pod *corev1.Pod, podIP string) (time.Time, error) {
 	var refreshAt time.Time
 	for i := range pod.Spec.Volumes {
-		if !hasTokenProjection(&pod.Spec.Volumes[i]) {
+		if !podstep.HasTokenProjection(&pod.Spec.Volumes[i]) {
 			continue
 		}
 		at, err := k.setUpVolume(ctx, pod, &pod.Spec.Volumes[i], podIP)
@@ -512,18 +503,6 @@ func (k *Kubelet) refreshTokenVolumes(ctx context.Context, pod *corev1.Pod, podI
 		refreshAt = earliest(refreshAt, at)
 	}
 	return refreshAt, nil
-}
-
-func hasTokenProjection(v *corev1.Volume) bool {
-	if v.Projected == nil {
-		return false
-	}
-	for _, src := range v.Projected.Sources {
-		if src.ServiceAccountToken != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // earliest is the earlier of two times, zero meaning never.

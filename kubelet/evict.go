@@ -9,6 +9,7 @@ import (
 
 	"minik/kubelet/eviction"
 	"minik/kubelet/nodestatus"
+	"minik/kubelet/podstep"
 )
 
 // podCleanupTimeout bounds the wait for an evicted pod's containers and
@@ -91,11 +92,11 @@ func (k *Kubelet) evictPod(pod *corev1.Pod, message string) <-chan struct{} {
 // evict marks the pod evicted and wakes its worker.
 func (w *podWorker) evict(message string) <-chan struct{} {
 	w.mu.Lock()
-	if w.state.evicted == nil {
-		w.state.evicted = &admitResult{Reason: eviction.Reason, Message: message}
-		w.state.cleanedUp = make(chan struct{})
+	if w.state.Evicted == nil {
+		w.state.Evicted = &podstep.Failure{Reason: eviction.Reason, Message: message}
+		w.state.CleanedUp = make(chan struct{})
 	}
-	done := w.state.cleanedUp
+	done := w.state.CleanedUp
 	w.mu.Unlock()
 	w.wake()
 	return done

@@ -17,6 +17,7 @@ import (
 	"minik/internal/hostip"
 	"minik/kubelet/eviction"
 	"minik/kubelet/nodestatus"
+	"minik/kubelet/podstep"
 	"minik/kubelet/prober"
 	"minik/kubelet/runtime"
 	"minik/kubelet/server"
@@ -213,8 +214,8 @@ func (k *Kubelet) worker(ctx context.Context, uid types.UID) *podWorker {
 	defer k.mu.Unlock()
 	w, ok := k.workers[uid]
 	if !ok {
-		w = &podWorker{k: k, uid: uid, kick: make(chan struct{}, 1), state: newPodState()}
-		w.state.startTime = k.cfg.Clock.Now()
+		w = &podWorker{k: k, uid: uid, kick: make(chan struct{}, 1), state: podstep.NewState()}
+		w.state.StartTime = k.cfg.Clock.Now()
 		k.workers[uid] = w
 		go w.run(ctx)
 	}
@@ -224,7 +225,7 @@ func (k *Kubelet) worker(ctx context.Context, uid types.UID) *podWorker {
 // runningPods are the pods admitted and not finished or being evicted
 // (for the eviction manager, which must not pick a pod twice).
 func (k *Kubelet) runningPods(except types.UID) []*corev1.Pod {
-	return k.podsWhere(except, func(st *podState) bool { return !st.terminal && st.evicted == nil })
+	return k.podsWhere(except, func(st *podstep.State) bool { return !st.Terminal && st.Evicted == nil })
 }
 
 // admittedPods are the pods whose containers may still run, and so hold
@@ -236,10 +237,10 @@ func (k *Kubelet) runningPods(except types.UID) []*corev1.Pod {
 // a preemptor bound as soon as its victim left the API fail with
 // OutOfcpu.
 func (k *Kubelet) admittedPods(except types.UID) []*corev1.Pod {
-	return k.podsWhere(except, func(st *podState) bool { return !st.terminal })
+	return k.podsWhere(except, func(st *podstep.State) bool { return !st.Terminal })
 }
 
-func (k *Kubelet) podsWhere(except types.UID, keep func(*podState) bool) []*corev1.Pod {
+func (k *Kubelet) podsWhere(except types.UID, keep func(*podstep.State) bool) []*corev1.Pod {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var out []*corev1.Pod
@@ -248,7 +249,7 @@ func (k *Kubelet) podsWhere(except types.UID, keep func(*podState) bool) []*core
 			continue
 		}
 		w.mu.Lock()
-		p, ok := w.pod, w.state.admitted && keep(w.state)
+		p, ok := w.pod, w.state.Admitted && keep(w.state)
 		w.mu.Unlock()
 		if p != nil && ok && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			out = append(out, p)
@@ -284,7 +285,7 @@ func (v podsView) WaitingReason(uid types.UID, container string) string {
 	if w != nil {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if wt, ok := w.state.waiting[container]; ok {
+		if wt, ok := w.state.Waiting[container]; ok {
 			return wt.Reason
 		}
 	}

@@ -18,11 +18,11 @@ func (k *Kubelet) probeResult(r prober.Result) {
 	w.mu.Lock()
 	switch {
 	case r.Kind == prober.Readiness:
-		w.state.ready[r.ContainerID] = r.Success
+		w.state.Ready[r.ContainerID] = r.Success
 	case r.Success: // Startup
-		w.state.started[r.ContainerID] = true
+		w.state.Started[r.ContainerID] = true
 	default: // a failed Liveness or Startup probe
-		w.state.unhealthy[r.ContainerID] = r.Message
+		w.state.Unhealthy[r.ContainerID] = r.Message
 	}
 	w.mu.Unlock()
 	w.wake()

@@ -23,7 +23,7 @@ import (
 //
 //	projected volume ─▶ tokenManager.get ─▶ cached and fresh? ─▶ token
 //	                                      └▶ POST serviceaccounts/NAME/token {boundObjectRef: Pod} ─▶ cache
-//	pod worker ◀── wake at the earliest refresh time (podState.volumesRefreshAt) ──┘
+//	pod worker ◀── wake at the earliest refresh time (podstep.State.volumesRefreshAt) ──┘
 
 // tokenRetry is how soon a failed refresh is tried again.
 const tokenRetry = 10 * time.Second

@@ -94,33 +94,3 @@ func TestTokenManager(t *testing.T) {
 		t.Errorf("a pod without an account: no error")
 	}
 }
-
-func TestStepRefreshesTokens(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}},
-		Volumes: []corev1.Volume{{Name: "kube-api-access-x", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}}}}
-	obs := makeObs().Sandbox(true).Running("c", 0).Obj()
-	tests := []struct {
-		name        string
-		pod         *corev1.Pod
-		refreshAt   time.Time
-		wantRefresh bool
-		wantWake    time.Time
-	}{
-		{name: "tokens not written yet are due", pod: pod, wantRefresh: true},
-		{name: "tokens not due yet wake the worker when they are", pod: pod, refreshAt: now.Add(time.Minute), wantWake: now.Add(time.Minute)},
-		{name: "tokens due are refreshed", pod: pod, refreshAt: now, wantRefresh: true},
-		{name: "a pod without token volumes has nothing to refresh", pod: &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st := newPodState()
-			st.volumesRefreshAt = tt.refreshAt
-			a := computePodActions(tt.pod, obs, st, now)
-			if a.RefreshTokens != tt.wantRefresh || !a.WakeAt.Equal(tt.wantWake) {
-				t.Errorf("RefreshTokens %v WakeAt %v, want %v %v", a.RefreshTokens, a.WakeAt, tt.wantRefresh, tt.wantWake)
-			}
-		})
-	}
-}

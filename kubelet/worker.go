@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"minik/kubelet/podstep"
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
 )
@@ -31,7 +32,7 @@ type podWorker struct {
 	pod     *corev1.Pod
 	removed bool // gone from the apiserver (or from the manifest dir)
 	static  bool
-	state   *podState
+	state   *podstep.State
 
 	lastStatus *corev1.PodStatus // the last status sent
 	// startObserved: the pod's start is in kubelet_pod_start_sli_duration_seconds;
@@ -107,11 +108,11 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		return w.terminate(ctx, pod, removed)
 	}
 	st := w.state
-	if !st.admitted && st.rejected == nil {
-		if podIsTerminal(pod, st) {
+	if !st.Admitted && st.Rejected == nil {
+		if podstep.IsTerminal(pod, st) {
 			// Finished before a kubelet restart: nothing to run.
 			w.mu.Lock()
-			st.admitted = true
+			st.Admitted = true
 			w.mu.Unlock()
 		} else if node := k.nodes.Node(); node != nil {
 			res := admitUnderPressure(pod, k.evictions.Conditions())
@@ -120,9 +121,9 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 			}
 			w.mu.Lock()
 			if res != nil {
-				st.rejected = res
+				st.Rejected = res
 			} else {
-				st.admitted = true
+				st.Admitted = true
 			}
 			w.mu.Unlock()
 			if res != nil {
@@ -133,7 +134,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 	}
 	var wake time.Time
 	var obs *runtime.Pod // what the runtime holds after the last action
-	if st.rejected == nil {
+	if st.Rejected == nil {
 		for i := 0; i < 6; i++ {
 			var err error
 			obs, err = k.observe(ctx, pod.UID)
@@ -142,10 +143,10 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 				return now.Add(time.Second), false
 			}
 			w.mu.Lock()
-			a := computePodActions(pod, obs, st, now)
+			a := podstep.ComputeActions(pod, obs, st, now)
 			w.mu.Unlock()
 			wake = a.WakeAt
-			if a.empty() {
+			if a.Empty() {
 				break
 			}
 			err = w.execute(ctx, pod, obs, a)
@@ -168,7 +169,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		}
 	}
 	w.mu.Lock()
-	finished := podIsTerminal(pod, st) && !st.volumesRemoved
+	finished := podstep.IsTerminal(pod, st) && !st.VolumesRemoved
 	w.mu.Unlock()
 	if finished && !obs.AnyRunning() {
 		// A finished pod's volumes go, as in the kubelet: an emptyDir lives
@@ -181,7 +182,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 	}
 	k.probes.Sync(pod, obs)
 	w.mu.Lock()
-	status := computePodStatus(pod, obs, st, now, k.cfg.NodeIP)
+	status := podstep.ComputeStatus(pod, obs, st, now, k.cfg.NodeIP)
 	w.mu.Unlock()
 	if err := w.pushStatus(ctx, pod, status); err != nil && ctx.Err() == nil {
 		k.log.Warn("updating pod status", "pod", pod.Namespace+"/"+pod.Name, "err", err)
@@ -203,7 +204,7 @@ func gracePeriod(pod *corev1.Pod) int64 {
 }
 
 // execute performs one step's actions.
-func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *runtime.Pod, a actions) error {
+func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *runtime.Pod, a podstep.Actions) error {
 	k := w.k
 	st := w.state
 	if a.KillPod {
@@ -249,16 +250,16 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *runtime.P
 			return err
 		}
 		w.mu.Lock()
-		delete(st.unhealthy, kl.ID)
+		delete(st.Unhealthy, kl.ID)
 		w.mu.Unlock()
 	}
 	for _, name := range a.MarkPullBackOff {
 		w.mu.Lock()
-		wt := st.waiting[name]
-		changed := wt.Reason != reasonImagePullBackOff
-		wt.Reason = reasonImagePullBackOff
+		wt := st.Waiting[name]
+		changed := wt.Reason != podstep.ReasonImagePullBackOff
+		wt.Reason = podstep.ReasonImagePullBackOff
 		wt.Message = fmt.Sprintf("Back-off pulling image %q", imageOf(pod, name))
-		st.waiting[name] = wt
+		st.Waiting[name] = wt
 		w.mu.Unlock()
 		if changed {
 			w.event(pod, corev1.EventTypeNormal, "BackOff", "Back-off pulling image %q", imageOf(pod, name))
@@ -267,7 +268,7 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *runtime.P
 	if a.Terminal {
 		grace := gracePeriod(pod)
 		w.mu.Lock()
-		if st.evicted != nil {
+		if st.Evicted != nil {
 			grace = 0 // a hard eviction threshold allows no grace period
 		}
 		w.mu.Unlock()
@@ -283,7 +284,7 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *runtime.P
 			}
 		}
 		w.mu.Lock()
-		st.terminal = true
+		st.Terminal = true
 		w.mu.Unlock()
 		return nil
 	}
@@ -297,11 +298,11 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *runtime.P
 	refreshAt, err := k.prepareVolumes(ctx, pod, sb.Ip)
 	if err == nil {
 		w.mu.Lock()
-		st.volumesRefreshAt = refreshAt
+		st.VolumesRefreshAt = refreshAt
 		w.mu.Unlock()
 	} else {
 		msg := err.Error()
-		reason, eventReason, eventMsg := reasonCreateContainerConfigError, "Failed", "Error: "+msg
+		reason, eventReason, eventMsg := podstep.ReasonCreateContainerConfigError, "Failed", "Error: "+msg
 		var me *mountError
 		if errors.As(err, &me) {
 			// Not the container's fault: the volume is not there yet.
@@ -309,7 +310,7 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *runtime.P
 		}
 		w.mu.Lock()
 		for _, s := range a.Start {
-			st.waiting[s.Container.Name] = waiting{Reason: reason, Message: msg, Until: k.cfg.Clock.Now().Add(2 * time.Second)}
+			st.Waiting[s.Container.Name] = podstep.Waiting{Reason: reason, Message: msg, Until: k.cfg.Clock.Now().Add(2 * time.Second)}
 		}
 		w.mu.Unlock()
 		w.event(pod, corev1.EventTypeWarning, eventReason, "%s", eventMsg)
@@ -338,7 +339,7 @@ func (w *podWorker) refreshTokens(ctx context.Context, pod *corev1.Pod, obs *run
 		at = k.cfg.Clock.Now().Add(tokenRetry)
 	}
 	w.mu.Lock()
-	w.state.volumesRefreshAt = at
+	w.state.VolumesRefreshAt = at
 	w.mu.Unlock()
 }
 
@@ -359,12 +360,12 @@ func imageOf(pod *corev1.Pod, name string) string {
 // fail records why a container could not start; it is retried after d.
 func (w *podWorker) fail(pod *corev1.Pod, name, reason, msg string, d time.Duration) {
 	w.mu.Lock()
-	w.state.waiting[name] = waiting{Reason: reason, Message: msg, Until: w.k.cfg.Clock.Now().Add(d)}
+	w.state.Waiting[name] = podstep.Waiting{Reason: reason, Message: msg, Until: w.k.cfg.Clock.Now().Add(d)}
 	w.mu.Unlock()
 	w.event(pod, corev1.EventTypeWarning, "Failed", "Error: %s", reason)
 }
 
-func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *runtime.Pod, sb *cri.PodSandbox, sbCfg *cri.PodSandboxConfig, s startContainer) {
+func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *runtime.Pod, sb *cri.PodSandbox, sbCfg *cri.PodSandboxConfig, s podstep.StartContainer) {
 	k := w.k
 	c := s.Container
 	img, ok := w.ensureImage(ctx, pod, c)
@@ -386,10 +387,10 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *ru
 	if err != nil {
 		var ce *configError
 		if errors.As(err, &ce) {
-			w.fail(pod, c.Name, reasonCreateContainerConfigError, err.Error(), 2*time.Second)
+			w.fail(pod, c.Name, podstep.ReasonCreateContainerConfigError, err.Error(), 2*time.Second)
 			w.event(pod, corev1.EventTypeWarning, "Failed", "Error: %s", err)
 		} else {
-			w.fail(pod, c.Name, reasonCreateContainerConfigError, err.Error(), 2*time.Second)
+			w.fail(pod, c.Name, podstep.ReasonCreateContainerConfigError, err.Error(), 2*time.Second)
 		}
 		return
 	}
@@ -397,7 +398,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *ru
 	id, err := k.rt.CreateContainer(ctx, sb.Id, cfg, sbCfg)
 	k.log.Debug("CreateContainer", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "took", time.Since(t0), "err", err)
 	if err != nil {
-		w.fail(pod, c.Name, reasonCreateContainerError, err.Error(), 2*time.Second)
+		w.fail(pod, c.Name, podstep.ReasonCreateContainerError, err.Error(), 2*time.Second)
 		return
 	}
 	w.event(pod, corev1.EventTypeNormal, "Created", "Created container %s", c.Name)
@@ -407,17 +408,17 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *ru
 	if err != nil {
 		w.event(pod, corev1.EventTypeWarning, "Failed", "Error: failed to start container %q: %v", c.Name, err)
 		w.mu.Lock()
-		w.state.waiting[c.Name] = waiting{Reason: reasonRunContainerError, Message: err.Error(), Until: k.cfg.Clock.Now().Add(2 * time.Second)}
+		w.state.Waiting[c.Name] = podstep.Waiting{Reason: podstep.ReasonRunContainerError, Message: err.Error(), Until: k.cfg.Clock.Now().Add(2 * time.Second)}
 		w.mu.Unlock()
 		_ = k.rt.RemoveContainer(ctx, id)
 		return
 	}
 	w.event(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	w.mu.Lock()
-	delete(w.state.waiting, c.Name)
-	delete(w.state.backOff, "pull:"+c.Name)
+	delete(w.state.Waiting, c.Name)
+	delete(w.state.BackOff, "pull:"+c.Name)
 	if s.Previous != nil {
-		w.state.backOff[c.Name] = nextBackOff(w.state.backOff[c.Name], s.Previous)
+		w.state.BackOff[c.Name] = podstep.NextBackOff(w.state.BackOff[c.Name], s.Previous)
 	}
 	w.mu.Unlock()
 }
@@ -427,12 +428,12 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *ru
 func (w *podWorker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (*cri.Image, bool) {
 	k := w.k
 	if _, err := runtime.NormalizeImage(c.Image); err != nil {
-		w.fail(pod, c.Name, reasonInvalidImageName, fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: invalid reference format", c.Image, c.Image), time.Minute)
+		w.fail(pod, c.Name, podstep.ReasonInvalidImageName, fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: invalid reference format", c.Image, c.Image), time.Minute)
 		return nil, false
 	}
 	img, err := k.rt.ImageStatus(ctx, c.Image)
 	if err != nil {
-		w.fail(pod, c.Name, reasonErrImagePull, err.Error(), 2*time.Second)
+		w.fail(pod, c.Name, podstep.ReasonErrImagePull, err.Error(), 2*time.Second)
 		return nil, false
 	}
 	policy := c.ImagePullPolicy
@@ -446,9 +447,9 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.
 	case policy == corev1.PullNever && img == nil:
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
 		w.mu.Lock()
-		w.state.waiting[c.Name] = waiting{Reason: reasonErrImageNeverPull, Message: msg, Until: k.cfg.Clock.Now().Add(5 * time.Second)}
+		w.state.Waiting[c.Name] = podstep.Waiting{Reason: podstep.ReasonErrImageNeverPull, Message: msg, Until: k.cfg.Clock.Now().Add(5 * time.Second)}
 		w.mu.Unlock()
-		w.event(pod, corev1.EventTypeWarning, reasonErrImageNeverPull, "%s", msg)
+		w.event(pod, corev1.EventTypeWarning, podstep.ReasonErrImageNeverPull, "%s", msg)
 		return nil, false
 	case img != nil && (policy != corev1.PullAlways || img.Local):
 		w.event(pod, corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
@@ -466,22 +467,22 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.
 		w.event(pod, corev1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
 		w.mu.Lock()
 		key := "pull:" + c.Name
-		d := w.state.backOff[key]
+		d := w.state.BackOff[key]
 		if d == 0 {
-			d = initialBackOff
+			d = podstep.InitialBackOff
 		} else {
-			d = min(2*d, maxBackOff)
+			d = min(2*d, podstep.MaxBackOff)
 		}
-		w.state.backOff[key] = d
-		w.state.waiting[c.Name] = waiting{Reason: reasonErrImagePull, Message: err.Error(), Until: k.cfg.Clock.Now().Add(d)}
+		w.state.BackOff[key] = d
+		w.state.Waiting[c.Name] = podstep.Waiting{Reason: podstep.ReasonErrImagePull, Message: err.Error(), Until: k.cfg.Clock.Now().Add(d)}
 		w.mu.Unlock()
-		w.event(pod, corev1.EventTypeWarning, "Failed", "Error: %s", reasonErrImagePull)
+		w.event(pod, corev1.EventTypeWarning, "Failed", "Error: %s", podstep.ReasonErrImagePull)
 		return nil, false
 	}
 	w.event(pod, corev1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, time.Since(start).Round(time.Millisecond))
 	img, err = k.rt.ImageStatus(ctx, c.Image)
 	if err != nil || img == nil {
-		w.fail(pod, c.Name, reasonErrImagePull, fmt.Sprintf("image %q missing after pull: %v", c.Image, err), 2*time.Second)
+		w.fail(pod, c.Name, podstep.ReasonErrImagePull, fmt.Sprintf("image %q missing after pull: %v", c.Image, err), 2*time.Second)
 		return nil, false
 	}
 	return img, true
@@ -530,7 +531,7 @@ func (w *podWorker) terminate(ctx context.Context, pod *corev1.Pod, removed bool
 	// resources, so admission stops counting it before the API object
 	// goes (the scheduler binds the next pod as soon as it does).
 	w.mu.Lock()
-	w.state.terminal = true
+	w.state.Terminal = true
 	w.mu.Unlock()
 	k.probes.RemovePod(pod.UID)
 	k.tokens.forgetPod(pod.UID)
@@ -569,10 +570,10 @@ func (w *podWorker) terminate(ctx context.Context, pod *corev1.Pod, removed bool
 func (w *podWorker) markCleanedUp() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.state.cleanedUp != nil && !w.state.volumesRemoved {
-		close(w.state.cleanedUp)
+	if w.state.CleanedUp != nil && !w.state.VolumesRemoved {
+		close(w.state.CleanedUp)
 	}
-	w.state.volumesRemoved = true
+	w.state.VolumesRemoved = true
 }
 
 // pushStatus sends the pod's status when it changed.
@@ -580,7 +581,7 @@ func (w *podWorker) pushStatus(ctx context.Context, pod *corev1.Pod, status core
 	w.mu.Lock()
 	last, static := w.lastStatus, w.static
 	w.mu.Unlock()
-	if last != nil && statusEqual(*last, status) {
+	if last != nil && podstep.StatusEqual(*last, status) {
 		return nil
 	}
 	ns, name, uid := pod.Namespace, pod.Name, pod.UID

@@ -1,4 +1,4 @@
-package kubelet
+package podstep
 
 import (
 	"strconv"
@@ -7,45 +7,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"minik/kubelet/internal/podtest"
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
 )
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
-// podB builds pods for the step and status tests.
-type podB struct{ p *corev1.Pod }
-
-func makePod(containers ...string) *podB {
-	p := &corev1.Pod{}
-	p.Name, p.Namespace, p.UID = "p", "default", "uid-p"
-	for _, c := range containers {
-		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "busybox"})
-	}
-	p.Spec.RestartPolicy = corev1.RestartPolicyAlways
-	return &podB{p}
-}
-
-func (b *podB) Init(names ...string) *podB {
-	for _, n := range names {
-		b.p.Spec.InitContainers = append(b.p.Spec.InitContainers, corev1.Container{Name: n, Image: "busybox"})
-	}
-	return b
-}
-
-// Debug adds an ephemeral container targeting target ("" for none).
-func (b *podB) Debug(name, target string) *podB {
-	b.p.Spec.EphemeralContainers = append(b.p.Spec.EphemeralContainers, corev1.EphemeralContainer{TargetContainerName: target,
-		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name, Image: "busybox"}})
-	return b
-}
-func (b *podB) Policy(r corev1.RestartPolicy) *podB { b.p.Spec.RestartPolicy = r; return b }
-func (b *podB) Phase(ph corev1.PodPhase) *podB      { b.p.Status.Phase = ph; return b }
-func (b *podB) Readiness() *podB {
-	b.p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{}
-	return b
-}
-func (b *podB) Obj() *corev1.Pod { return b.p }
+var makePod = podtest.MakePod
 
 // obsB builds what the runtime holds.
 type obsB struct{ o *runtime.Pod }
@@ -88,12 +57,12 @@ func (b *obsB) Exited(name string, code int32, restarts int, at time.Time) *obsB
 // (the kubelet stamps every container it creates).
 func (b *obsB) MadeFrom(image string) *obsB {
 	c := b.o.Containers[len(b.o.Containers)-1]
-	c.Annotations[runtime.AnnotationContainerHash] = containerHash(&corev1.Container{Name: c.Metadata.Name, Image: image})
+	c.Annotations[runtime.AnnotationContainerHash] = ContainerHash(&corev1.Container{Name: c.Metadata.Name, Image: image})
 	return b
 }
 func (b *obsB) Obj() *runtime.Pod { b.o.Sort(); return b.o }
 
-func started(a actions) []string {
+func started(a Actions) []string {
 	var out []string
 	for _, s := range a.Start {
 		out = append(out, s.Container.Name+"#"+strconv.Itoa(s.RestartCount))
@@ -106,7 +75,7 @@ func TestComputePodActions(t *testing.T) {
 		name    string
 		pod     *corev1.Pod
 		obs     *runtime.Pod
-		state   func(*podState)
+		state   func(*State)
 		now     time.Time
 		want    []string // containers started, as name#restartCount
 		sandbox bool
@@ -130,10 +99,10 @@ func TestComputePodActions(t *testing.T) {
 			obs: makeObs().Sandbox(true).Exited("a", 1, 0, t0).Obj(), now: t0.Add(time.Second), want: []string{"a#1"}},
 		{name: "during back-off a crashed container waits and a wake-up is asked for", pod: makePod("a").Obj(),
 			obs:   makeObs().Sandbox(true).Exited("a", 1, 1, t0).Obj(),
-			state: func(s *podState) { s.backOff["a"] = 10 * time.Second }, now: t0.Add(3 * time.Second), wakeAt: t0.Add(10 * time.Second)},
+			state: func(s *State) { s.BackOff["a"] = 10 * time.Second }, now: t0.Add(3 * time.Second), wakeAt: t0.Add(10 * time.Second)},
 		{name: "after the back-off the container restarts with the next count", pod: makePod("a").Obj(),
 			obs:   makeObs().Sandbox(true).Exited("a", 1, 1, t0).Obj(),
-			state: func(s *podState) { s.backOff["a"] = 10 * time.Second }, now: t0.Add(11 * time.Second), want: []string{"a#2"}},
+			state: func(s *State) { s.BackOff["a"] = 10 * time.Second }, now: t0.Add(11 * time.Second), want: []string{"a#2"}},
 		{name: "OnFailure does not restart a container that succeeded", pod: makePod("a").Policy(corev1.RestartPolicyOnFailure).Obj(),
 			obs: makeObs().Sandbox(true).Exited("a", 0, 0, t0).Obj(), term: true},
 		{name: "OnFailure restarts a container that failed", pod: makePod("a").Policy(corev1.RestartPolicyOnFailure).Obj(),
@@ -151,29 +120,29 @@ func TestComputePodActions(t *testing.T) {
 		{name: "an exited ephemeral container is never restarted", pod: makePod("a").Debug("dbg", "a").Obj(),
 			obs: makeObs().Sandbox(true).Running("a", 0).Exited("dbg", 1, 0, t0).Obj(), now: t0.Add(time.Hour)},
 		{name: "an unhealthy container is killed", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Running("a", 0).Obj(),
-			state: func(s *podState) { s.unhealthy["a-0"] = "failed liveness probe" }, kill: 1},
+			state: func(s *State) { s.Unhealthy["a-0"] = "failed liveness probe" }, kill: 1},
 		{name: "a running container made from the same spec is left alone", pod: makePod("a").Obj(),
 			obs: makeObs().Sandbox(true).Running("a", 0).MadeFrom("busybox").Obj()},
 		{name: "a running container whose image changed is killed", pod: makePod("a").Obj(),
 			obs: makeObs().Sandbox(true).Running("a", 0).MadeFrom("busybox:old").Obj(), kill: 1},
 		{name: "once killed for its new spec it starts again at once, even under Never", pod: makePod("a").Policy(corev1.RestartPolicyNever).Obj(),
 			obs:   makeObs().Sandbox(true).Exited("a", 137, 0, t0).MadeFrom("busybox:old").Obj(),
-			state: func(s *podState) { s.backOff["a"] = time.Minute }, now: t0.Add(time.Second), want: []string{"a#1"}},
+			state: func(s *State) { s.BackOff["a"] = time.Minute }, now: t0.Add(time.Second), want: []string{"a#1"}},
 		{name: "a container without a spec hash counts as unchanged", pod: makePod("a").Obj(),
 			obs: makeObs().Sandbox(true).Running("a", 0).Obj()},
 		{name: "an evicted pod's running containers are stopped", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Running("a", 0).Obj(),
-			state: func(s *podState) { s.evicted = &admitResult{Reason: "Evicted"} }, term: true},
+			state: func(s *State) { s.Evicted = &Failure{Reason: "Evicted"} }, term: true},
 		{name: "an evicted pod's crashed container is not restarted", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Exited("a", 1, 0, t0).Obj(),
-			state: func(s *podState) { s.evicted = &admitResult{Reason: "Evicted"} }, now: t0.Add(time.Minute), term: true},
+			state: func(s *State) { s.Evicted = &Failure{Reason: "Evicted"} }, now: t0.Add(time.Minute), term: true},
 		{name: "a dead sandbox is replaced", pod: makePod("a").Obj(), obs: makeObs().Sandbox(false).Exited("a", 137, 0, t0).Obj(), sandbox: true},
 		{name: "a terminal pod's dead sandbox stays dead", pod: makePod("a").Phase(corev1.PodSucceeded).Obj(), obs: makeObs().Sandbox(false).Obj()},
 		{name: "an image pull failure holds the container back until its back-off ends", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Obj(),
-			state: func(s *podState) {
-				s.waiting["a"] = waiting{Reason: reasonErrImagePull, Until: t0.Add(10 * time.Second)}
+			state: func(s *State) {
+				s.Waiting["a"] = Waiting{Reason: ReasonErrImagePull, Until: t0.Add(10 * time.Second)}
 			}, now: t0, wakeAt: t0.Add(10 * time.Second)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := newPodState()
+			st := NewState()
 			if tc.state != nil {
 				tc.state(st)
 			}
@@ -181,7 +150,7 @@ func TestComputePodActions(t *testing.T) {
 			if now.IsZero() {
 				now = t0
 			}
-			a := computePodActions(tc.pod, tc.obs, st, now)
+			a := ComputeActions(tc.pod, tc.obs, st, now)
 			if got := started(a); len(got) != len(tc.want) || (len(got) > 0 && !equal(got, tc.want)) {
 				t.Errorf("started %v, want %v", got, tc.want)
 			}
@@ -229,8 +198,38 @@ func TestNextBackOff(t *testing.T) {
 		{"a first start has none", 0, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := nextBackOff(tc.cur, tc.prev); got != tc.want {
-				t.Errorf("nextBackOff(%v) = %v, want %v", tc.cur, got, tc.want)
+			if got := NextBackOff(tc.cur, tc.prev); got != tc.want {
+				t.Errorf("NextBackOff(%v) = %v, want %v", tc.cur, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStepRefreshesTokens(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}},
+		Volumes: []corev1.Volume{{Name: "kube-api-access-x", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}}}}
+	obs := makeObs().Sandbox(true).Running("c", 0).Obj()
+	tests := []struct {
+		name        string
+		pod         *corev1.Pod
+		refreshAt   time.Time
+		wantRefresh bool
+		wantWake    time.Time
+	}{
+		{name: "tokens not written yet are due", pod: pod, wantRefresh: true},
+		{name: "tokens not due yet wake the worker when they are", pod: pod, refreshAt: now.Add(time.Minute), wantWake: now.Add(time.Minute)},
+		{name: "tokens due are refreshed", pod: pod, refreshAt: now, wantRefresh: true},
+		{name: "a pod without token volumes has nothing to refresh", pod: &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := NewState()
+			st.VolumesRefreshAt = tt.refreshAt
+			a := ComputeActions(tt.pod, obs, st, now)
+			if a.RefreshTokens != tt.wantRefresh || !a.WakeAt.Equal(tt.wantWake) {
+				t.Errorf("RefreshTokens %v WakeAt %v, want %v %v", a.RefreshTokens, a.WakeAt, tt.wantRefresh, tt.wantWake)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package kubelet
+package podstep
 
 import (
 	"fmt"
@@ -16,16 +16,16 @@ import (
 
 // Waiting reasons, as Kubernetes names them.
 const (
-	reasonContainerCreating          = "ContainerCreating"
-	reasonPodInitializing            = "PodInitializing"
-	reasonCrashLoopBackOff           = "CrashLoopBackOff"
-	reasonErrImagePull               = "ErrImagePull"
-	reasonImagePullBackOff           = "ImagePullBackOff"
-	reasonErrImageNeverPull          = "ErrImageNeverPull"
-	reasonInvalidImageName           = "InvalidImageName"
-	reasonCreateContainerConfigError = "CreateContainerConfigError"
-	reasonCreateContainerError       = "CreateContainerError"
-	reasonRunContainerError          = "RunContainerError"
+	ReasonContainerCreating          = "ContainerCreating"
+	ReasonPodInitializing            = "PodInitializing"
+	ReasonCrashLoopBackOff           = "CrashLoopBackOff"
+	ReasonErrImagePull               = "ErrImagePull"
+	ReasonImagePullBackOff           = "ImagePullBackOff"
+	ReasonErrImageNeverPull          = "ErrImageNeverPull"
+	ReasonInvalidImageName           = "InvalidImageName"
+	ReasonCreateContainerConfigError = "CreateContainerConfigError"
+	ReasonCreateContainerError       = "CreateContainerError"
+	ReasonRunContainerError          = "RunContainerError"
 )
 
 const containerIDPrefix = "containerd://"
@@ -45,12 +45,12 @@ func terminated(c *cri.ContainerStatus) *corev1.ContainerStateTerminated {
 }
 
 // containerStatus computes one container's status.
-func containerStatus(pod *corev1.Pod, c *corev1.Container, obs *runtime.Pod, st *podState, now time.Time, waitReason string) corev1.ContainerStatus {
+func containerStatus(pod *corev1.Pod, c *corev1.Container, obs *runtime.Pod, st *State, now time.Time, waitReason string) corev1.ContainerStatus {
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image}
 	cur, prev := obs.Latest(c.Name)
 	if cur == nil {
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: waitReason}
-		if w, ok := st.waiting[c.Name]; ok {
+		if w, ok := st.Waiting[c.Name]; ok {
 			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
 		}
 		return cs
@@ -65,12 +65,12 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, obs *runtime.Pod, st 
 	switch cur.State {
 	case cri.ContainerState_CONTAINER_RUNNING:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: timeOf(cur.StartedAt)}
-		started = c.StartupProbe == nil || st.started[cur.Id]
+		started = c.StartupProbe == nil || st.Started[cur.Id]
 		cs.Started = &started
-		cs.Ready = started && (c.ReadinessProbe == nil || st.ready[cur.Id])
+		cs.Ready = started && (c.ReadinessProbe == nil || st.Ready[cur.Id])
 	case cri.ContainerState_CONTAINER_EXITED:
 		cs.Started = &started
-		willRestart := shouldRestart(pod.Spec.RestartPolicy, cur) && !podIsTerminal(pod, st)
+		willRestart := shouldRestart(pod.Spec.RestartPolicy, cur) && !IsTerminal(pod, st)
 		isInit := false
 		for i := range pod.Spec.InitContainers {
 			isInit = isInit || pod.Spec.InitContainers[i].Name == c.Name
@@ -81,40 +81,40 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, obs *runtime.Pod, st 
 		if willRestart {
 			// Waiting to restart: the exit is the last state.
 			cs.LastTerminationState = corev1.ContainerState{Terminated: terminated(cur)}
-			if w, ok := st.waiting[c.Name]; ok {
+			if w, ok := st.Waiting[c.Name]; ok {
 				cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
 			} else {
-				cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: reasonCrashLoopBackOff,
-					Message: backOffMessage(st.backOff[c.Name], c.Name, pod.Name+"_"+pod.Namespace+"("+string(pod.UID)+")")}
+				cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: ReasonCrashLoopBackOff,
+					Message: backOffMessage(st.BackOff[c.Name], c.Name, pod.Name+"_"+pod.Namespace+"("+string(pod.UID)+")")}
 			}
 		} else {
 			cs.State.Terminated = terminated(cur)
 		}
 	default:
-		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: reasonContainerCreating}
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}
 	}
 	return cs
 }
 
-// computePodStatus is the pod's status as Kubernetes defines it, from what
+// ComputeStatus is the pod's status as Kubernetes defines it, from what
 // the runtime holds and what the kubelet remembers. It has no side effects.
-func computePodStatus(pod *corev1.Pod, obs *runtime.Pod, st *podState, now time.Time, hostIP string) corev1.PodStatus {
+func ComputeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, hostIP string) corev1.PodStatus {
 	old := pod.Status
 	s := corev1.PodStatus{
 		HostIP: hostIP, HostIPs: []corev1.HostIP{{IP: hostIP}},
-		QOSClass:          qosClass(pod),
+		QOSClass:          QOSClass(pod),
 		NominatedNodeName: old.NominatedNodeName,
 	}
-	if !st.startTime.IsZero() {
-		t := metav1.NewTime(st.startTime.Truncate(time.Second))
+	if !st.StartTime.IsZero() {
+		t := metav1.NewTime(st.StartTime.Truncate(time.Second))
 		s.StartTime = &t
 	}
 	if old.StartTime != nil {
 		s.StartTime = old.StartTime
 	}
-	if st.rejected != nil {
+	if st.Rejected != nil {
 		s.Phase = corev1.PodFailed
-		s.Reason, s.Message = st.rejected.Reason, st.rejected.Message
+		s.Reason, s.Message = st.Rejected.Reason, st.Rejected.Message
 		s.Conditions = conditions(old.Conditions, now, []corev1.PodCondition{
 			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
 		})
@@ -136,10 +136,10 @@ func computePodStatus(pod *corev1.Pod, obs *runtime.Pod, st *podState, now time.
 	initFailed := false
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		cs := containerStatus(pod, c, obs, st, now, reasonPodInitializing)
+		cs := containerStatus(pod, c, obs, st, now, ReasonPodInitializing)
 		if i == 0 || initDone {
-			if cs.State.Waiting != nil && cs.State.Waiting.Reason == reasonPodInitializing {
-				cs.State.Waiting.Reason = reasonPodInitializing
+			if cs.State.Waiting != nil && cs.State.Waiting.Reason == ReasonPodInitializing {
+				cs.State.Waiting.Reason = ReasonPodInitializing
 			}
 		}
 		s.InitContainerStatuses = append(s.InitContainerStatuses, cs)
@@ -154,7 +154,7 @@ func computePodStatus(pod *corev1.Pod, obs *runtime.Pod, st *podState, now time.
 	// Ephemeral containers: never restarted, never ready.
 	for i := range pod.Spec.EphemeralContainers {
 		c := (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		cs := containerStatus(pod, c, obs, st, now, reasonContainerCreating)
+		cs := containerStatus(pod, c, obs, st, now, ReasonContainerCreating)
 		if cur, _ := obs.Latest(c.Name); cur != nil && cur.State == cri.ContainerState_CONTAINER_EXITED {
 			cs.State = corev1.ContainerState{Terminated: terminated(cur)}
 			cs.LastTerminationState = corev1.ContainerState{}
@@ -163,9 +163,9 @@ func computePodStatus(pod *corev1.Pod, obs *runtime.Pod, st *podState, now time.
 		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses, cs)
 	}
 	// App containers.
-	waitReason := reasonContainerCreating
+	waitReason := ReasonContainerCreating
 	if !initDone {
-		waitReason = reasonPodInitializing
+		waitReason = ReasonPodInitializing
 	}
 	var running, waitingN, stopped, succeeded int
 	var unready []string
@@ -195,7 +195,7 @@ func computePodStatus(pod *corev1.Pod, obs *runtime.Pod, st *podState, now time.
 	switch {
 	case old.Phase == corev1.PodSucceeded || old.Phase == corev1.PodFailed:
 		s.Phase = old.Phase // terminal phases never change
-	case st.evicted != nil:
+	case st.Evicted != nil:
 		s.Phase = corev1.PodFailed
 	case initFailed:
 		s.Phase = corev1.PodFailed
@@ -245,7 +245,7 @@ func computePodStatus(pod *corev1.Pod, obs *runtime.Pod, st *podState, now time.
 		cond(corev1.ContainersReady, allReady, readyReason, readyMsg),
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
 	}
-	if ev := st.evicted; ev != nil {
+	if ev := st.Evicted; ev != nil {
 		s.Reason, s.Message = ev.Reason, ev.Message
 		conds = append(conds, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 			Reason: corev1.PodReasonTerminationByKubelet, Message: ev.Message})
@@ -298,14 +298,14 @@ func condOrder(t corev1.PodConditionType) int {
 	return 4
 }
 
-// statusEqual compares statuses ignoring nothing: an unchanged status is
+// StatusEqual compares statuses ignoring nothing: an unchanged status is
 // not sent again.
-func statusEqual(a, b corev1.PodStatus) bool { return apiequality.Semantic.DeepEqual(a, b) }
+func StatusEqual(a, b corev1.PodStatus) bool { return apiequality.Semantic.DeepEqual(a, b) }
 
-// qosClass is Kubernetes' QoS rule: Guaranteed when every container has
+// QOSClass is Kubernetes' QoS rule: Guaranteed when every container has
 // equal cpu and memory requests and limits, BestEffort when none has any,
 // else Burstable.
-func qosClass(pod *corev1.Pod) corev1.PodQOSClass {
+func QOSClass(pod *corev1.Pod) corev1.PodQOSClass {
 	all := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
 	anySet, guaranteed := false, true
 	for _, c := range all {

@@ -1,7 +1,12 @@
-package kubelet
+// Package podstep is the pod worker's step: from a pod's spec, what the
+// runtime holds and what the kubelet remembers, it decides what to do
+// next and what the pod's status is. It has no side effects. See README.md.
+package podstep
 
 import (
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -14,69 +19,75 @@ import (
 // Crash-loop and image-pull back-off: the first restart is immediate, then
 // 10s doubling to 5 minutes; a container that ran 10 minutes resets it.
 const (
-	initialBackOff = 10 * time.Second
-	maxBackOff     = 5 * time.Minute
+	InitialBackOff = 10 * time.Second
+	MaxBackOff     = 5 * time.Minute
 	backOffReset   = 10 * time.Minute
 )
 
-// waiting is why a container cannot start yet, and until when.
-type waiting struct {
+// Failure is why a pod failed without running: admission refused it,
+// or the eviction manager evicted it. It is data, not an error.
+type Failure struct {
+	Reason, Message string
+}
+
+// Waiting is why a container cannot start yet, and until when.
+type Waiting struct {
 	Reason, Message string
 	Until           time.Time
 }
 
-// podState is the kubelet's memory about one pod, beyond the runtime's.
+// State is the kubelet's memory about one pod, beyond the runtime's.
 // Only the driver changes it; the step reads it.
-type podState struct {
-	// backOff is the current crash-loop back-off per container name.
-	backOff map[string]time.Duration
-	// waiting holds start failures (image pull, config errors) per name.
-	waiting map[string]waiting
-	// probe results per container ID.
-	ready, started map[string]bool
-	// unhealthy: liveness or startup probe failed; the container must be killed.
-	unhealthy map[string]string
-	// startTime is when the kubelet first saw the pod.
-	startTime time.Time
-	// rejected is set when admission refused the pod.
-	rejected *admitResult
-	admitted bool
-	// terminal: every container finished for good and the sandbox is stopped.
-	terminal bool
-	// evicted is set by the eviction manager: the pod fails, its
+type State struct {
+	// BackOff is the current crash-loop back-off per container name.
+	BackOff map[string]time.Duration
+	// Waiting holds start failures (image pull, config errors) per name.
+	Waiting map[string]Waiting
+	// Ready and Started are probe results per container ID.
+	Ready, Started map[string]bool
+	// Unhealthy: liveness or startup probe failed; the container must be killed.
+	Unhealthy map[string]string
+	// StartTime is when the kubelet first saw the pod.
+	StartTime time.Time
+	// Rejected is set when admission refused the pod.
+	Rejected *Failure
+	Admitted bool
+	// Terminal: every container finished for good and the sandbox is stopped.
+	Terminal bool
+	// Evicted is set by the eviction manager: the pod fails, its
 	// containers are killed without grace period.
-	evicted *admitResult
-	// cleanedUp, made with evicted, is closed once the evicted pod's
+	Evicted *Failure
+	// CleanedUp, made with evicted, is closed once the evicted pod's
 	// containers are stopped and its volumes removed.
-	cleanedUp chan struct{}
-	// volumesRemoved: the finished pod's volumes are torn down.
-	volumesRemoved bool
-	// volumesRefreshAt is when the service-account tokens in the pod's
+	CleanedUp chan struct{}
+	// VolumesRemoved: the finished pod's volumes are torn down.
+	VolumesRemoved bool
+	// VolumesRefreshAt is when the service-account tokens in the pod's
 	// projected volumes are due (zero: it has none, or none written yet).
-	volumesRefreshAt time.Time
+	VolumesRefreshAt time.Time
 }
 
-func newPodState() *podState {
-	return &podState{backOff: map[string]time.Duration{}, waiting: map[string]waiting{},
-		ready: map[string]bool{}, started: map[string]bool{}, unhealthy: map[string]string{}}
+func NewState() *State {
+	return &State{BackOff: map[string]time.Duration{}, Waiting: map[string]Waiting{},
+		Ready: map[string]bool{}, Started: map[string]bool{}, Unhealthy: map[string]string{}}
 }
 
-// kill is one container to stop.
-type kill struct {
+// KillContainer is one container to stop.
+type KillContainer struct {
 	ID, Name, Message string
 }
 
-// actions is what the driver must do next for a pod. The zero value
+// Actions is what the driver must do next for a pod. The zero value
 // means nothing.
-type actions struct {
+type Actions struct {
 	// KillPod stops every container and the sandbox (then CreateSandbox,
 	// if set, starts over).
 	KillPod       bool
 	CreateSandbox bool
 	// Kill stops single containers (failed liveness, changed spec).
-	Kill []kill
+	Kill []KillContainer
 	// Start starts these containers (init containers one at a time).
-	Start []startContainer
+	Start []StartContainer
 	// Remove removes stale containers (created but never started).
 	Remove []string
 	// MarkPullBackOff turns ErrImagePull into ImagePullBackOff.
@@ -90,7 +101,7 @@ type actions struct {
 	WakeAt time.Time
 }
 
-type startContainer struct {
+type StartContainer struct {
 	Container *corev1.Container
 	Init      bool
 	// RestartCount of the new container.
@@ -102,12 +113,12 @@ type startContainer struct {
 	Target string
 }
 
-func (a *actions) empty() bool {
+func (a *Actions) Empty() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.Kill) == 0 && len(a.Start) == 0 &&
 		len(a.Remove) == 0 && len(a.MarkPullBackOff) == 0 && !a.Terminal && !a.RefreshTokens
 }
 
-func (a *actions) wake(t time.Time) {
+func (a *Actions) wake(t time.Time) {
 	if a.WakeAt.IsZero() || t.Before(a.WakeAt) {
 		a.WakeAt = t
 	}
@@ -133,20 +144,20 @@ func shouldRestart(policy corev1.RestartPolicy, c *cri.ContainerStatus) bool {
 }
 
 // backOffUntil is when a container that exited may start again.
-func backOffUntil(st *podState, name string, c *cri.ContainerStatus) time.Time {
-	d := st.backOff[name]
+func backOffUntil(st *State, name string, c *cri.ContainerStatus) time.Time {
+	d := st.BackOff[name]
 	if d == 0 {
 		return time.Time{}
 	}
 	return time.Unix(0, c.FinishedAt).Add(d)
 }
 
-// computePodActions is the kubelet's step function: from the pod's spec,
+// ComputeActions is the kubelet's step function: from the pod's spec,
 // what the runtime holds and what the kubelet remembers, it decides what
 // to do next. It has no side effects.
-func computePodActions(pod *corev1.Pod, obs *runtime.Pod, st *podState, now time.Time) actions {
-	var a actions
-	if podIsTerminal(pod, st) {
+func ComputeActions(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time) Actions {
+	var a Actions
+	if IsTerminal(pod, st) {
 		if obs.ReadySandbox() != nil {
 			a.Terminal = true // stop what still runs
 		}
@@ -165,7 +176,7 @@ func computePodActions(pod *corev1.Pod, obs *runtime.Pod, st *podState, now time
 	// whatever else happens; not yet written (a new pod, or one adopted
 	// after a restart of the kubelet) counts as due.
 	if podHasTokenVolume(pod) {
-		if at := st.volumesRefreshAt; !at.IsZero() && now.Before(at) {
+		if at := st.VolumesRefreshAt; !at.IsZero() && now.Before(at) {
 			a.wake(at)
 		} else {
 			a.RefreshTokens = true
@@ -183,8 +194,8 @@ func computePodActions(pod *corev1.Pod, obs *runtime.Pod, st *podState, now time
 	// Unhealthy containers are killed; their restart follows their exit.
 	for _, c := range obs.Containers {
 		if c.State == cri.ContainerState_CONTAINER_RUNNING {
-			if msg, ok := st.unhealthy[c.Id]; ok {
-				a.Kill = append(a.Kill, kill{ID: c.Id, Name: c.Metadata.GetName(), Message: msg})
+			if msg, ok := st.Unhealthy[c.Id]; ok {
+				a.Kill = append(a.Kill, KillContainer{ID: c.Id, Name: c.Metadata.GetName(), Message: msg})
 			}
 		}
 	}
@@ -194,7 +205,7 @@ func computePodActions(pod *corev1.Pod, obs *runtime.Pod, st *podState, now time
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		if cur, _ := obs.Latest(c.Name); cur != nil && cur.State == cri.ContainerState_CONTAINER_RUNNING && specChanged(c, cur) {
-			a.Kill = append(a.Kill, kill{ID: cur.Id, Name: c.Name, Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
+			a.Kill = append(a.Kill, KillContainer{ID: cur.Id, Name: c.Name, Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
 		}
 	}
 	if len(a.Kill) > 0 {
@@ -273,12 +284,12 @@ func computePodActions(pod *corev1.Pod, obs *runtime.Pod, st *podState, now time
 // than c (a container without the hash annotation counts as unchanged).
 func specChanged(c *corev1.Container, s *cri.ContainerStatus) bool {
 	h, ok := s.Annotations[runtime.AnnotationContainerHash]
-	return ok && h != containerHash(c)
+	return ok && h != ContainerHash(c)
 }
 
 func podHasTokenVolume(pod *corev1.Pod) bool {
 	for i := range pod.Spec.Volumes {
-		if hasTokenProjection(&pod.Spec.Volumes[i]) {
+		if HasTokenProjection(&pod.Spec.Volumes[i]) {
 			return true
 		}
 	}
@@ -286,9 +297,9 @@ func podHasTokenVolume(pod *corev1.Pod) bool {
 }
 
 // startOrWait starts a container unless a start failure holds it back.
-func startOrWait(a *actions, st *podState, c *corev1.Container, init bool, prev *cri.ContainerStatus, now time.Time) {
-	if w, ok := st.waiting[c.Name]; ok && now.Before(w.Until) {
-		if w.Reason == reasonErrImagePull {
+func startOrWait(a *Actions, st *State, c *corev1.Container, init bool, prev *cri.ContainerStatus, now time.Time) {
+	if w, ok := st.Waiting[c.Name]; ok && now.Before(w.Until) {
+		if w.Reason == ReasonErrImagePull {
 			a.MarkPullBackOff = append(a.MarkPullBackOff, c.Name)
 		}
 		a.wake(w.Until)
@@ -298,34 +309,55 @@ func startOrWait(a *actions, st *podState, c *corev1.Container, init bool, prev 
 	if prev != nil {
 		n = restartCount(prev) + 1
 	}
-	a.Start = append(a.Start, startContainer{Container: c, Init: init, RestartCount: n, Previous: prev})
+	a.Start = append(a.Start, StartContainer{Container: c, Init: init, RestartCount: n, Previous: prev})
 }
 
-// nextBackOff is the back-off to apply after restarting a container whose
+// NextBackOff is the back-off to apply after restarting a container whose
 // previous instance is prev.
-func nextBackOff(cur time.Duration, prev *cri.ContainerStatus) time.Duration {
+func NextBackOff(cur time.Duration, prev *cri.ContainerStatus) time.Duration {
 	if prev == nil {
 		return 0
 	}
 	if prev.StartedAt != 0 && prev.FinishedAt-prev.StartedAt >= int64(backOffReset) {
-		return initialBackOff
+		return InitialBackOff
 	}
 	switch {
 	case cur == 0:
-		return initialBackOff
-	case cur*2 > maxBackOff:
-		return maxBackOff
+		return InitialBackOff
+	case cur*2 > MaxBackOff:
+		return MaxBackOff
 	}
 	return cur * 2
 }
 
-// podIsTerminal reports whether the pod is done for good: its phase is
+// IsTerminal reports whether the pod is done for good: its phase is
 // Succeeded or Failed, or it is being evicted.
-func podIsTerminal(pod *corev1.Pod, st *podState) bool {
+func IsTerminal(pod *corev1.Pod, st *State) bool {
 	p := pod.Status.Phase
-	return st.terminal || st.evicted != nil || p == corev1.PodSucceeded || p == corev1.PodFailed
+	return st.Terminal || st.Evicted != nil || p == corev1.PodSucceeded || p == corev1.PodFailed
 }
 
 func backOffMessage(d time.Duration, c, pod string) string {
 	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, c, pod)
+}
+
+// ContainerHash identifies the spec a container was created from.
+func ContainerHash(c *corev1.Container) string {
+	data, _ := json.Marshal(c)
+	h := fnv.New32a()
+	h.Write(data)
+	return strconv.FormatUint(uint64(h.Sum32()), 16)
+}
+
+// HasTokenProjection reports whether a volume projects a service-account token.
+func HasTokenProjection(v *corev1.Volume) bool {
+	if v.Projected == nil {
+		return false
+	}
+	for _, src := range v.Projected.Sources {
+		if src.ServiceAccountToken != nil {
+			return true
+		}
+	}
+	return false
 }

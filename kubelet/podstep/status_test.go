@@ -1,4 +1,4 @@
-package kubelet
+package podstep
 
 import (
 	"testing"
@@ -24,49 +24,49 @@ func TestComputePodStatus(t *testing.T) {
 		name        string
 		pod         *corev1.Pod
 		obs         *runtime.Pod
-		state       func(*podState)
+		state       func(*State)
 		phase       corev1.PodPhase
 		ready       corev1.ConditionStatus
 		initialized corev1.ConditionStatus
-		waiting     string // reason of the first app container's waiting state
+		waiting     string // reason of the first app container's Waiting state
 		terminated  string // reason of its terminated state
 		restarts    int32
 	}{
 		{name: "a pod without containers yet is Pending, ContainerCreating", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Obj(),
-			phase: corev1.PodPending, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, waiting: reasonContainerCreating},
+			phase: corev1.PodPending, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, waiting: ReasonContainerCreating},
 		{name: "app containers wait with PodInitializing while init runs", pod: makePod("a").Init("i").Obj(), obs: makeObs().Sandbox(true).Running("i", 0).Obj(),
-			phase: corev1.PodPending, ready: corev1.ConditionFalse, initialized: corev1.ConditionFalse, waiting: reasonPodInitializing},
+			phase: corev1.PodPending, ready: corev1.ConditionFalse, initialized: corev1.ConditionFalse, waiting: ReasonPodInitializing},
 		{name: "a running container without probes is ready", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Running("a", 0).Obj(),
 			phase: corev1.PodRunning, ready: corev1.ConditionTrue, initialized: corev1.ConditionTrue},
 		{name: "a readiness probe not yet passed keeps the pod unready", pod: makePod("a").Readiness().Obj(), obs: makeObs().Sandbox(true).Running("a", 0).Obj(),
 			phase: corev1.PodRunning, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue},
 		{name: "a passed readiness probe makes it ready", pod: makePod("a").Readiness().Obj(), obs: makeObs().Sandbox(true).Running("a", 0).Obj(),
-			state: func(s *podState) { s.ready["a-0"] = true }, phase: corev1.PodRunning, ready: corev1.ConditionTrue, initialized: corev1.ConditionTrue},
+			state: func(s *State) { s.Ready["a-0"] = true }, phase: corev1.PodRunning, ready: corev1.ConditionTrue, initialized: corev1.ConditionTrue},
 		{name: "a crash-looping container is Running, CrashLoopBackOff, with its restarts", pod: makePod("a").Obj(),
 			obs:   makeObs().Sandbox(true).Exited("a", 1, 3, t0).Obj(),
-			state: func(s *podState) { s.backOff["a"] = 40 * time.Second },
-			phase: corev1.PodRunning, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, waiting: reasonCrashLoopBackOff, restarts: 3},
+			state: func(s *State) { s.BackOff["a"] = 40 * time.Second },
+			phase: corev1.PodRunning, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, waiting: ReasonCrashLoopBackOff, restarts: 3},
 		{name: "all succeeded with Never is Succeeded", pod: makePod("a").Policy(corev1.RestartPolicyNever).Obj(),
 			obs: makeObs().Sandbox(false).Exited("a", 0, 0, t0).Obj(), phase: corev1.PodSucceeded, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, terminated: "Completed"},
 		{name: "a failure with Never is Failed", pod: makePod("a").Policy(corev1.RestartPolicyNever).Obj(),
 			obs: makeObs().Sandbox(false).Exited("a", 3, 0, t0).Obj(), phase: corev1.PodFailed, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, terminated: "Error"},
 		{name: "a failed init container with Never fails the pod", pod: makePod("a").Init("i").Policy(corev1.RestartPolicyNever).Obj(),
-			obs: makeObs().Sandbox(true).Exited("i", 1, 0, t0).Obj(), phase: corev1.PodFailed, ready: corev1.ConditionFalse, initialized: corev1.ConditionFalse, waiting: reasonPodInitializing},
-		{name: "an image pull failure shows as the waiting reason", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Obj(),
-			state: func(s *podState) { s.waiting["a"] = waiting{Reason: reasonImagePullBackOff} },
-			phase: corev1.PodPending, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, waiting: reasonImagePullBackOff},
+			obs: makeObs().Sandbox(true).Exited("i", 1, 0, t0).Obj(), phase: corev1.PodFailed, ready: corev1.ConditionFalse, initialized: corev1.ConditionFalse, waiting: ReasonPodInitializing},
+		{name: "an image pull failure shows as the Waiting reason", pod: makePod("a").Obj(), obs: makeObs().Sandbox(true).Obj(),
+			state: func(s *State) { s.Waiting["a"] = Waiting{Reason: ReasonImagePullBackOff} },
+			phase: corev1.PodPending, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, waiting: ReasonImagePullBackOff},
 		{name: "a rejected pod is Failed with the admission reason", pod: makePod("a").Obj(), obs: makeObs().Obj(),
-			state: func(s *podState) { s.rejected = &admitResult{Reason: reasonOutOfCPU, Message: "no cpu"} }, phase: corev1.PodFailed},
+			state: func(s *State) { s.Rejected = &Failure{Reason: "OutOfcpu", Message: "no cpu"} }, phase: corev1.PodFailed},
 		{name: "a terminal phase never changes back", pod: makePod("a").Phase(corev1.PodSucceeded).Obj(),
 			obs: makeObs().Sandbox(false).Exited("a", 0, 0, t0).Obj(), phase: corev1.PodSucceeded, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, terminated: "Completed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := newPodState()
-			st.startTime = t0
+			st := NewState()
+			st.StartTime = t0
 			if tc.state != nil {
 				tc.state(st)
 			}
-			s := computePodStatus(tc.pod, tc.obs, st, t0, "192.168.1.1")
+			s := ComputeStatus(tc.pod, tc.obs, st, t0, "192.168.1.1")
 			if s.Phase != tc.phase {
 				t.Errorf("phase %s, want %s", s.Phase, tc.phase)
 			}
@@ -80,8 +80,8 @@ func TestComputePodStatus(t *testing.T) {
 				t.Errorf("Initialized %s, want %s", condition(s, corev1.PodInitialized), tc.initialized)
 			}
 			if tc.phase == corev1.PodFailed && tc.ready == "" {
-				if s.Reason != reasonOutOfCPU {
-					t.Errorf("reason %q, want %q", s.Reason, reasonOutOfCPU)
+				if s.Reason != "OutOfcpu" {
+					t.Errorf("reason %q, want %q", s.Reason, "OutOfcpu")
 				}
 				return
 			}
@@ -97,12 +97,12 @@ func TestComputePodStatus(t *testing.T) {
 				gotTerm = cs.State.Terminated.Reason
 			}
 			if gotWaiting != tc.waiting || gotTerm != tc.terminated {
-				t.Errorf("state waiting %q terminated %q, want %q %q", gotWaiting, gotTerm, tc.waiting, tc.terminated)
+				t.Errorf("state Waiting %q terminated %q, want %q %q", gotWaiting, gotTerm, tc.waiting, tc.terminated)
 			}
 			if cs.RestartCount != tc.restarts {
 				t.Errorf("restartCount %d, want %d", cs.RestartCount, tc.restarts)
 			}
-			if tc.waiting == reasonCrashLoopBackOff && cs.LastTerminationState.Terminated == nil {
+			if tc.waiting == ReasonCrashLoopBackOff && cs.LastTerminationState.Terminated == nil {
 				t.Error("a crash-looping container has no lastState.terminated")
 			}
 		})
@@ -111,9 +111,9 @@ func TestComputePodStatus(t *testing.T) {
 
 func TestEvictedPodStatus(t *testing.T) {
 	msg := "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. "
-	st := newPodState()
-	st.evicted = &admitResult{Reason: "Evicted", Message: msg}
-	s := computePodStatus(makePod("a").Obj(), makeObs().Sandbox(false).Exited("a", 137, 0, t0).Obj(), st, t0, "192.168.1.1")
+	st := NewState()
+	st.Evicted = &Failure{Reason: "Evicted", Message: msg}
+	s := ComputeStatus(makePod("a").Obj(), makeObs().Sandbox(false).Exited("a", 137, 0, t0).Obj(), st, t0, "192.168.1.1")
 	if s.Phase != corev1.PodFailed || s.Reason != "Evicted" || s.Message != msg {
 		t.Errorf("phase %s reason %q message %q, want Failed, Evicted and the eviction message", s.Phase, s.Reason, s.Message)
 	}
@@ -153,8 +153,8 @@ func TestQOSClass(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := makePod("a").Obj()
 			p.Spec.Containers[0].Resources = tc.res
-			if got := qosClass(p); got != tc.want {
-				t.Errorf("qosClass = %s, want %s", got, tc.want)
+			if got := QOSClass(p); got != tc.want {
+				t.Errorf("QOSClass = %s, want %s", got, tc.want)
 			}
 		})
 	}
@@ -169,7 +169,7 @@ func TestEphemeralContainerStatus(t *testing.T) {
 		waiting    string
 	}{
 		{name: "an ephemeral container not yet started waits in ContainerCreating",
-			obs: makeObs().Sandbox(true).Running("a", 0).Obj(), terminated: -1, waiting: reasonContainerCreating},
+			obs: makeObs().Sandbox(true).Running("a", 0).Obj(), terminated: -1, waiting: ReasonContainerCreating},
 		{name: "a running ephemeral container is running but never ready",
 			obs: makeObs().Sandbox(true).Running("a", 0).Running("dbg", 0).Obj(), running: true, terminated: -1},
 		{name: "an exited ephemeral container is terminated, not crash-looping (it never restarts)",
@@ -177,7 +177,7 @@ func TestEphemeralContainerStatus(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := makePod("a").Debug("dbg", "a").Obj()
-			s := computePodStatus(pod, tc.obs, newPodState(), t0.Add(time.Minute), "192.0.2.1")
+			s := ComputeStatus(pod, tc.obs, NewState(), t0.Add(time.Minute), "192.0.2.1")
 			if len(s.EphemeralContainerStatuses) != 1 {
 				t.Fatalf("ephemeral statuses %+v, want one", s.EphemeralContainerStatuses)
 			}
@@ -189,7 +189,7 @@ func TestEphemeralContainerStatus(t *testing.T) {
 				t.Errorf("terminated %+v, want exit code %d", got, tc.terminated)
 			}
 			if w := cs.State.Waiting; (w != nil || tc.waiting != "") && (w == nil || w.Reason != tc.waiting) {
-				t.Errorf("waiting %+v, want %q", w, tc.waiting)
+				t.Errorf("Waiting %+v, want %q", w, tc.waiting)
 			}
 			if len(s.ContainerStatuses) != 1 || s.Phase != corev1.PodRunning {
 				t.Errorf("the pod's own status changed: phase %s, %d container statuses", s.Phase, len(s.ContainerStatuses))
