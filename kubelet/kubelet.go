@@ -21,6 +21,7 @@ import (
 	"minik/kubelet/prober"
 	"minik/kubelet/runtime"
 	"minik/kubelet/server"
+	"minik/kubelet/volumes"
 	"minik/proto/cri"
 )
 
@@ -34,8 +35,8 @@ type Kubelet struct {
 	// services feeds the pods' service environment variables.
 	services *serviceSource
 	probes   *prober.Manager
-	// tokens are the service-account tokens of projected volumes.
-	tokens *tokenManager
+	// volumes sets up and tears down the pods' volumes.
+	volumes *volumes.Manager
 	// evictions is the eviction policy; stats feeds it.
 	evictions *eviction.Manager
 	stats     StatsProvider
@@ -64,9 +65,8 @@ func Run(ctx context.Context, cfg Config) error {
 		Event: func(pod *corev1.Pod, typ, reason, msg string) {
 			k.recorder.Eventf(k.eventTarget(pod), typ, reason, "%s", msg)
 		}})
-	k.tokens = newTokenManager(requestTokenFrom(func(ctx context.Context, method, path string, body, out any) error {
-		return cfg.Client.Do(ctx, method, path, nil, body, out)
-	}))
+	k.volumes = volumes.New(volumes.Config{NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
+		PodDir: k.podDir, Node: func() *corev1.Node { return k.nodes.Node() }, Client: cfg.Client, Clock: cfg.Clock, Log: k.log})
 	k.evictions = eviction.NewManager(cfg.EvictionHard, cfg.EvictionPressureTransitionPeriod)
 	k.stats = cfg.Stats
 	if k.stats == nil {
@@ -110,7 +110,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	k.nodes = nodestatus.New(nodestatus.Config{NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
 		PodCIDR: cfg.PodCIDR, NodeLabels: cfg.NodeLabels, RegisterWithTaints: cfg.RegisterWithTaints,
-		LocalPathDir: k.localPathDir(), MaxPods: cfg.MaxPods, LeaseDuration: cfg.LeaseDuration,
+		LocalPathDir: k.volumes.LocalPathDir(), MaxPods: cfg.MaxPods, LeaseDuration: cfg.LeaseDuration,
 		LeaseRenewInterval: cfg.LeaseRenewInterval, ReportInterval: cfg.NodeStatusReportInterval,
 		ServingPort: servingPort, RuntimeVersion: runtimeVersion, Client: cfg.Client, Runtime: k.rt,
 		Pressure: k.evictions.Conditions, Recorder: k.recorder, Clock: cfg.Clock, Log: k.log})
@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	goRun(k.plegLoop)
 	goRun(k.evictionLoop)
-	goRun(k.reclaimLoop)
+	goRun(k.volumes.ReclaimLoop)
 	if cfg.Ready != nil {
 		close(cfg.Ready)
 	}
@@ -327,7 +327,7 @@ func (k *Kubelet) cleanupOrphans(ctx context.Context) error {
 		if err := k.rt.RemovePodSandbox(ctx, sb.Id); err != nil {
 			return err
 		}
-		if err := k.removeVolumes(uid); err != nil {
+		if err := k.volumes.Remove(uid); err != nil {
 			k.log.Warn("removing the volumes of a deleted pod", "uid", uid, "err", err)
 		}
 		_ = os.RemoveAll(k.podDir(uid))

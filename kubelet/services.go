@@ -14,6 +14,7 @@ import (
 	"minik/client"
 	"minik/client/informer"
 	"minik/kubelet/envvars"
+	"minik/kubelet/podstep"
 )
 
 // servicesResource is core/v1 services, which the kubelet lists and
@@ -133,7 +134,7 @@ func (k *Kubelet) serviceEnv(ctx context.Context, pod *corev1.Pod) ([]corev1.Env
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			case <-k.cfg.Clock.After(servicesWait):
-				return nil, configErrorf("services have not yet been read at least once, cannot construct envvars")
+				return nil, podstep.ConfigErrorf("services have not yet been read at least once, cannot construct envvars")
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"minik/client"
+	"minik/kubelet/podstep"
 )
 
 // fakeServicesAPI answers /api/v1/services as an apiserver that does not
@@ -187,8 +188,8 @@ func TestServiceEnvWaitsForTheFirstList(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "services have not yet been read at least once, cannot construct envvars") {
 		t.Fatalf("err = %v; want the kubelet's CreateContainerConfigError message", err)
 	}
-	if _, ok := err.(*configError); !ok {
-		t.Errorf("err is %T, want a configError (CreateContainerConfigError)", err)
+	if _, ok := err.(*podstep.ConfigError); !ok {
+		t.Errorf("err is %T, want a *podstep.ConfigError (CreateContainerConfigError)", err)
 	}
 
 	// A static pod does not wait.

@@ -17,6 +17,7 @@ import (
 
 	"minik/kubelet/podstep"
 	"minik/kubelet/runtime"
+	"minik/kubelet/volumes"
 	"minik/proto/cri"
 )
 
@@ -78,7 +79,7 @@ func (w *podWorker) run(ctx context.Context) {
 			}
 			w.k.mu.Unlock()
 			w.k.probes.RemovePod(w.uid)
-			w.k.tokens.forgetPod(w.uid)
+			w.k.volumes.ForgetPod(w.uid)
 			return
 		}
 		timer = nil
@@ -174,7 +175,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 	if finished && !obs.AnyRunning() {
 		// A finished pod's volumes go, as in the kubelet: an emptyDir lives
 		// only as long as the pod runs.
-		if err := k.removeVolumes(string(pod.UID)); err != nil {
+		if err := k.volumes.Remove(string(pod.UID)); err != nil {
 			k.log.Warn("removing volumes", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		} else {
 			w.markCleanedUp()
@@ -303,7 +304,7 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *runtime.P
 	} else {
 		msg := err.Error()
 		reason, eventReason, eventMsg := podstep.ReasonCreateContainerConfigError, "Failed", "Error: "+msg
-		var me *mountError
+		var me *podstep.MountError
 		if errors.As(err, &me) {
 			// Not the container's fault: the volume is not there yet.
 			reason, eventReason, eventMsg = "ContainerCreating", "FailedMount", msg
@@ -324,7 +325,7 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *runtime.P
 }
 
 // refreshTokens rewrites the pod's projected token volumes and records
-// when they are due next; a failure is retried after tokenRetry (the
+// when they are due next; a failure is retried after volumes.TokenRetry (the
 // containers keep the old token, valid until it expires).
 func (w *podWorker) refreshTokens(ctx context.Context, pod *corev1.Pod, obs *runtime.Pod) {
 	k := w.k
@@ -332,11 +333,11 @@ func (w *podWorker) refreshTokens(ctx context.Context, pod *corev1.Pod, obs *run
 	if sb := obs.ReadySandbox(); sb != nil {
 		podIP = sb.Ip
 	}
-	at, err := k.refreshTokenVolumes(ctx, pod, podIP)
+	at, err := k.volumes.RefreshTokens(ctx, pod, podIP)
 	if err != nil {
 		k.log.Warn("refreshing service account token volumes", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		w.event(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for the service account token: %v", err)
-		at = k.cfg.Clock.Now().Add(tokenRetry)
+		at = k.cfg.Clock.Now().Add(volumes.TokenRetry)
 	}
 	w.mu.Lock()
 	w.state.VolumesRefreshAt = at
@@ -385,7 +386,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *ru
 		}
 	}
 	if err != nil {
-		var ce *configError
+		var ce *podstep.ConfigError
 		if errors.As(err, &ce) {
 			w.fail(pod, c.Name, podstep.ReasonCreateContainerConfigError, err.Error(), 2*time.Second)
 			w.event(pod, corev1.EventTypeWarning, "Failed", "Error: %s", err)
@@ -534,10 +535,10 @@ func (w *podWorker) terminate(ctx context.Context, pod *corev1.Pod, removed bool
 	w.state.Terminal = true
 	w.mu.Unlock()
 	k.probes.RemovePod(pod.UID)
-	k.tokens.forgetPod(pod.UID)
+	k.volumes.ForgetPod(pod.UID)
 	// Volumes go before the pod object, as in the kubelet: a pod is gone
 	// from the API only once its resources are reclaimed.
-	if err := k.removeVolumes(string(pod.UID)); err != nil {
+	if err := k.volumes.Remove(string(pod.UID)); err != nil {
 		k.log.Warn("removing volumes", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		return k.cfg.Clock.Now().Add(time.Second), false
 	}

@@ -1,4 +1,4 @@
-package kubelet
+package volumes
 
 import (
 	"os"
@@ -50,7 +50,7 @@ func TestResolveSubPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolveSubPath(root, tt.sub)
+			got, err := ResolveSubPath(root, tt.sub)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err %v, want one containing %q (path %q)", err, tt.err, got)

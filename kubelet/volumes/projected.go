@@ -1,4 +1,4 @@
-package kubelet
+package volumes
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik/kubelet/podstep"
 )
 
 // Projected volumes, as the kubelet's projected plugin makes them: the
@@ -25,19 +27,19 @@ type volumeSources interface {
 	token(ctx context.Context, pod *corev1.Pod, audience string, seconds int64, now time.Time) (string, time.Time, error)
 }
 
-// kubeletSources reads through the kubelet's client and token manager.
-type kubeletSources struct{ k *Kubelet }
+// managerSources reads through the kubelet's client and token manager.
+type managerSources struct{ m *Manager }
 
-func (s kubeletSources) configMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
-	return s.k.cfg.Client.ConfigMaps().Get(ctx, namespace, name, metav1.GetOptions{})
+func (s managerSources) configMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	return s.m.cfg.Client.ConfigMaps().Get(ctx, namespace, name, metav1.GetOptions{})
 }
 
-func (s kubeletSources) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-	return s.k.cfg.Client.Secrets().Get(ctx, namespace, name, metav1.GetOptions{})
+func (s managerSources) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	return s.m.cfg.Client.Secrets().Get(ctx, namespace, name, metav1.GetOptions{})
 }
 
-func (s kubeletSources) token(ctx context.Context, pod *corev1.Pod, audience string, seconds int64, now time.Time) (string, time.Time, error) {
-	return s.k.tokens.get(ctx, pod, audience, seconds, now)
+func (s managerSources) token(ctx context.Context, pod *corev1.Pod, audience string, seconds int64, now time.Time) (string, time.Time, error) {
+	return s.m.tokens.get(ctx, pod, audience, seconds, now)
 }
 
 // projectedFiles are a projected volume's files by path, with the item
@@ -62,7 +64,7 @@ func (f *projectedFiles) add(data map[string][]byte, items []corev1.KeyToPath, o
 			if optional != nil && *optional {
 				continue
 			}
-			return configErrorf(missingFormat, it.Key)
+			return podstep.ConfigErrorf(missingFormat, it.Key)
 		}
 		f.set(it.Path, val, it.Mode)
 	}
@@ -111,7 +113,7 @@ func projectVolume(ctx context.Context, src volumeSources, pod *corev1.Pod, proj
 					continue
 				}
 				if apierrors.IsNotFound(err) {
-					return nil, time.Time{}, configErrorf("configmap %q not found", s.ConfigMap.Name)
+					return nil, time.Time{}, podstep.ConfigErrorf("configmap %q not found", s.ConfigMap.Name)
 				}
 				return nil, time.Time{}, err
 			}
@@ -125,7 +127,7 @@ func projectVolume(ctx context.Context, src volumeSources, pod *corev1.Pod, proj
 					continue
 				}
 				if apierrors.IsNotFound(err) {
-					return nil, time.Time{}, configErrorf("secret %q not found", s.Secret.Name)
+					return nil, time.Time{}, podstep.ConfigErrorf("secret %q not found", s.Secret.Name)
 				}
 				return nil, time.Time{}, err
 			}

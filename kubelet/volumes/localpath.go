@@ -1,4 +1,4 @@
-package kubelet
+package volumes
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/internal/volumeutil"
+	"minik/kubelet/podstep"
 )
 
 // The kubelet's half of persistent volumes: it resolves a pod's claim to
@@ -22,51 +23,44 @@ import (
 // deleter of the local-path volumes of its node: once such a volume is
 // Released with reclaim Delete, it removes the directory, then the object.
 //
-//	pod volume ─▶ claim (GET) ─▶ bound? no ─▶ mountError "PVC is not bound" (FailedMount, retried)
+//	pod volume ─▶ claim (GET) ─▶ bound? no ─▶ MountError "PVC is not bound" (FailedMount, retried)
 //	                               │yes
 //	                               ▼
 //	           volume (GET) ─▶ node affinity matches? ─▶ hostPath / local path ─▶ pods/UID/volumes/NAME → path (symlink)
 //
-//	reclaimLoop (every localPathReclaimPeriod): for each dir in RootDir/local-path/
+//	ReclaimLoop (every localPathReclaimPeriod): for each dir in RootDir/local-path/
 //	           volume (GET) Released|Failed, reclaim Delete, ours ─▶ rm -rf dir ─▶ DELETE volume
 
 // localPathReclaimPeriod is how often Released local-path volumes are looked for.
 const localPathReclaimPeriod = 5 * time.Second
 
-// localPathDir is where this kubelet keeps local-path volumes, one
+// LocalPathDir is where this kubelet keeps local-path volumes, one
 // directory per PersistentVolume: RootDir/local-path/PV.
-func (k *Kubelet) localPathDir() string {
-	return filepath.Join(k.cfg.RootDir, volumeutil.LocalPathDir)
+func (m *Manager) LocalPathDir() string {
+	return filepath.Join(m.cfg.RootDir, volumeutil.LocalPathDir)
 }
-
-// mountError is a volume that cannot be mounted yet (an unbound claim):
-// the pod waits in ContainerCreating with a FailedMount event, and the
-// kubelet tries again.
-type mountError struct{ msg string }
-
-func (e *mountError) Error() string { return e.msg }
 
 // claimVolumePath resolves a pod's claim to the directory on this node
 // that backs it, creating a local-path volume's directory.
-func (k *Kubelet) claimVolumePath(ctx context.Context, pod *corev1.Pod, claimName string) (string, error) {
+func (m *Manager) claimVolumePath(ctx context.Context, pod *corev1.Pod, claimName string) (string, error) {
 	key := pod.Namespace + "/" + claimName
-	pvc, err := k.cfg.Client.PersistentVolumeClaims().Get(ctx, pod.Namespace, claimName, metav1.GetOptions{})
+	pvc, err := m.cfg.Client.PersistentVolumeClaims().Get(ctx, pod.Namespace, claimName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", &mountError{fmt.Sprintf("error processing PVC %s: PVC %s not found", key, key)}
+		return "", &podstep.MountError{Msg: fmt.Sprintf("error processing PVC %s: PVC %s not found", key, key)}
 	case err != nil:
 		return "", err
 	case pvc.DeletionTimestamp != nil:
-		return "", &mountError{fmt.Sprintf("error processing PVC %s: PVC is being deleted", key)}
+		return "", &podstep.MountError{Msg: fmt.Sprintf("error processing PVC %s: PVC is being deleted", key)}
 	case pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound:
-		return "", &mountError{fmt.Sprintf("error processing PVC %s: PVC is not bound", key)}
+		return "", &podstep.MountError{Msg: fmt.Sprintf("error processing PVC %s: PVC is not bound", key)}
 	}
-	pv, err := k.cfg.Client.PersistentVolumes().Get(ctx, "", pvc.Spec.VolumeName, metav1.GetOptions{})
+	pv, err := m.cfg.Client.PersistentVolumes().Get(ctx, "", pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
-		return "", &mountError{fmt.Sprintf("error processing PVC %s: getting volume %s: %v", key, pvc.Spec.VolumeName, err)}
+		return "", &podstep.MountError{Msg: fmt.Sprintf("error processing PVC %s: getting volume %s: %v", key, pvc.Spec.VolumeName, err)}
 	}
-	if node := k.nodes.Node(); node != nil && !volumeutil.NodeAffinityMatches(pv, node) {
-		return "", &mountError{fmt.Sprintf("volume %s has node affinity that does not match node %s", pv.Name, node.Name)}
+	if node := m.cfg.Node(); node != nil && !volumeutil.NodeAffinityMatches(pv, node) {
+		return "", &podstep.MountError{Msg: fmt.Sprintf("volume %s has node affinity that does not match node %s", pv.Name, node.Name)}
 	}
 	switch {
 	case pv.Spec.HostPath != nil:
@@ -75,12 +69,12 @@ func (k *Kubelet) claimVolumePath(ctx context.Context, pod *corev1.Pod, claimNam
 			return p, os.MkdirAll(p, 0o755)
 		}
 		if _, err := os.Stat(p); err != nil {
-			return "", &mountError{fmt.Sprintf("volume %s: hostPath %s: %v", pv.Name, p, err)}
+			return "", &podstep.MountError{Msg: fmt.Sprintf("volume %s: hostPath %s: %v", pv.Name, p, err)}
 		}
 		return p, nil
 	case pv.Spec.Local != nil:
 		p := filepath.Clean(pv.Spec.Local.Path)
-		if volumeutil.LocalPathNode(pv) == k.cfg.NodeName && filepath.Dir(p) == k.localPathDir() {
+		if volumeutil.LocalPathNode(pv) == m.cfg.NodeName && filepath.Dir(p) == m.LocalPathDir() {
 			// Everyone may write, as in k3s' local-path provisioner: the
 			// pod's user is not known when the volume is made.
 			if err := os.MkdirAll(p, 0o777); err != nil {
@@ -89,11 +83,11 @@ func (k *Kubelet) claimVolumePath(ctx context.Context, pod *corev1.Pod, claimNam
 			return p, os.Chmod(p, 0o777)
 		}
 		if _, err := os.Stat(p); err != nil {
-			return "", &mountError{fmt.Sprintf("volume %s: local path %s: %v", pv.Name, p, err)}
+			return "", &podstep.MountError{Msg: fmt.Sprintf("volume %s: local path %s: %v", pv.Name, p, err)}
 		}
 		return p, nil
 	}
-	return "", configErrorf("volume %s: only hostPath and local persistent volumes can be mounted on this node", pv.Name)
+	return "", podstep.ConfigErrorf("volume %s: only hostPath and local persistent volumes can be mounted on this node", pv.Name)
 }
 
 // linkVolume points pods/UID/volumes/NAME at the volume's directory, so
@@ -109,23 +103,23 @@ func linkVolume(target, path string) error {
 	return os.Symlink(path, target)
 }
 
-// reclaimLoop deletes the local-path volumes of this node once they are
+// ReclaimLoop deletes the local-path volumes of this node once they are
 // Released (or Failed) with reclaim Delete: first the directory, then the
 // object. A directory whose volume is gone is left: with Retain the
 // administrator deletes the object and keeps the data.
-func (k *Kubelet) reclaimLoop(ctx context.Context) error {
+func (m *Manager) ReclaimLoop(ctx context.Context) error {
 	for {
-		k.reclaimLocalPath(ctx)
+		m.reclaimLocalPath(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-k.cfg.Clock.After(localPathReclaimPeriod):
+		case <-m.cfg.Clock.After(localPathReclaimPeriod):
 		}
 	}
 }
 
-func (k *Kubelet) reclaimLocalPath(ctx context.Context) {
-	entries, err := os.ReadDir(k.localPathDir())
+func (m *Manager) reclaimLocalPath(ctx context.Context) {
+	entries, err := os.ReadDir(m.LocalPathDir())
 	if err != nil {
 		return // no local-path volume was ever mounted here
 	}
@@ -133,24 +127,24 @@ func (k *Kubelet) reclaimLocalPath(ctx context.Context) {
 		if !e.IsDir() {
 			continue
 		}
-		pv, err := k.cfg.Client.PersistentVolumes().Get(ctx, "", e.Name(), metav1.GetOptions{})
+		pv, err := m.cfg.Client.PersistentVolumes().Get(ctx, "", e.Name(), metav1.GetOptions{})
 		if err != nil {
 			continue
 		}
-		if !reclaimable(pv, k.cfg.NodeName, filepath.Join(k.localPathDir(), e.Name())) {
+		if !reclaimable(pv, m.cfg.NodeName, filepath.Join(m.LocalPathDir(), e.Name())) {
 			continue
 		}
-		dir := filepath.Join(k.localPathDir(), e.Name())
+		dir := filepath.Join(m.LocalPathDir(), e.Name())
 		if err := os.RemoveAll(dir); err != nil {
-			k.log.Warn("removing a released local-path volume", "volume", pv.Name, "dir", dir, "err", err)
+			m.cfg.Log.Warn("removing a released local-path volume", "volume", pv.Name, "dir", dir, "err", err)
 			continue
 		}
-		err = k.cfg.Client.PersistentVolumes().Delete(ctx, "", pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})
+		err = m.cfg.Client.PersistentVolumes().Delete(ctx, "", pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			k.log.Warn("deleting a released local-path volume", "volume", pv.Name, "err", err)
+			m.cfg.Log.Warn("deleting a released local-path volume", "volume", pv.Name, "err", err)
 			continue
 		}
-		k.log.Info("deleted released local-path volume", "volume", pv.Name, "dir", dir)
+		m.cfg.Log.Info("deleted released local-path volume", "volume", pv.Name, "dir", dir)
 	}
 }
 
@@ -163,17 +157,17 @@ func reclaimable(pv *corev1.PersistentVolume, node, dir string) bool {
 		(pv.Status.Phase == corev1.VolumeReleased || pv.Status.Phase == corev1.VolumeFailed)
 }
 
-// resolveSubPath returns the host path of sub inside the volume at root,
+// ResolveSubPath returns the host path of sub inside the volume at root,
 // creating it as a directory if missing, as the kubelet does. It refuses
 // what would escape the volume: an absolute path, a ".." element, or a
 // symlink (anywhere on the way) that points outside root.
-func resolveSubPath(root, sub string) (string, error) {
+func ResolveSubPath(root, sub string) (string, error) {
 	if filepath.IsAbs(sub) {
-		return "", configErrorf("subPath %q must be a relative path", sub)
+		return "", podstep.ConfigErrorf("subPath %q must be a relative path", sub)
 	}
 	for _, part := range strings.Split(filepath.ToSlash(sub), "/") {
 		if part == ".." {
-			return "", configErrorf("subPath %q must not contain '..'", sub)
+			return "", podstep.ConfigErrorf("subPath %q must not contain '..'", sub)
 		}
 	}
 	realRoot, err := filepath.EvalSymlinks(root)
@@ -193,7 +187,7 @@ func resolveSubPath(root, sub string) (string, error) {
 		return "", err
 	}
 	if real != realRoot && !strings.HasPrefix(real, realRoot+string(filepath.Separator)) {
-		return "", configErrorf("subPath %q resolves to %s, outside the volume", sub, real)
+		return "", podstep.ConfigErrorf("subPath %q resolves to %s, outside the volume", sub, real)
 	}
 	return real, nil
 }
@@ -217,7 +211,7 @@ func mkdirBelow(root, sub string) error {
 			return err
 		}
 		if real != root && !strings.HasPrefix(real, root+string(filepath.Separator)) {
-			return configErrorf("subPath %q resolves to %s, outside the volume", sub, real)
+			return podstep.ConfigErrorf("subPath %q resolves to %s, outside the volume", sub, real)
 		}
 		cur = real
 	}

@@ -1,4 +1,4 @@
-package kubelet
+package volumes
 
 import (
 	"errors"
@@ -9,11 +9,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"minik/kubelet/podstep"
 )
 
 // setUpEmptyDir makes an emptyDir volume at dir: a directory on the
 // node's disk, or with medium Memory a tmpfs of memoryBackedSize.
-func (k *Kubelet) setUpEmptyDir(pod *corev1.Pod, v *corev1.Volume, dir string) error {
+func (m *Manager) setUpEmptyDir(pod *corev1.Pod, v *corev1.Volume, dir string) error {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return err
 	}
@@ -21,29 +23,29 @@ func (k *Kubelet) setUpEmptyDir(pod *corev1.Pod, v *corev1.Volume, dir string) e
 	case corev1.StorageMediumDefault:
 		return os.Chmod(dir, 0o777)
 	case corev1.StorageMediumMemory:
-		return k.mountMemoryVolume(pod, v.EmptyDir, dir)
+		return m.mountMemoryVolume(pod, v.EmptyDir, dir)
 	}
-	return configErrorf("volume %q: emptyDir medium %q is not supported", v.Name, v.EmptyDir.Medium)
+	return podstep.ConfigErrorf("volume %q: emptyDir medium %q is not supported", v.Name, v.EmptyDir.Medium)
 }
 
 // setUpSecretDir makes the directory of a secret volume a tmpfs, sized
 // as a memory-backed emptyDir without a sizeLimit: as in the kubelet,
 // secrets are never written to the node's disk.
-func (k *Kubelet) setUpSecretDir(pod *corev1.Pod, dir string) error {
+func (m *Manager) setUpSecretDir(pod *corev1.Pod, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return k.mountMemoryVolume(pod, &corev1.EmptyDirVolumeSource{}, dir)
+	return m.mountMemoryVolume(pod, &corev1.EmptyDirVolumeSource{}, dir)
 }
 
 // mountMemoryVolume mounts a tmpfs of memoryBackedSize at dir, unless
 // one is there already: a pod's volumes outlive a kubelet restart.
-func (k *Kubelet) mountMemoryVolume(pod *corev1.Pod, ed *corev1.EmptyDirVolumeSource, dir string) error {
+func (m *Manager) mountMemoryVolume(pod *corev1.Pod, ed *corev1.EmptyDirVolumeSource, dir string) error {
 	if mounted, err := isMountPoint(dir); err != nil || mounted {
 		return err
 	}
 	var allocatable *resource.Quantity
-	if node := k.nodes.Node(); node != nil {
+	if node := m.cfg.Node(); node != nil {
 		allocatable = node.Status.Allocatable.Memory()
 	}
 	return mountTmpfs(dir, memoryBackedSize(pod, ed, allocatable))
@@ -122,10 +124,10 @@ func isMountPoint(dir string) (bool, error) {
 	return st.Dev != parent.Dev, nil
 }
 
-// removeVolumes unmounts the pod's memory-backed volumes and removes its
+// Remove unmounts the pod's memory-backed volumes and removes its
 // volume directories.
-func (k *Kubelet) removeVolumes(uid string) error {
-	dir := filepath.Join(k.podDir(uid), "volumes")
+func (m *Manager) Remove(uid string) error {
+	dir := filepath.Join(m.cfg.PodDir(uid), "volumes")
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

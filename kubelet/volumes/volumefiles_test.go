@@ -1,4 +1,4 @@
-package kubelet
+package volumes
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"minik/kubelet/podstep"
 )
 
 func TestVolumeItemsNamingAMissingKey(t *testing.T) {
@@ -28,7 +30,7 @@ func TestVolumeItemsNamingAMissingKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			err := keyError(writeVolumeFiles(dir, data, tc.items, nil), tc.optional, "references non-existent secret key: %s")
-			var ce *configError
+			var ce *podstep.ConfigError
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("error %v, want none", err)

@@ -1,4 +1,4 @@
-package kubelet
+package volumes
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"minik/client"
+	"minik/kubelet/podstep"
 )
 
 // Service-account tokens for projected volumes, as the kubelet's token
@@ -25,8 +26,8 @@ import (
 //	                                      └▶ POST serviceaccounts/NAME/token {boundObjectRef: Pod} ─▶ cache
 //	pod worker ◀── wake at the earliest refresh time (podstep.State.volumesRefreshAt) ──┘
 
-// tokenRetry is how soon a failed refresh is tried again.
-const tokenRetry = 10 * time.Second
+// TokenRetry is how soon a failed refresh is tried again.
+const TokenRetry = 10 * time.Second
 
 // tokenKey names one cached token.
 type tokenKey struct {
@@ -71,7 +72,7 @@ func requestTokenFrom(do func(ctx context.Context, method, path string, body, ou
 func (m *tokenManager) get(ctx context.Context, pod *corev1.Pod, audience string, seconds int64, now time.Time) (string, time.Time, error) {
 	account := pod.Spec.ServiceAccountName
 	if account == "" {
-		return "", time.Time{}, configErrorf("cannot get a service account token for a pod without a service account")
+		return "", time.Time{}, podstep.ConfigErrorf("cannot get a service account token for a pod without a service account")
 	}
 	key := tokenKey{pod: pod.UID, account: account, audience: audience, seconds: seconds}
 	m.mu.Lock()
@@ -90,7 +91,7 @@ func (m *tokenManager) get(ctx context.Context, pod *corev1.Pod, audience string
 	if err != nil {
 		if ok && now.Before(cached.expires) {
 			// The old token still works: use it, and try again soon.
-			return cached.token, now.Add(tokenRetry), nil
+			return cached.token, now.Add(TokenRetry), nil
 		}
 		return "", time.Time{}, fmt.Errorf("requesting a token for service account %s/%s: %w", pod.Namespace, account, err)
 	}

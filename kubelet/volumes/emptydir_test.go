@@ -1,16 +1,18 @@
-package kubelet
+package volumes
 
 import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"minik/kubelet/internal/podtest"
 )
 
 func TestMemoryBackedEmptyDirSize(t *testing.T) {
 	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
 	limited := func(limits ...string) *corev1.Pod {
-		p := makePod().Obj()
+		p := podtest.MakePod().Obj()
 		for i, l := range limits {
 			c := corev1.Container{Name: string(rune('a' + i))}
 			if l != "" {
