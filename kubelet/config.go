@@ -83,7 +83,7 @@ type Config struct {
 	// Stats reads the node's signals and the pods' usage for eviction
 	// (default: the host, the runtime's container stats and the pod
 	// directories). Tests drive node pressure with a fake.
-	Stats StatsProvider
+	Stats eviction.StatsProvider
 
 	// LeaseDuration is the node Lease's duration (default 40s); it is
 	// renewed every LeaseRenewInterval (default 10s).

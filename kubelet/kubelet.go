@@ -39,7 +39,7 @@ type Kubelet struct {
 	volumes *volumes.Manager
 	// evictions is the eviction policy; stats feeds it.
 	evictions *eviction.Manager
-	stats     StatsProvider
+	stats     eviction.StatsProvider
 	// nodes registers the Node and keeps its status and Lease.
 	nodes *nodestatus.Manager
 
@@ -161,7 +161,11 @@ func Run(ctx context.Context, cfg Config) error {
 		k.log.Warn("cleaning up orphaned pods", "err", err)
 	}
 	goRun(k.plegLoop)
-	goRun(k.evictionLoop)
+	goRun(func(ctx context.Context) error {
+		return eviction.RunLoop(ctx, eviction.LoopConfig{NodeName: cfg.NodeName, Manager: k.evictions, Stats: k.stats,
+			Pods: evictionPods{k}, Interval: cfg.EvictionMonitoringInterval, PressureChanged: k.nodes.Kick,
+			Recorder: k.recorder, Clock: cfg.Clock, Log: k.log})
+	})
 	goRun(k.volumes.ReclaimLoop)
 	if cfg.Ready != nil {
 		close(cfg.Ready)
@@ -220,12 +224,6 @@ func (k *Kubelet) worker(ctx context.Context, uid types.UID) *podWorker {
 		go w.run(ctx)
 	}
 	return w
-}
-
-// runningPods are the pods admitted and not finished or being evicted
-// (for the eviction manager, which must not pick a pod twice).
-func (k *Kubelet) runningPods(except types.UID) []*corev1.Pod {
-	return k.podsWhere(except, func(st *podstep.State) bool { return !st.Terminal && st.Evicted == nil })
 }
 
 // admittedPods are the pods whose containers may still run, and so hold
