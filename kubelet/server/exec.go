@@ -78,13 +78,8 @@ func (srv *Server) attach(w http.ResponseWriter, r *http.Request) {
 // serveStreams finds the running container of the request, then upgrades
 // the connection and runs the session on it.
 func (srv *Server) serveStreams(w http.ResponseWriter, r *http.Request, session func(containerID string) runFunc) {
-	pod, container, ok := srv.pathPod(w, r)
+	pod, container, obs, ok := srv.pathPod(w, r)
 	if !ok {
-		return
-	}
-	obs, err := runtime.ObservePod(r.Context(), srv.cfg.Runtime, pod.UID)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	cur, _ := obs.Latest(container)

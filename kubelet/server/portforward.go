@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/streaming/pkg/httpstream/spdy"
-
-	"minik/kubelet/runtime"
 )
 
 // /portForward/NS/POD speaks Kubernetes' port-forward protocol
@@ -33,13 +31,8 @@ const portForwardProtocol = "portforward.k8s.io"
 const portForwardIdle = 4 * time.Hour
 
 func (srv *Server) portForward(w http.ResponseWriter, r *http.Request) {
-	pod, _, ok := srv.pathPod(w, r)
+	_, _, obs, ok := srv.pathPod(w, r)
 	if !ok {
-		return
-	}
-	obs, err := runtime.ObservePod(r.Context(), srv.cfg.Runtime, pod.UID)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	sb := obs.ReadySandbox()

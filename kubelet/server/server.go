@@ -130,19 +130,25 @@ func authorizeClient(next http.Handler) http.Handler {
 	})
 }
 
-// pathPod finds the pod a /containerLogs or /exec path names, and its
-// container's name; it answers 404 when this node does not run the pod.
-func (srv *Server) pathPod(w http.ResponseWriter, r *http.Request) (pod *corev1.Pod, container string, ok bool) {
+// pathPod finds the pod a /containerLogs, /exec or /portForward path
+// names, its container's name and what the runtime holds for it; it
+// answers 404 when this node does not run the pod.
+func (srv *Server) pathPod(w http.ResponseWriter, r *http.Request) (pod *corev1.Pod, container string, obs *runtime.Pod, ok bool) {
 	ns, name := r.PathValue("namespace"), r.PathValue("pod")
 	if pod = srv.cfg.Pods.Find(ns, name); pod == nil {
 		http.Error(w, fmt.Sprintf("pod %s/%s not found on node %s", ns, name, srv.cfg.NodeName), http.StatusNotFound)
-		return nil, "", false
+		return nil, "", nil, false
 	}
-	return pod, r.PathValue("container"), true
+	obs, err := runtime.ObservePod(r.Context(), srv.cfg.Runtime, pod.UID)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return nil, "", nil, false
+	}
+	return pod, r.PathValue("container"), obs, true
 }
 
 func (srv *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
-	pod, container, ok := srv.pathPod(w, r)
+	pod, container, obs, ok := srv.pathPod(w, r)
 	if !ok {
 		return
 	}
@@ -151,11 +157,6 @@ func (srv *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
 	req, err := logRequest(q, srv.cfg.Clock.Now())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	obs, err := runtime.ObservePod(r.Context(), srv.cfg.Runtime, pod.UID)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	cur, prev := obs.Latest(container)
