@@ -30,18 +30,5 @@ func (p evictionPods) Evict(pod *corev1.Pod, message string) <-chan struct{} {
 	}
 	k.log.Info("eviction manager: evicting pod", "pod", pod.Namespace+"/"+pod.Name, "message", message)
 	k.recorder.Eventf(k.eventTarget(pod), corev1.EventTypeWarning, eviction.Reason, "%s", message)
-	return w.evict(message)
-}
-
-// evict marks the pod evicted and wakes its worker.
-func (w *podWorker) evict(message string) <-chan struct{} {
-	w.mu.Lock()
-	if w.state.Evicted == nil {
-		w.state.Evicted = &podstep.Failure{Reason: eviction.Reason, Message: message}
-		w.state.CleanedUp = make(chan struct{})
-	}
-	done := w.state.CleanedUp
-	w.mu.Unlock()
-	w.wake()
-	return done
+	return w.evict(podstep.Failure{Reason: eviction.Reason, Message: message})
 }

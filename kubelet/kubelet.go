@@ -218,8 +218,7 @@ func (k *Kubelet) worker(ctx context.Context, uid types.UID) *podWorker {
 	defer k.mu.Unlock()
 	w, ok := k.workers[uid]
 	if !ok {
-		w = &podWorker{k: k, uid: uid, kick: make(chan struct{}, 1), state: podstep.NewState()}
-		w.state.StartTime = k.cfg.Clock.Now()
+		w = &podWorker{k: k, uid: uid, kick: make(chan struct{}, 1), state: podstep.NewState(k.cfg.Clock.Now())}
 		k.workers[uid] = w
 		go w.run(ctx)
 	}

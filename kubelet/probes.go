@@ -3,11 +3,11 @@ package kubelet
 import (
 	"k8s.io/apimachinery/pkg/types"
 
+	"minik/kubelet/podstep"
 	"minik/kubelet/prober"
 )
 
-// probeResult records a probe's new verdict in the pod worker's state
-// and wakes the worker.
+// probeResult sends a probe's new verdict to the pod's step.
 func (k *Kubelet) probeResult(r prober.Result) {
 	k.mu.Lock()
 	w := k.workers[r.PodUID]
@@ -15,17 +15,14 @@ func (k *Kubelet) probeResult(r prober.Result) {
 	if w == nil {
 		return
 	}
-	w.mu.Lock()
 	switch {
 	case r.Kind == prober.Readiness:
-		w.state.Ready[r.ContainerID] = r.Success
+		w.send(podstep.Readiness{ContainerID: r.ContainerID, Ready: r.Success})
 	case r.Success: // Startup
-		w.state.Started[r.ContainerID] = true
+		w.send(podstep.StartupSucceeded{ContainerID: r.ContainerID})
 	default: // a failed Liveness or Startup probe
-		w.state.Unhealthy[r.ContainerID] = r.Message
+		w.send(podstep.Unhealthy{ContainerID: r.ContainerID, Message: r.Message})
 	}
-	w.mu.Unlock()
-	w.wake()
 }
 
 // podIP is the pod's IP as last reported, "" before it has one.

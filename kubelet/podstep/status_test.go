@@ -61,7 +61,7 @@ func TestComputePodStatus(t *testing.T) {
 			obs: makeObs().Sandbox(false).Exited("a", 0, 0, t0).Obj(), phase: corev1.PodSucceeded, ready: corev1.ConditionFalse, initialized: corev1.ConditionTrue, terminated: "Completed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := NewState()
+			st := NewState(time.Time{})
 			st.StartTime = t0
 			if tc.state != nil {
 				tc.state(st)
@@ -111,7 +111,7 @@ func TestComputePodStatus(t *testing.T) {
 
 func TestEvictedPodStatus(t *testing.T) {
 	msg := "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. "
-	st := NewState()
+	st := NewState(time.Time{})
 	st.Evicted = &Failure{Reason: "Evicted", Message: msg}
 	s := ComputeStatus(makePod("a").Obj(), makeObs().Sandbox(false).Exited("a", 137, 0, t0).Obj(), st, t0, "192.168.1.1")
 	if s.Phase != corev1.PodFailed || s.Reason != "Evicted" || s.Message != msg {
@@ -177,7 +177,7 @@ func TestEphemeralContainerStatus(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := makePod("a").Debug("dbg", "a").Obj()
-			s := ComputeStatus(pod, tc.obs, NewState(), t0.Add(time.Minute), "192.0.2.1")
+			s := ComputeStatus(pod, tc.obs, NewState(time.Time{}), t0.Add(time.Minute), "192.0.2.1")
 			if len(s.EphemeralContainerStatuses) != 1 {
 				t.Fatalf("ephemeral statuses %+v, want one", s.EphemeralContainerStatuses)
 			}

@@ -1,13 +1,13 @@
-// Package podstep is the pod worker's step: from a pod's spec, what the
-// runtime holds and what the kubelet remembers, it decides what to do
-// next and what the pod's status is. It has no side effects. See README.md.
+// Package podstep is the pod worker's step, as etcd's raft is a step
+// function: from the pod's spec, what the runtime holds, the worker's
+// own state, the events since the last step and the time, it decides
+// the new state, the actions to run and when to wake next. It has no
+// IO, reads no clock and starts no goroutine. See README.md.
 package podstep
 
 import (
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
-	"strconv"
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,348 +16,366 @@ import (
 	"minik/proto/cri"
 )
 
-// Crash-loop and image-pull back-off: the first restart is immediate, then
-// 10s doubling to 5 minutes; a container that ran 10 minutes resets it.
+// Retry delays: how long the step holds back after a failure.
 const (
-	InitialBackOff = 10 * time.Second
-	MaxBackOff     = 5 * time.Minute
-	backOffReset   = 10 * time.Minute
+	// actionRetry follows a failed action of a running pod.
+	actionRetry = 2 * time.Second
+	// terminationRetry follows a failed step of a termination, and a
+	// runtime that could not be read or a status not written.
+	terminationRetry = time.Second
+	// startRetry follows a container that could not be created or
+	// started, or volumes that could not be set up.
+	startRetry = 2 * time.Second
+	// invalidImageRetry follows an image name that does not parse.
+	invalidImageRetry = time.Minute
+	// neverPullRetry follows an absent image with pull policy Never.
+	neverPullRetry = 5 * time.Second
+	// TokenRetry follows a failed refresh of the projected tokens.
+	TokenRetry = 10 * time.Second
 )
 
-// Failure is why a pod failed without running: admission refused it,
-// or the eviction manager evicted it. It is data, not an error.
-type Failure struct {
-	Reason, Message string
+// Input is what one step reads.
+type Input struct {
+	Pod *corev1.Pod
+	// Removed: the pod is gone from the apiserver (or its manifest).
+	Removed bool
+	// Static: a static pod, whose API object is its mirror (the worker
+	// never deletes it).
+	Static bool
+	// Runtime is what the runtime holds for the pod, nil when it could
+	// not be read (an ObserveFailed event says why).
+	Runtime *runtime.Pod
+	// Events are what happened since the last step, in order.
+	Events []Event
+	Now    time.Time
+	// HostIP is the node's address, the status' hostIP.
+	HostIP string
 }
 
-// Waiting is why a container cannot start yet, and until when.
-type Waiting struct {
-	Reason, Message string
-	Until           time.Time
-}
-
-// State is the kubelet's memory about one pod, beyond the runtime's.
-// Only the driver changes it; the step reads it.
-type State struct {
-	// BackOff is the current crash-loop back-off per container name.
-	BackOff map[string]time.Duration
-	// Waiting holds start failures (image pull, config errors) per name.
-	Waiting map[string]Waiting
-	// Ready and Started are probe results per container ID.
-	Ready, Started map[string]bool
-	// Unhealthy: liveness or startup probe failed; the container must be killed.
-	Unhealthy map[string]string
-	// StartTime is when the kubelet first saw the pod.
-	StartTime time.Time
-	// Rejected is set when admission refused the pod.
-	Rejected *Failure
-	Admitted bool
-	// Terminal: every container finished for good and the sandbox is stopped.
-	Terminal bool
-	// Evicted is set by the eviction manager: the pod fails, its
-	// containers are killed without grace period.
-	Evicted *Failure
-	// CleanedUp, made with evicted, is closed once the evicted pod's
-	// containers are stopped and its volumes removed.
-	CleanedUp chan struct{}
-	// VolumesRemoved: the finished pod's volumes are torn down.
-	VolumesRemoved bool
-	// VolumesRefreshAt is when the service-account tokens in the pod's
-	// projected volumes are due (zero: it has none, or none written yet).
-	VolumesRefreshAt time.Time
-}
-
-func NewState() *State {
-	return &State{BackOff: map[string]time.Duration{}, Waiting: map[string]Waiting{},
-		Ready: map[string]bool{}, Started: map[string]bool{}, Unhealthy: map[string]string{}}
-}
-
-// KillContainer is one container to stop.
-type KillContainer struct {
-	ID, Name, Message string
-}
-
-// Actions is what the driver must do next for a pod. The zero value
-// means nothing.
-type Actions struct {
-	// KillPod stops every container and the sandbox (then CreateSandbox,
-	// if set, starts over).
-	KillPod       bool
-	CreateSandbox bool
-	// Kill stops single containers (failed liveness, changed spec).
-	Kill []KillContainer
-	// Start starts these containers (init containers one at a time).
-	Start []StartContainer
-	// Remove removes stale containers (created but never started).
-	Remove []string
-	// MarkPullBackOff turns ErrImagePull into ImagePullBackOff.
-	MarkPullBackOff []string
-	// Terminal: every container is done for good; stop the sandbox.
-	Terminal bool
-	// RefreshTokens rewrites the projected volumes' service-account
-	// tokens, which are due.
-	RefreshTokens bool
-	// WakeAt asks for another sync then (a back-off ends).
+// Output is one step's decision.
+type Output struct {
+	// Actions are to run in order; the worker then observes the runtime
+	// and steps again with their outcomes.
+	Actions []Action
+	// WakeAt is when to step again if nothing happens (zero: not before
+	// an event).
 	WakeAt time.Time
+	// Status is the pod's status to report when it changed; nil while
+	// the pod terminates or the runtime could not be read.
+	Status *corev1.PodStatus
+	// Done: the pod is gone from the node; the worker ends.
+	Done bool
 }
 
-type StartContainer struct {
-	Container *corev1.Container
-	Init      bool
-	// RestartCount of the new container.
-	RestartCount int
-	// Previous is the exited container it replaces ("" for the first).
-	Previous *cri.ContainerStatus
-	// Target is an ephemeral container's targetContainerName, whose
-	// process namespace it joins.
-	Target string
-}
-
-func (a *Actions) Empty() bool {
-	return !a.KillPod && !a.CreateSandbox && len(a.Kill) == 0 && len(a.Start) == 0 &&
-		len(a.Remove) == 0 && len(a.MarkPullBackOff) == 0 && !a.Terminal && !a.RefreshTokens
-}
-
-func (a *Actions) wake(t time.Time) {
-	if a.WakeAt.IsZero() || t.Before(a.WakeAt) {
-		a.WakeAt = t
+func (o *Output) wake(t time.Time) {
+	if !t.IsZero() && (o.WakeAt.IsZero() || t.Before(o.WakeAt)) {
+		o.WakeAt = t
 	}
 }
 
-// restartCount is the count a container was created with.
-func restartCount(c *cri.ContainerStatus) int {
-	if c == nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(c.Annotations[runtime.AnnotationRestartCount])
-	return n
-}
-
-func shouldRestart(policy corev1.RestartPolicy, c *cri.ContainerStatus) bool {
-	switch policy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return c.ExitCode != 0
-	}
-	return true
-}
-
-// backOffUntil is when a container that exited may start again.
-func backOffUntil(st *State, name string, c *cri.ContainerStatus) time.Time {
-	d := st.BackOff[name]
-	if d == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, c.FinishedAt).Add(d)
-}
-
-// ComputeActions is the kubelet's step function: from the pod's spec,
-// what the runtime holds and what the kubelet remembers, it decides what
-// to do next. It has no side effects.
-func ComputeActions(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time) Actions {
-	var a Actions
-	if IsTerminal(pod, st) {
-		if obs.ReadySandbox() != nil {
-			a.Terminal = true // stop what still runs
+// Step is the pod worker's step. It changes st, which nothing else
+// writes, and returns what to do.
+func Step(st *State, in Input) Output {
+	var out Output
+	statusFailed := false
+	for _, e := range in.Events {
+		if _, ok := e.(StatusFailed); ok {
+			statusFailed = true
 		}
-		return a
+		out.Actions = append(out.Actions, apply(st, in, e)...)
 	}
-	sb := obs.ReadySandbox()
-	if sb == nil {
-		if len(obs.Sandboxes) > 0 && (pod.Spec.RestartPolicy == corev1.RestartPolicyNever && len(obs.Containers) > 0) {
-			return a // finished, or its sandbox died and it must not restart
+	if statusFailed {
+		out.wake(in.Now.Add(terminationRetry))
+	}
+	if terminating(in) {
+		terminate(st, in, &out)
+		return out
+	}
+	if in.Runtime == nil || in.Now.Before(st.RetryAt) {
+		out.wake(st.RetryAt)
+		if in.Runtime != nil {
+			out.Status = status(st, in)
 		}
-		a.KillPod = len(obs.Sandboxes) > 0
-		a.CreateSandbox = true
-		return a
+		return out
 	}
-	// The projected tokens of a live sandbox are replaced when due,
-	// whatever else happens; not yet written (a new pod, or one adopted
-	// after a restart of the kubelet) counts as due.
-	if podHasTokenVolume(pod) {
-		if at := st.VolumesRefreshAt; !at.IsZero() && now.Before(at) {
-			a.wake(at)
-		} else {
-			a.RefreshTokens = true
+	pod, obs := in.Pod, in.Runtime
+	if !st.Admitted && st.Rejected == nil {
+		if !IsTerminal(pod, st) {
+			out.Actions = append(out.Actions, Admit{})
+			return out
+		}
+		st.Admitted = true // finished before a kubelet restart: nothing to run
+	}
+	if st.Rejected == nil {
+		p := computePlan(pod, obs, st, in.Now)
+		out.wake(p.WakeAt)
+		out.Actions = append(out.Actions, planActions(st, in, p)...)
+		if IsTerminal(pod, st) && !st.VolumesRemoved && !obs.AnyRunning() && len(out.Actions) == 0 {
+			// A finished pod's volumes go, as in the kubelet: an emptyDir
+			// lives only as long as the pod runs.
+			out.Actions = append(out.Actions, RemoveVolumes{})
 		}
 	}
-	// Stale containers that were created but never started.
-	for _, c := range obs.Containers {
-		if c.State == cri.ContainerState_CONTAINER_CREATED {
-			a.Remove = append(a.Remove, c.Id)
+	out.Status = status(st, in)
+	return out
+}
+
+func status(st *State, in Input) *corev1.PodStatus {
+	s := ComputeStatus(in.Pod, in.Runtime, st, in.Now, in.HostIP)
+	return &s
+}
+
+// apply records one event in the state; it returns the Kubernetes
+// events to record for it.
+func apply(st *State, in Input, e Event) []Action {
+	now := in.Now
+	switch e := e.(type) {
+	case Readiness:
+		st.Ready[e.ContainerID] = e.Ready
+	case StartupSucceeded:
+		st.Started[e.ContainerID] = true
+	case Unhealthy:
+		st.Unhealthy[e.ContainerID] = e.Message
+	case Evict:
+		if st.Evicted == nil {
+			f := e.Failure
+			st.Evicted = &f
+		}
+	case Admission:
+		if e.Failure == nil {
+			st.Admitted = true
+			return nil
+		}
+		st.Rejected = e.Failure
+		return []Action{RecordEvent{corev1.EventTypeWarning, e.Failure.Reason, e.Failure.Message}}
+	case ActionFailed:
+		retry := actionRetry
+		if terminating(in) {
+			retry = terminationRetry
+		}
+		st.RetryAt = now.Add(retry)
+	case ObserveFailed:
+		st.RetryAt = now.Add(terminationRetry)
+	case VolumesFailed:
+		reason, eventReason, message := ReasonCreateContainerConfigError, "Failed", "Error: "+e.Message
+		if e.Mount {
+			// Not the container's fault: the volume is not there yet.
+			reason, eventReason, message = ReasonContainerCreating, "FailedMount", e.Message
+		}
+		for _, name := range e.Names {
+			st.Waiting[name] = Waiting{Reason: reason, Message: e.Message, Until: now.Add(startRetry)}
+		}
+		return []Action{RecordEvent{corev1.EventTypeWarning, eventReason, message}}
+	case VolumesReady:
+		st.VolumesRefreshAt = e.RefreshAt
+	case TokensRefreshed:
+		st.VolumesRefreshAt = e.RefreshAt
+		if e.RefreshAt.IsZero() {
+			st.VolumesRefreshAt = now.Add(TokenRetry) // the containers keep the old token meanwhile
+		}
+	case ContainerStarted:
+		delete(st.Waiting, e.Name)
+		delete(st.PullBackOff, e.Name)
+		if e.Previous != nil {
+			st.BackOff[e.Name] = NextBackOff(st.BackOff[e.Name], e.Previous)
+		}
+	case StartFailed:
+		st.Waiting[e.Name] = Waiting{Reason: e.Reason, Message: e.Message, Until: now.Add(startFailedRetry(st, e))}
+	case ContainerKilled:
+		delete(st.Unhealthy, e.ID)
+	case PreStopDone:
+		if st.Termination != nil {
+			st.Termination.PreStopRun[e.ID] = true
+		}
+	case PodStopped:
+		if e.Terminal {
+			st.Terminal = true
+		}
+		if st.Termination != nil {
+			st.Termination.Stopped = true
+		}
+	case VolumesRemoved:
+		st.VolumesRemoved = true
+	case PodDeleted:
+		if st.Termination != nil {
+			st.Termination.Deleted = true
 		}
 	}
-	if len(a.Remove) > 0 {
-		return a
+	return nil
+}
+
+// startFailedRetry is how long a container that could not start waits
+// before the next attempt: a failed pull backs off (10s doubling to 5m),
+// the rest wait a fixed time by reason.
+func startFailedRetry(st *State, e StartFailed) time.Duration {
+	switch e.Reason {
+	case ReasonErrImagePull:
+		st.PullBackOff[e.Name] = doubled(st.PullBackOff[e.Name])
+		return st.PullBackOff[e.Name]
+	case ReasonInvalidImageName:
+		return invalidImageRetry
+	case ReasonErrImageNeverPull:
+		return neverPullRetry
 	}
-	// Unhealthy containers are killed; their restart follows their exit.
-	for _, c := range obs.Containers {
-		if c.State == cri.ContainerState_CONTAINER_RUNNING {
-			if msg, ok := st.Unhealthy[c.Id]; ok {
-				a.Kill = append(a.Kill, KillContainer{ID: c.Id, Name: c.Metadata.GetName(), Message: msg})
-			}
-		}
+	return startRetry
+}
+
+// planActions turns a running pod's plan into actions, in the order the
+// worker runs them.
+func planActions(st *State, in Input, p plan) []Action {
+	pod, obs := in.Pod, in.Runtime
+	var out []Action
+	if p.KillPod {
+		out = append(out, StopPod{SandboxIDs: sandboxIDs(obs, false), Grace: GracePeriod(pod)})
 	}
-	// A running container whose spec changed (`kubectl set image pod/…`)
-	// is killed and started again from the new spec, whatever the
-	// restart policy, as the kubelet's containerChanged decides.
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		if cur, _ := obs.Latest(c.Name); cur != nil && cur.State == cri.ContainerState_CONTAINER_RUNNING && specChanged(c, cur) {
-			a.Kill = append(a.Kill, KillContainer{ID: cur.Id, Name: c.Name, Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
-		}
+	if p.CreateSandbox {
+		return append(out, CreateSandbox{Attempt: uint32(len(obs.Sandboxes))})
 	}
-	if len(a.Kill) > 0 {
-		return a
+	if p.RefreshTokens {
+		out = append(out, RefreshTokens{})
 	}
-	// Init containers, in order, each to completion.
-	for i := range pod.Spec.InitContainers {
-		ic := &pod.Spec.InitContainers[i]
-		cur, _ := obs.Latest(ic.Name)
-		switch {
-		case cur == nil:
-			startOrWait(&a, st, ic, true, nil, now)
-			return a
-		case cur.State == cri.ContainerState_CONTAINER_RUNNING:
-			return a
-		case cur.ExitCode == 0:
+	for _, id := range p.Remove {
+		out = append(out, RemoveContainer{ID: id})
+	}
+	for _, k := range p.Kill {
+		out = append(out, RecordEvent{corev1.EventTypeNormal, "Killing", k.Message},
+			KillContainer{ID: k.ID, Name: k.Name, Grace: GracePeriod(pod)})
+	}
+	for _, name := range p.MarkPullBackOff {
+		w := st.Waiting[name]
+		if w.Reason == ReasonImagePullBackOff {
 			continue
-		case pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
-			a.Terminal = true
-			return a
-		default:
-			if until := backOffUntil(st, ic.Name, cur); now.Before(until) {
-				a.wake(until)
-				return a
-			}
-			startOrWait(&a, st, ic, true, cur, now)
-			return a
+		}
+		msg := fmt.Sprintf("Back-off pulling image %q", imageOf(pod, name))
+		w.Reason, w.Message = ReasonImagePullBackOff, msg
+		st.Waiting[name] = w
+		out = append(out, RecordEvent{corev1.EventTypeNormal, "BackOff", msg})
+	}
+	if p.Terminal {
+		grace := GracePeriod(pod)
+		if st.Evicted != nil {
+			grace = 0 // a hard eviction threshold allows no grace period
+		}
+		return append(out, StopPod{SandboxIDs: sandboxIDs(obs, true), Grace: grace, Terminal: true})
+	}
+	if len(p.Start) > 0 {
+		names := make([]string, len(p.Start))
+		for i, s := range p.Start {
+			names[i] = s.Container.Name
+		}
+		out = append(out, SetUpVolumes{Names: names})
+		for _, s := range p.Start {
+			out = append(out, StartContainer(s))
 		}
 	}
-	done := 0
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		cur, _ := obs.Latest(c.Name)
-		switch {
-		case cur == nil:
-			startOrWait(&a, st, c, false, nil, now)
-		case cur.State == cri.ContainerState_CONTAINER_RUNNING:
-		case specChanged(c, cur):
-			startOrWait(&a, st, c, false, cur, now) // killed for its new spec: no back-off
-		case !shouldRestart(pod.Spec.RestartPolicy, cur):
-			done++
-		default:
-			if until := backOffUntil(st, c.Name, cur); now.Before(until) {
-				a.wake(until)
-				continue
-			}
-			startOrWait(&a, st, c, false, cur, now)
-		}
-	}
-	if done == len(pod.Spec.Containers) {
-		a.Terminal = true
-		return a
-	}
-	// Ephemeral containers (kubectl debug) run once, never restarted; one
-	// with a target waits for the target to run.
-	for i := range pod.Spec.EphemeralContainers {
-		ec := &pod.Spec.EphemeralContainers[i]
-		if cur, _ := obs.Latest(ec.Name); cur != nil {
-			continue
-		}
-		if t := ec.TargetContainerName; t != "" {
-			if cur, _ := obs.Latest(t); cur == nil || cur.State != cri.ContainerState_CONTAINER_RUNNING {
-				continue
-			}
-		}
-		n := len(a.Start)
-		startOrWait(&a, st, (*corev1.Container)(&ec.EphemeralContainerCommon), false, nil, now)
-		if len(a.Start) > n {
-			a.Start[n].Target = ec.TargetContainerName
-		}
-	}
-	return a
+	return out
 }
 
-// specChanged reports whether a container was made from another spec
-// than c (a container without the hash annotation counts as unchanged).
-func specChanged(c *corev1.Container, s *cri.ContainerStatus) bool {
-	h, ok := s.Annotations[runtime.AnnotationContainerHash]
-	return ok && h != ContainerHash(c)
+// terminating reports whether the pod is being deleted.
+func terminating(in Input) bool {
+	return in.Removed || in.Pod.DeletionTimestamp != nil
 }
 
-func podHasTokenVolume(pod *corev1.Pod) bool {
-	for i := range pod.Spec.Volumes {
-		if HasTokenProjection(&pod.Spec.Volumes[i]) {
-			return true
-		}
+// terminate is a deleted pod's termination: preStop hooks, then every
+// container stopped within what is left of the grace period (SIGTERM,
+// SIGKILL at its end) and the sandboxes, the volumes removed, the API
+// object deleted, the sandboxes and directories removed.
+func terminate(st *State, in Input, out *Output) {
+	now := in.Now
+	t := st.Termination
+	deadline := now.Add(time.Duration(GracePeriod(in.Pod)) * time.Second)
+	if t == nil {
+		t = &Termination{Deadline: deadline, PreStopRun: map[string]bool{}}
+		st.Termination = t
+	} else if deadline.Before(t.Deadline) {
+		t.Deadline = deadline // deleted again with a shorter grace period
 	}
-	return false
-}
-
-// startOrWait starts a container unless a start failure holds it back.
-func startOrWait(a *Actions, st *State, c *corev1.Container, init bool, prev *cri.ContainerStatus, now time.Time) {
-	if w, ok := st.Waiting[c.Name]; ok && now.Before(w.Until) {
-		if w.Reason == ReasonErrImagePull {
-			a.MarkPullBackOff = append(a.MarkPullBackOff, c.Name)
-		}
-		a.wake(w.Until)
+	if in.Runtime == nil || now.Before(st.RetryAt) {
+		out.wake(st.RetryAt)
 		return
 	}
-	n := 0
-	if prev != nil {
-		n = restartCount(prev) + 1
-	}
-	a.Start = append(a.Start, StartContainer{Container: c, Init: init, RestartCount: n, Previous: prev})
-}
-
-// NextBackOff is the back-off to apply after restarting a container whose
-// previous instance is prev.
-func NextBackOff(cur time.Duration, prev *cri.ContainerStatus) time.Duration {
-	if prev == nil {
-		return 0
-	}
-	if prev.StartedAt != 0 && prev.FinishedAt-prev.StartedAt >= int64(backOffReset) {
-		return InitialBackOff
+	obs := in.Runtime
+	if !t.Stopped {
+		remaining := int64(math.Ceil(max(0, t.Deadline.Sub(now)).Seconds()))
+		var hooks, kills []Action
+		for _, c := range obs.Containers {
+			if c.State != cri.ContainerState_CONTAINER_RUNNING {
+				continue
+			}
+			name := c.Metadata.GetName()
+			if cmd := preStopCommand(in.Pod, name); cmd != nil && !t.PreStopRun[c.Id] && remaining > 0 {
+				hooks = append(hooks, RecordEvent{corev1.EventTypeNormal, "Killing", "Stopping container " + name},
+					RunPreStop{ID: c.Id, Name: name, Command: cmd, TimeoutSeconds: remaining})
+				continue
+			}
+			if !t.PreStopRun[c.Id] {
+				kills = append(kills, RecordEvent{corev1.EventTypeNormal, "Killing", "Stopping container " + name})
+			}
+		}
+		if len(hooks) > 0 {
+			out.Actions = append(out.Actions, hooks...)
+			return
+		}
+		out.Actions = append(out.Actions, kills...)
+		out.Actions = append(out.Actions, StopPod{SandboxIDs: sandboxIDs(obs, false), Grace: remaining, Terminal: true})
+		return
 	}
 	switch {
-	case cur == 0:
-		return InitialBackOff
-	case cur*2 > MaxBackOff:
-		return MaxBackOff
+	case !st.VolumesRemoved:
+		// Volumes go before the pod object, as in the kubelet: a pod is
+		// gone from the API only once its resources are reclaimed.
+		out.Actions = append(out.Actions, RemoveVolumes{})
+	case !t.Deleted && !in.Removed && !in.Static:
+		out.Actions = append(out.Actions, DeletePod{})
+	default:
+		out.Actions = append(out.Actions, RemovePod{SandboxIDs: sandboxIDs(obs, false)})
+		out.Done = true
 	}
-	return cur * 2
 }
 
-// IsTerminal reports whether the pod is done for good: its phase is
-// Succeeded or Failed, or it is being evicted.
-func IsTerminal(pod *corev1.Pod, st *State) bool {
-	p := pod.Status.Phase
-	return st.Terminal || st.Evicted != nil || p == corev1.PodSucceeded || p == corev1.PodFailed
-}
-
-func backOffMessage(d time.Duration, c, pod string) string {
-	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, c, pod)
-}
-
-// ContainerHash identifies the spec a container was created from.
-func ContainerHash(c *corev1.Container) string {
-	data, _ := json.Marshal(c)
-	h := fnv.New32a()
-	h.Write(data)
-	return strconv.FormatUint(uint64(h.Sum32()), 16)
-}
-
-// HasTokenProjection reports whether a volume projects a service-account token.
-func HasTokenProjection(v *corev1.Volume) bool {
-	if v.Projected == nil {
-		return false
-	}
-	for _, src := range v.Projected.Sources {
-		if src.ServiceAccountToken != nil {
-			return true
+// preStopCommand is the container's preStop exec hook, nil for none.
+func preStopCommand(pod *corev1.Pod, name string) []string {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == name && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Exec != nil {
+			return c.Lifecycle.PreStop.Exec.Command
 		}
 	}
-	return false
+	return nil
+}
+
+// sandboxIDs lists the pod's sandboxes, only the ready ones if ready.
+func sandboxIDs(obs *runtime.Pod, ready bool) []string {
+	var ids []string
+	for _, sb := range obs.Sandboxes {
+		if !ready || sb.State == cri.PodSandboxState_SANDBOX_READY {
+			ids = append(ids, sb.Id)
+		}
+	}
+	return ids
+}
+
+// GracePeriod is the pod's termination grace period in seconds: the
+// delete's, else the spec's, else 30.
+func GracePeriod(pod *corev1.Pod) int64 {
+	if pod.DeletionGracePeriodSeconds != nil {
+		return *pod.DeletionGracePeriodSeconds
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return 30
+}
+
+func imageOf(pod *corev1.Pod, name string) string {
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if c.Name == name {
+			return c.Image
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		if c.Name == name {
+			return c.Image
+		}
+	}
+	return ""
 }

@@ -62,7 +62,7 @@ func (b *obsB) MadeFrom(image string) *obsB {
 }
 func (b *obsB) Obj() *runtime.Pod { b.o.Sort(); return b.o }
 
-func started(a Actions) []string {
+func started(a plan) []string {
 	var out []string
 	for _, s := range a.Start {
 		out = append(out, s.Container.Name+"#"+strconv.Itoa(s.RestartCount))
@@ -70,7 +70,7 @@ func started(a Actions) []string {
 	return out
 }
 
-func TestComputePodActions(t *testing.T) {
+func TestComputePlan(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		pod     *corev1.Pod
@@ -142,7 +142,7 @@ func TestComputePodActions(t *testing.T) {
 			}, now: t0, wakeAt: t0.Add(10 * time.Second)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := NewState()
+			st := NewState(time.Time{})
 			if tc.state != nil {
 				tc.state(st)
 			}
@@ -150,7 +150,7 @@ func TestComputePodActions(t *testing.T) {
 			if now.IsZero() {
 				now = t0
 			}
-			a := ComputeActions(tc.pod, tc.obs, st, now)
+			a := computePlan(tc.pod, tc.obs, st, now)
 			if got := started(a); len(got) != len(tc.want) || (len(got) > 0 && !equal(got, tc.want)) {
 				t.Errorf("started %v, want %v", got, tc.want)
 			}
@@ -225,9 +225,9 @@ func TestStepRefreshesTokens(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := NewState()
+			st := NewState(time.Time{})
 			st.VolumesRefreshAt = tt.refreshAt
-			a := ComputeActions(tt.pod, obs, st, now)
+			a := computePlan(tt.pod, obs, st, now)
 			if a.RefreshTokens != tt.wantRefresh || !a.WakeAt.Equal(tt.wantWake) {
 				t.Errorf("RefreshTokens %v WakeAt %v, want %v %v", a.RefreshTokens, a.WakeAt, tt.wantRefresh, tt.wantWake)
 			}
