@@ -77,8 +77,8 @@ func (ctl *Controller) Run(ctx context.Context, workers int) {
 	})
 }
 
-// Plan is what one namespace lacks.
-type Plan struct {
+// Output is what one namespace lacks.
+type Output struct {
 	CreateDefault bool
 	// RootCA is the ConfigMap to create (Create) or replace (Update).
 	RootCA         *corev1.ConfigMap
@@ -86,10 +86,10 @@ type Plan struct {
 	UpdateRootCACM bool
 }
 
-// PlanNamespace decides, from the cached state of one namespace, what to
+// Plan decides, from the cached state of one namespace, what to
 // create or fix. A namespace being deleted gets nothing new.
-func PlanNamespace(ns *corev1.Namespace, defaultSA *corev1.ServiceAccount, rootCA *corev1.ConfigMap, caPEM string) Plan {
-	var p Plan
+func Plan(ns *corev1.Namespace, defaultSA *corev1.ServiceAccount, rootCA *corev1.ConfigMap, caPEM string) Output {
+	var p Output
 	if ns == nil || ns.Status.Phase != corev1.NamespaceActive || ns.DeletionTimestamp != nil {
 		return p
 	}
@@ -119,7 +119,7 @@ func (ctl *Controller) sync(ctx context.Context, name string) (framework.Result,
 	ns, _ := ctl.inf.Namespaces.Store().Get("", name)
 	sa, _ := ctl.inf.ServiceAccounts.Store().Get(name, "default")
 	cm, _ := ctl.inf.ConfigMaps.Store().Get(name, RootCAConfigMap)
-	p := PlanNamespace(ns, sa, cm, ctl.rootCA)
+	p := Plan(ns, sa, cm, ctl.rootCA)
 	if p.CreateDefault {
 		_, err := ctl.c.ServiceAccounts().Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: name}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) && !isTerminating(err) {

@@ -31,7 +31,7 @@ func TestPlanNamespace(t *testing.T) {
 		{"a namespace gone from the cache gets nothing", nil, nil, nil, false, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := PlanNamespace(c.ns, c.sa, c.cm, "CA")
+			p := Plan(c.ns, c.sa, c.cm, "CA")
 			if p.CreateDefault != c.wantSA || p.CreateRootCA != c.wantCreate || p.UpdateRootCACM != c.wantFixed {
 				t.Errorf("plan %+v, want default=%v create=%v fix=%v", p, c.wantSA, c.wantCreate, c.wantFixed)
 			}
