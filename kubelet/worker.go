@@ -99,6 +99,7 @@ func (w *podWorker) run(ctx context.Context) {
 				delete(w.k.workers, w.uid)
 			}
 			w.k.mu.Unlock()
+			w.k.admitted(w.uid)
 			w.k.probes.RemovePod(w.uid)
 			w.k.volumes.ForgetPod(w.uid)
 			w.closeCleanedUp()
@@ -139,8 +140,11 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		w.mu.Lock()
 		out = podstep.Step(w.state, podstep.Input{Pod: pod, Removed: removed, Static: static, Runtime: obs,
 			Events: events, Now: k.cfg.Clock.Now(), HostIP: k.cfg.NodeIP})
-		cleaned := w.state.VolumesRemoved
+		cleaned, decided := w.state.VolumesRemoved, w.state.Admitted || w.state.Rejected != nil
 		w.mu.Unlock()
+		if decided {
+			k.admitted(pod.UID)
+		}
 		events = nil
 		if cleaned {
 			w.closeCleanedUp()
@@ -286,14 +290,20 @@ func (w *podWorker) admit(pod *corev1.Pod) *podstep.Failure {
 	if node == nil {
 		return nil // not registered yet: nothing to check against
 	}
+	k.admitMu.Lock()
+	defer k.admitMu.Unlock()
 	res := admitUnderPressure(pod, k.evictions.Conditions())
 	if res == nil {
 		res = admit(node, pod, k.admittedPods(pod.UID), k.cfg.AllowedUnsafeSysctls)
 	}
 	if res != nil {
 		k.log.Info("pod rejected", "pod", pod.Namespace+"/"+pod.Name, "reason", res.Reason, "message", res.Message)
+		return res
 	}
-	return res
+	k.mu.Lock()
+	k.admitting[pod.UID] = pod
+	k.mu.Unlock()
+	return nil
 }
 
 func (w *podWorker) createSandbox(ctx context.Context, pod *corev1.Pod, attempt uint32) error {
