@@ -131,11 +131,14 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 	var out podstep.Output
 	var obs *runtime.Pod
 	statusFailed := false
+	stale := true // the runtime may hold something else than obs
 	for round := 0; round < maxRounds; round++ {
-		var err error
-		if obs, err = k.observe(ctx, pod.UID); err != nil {
-			k.log.Warn("observing the runtime", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-			events = append(events, podstep.ObserveFailed{Message: err.Error()})
+		if stale {
+			var err error
+			if obs, err = k.observe(ctx, pod.UID); err != nil {
+				k.log.Warn("observing the runtime", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+				events = append(events, podstep.ObserveFailed{Message: err.Error()})
+			}
 		}
 		w.mu.Lock()
 		out = podstep.Step(w.state, podstep.Input{Pod: pod, Removed: removed, Static: static, Runtime: obs,
@@ -162,6 +165,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 			break
 		}
 		events = w.execute(ctx, pod, obs, out.Actions)
+		stale = obs == nil || slices.ContainsFunc(out.Actions, changesRuntime)
 		if ctx.Err() != nil {
 			return time.Time{}, false
 		}
@@ -180,6 +184,18 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		k.probes.Sync(pod, obs)
 	}
 	return out.WakeAt, false
+}
+
+// changesRuntime reports whether an action may change what the runtime
+// holds for the pod: after the others (admission, events, volumes, the
+// API object) the next step reads the same observation again.
+func changesRuntime(a podstep.Action) bool {
+	switch a.(type) {
+	case podstep.Admit, podstep.RecordEvent, podstep.SetUpVolumes, podstep.RefreshTokens,
+		podstep.RemoveVolumes, podstep.DeletePod:
+		return false
+	}
+	return true
 }
 
 // execute performs a step's actions in order and returns their outcomes.
