@@ -269,25 +269,34 @@ func (m *Manager) StatusLoop(ctx context.Context) error {
 	}
 }
 
-// updateNodeStatus reads the Node, computes its status and writes it when
-// it changed (or when force is set, to renew the heartbeat times). A
-// conflict (the node controller wrote the Node in between: its podCIDR
-// just after registration, or a taint) is retried at once on a fresh
-// read, a few times, instead of waiting for the next round.
+// updateNodeStatus computes the Node's status and writes it when it
+// changed (or when force is set, to renew the heartbeat times). It
+// starts from the Node as last seen (watched or written), as the kubelet
+// reads it from the apiserver's cache first, so that an idle node's
+// status pass costs no read. A conflict (the node controller wrote the
+// Node in between: its podCIDR just after registration, or a taint) is
+// retried at once on a fresh read, a few times, instead of waiting for
+// the next round.
 func (m *Manager) updateNodeStatus(ctx context.Context, force bool) error {
 	for attempt := 0; ; attempt++ {
-		err := m.tryUpdateNodeStatus(ctx, force)
+		err := m.tryUpdateNodeStatus(ctx, force, attempt == 0)
 		if !apierrors.IsConflict(err) || attempt == 4 {
 			return err
 		}
 	}
 }
 
-func (m *Manager) tryUpdateNodeStatus(ctx context.Context, force bool) error {
+func (m *Manager) tryUpdateNodeStatus(ctx context.Context, force, fromCache bool) error {
 	nodes := m.cfg.Client.Nodes()
-	node, err := nodes.Get(ctx, "", m.cfg.NodeName, metav1.GetOptions{})
-	if err != nil {
-		return err
+	var node *corev1.Node
+	if fromCache {
+		node = m.Node()
+	}
+	if node == nil {
+		var err error
+		if node, err = nodes.Get(ctx, "", m.cfg.NodeName, metav1.GetOptions{}); err != nil {
+			return err
+		}
 	}
 	m.setNode(node)
 	want := m.nodeStatus(ctx, node.Status)
