@@ -7,7 +7,7 @@ ARGS    ?=
 IMAGES  ?= bin/images
 TESTLOG ?= bin/test.log
 
-.PHONY: deps build images up test fuzz unit bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns bench-services compose-images compose-up compose-down compose-kubeconfig compose-load clean
+.PHONY: deps build images up test race fuzz unit bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns bench-services compose-images compose-up compose-down compose-kubeconfig compose-load clean
 
 ## build: bin/minik, static (no cgo) and without containerd's Go-plugin
 ## loader (its import of package plugin exports every symbol dynamically:
@@ -35,7 +35,13 @@ test: build
 	$(GO) vet ./...
 	set -o pipefail; MINIK_BIN=$(CURDIR)/bin/minik $(GO) test -count=1 -timeout 30m ./... 2>&1 | tee $(TESTLOG) || \
 	  { echo "=== why each test failed (from $(TESTLOG)):"; awk -f test/faildigest.awk $(TESTLOG); exit 1; }
+	$(MAKE) race
 	$(MAKE) fuzz
+
+## race: the tests that start no cluster, container or kernel rule
+## (test/racepkgs.sh lists them), again under the race detector.
+race:
+	$(GO) test -race -count=1 $$(bash test/racepkgs.sh)
 
 ## fuzz: each fuzz target (request decoding and admission, patches) for
 ## FUZZTIME; a crasher is kept under apiserver/testdata/fuzz and then runs

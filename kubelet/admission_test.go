@@ -1,12 +1,16 @@
 package kubelet
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	"minik/kubelet/internal/podtest"
+	"minik/kubelet/podstep"
 	"minik/scheduler/framework"
 	"minik/scheduler/plugins/nodeaffinity"
 	"minik/scheduler/plugins/nodename"
@@ -206,4 +210,43 @@ func TestExpand(t *testing.T) {
 			t.Errorf("expand(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+func TestAdmittedPodsCountThePodsAdmissionJustLetIn(t *testing.T) {
+	running := newPodNamed("running")
+	let := newPodNamed("just-admitted")
+	w := &podWorker{pod: running, state: podstep.NewState(time.Time{})}
+	w.state.Admitted = true
+	k := &Kubelet{workers: map[types.UID]*podWorker{running.UID: w}, admitting: map[types.UID]*corev1.Pod{let.UID: let}}
+	names := func(pods []*corev1.Pod) []string {
+		var out []string
+		for _, p := range pods {
+			out = append(out, p.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	steps := []struct {
+		name   string
+		do     func()
+		except types.UID
+		want   []string
+	}{
+		{"a pod admitted but not yet recorded by its step counts", func() {}, "", []string{"just-admitted", "running"}},
+		{"the pod being admitted does not count against itself", func() {}, let.UID, []string{"running"}},
+		{"once its step recorded the answer, it counts through its worker only", func() { k.admitted(let.UID) }, "", []string{"running"}},
+	}
+	for _, s := range steps {
+		s.do()
+		if got := names(k.admittedPods(s.except)); !slices.Equal(got, s.want) {
+			t.Errorf("%s: admitted pods %v, want %v", s.name, got, s.want)
+		}
+	}
+}
+
+// newPodNamed is a pod with one container and a UID of its name.
+func newPodNamed(name string) *corev1.Pod {
+	p := makePod("c").Obj()
+	p.Name, p.UID = name, types.UID("uid-"+name)
+	return p
 }

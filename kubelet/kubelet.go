@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +48,12 @@ type Kubelet struct {
 	workers map[types.UID]*podWorker
 	// static is the static pod source (nil without PodManifestPath).
 	static *staticPods
+
+	// admitMu makes admission one pod at a time, as the kubelet's
+	// HandlePodAdditions; admitting holds the pods admitted whose step
+	// has not yet recorded it, so that the next admission counts them.
+	admitMu   sync.Mutex
+	admitting map[types.UID]*corev1.Pod
 }
 
 // Run runs the kubelet until ctx ends: it registers the Node, keeps its
@@ -59,7 +66,7 @@ func Run(ctx context.Context, cfg Config) error {
 	k := &Kubelet{
 		cfg: cfg, log: cfg.Logger.With("component", "kubelet", "node", cfg.NodeName), rt: cfg.Runtime,
 		recorder: record.NewRecorder(cfg.Client, "kubelet", cfg.NodeName),
-		workers:  map[types.UID]*podWorker{},
+		workers:  map[types.UID]*podWorker{}, admitting: map[types.UID]*corev1.Pod{},
 	}
 	k.probes = prober.New(prober.Config{Runtime: k.rt, Clock: cfg.Clock, Results: k.probeResult, PodIP: k.podIP,
 		Event: func(pod *corev1.Pod, typ, reason, msg string) {
@@ -234,7 +241,23 @@ func (k *Kubelet) worker(ctx context.Context, uid types.UID) *podWorker {
 // a preemptor bound as soon as its victim left the API fail with
 // OutOfcpu.
 func (k *Kubelet) admittedPods(except types.UID) []*corev1.Pod {
-	return k.podsWhere(except, func(st *podstep.State) bool { return !st.Terminal })
+	pods := k.podsWhere(except, func(st *podstep.State) bool { return !st.Terminal })
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for uid, p := range k.admitting {
+		if uid != except && !slices.ContainsFunc(pods, func(q *corev1.Pod) bool { return q.UID == uid }) {
+			pods = append(pods, p)
+		}
+	}
+	return pods
+}
+
+// admitted drops the pod from admitting once its step has recorded
+// admission's answer.
+func (k *Kubelet) admitted(uid types.UID) {
+	k.mu.Lock()
+	delete(k.admitting, uid)
+	k.mu.Unlock()
 }
 
 func (k *Kubelet) podsWhere(except types.UID, keep func(*podstep.State) bool) []*corev1.Pod {

@@ -99,6 +99,7 @@ func (w *podWorker) run(ctx context.Context) {
 				delete(w.k.workers, w.uid)
 			}
 			w.k.mu.Unlock()
+			w.k.admitted(w.uid)
 			w.k.probes.RemovePod(w.uid)
 			w.k.volumes.ForgetPod(w.uid)
 			w.closeCleanedUp()
@@ -130,17 +131,23 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 	var out podstep.Output
 	var obs *runtime.Pod
 	statusFailed := false
+	stale := true // the runtime may hold something else than obs
 	for round := 0; round < maxRounds; round++ {
-		var err error
-		if obs, err = k.observe(ctx, pod.UID); err != nil {
-			k.log.Warn("observing the runtime", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-			events = append(events, podstep.ObserveFailed{Message: err.Error()})
+		if stale {
+			var err error
+			if obs, err = k.observe(ctx, pod.UID); err != nil {
+				k.log.Warn("observing the runtime", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+				events = append(events, podstep.ObserveFailed{Message: err.Error()})
+			}
 		}
 		w.mu.Lock()
 		out = podstep.Step(w.state, podstep.Input{Pod: pod, Removed: removed, Static: static, Runtime: obs,
 			Events: events, Now: k.cfg.Clock.Now(), HostIP: k.cfg.NodeIP})
-		cleaned := w.state.VolumesRemoved
+		cleaned, decided := w.state.VolumesRemoved, w.state.Admitted || w.state.Rejected != nil
 		w.mu.Unlock()
+		if decided {
+			k.admitted(pod.UID)
+		}
 		events = nil
 		if cleaned {
 			w.closeCleanedUp()
@@ -158,6 +165,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 			break
 		}
 		events = w.execute(ctx, pod, obs, out.Actions)
+		stale = obs == nil || slices.ContainsFunc(out.Actions, changesRuntime)
 		if ctx.Err() != nil {
 			return time.Time{}, false
 		}
@@ -176,6 +184,18 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		k.probes.Sync(pod, obs)
 	}
 	return out.WakeAt, false
+}
+
+// changesRuntime reports whether an action may change what the runtime
+// holds for the pod: after the others (admission, events, volumes, the
+// API object) the next step reads the same observation again.
+func changesRuntime(a podstep.Action) bool {
+	switch a.(type) {
+	case podstep.Admit, podstep.RecordEvent, podstep.SetUpVolumes, podstep.RefreshTokens,
+		podstep.RemoveVolumes, podstep.DeletePod:
+		return false
+	}
+	return true
 }
 
 // execute performs a step's actions in order and returns their outcomes.
@@ -286,14 +306,20 @@ func (w *podWorker) admit(pod *corev1.Pod) *podstep.Failure {
 	if node == nil {
 		return nil // not registered yet: nothing to check against
 	}
+	k.admitMu.Lock()
+	defer k.admitMu.Unlock()
 	res := admitUnderPressure(pod, k.evictions.Conditions())
 	if res == nil {
 		res = admit(node, pod, k.admittedPods(pod.UID), k.cfg.AllowedUnsafeSysctls)
 	}
 	if res != nil {
 		k.log.Info("pod rejected", "pod", pod.Namespace+"/"+pod.Name, "reason", res.Reason, "message", res.Message)
+		return res
 	}
-	return res
+	k.mu.Lock()
+	k.admitting[pod.UID] = pod
+	k.mu.Unlock()
+	return nil
 }
 
 func (w *podWorker) createSandbox(ctx context.Context, pod *corev1.Pod, attempt uint32) error {

@@ -253,6 +253,10 @@ func (inf *Informer[T]) list(ctx context.Context) (string, error) {
 	return rv, nil
 }
 
+// Replace makes the cache hold exactly items, as a list does: tests of
+// a controller's driver fill its caches with it, without an apiserver.
+func (inf *Informer[T]) Replace(items []*T) { inf.replace(items) }
+
 // replace makes the store hold exactly items and queues the differences:
 // adds and updates in list order, then deletes in key order. Objects whose
 // resourceVersion did not change are not reported.

@@ -62,7 +62,7 @@ func (cc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 		return framework.Result{}, nil
 	}
 	jobs := cc.inf.Jobs.Store().ByIndex(framework.ControllerUIDIndex, string(cj.UID))
-	plan := Reconcile(cj, jobs, cc.clock.Now())
+	plan := Plan(cj, jobs, cc.clock.Now())
 	for _, ev := range plan.Events {
 		cc.rec.Eventf(cj, ev.Type, ev.Reason, "%s", ev.Message)
 	}

@@ -31,10 +31,10 @@ const nextSlack = 100 * time.Millisecond
 // Event is an event the plan asks for.
 type Event struct{ Type, Reason, Message string }
 
-// Plan is one sync's work: first delete ReplaceJobs, then create Create
+// Output is one sync's work: first delete ReplaceJobs, then create Create
 // (adding it to Status.Active and setting LastScheduleTime when that
 // works), write Status, then delete HistoryJobs.
-type Plan struct {
+type Output struct {
 	ReplaceJobs []*batchv1.Job
 	Create      *batchv1.Job
 	// Scheduled is the schedule time Create is for.
@@ -132,9 +132,9 @@ func finished(j *batchv1.Job) (batchv1.JobConditionType, bool) {
 	return "", false
 }
 
-// Reconcile plans one sync of cj, given the Jobs it controls.
-func Reconcile(cj *batchv1.CronJob, jobs []*batchv1.Job, now time.Time) Plan {
-	var plan Plan
+// Plan plans one sync of cj, given the Jobs it controls.
+func Plan(cj *batchv1.CronJob, jobs []*batchv1.Job, now time.Time) Output {
+	var plan Output
 	st := cj.Status.DeepCopy()
 	byName := map[string]*batchv1.Job{}
 	for _, j := range jobs {

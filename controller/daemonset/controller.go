@@ -102,7 +102,7 @@ func (dc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	if retry, err := dc.syncRevisions(ctx, ds, hash, byNode); err != nil || retry {
 		return framework.Result{}, err
 	}
-	plan := Reconcile(ds, dc.inf.Nodes.Store().List(), byNode, hash, dc.clock.Now())
+	plan := Plan(ds, dc.inf.Nodes.Store().List(), byNode, hash, dc.clock.Now())
 	var errs []error
 	if dc.expect.Satisfied(key) {
 		errs = append(errs, dc.apply(ctx, key, ds, plan, hash))
@@ -121,7 +121,7 @@ func (dc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	return framework.Result{RequeueAfter: plan.RequeueAfter}, errors.Join(errs...)
 }
 
-func (dc *Controller) apply(ctx context.Context, key string, ds *appsv1.DaemonSet, plan Plan, hash string) error {
+func (dc *Controller) apply(ctx context.Context, key string, ds *appsv1.DaemonSet, plan Output, hash string) error {
 	uids := make([]types.UID, len(plan.Delete))
 	for i, p := range plan.Delete {
 		uids[i] = p.UID

@@ -1,6 +1,6 @@
 // Package daemonset runs one pod of a DaemonSet on every eligible node:
 //
-//	ds/node/pod event ─▶ queue(ds) ─▶ Reconcile(ds, nodes, its pods by node, hash, now)
+//	ds/node/pod event ─▶ queue(ds) ─▶ Plan(ds, nodes, its pods by node, hash, now)
 //	   eligible = nodeSelector ∧ required node affinity ∧ NoSchedule/NoExecute taints tolerated
 //	   eligible, no pod        ─▶ create (pinned by node affinity metadata.name=NODE)
 //	   not eligible any more   ─▶ delete (only an untolerated NoExecute taint evicts a running one)
@@ -87,8 +87,8 @@ func untolerated(tols []corev1.Toleration, taints []corev1.Taint, effect corev1.
 	return found
 }
 
-// Plan is what one sync does.
-type Plan struct {
+// Output is what one sync does.
+type Output struct {
 	// CreateOn lists the nodes that need a pod.
 	CreateOn []string
 	Delete   []*corev1.Pod
@@ -97,12 +97,12 @@ type Plan struct {
 	RequeueAfter time.Duration
 }
 
-// Reconcile plans ds over nodes; podsByNode are its pods keyed by the node
+// Plan plans ds over nodes; podsByNode are its pods keyed by the node
 // they are on (or pinned to). As in Kubernetes, a sync first makes every
 // node run the right number of pods (the manage step); only when that has
 // nothing to do does it take one step of a RollingUpdate.
-func Reconcile(ds *appsv1.DaemonSet, nodes []*corev1.Node, podsByNode map[string][]*corev1.Pod, hash string, now time.Time) Plan {
-	var plan Plan
+func Plan(ds *appsv1.DaemonSet, nodes []*corev1.Node, podsByNode map[string][]*corev1.Pod, hash string, now time.Time) Output {
+	var plan Output
 	st := appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, CollisionCount: ds.Status.CollisionCount,
 		Conditions: ds.Status.Conditions}
 	minReady := ds.Spec.MinReadySeconds

@@ -23,7 +23,7 @@ func dsPod(name, node, hash string) *corev1.Pod {
 	return testutil.Pod(name).Node(node).Label(RevisionHashLabel, hash).Ready(testutil.T0).Obj()
 }
 
-func TestReconcile(t *testing.T) {
+func TestPlan(t *testing.T) {
 	now := testutil.T0
 	n1, n2, n3 := testutil.Node("n1").Obj(), testutil.Node("n2").Obj(), testutil.Node("n3").Obj()
 	cases := []struct {
@@ -86,7 +86,7 @@ func TestReconcile(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Reconcile(tc.ds, tc.nodes, tc.pods, "h", now)
+			plan := Plan(tc.ds, tc.nodes, tc.pods, "h", now)
 			if !slices.Equal(plan.CreateOn, tc.wantCreate) {
 				t.Errorf("create on %v, want %v", plan.CreateOn, tc.wantCreate)
 			}
@@ -216,7 +216,7 @@ func TestReconcileSurge(t *testing.T) {
 			if ns == nil {
 				ns = nodes()
 			}
-			plan := Reconcile(tc.ds, ns, tc.pods, "h", now)
+			plan := Plan(tc.ds, ns, tc.pods, "h", now)
 			if !slices.Equal(plan.CreateOn, tc.wantCreate) {
 				t.Errorf("create on %v, want %v", plan.CreateOn, tc.wantCreate)
 			}

@@ -120,7 +120,7 @@ func TestProgressingConditionReasons(t *testing.T) {
 			in := tc.input()
 			in.Now = now
 			before := getCondition(in.Deployment.Status, appsv1.DeploymentProgressing)
-			out := Reconcile(in)
+			out := Plan(in)
 			st := status(out)
 			if st == nil {
 				st = &in.Deployment.Status
@@ -193,7 +193,7 @@ func TestReplicaFailureIsCopiedFromTheReplicaSets(t *testing.T) {
 				d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue,
 					Reason: "FailedCreate", Message: tc.deploymentFailure, LastUpdateTime: metav1.NewTime(failedAt), LastTransitionTime: metav1.NewTime(failedAt)}}
 			}
-			st := status(Reconcile(Input{Deployment: d, ReplicaSets: rss, Now: now}))
+			st := status(Plan(Input{Deployment: d, ReplicaSets: rss, Now: now}))
 			if st == nil {
 				t.Fatal("no status written")
 			}

@@ -31,12 +31,16 @@ type Controller struct {
 	log   *slog.Logger
 	clock clock.Clock
 	queue *framework.Queue
+	// sink performs a sync's actions for Deployment d (apiSink; a
+	// FakeSink in tests).
+	sink func(d *appsv1.Deployment) framework.Sink[Action]
 }
 
 // New registers the controller on the shared informers.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
 	dc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk})}
+	dc.sink = func(d *appsv1.Deployment) framework.Sink[Action] { return &apiSink{dc: dc, d: d} }
 	inf.Deployments.AddHandler(framework.Handler[appsv1.Deployment](dc.queue))
 	inf.ReplicaSets.AddHandler(informer.Handler[appsv1.ReplicaSet]{
 		OnAdd:    dc.enqueueOwner,
@@ -122,25 +126,9 @@ func (dc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 			}
 		}
 	}
-	out := Reconcile(Input{Deployment: d, ReplicaSets: owned, ActivePods: active, Now: dc.clock.Now()})
-	rv := ""
-	for _, a := range out.Actions {
-		if a.Deployment != nil && rv != "" {
-			a.Deployment.ResourceVersion = rv // the revision was written first
-		}
-		if a.Type == UpdateRevision {
-			upd, err := dc.c.Deployments().Update(ctx, a.Deployment, metav1.UpdateOptions{})
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", a, err))
-				break
-			}
-			rv = upd.ResourceVersion
-			continue
-		}
-		if err := dc.do(ctx, d, a); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", a, err))
-			break // later actions assumed this one
-		}
+	out := Plan(Input{Deployment: d, ReplicaSets: owned, ActivePods: active, Now: dc.clock.Now()})
+	if err := framework.Execute(ctx, dc.sink(d), out.Actions); err != nil {
+		errs = append(errs, err)
 	}
 	return framework.Result{RequeueAfter: out.RequeueAfter}, errors.Join(errs...)
 }
@@ -155,9 +143,28 @@ func (dc *Controller) setOwner(ctx context.Context, rs *appsv1.ReplicaSet, refs 
 	return err
 }
 
-func (dc *Controller) do(ctx context.Context, d *appsv1.Deployment, a Action) error {
+// apiSink performs one sync's actions on Deployment d through the
+// apiserver, and records their events.
+type apiSink struct {
+	dc *Controller
+	d  *appsv1.Deployment
+	// rv is the Deployment's resourceVersion once UpdateRevision wrote
+	// it: the status written after it must carry it.
+	rv string
+}
+
+func (s *apiSink) Do(ctx context.Context, a Action) error {
+	dc, d := s.dc, s.d
+	if a.Deployment != nil && s.rv != "" {
+		a.Deployment.ResourceVersion = s.rv // the revision was written first
+	}
 	var err error
 	switch a.Type {
+	case UpdateRevision:
+		var upd *appsv1.Deployment
+		if upd, err = dc.c.Deployments().Update(ctx, a.Deployment, metav1.UpdateOptions{}); err == nil {
+			s.rv = upd.ResourceVersion
+		}
 	case CreateReplicaSet:
 		_, err = dc.c.ReplicaSets().Create(ctx, a.RS, metav1.CreateOptions{})
 		switch {

@@ -1,7 +1,7 @@
 // Package deployment rolls a Deployment's pod template out through
 // ReplicaSets named after the template's hash:
 //
-//	deploy/rs/pod event ─▶ queue(deployment) ─▶ Reconcile(d, its ReplicaSets, pods per RS, now)
+//	deploy/rs/pod event ─▶ queue(deployment) ─▶ Plan(d, its ReplicaSets, pods per RS, now)
 //	   paused or scaling only ─▶ scale ReplicaSets proportionally
 //	   Recreate               ─▶ old to 0 ─▶ wait for their pods to end ─▶ new to replicas
 //	   RollingUpdate          ─▶ new up to replicas+maxSurge ─▶ old down keeping replicas-maxUnavailable available
@@ -63,13 +63,9 @@ type Input struct {
 	Now        time.Time
 }
 
-// Output is the plan of one sync.
-type Output struct {
-	Actions []Action
-	// RequeueAfter is when to look again even without events (progress
-	// deadline, minReadySeconds).
-	RequeueAfter time.Duration
-}
+// Output is the plan of one sync; its RequeueAfter is when to look
+// again even without events (progress deadline, minReadySeconds).
+type Output = framework.Output[Action]
 
 type planner struct {
 	in    Input
@@ -79,8 +75,8 @@ type planner struct {
 	out   Output
 }
 
-// Reconcile plans one sync of in.Deployment.
-func Reconcile(in Input) Output {
+// Plan plans one sync of in.Deployment.
+func Plan(in Input) Output {
 	p := &planner{in: in, d: in.Deployment.DeepCopy()}
 	d := p.d
 	if d.DeletionTimestamp != nil {

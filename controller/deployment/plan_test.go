@@ -91,7 +91,7 @@ func status(out Output) *appsv1.DeploymentStatus {
 	return nil
 }
 
-func TestReconcile(t *testing.T) {
+func TestPlan(t *testing.T) {
 	now := testutil.T0
 	d := makeDeploy(3, "v1")
 	d2 := makeDeploy(3, "v2")
@@ -203,7 +203,7 @@ func TestReconcile(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out := Reconcile(tc.in)
+			out := Plan(tc.in)
 			if got := writes(out); !slices.Equal(got, tc.want) {
 				t.Fatalf("writes %q, want %q", got, tc.want)
 			}
@@ -221,7 +221,7 @@ func TestReconcile(t *testing.T) {
 func TestNewReplicaSetAnnotations(t *testing.T) {
 	d := makeDeploy(3, "v2")
 	d.Annotations = map[string]string{ChangeCauseAnnotation: "kubectl set image", lastAppliedAnnotation: "{}"}
-	out := Reconcile(Input{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{rsFor(d, "v1", 4, 3, 3, time.Hour)}, Now: testutil.T0})
+	out := Plan(Input{Deployment: d, ReplicaSets: []*appsv1.ReplicaSet{rsFor(d, "v1", 4, 3, 3, time.Hour)}, Now: testutil.T0})
 	rs := out.Actions[0].RS
 	hash := ComputeHash(&d.Spec.Template, nil)
 	cases := []struct {
@@ -271,7 +271,7 @@ func TestRevision(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ""
-			for _, a := range Reconcile(tc.in).Actions {
+			for _, a := range Plan(tc.in).Actions {
 				if a.Type == UpdateRevision {
 					got = a.Deployment.Annotations[RevisionAnnotation]
 				}
@@ -301,7 +301,7 @@ func TestScalingEvents(t *testing.T) {
 				want = fmt.Sprintf(want, ComputeHash(&d.Spec.Template, nil))
 			}
 			created := false
-			for _, a := range Reconcile(Input{Deployment: d, Now: now}).Actions {
+			for _, a := range Plan(Input{Deployment: d, Now: now}).Actions {
 				if a.Type == CreateReplicaSet {
 					created = true
 					if a.Message != want {

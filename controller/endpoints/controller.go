@@ -96,7 +96,7 @@ func (ec *Controller) sync(ctx context.Context, key string) (framework.Result, e
 		ec.triggers[key] = st
 		ec.mu.Unlock()
 	}
-	plan := Reconcile(Input{Service: svc, Pods: pods, Current: cur, TriggerTime: trigger})
+	plan := Plan(Input{Service: svc, Pods: pods, Current: cur, TriggerTime: trigger})
 	switch {
 	case plan.Delete != nil:
 		err := ec.api.Delete(ctx, ns, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &plan.Delete.UID}})

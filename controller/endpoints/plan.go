@@ -49,28 +49,28 @@ type Input struct {
 	TriggerTime time.Time
 }
 
-// Plan is at most one write.
-type Plan struct {
+// Output is at most one write.
+type Output struct {
 	Create *corev1.Endpoints
 	Update *corev1.Endpoints
 	Delete *corev1.Endpoints
 }
 
-// Reconcile computes the Endpoints of in.Service. It is pure.
-func Reconcile(in Input) Plan {
+// Plan computes the Endpoints of in.Service. It is pure.
+func Plan(in Input) Output {
 	svc, cur := in.Service, in.Current
 	if svc == nil {
 		if cur != nil {
-			return Plan{Delete: cur}
+			return Output{Delete: cur}
 		}
-		return Plan{}
+		return Output{}
 	}
 	subsets := Subsets(svc, in.Pods)
 	truncated := truncate(subsets)
 	labels := endpointsLabels(svc)
 	if cur != nil && equality.Semantic.DeepEqual(cur.Subsets, subsets) && maps.Equal(cur.Labels, labels) &&
 		(cur.Annotations[corev1.EndpointsOverCapacity] == Truncated) == truncated {
-		return Plan{}
+		return Output{}
 	}
 	var ep *corev1.Endpoints
 	if cur != nil {
@@ -95,9 +95,9 @@ func Reconcile(in Input) Plan {
 		delete(ep.Annotations, corev1.EndpointsOverCapacity)
 	}
 	if cur == nil {
-		return Plan{Create: ep}
+		return Output{Create: ep}
 	}
-	return Plan{Update: ep}
+	return Output{Update: ep}
 }
 
 // endpointsLabels are the Service's labels, this controller's mark, and

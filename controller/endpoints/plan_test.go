@@ -28,7 +28,7 @@ func webPod(name, ip string) *PodBuilder {
 	return Pod(name).Label("app", "web").Node("n1").IP(ip).ContainerPort("http", 8080)
 }
 
-func TestReconcile(t *testing.T) {
+func TestPlan(t *testing.T) {
 	web := Service("web").Selector("app", "web").Label("app", "web").Port("http", 80, 8080).Obj()
 	ready := func(name, ip string) *corev1.Pod { return webPod(name, ip).Ready(t1).Obj() }
 	// steps: each sync's pods; the Endpoints written by one is the next one's Current.
@@ -64,7 +64,7 @@ func TestReconcile(t *testing.T) {
 			var cur *corev1.Endpoints
 			var out strings.Builder
 			for i, pods := range tc.steps {
-				p := Reconcile(Input{Service: tc.svc, Pods: pods, Current: cur, TriggerTime: T0.Add(time.Duration(i) * time.Minute)})
+				p := Plan(Input{Service: tc.svc, Pods: pods, Current: cur, TriggerTime: T0.Add(time.Duration(i) * time.Minute)})
 				fmt.Fprintf(&out, "# step %d: %d pods\n", i+1, len(pods))
 				switch {
 				case p.Create != nil:
@@ -83,11 +83,11 @@ func TestReconcile(t *testing.T) {
 }
 
 func TestReconcileDeletesTheEndpointsOfADeletedService(t *testing.T) {
-	cur := Reconcile(Input{Service: Service("web").Selector("app", "web").Obj()}).Create
-	if p := Reconcile(Input{Current: cur}); p.Delete != cur || p.Create != nil || p.Update != nil {
+	cur := Plan(Input{Service: Service("web").Selector("app", "web").Obj()}).Create
+	if p := Plan(Input{Current: cur}); p.Delete != cur || p.Create != nil || p.Update != nil {
 		t.Fatalf("plan %+v, want the delete of the Endpoints", p)
 	}
-	if p := Reconcile(Input{}); p != (Plan{}) {
+	if p := Plan(Input{}); p != (Output{}) {
 		t.Fatalf("plan %+v with neither Service nor Endpoints, want nothing", p)
 	}
 }
@@ -126,7 +126,7 @@ func TestReconcileTruncatesAtCapacity(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ep := Reconcile(Input{Service: web, Pods: pods(tc.ready, tc.notReady)}).Create
+			ep := Plan(Input{Service: web, Pods: pods(tc.ready, tc.notReady)}).Create
 			r, n := count(ep)
 			if r != tc.wantReady || n != tc.wantNotRdy {
 				t.Errorf("%d ready, %d not ready; want %d, %d", r, n, tc.wantReady, tc.wantNotRdy)
@@ -134,11 +134,11 @@ func TestReconcileTruncatesAtCapacity(t *testing.T) {
 			if got := ep.Annotations[corev1.EndpointsOverCapacity] == Truncated; got != tc.truncated {
 				t.Errorf("annotation %q, want truncated=%v", ep.Annotations[corev1.EndpointsOverCapacity], tc.truncated)
 			}
-			if again := Reconcile(Input{Service: web, Pods: pods(tc.ready, tc.notReady), Current: ep}); again != (Plan{}) {
+			if again := Plan(Input{Service: web, Pods: pods(tc.ready, tc.notReady), Current: ep}); again != (Output{}) {
 				t.Errorf("a second sync writes again: %+v", again)
 			}
 			if tc.truncated {
-				fewer := Reconcile(Input{Service: web, Pods: pods(10, 0), Current: ep}).Update
+				fewer := Plan(Input{Service: web, Pods: pods(10, 0), Current: ep}).Update
 				if _, ok := fewer.Annotations[corev1.EndpointsOverCapacity]; ok {
 					t.Errorf("the annotation stays once back under capacity")
 				}

@@ -100,7 +100,7 @@ func (ec *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	ec.triggers[key] = state
 	ec.mu.Unlock()
 
-	plan := Reconcile(Input{Service: svc, Pods: pods, Slices: existing, TriggerTime: trigger, MaxEndpointsPerSlice: ec.maxPer,
+	plan := Plan(Input{Service: svc, Pods: pods, Slices: existing, TriggerTime: trigger, MaxEndpointsPerSlice: ec.maxPer,
 		Node: func(name string) *corev1.Node {
 			n, _ := ec.nodes.Store().Get("", name)
 			return n
@@ -118,7 +118,7 @@ func (ec *Controller) sync(ctx context.Context, key string) (framework.Result, e
 
 // apply writes a plan: creates, then updates, then deletes, so the
 // Service never lists fewer endpoints on the way.
-func (ec *Controller) apply(ctx context.Context, key string, plan Plan) error {
+func (ec *Controller) apply(ctx context.Context, key string, plan Output) error {
 	for _, s := range plan.Create {
 		got, err := ec.api.Create(ctx, s, metav1.CreateOptions{})
 		if err != nil {

@@ -50,9 +50,9 @@ type Input struct {
 	MaxEndpointsPerSlice int
 }
 
-// Plan is what a sync writes. Creates have no name (generateName);
+// Output is what a sync writes. Creates have no name (generateName);
 // updates are changed copies of existing slices.
-type Plan struct {
+type Output struct {
 	Create []*discoveryv1.EndpointSlice
 	Update []*discoveryv1.EndpointSlice
 	Delete []*discoveryv1.EndpointSlice
@@ -61,7 +61,7 @@ type Plan struct {
 	MissingNodes []string
 }
 
-// Reconcile computes the slices of in.Service. It is pure: no IO, no clock.
+// Plan computes the slices of in.Service. It is pure: no IO, no clock.
 //
 // As Kubernetes' reconciler, it keeps churn low: endpoints are grouped by
 // the ports they resolve to (pods whose named targetPort resolves to
@@ -70,13 +70,13 @@ type Plan struct {
 // endpoints first fill the slices being updated anyway, then the slice
 // closest to full that can take them all, and only then new slices; a
 // create and a delete become an update of the slice that would go.
-func Reconcile(in Input) Plan {
+func Plan(in Input) Output {
 	maxPer := in.MaxEndpointsPerSlice
 	if maxPer <= 0 {
 		maxPer = DefaultMaxEndpointsPerSlice
 	}
 	svc := in.Service
-	var plan Plan
+	var plan Output
 
 	// Desired endpoints, grouped by their ports.
 	type group struct {

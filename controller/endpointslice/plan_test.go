@@ -35,7 +35,7 @@ type cluster struct {
 	n, rv  int
 }
 
-func (c *cluster) apply(p Plan) {
+func (c *cluster) apply(p Output) {
 	for _, s := range p.Delete {
 		delete(c.slices, s.Name)
 	}
@@ -74,7 +74,7 @@ var (
 	t2 = T0.Add(2 * time.Second)
 )
 
-func TestReconcile(t *testing.T) {
+func TestPlan(t *testing.T) {
 	web := Service("web").Selector("app", "web").Port("http", 80, 8080).Obj()
 	nodes := map[string]*corev1.Node{
 		"n1": Node("n1").Label(corev1.LabelTopologyZone, "zone-a").Obj(),
@@ -90,14 +90,14 @@ func TestReconcile(t *testing.T) {
 		name  string
 		svc   *corev1.Service
 		steps []step
-		check func(t *testing.T, plans []Plan, final []*discoveryv1.EndpointSlice)
+		check func(t *testing.T, plans []Output, final []*discoveryv1.EndpointSlice)
 	}{
 		{name: "a Service's ready pods make one slice with their IPs, nodes, zones and resolved ports",
 			svc: web, steps: []step{{pods: []*corev1.Pod{ready("a", "10.0.0.1"), webPod("b", "10.0.0.2").Node("n2").Ready(t2).Obj()}}}},
 		{name: "pods without IP, finished pods and pods on a node not known yet are left out",
 			svc: web, steps: []step{{pods: []*corev1.Pod{ready("a", "10.0.0.1"), Pod("no-ip").Label("app", "web").Node("n1").Ready(t1).Obj(),
 				webPod("done", "10.0.0.3").Phase(corev1.PodSucceeded).Obj(), webPod("lost", "10.0.0.4").Node("n9").Ready(t1).Obj()}}},
-			check: func(t *testing.T, plans []Plan, _ []*discoveryv1.EndpointSlice) {
+			check: func(t *testing.T, plans []Output, _ []*discoveryv1.EndpointSlice) {
 				if !slices.Equal(plans[0].MissingNodes, []string{"n9"}) {
 					t.Errorf("MissingNodes = %v, want [n9]", plans[0].MissingNodes)
 				}
@@ -123,7 +123,7 @@ func TestReconcile(t *testing.T) {
 				Pod("d").Label("app", "web").Node("n1").IP("10.0.0.4").Ready(t1).Obj()}}}},
 		{name: "250 endpoints make three slices of at most 100, and an unchanged sync writes nothing",
 			svc: web, steps: []step{{pods: many(250)}, {pods: many(250)}},
-			check: func(t *testing.T, plans []Plan, final []*discoveryv1.EndpointSlice) {
+			check: func(t *testing.T, plans []Output, final []*discoveryv1.EndpointSlice) {
 				if n := len(plans[0].Create); n != 3 {
 					t.Errorf("created %d slices, want 3", n)
 				}
@@ -138,7 +138,7 @@ func TestReconcile(t *testing.T) {
 			}},
 		{name: "new endpoints fill the existing slice closest to full before any new slice is made",
 			svc: web, steps: []step{{pods: many(150)}, {pods: many(190)}, {pods: many(201)}},
-			check: func(t *testing.T, plans []Plan, final []*discoveryv1.EndpointSlice) {
+			check: func(t *testing.T, plans []Output, final []*discoveryv1.EndpointSlice) {
 				if p := plans[1]; len(p.Create) != 0 || len(p.Update) != 1 {
 					t.Errorf("150→190: %d creates, %d updates; want 0, 1", len(p.Create), len(p.Update))
 				}
@@ -151,7 +151,7 @@ func TestReconcile(t *testing.T) {
 			}},
 		{name: "removed endpoints leave their slices in place, an emptied slice is deleted",
 			svc: web, steps: []step{{pods: many(150)}, {pods: many(150)[:90]}, {pods: many(150)[:5]}},
-			check: func(t *testing.T, plans []Plan, final []*discoveryv1.EndpointSlice) {
+			check: func(t *testing.T, plans []Output, final []*discoveryv1.EndpointSlice) {
 				if p := plans[1]; len(p.Delete) != 1 || len(p.Update) != 1 || len(p.Create) != 0 {
 					t.Errorf("150→90: %d deletes, %d updates, %d creates; want 1, 1, 0", len(p.Delete), len(p.Update), len(p.Create))
 				}
@@ -190,7 +190,7 @@ func TestReconcile(t *testing.T) {
 				s.DeletionTimestamp = &now
 				return s
 			}(), steps: []step{{pods: []*corev1.Pod{ready("a", "10.0.0.1")}}},
-			check: func(t *testing.T, plans []Plan, _ []*discoveryv1.EndpointSlice) {
+			check: func(t *testing.T, plans []Output, _ []*discoveryv1.EndpointSlice) {
 				if len(plans[0].Create) != 0 {
 					t.Errorf("created %d slices", len(plans[0].Create))
 				}
@@ -201,13 +201,13 @@ func TestReconcile(t *testing.T) {
 			c := &cluster{slices: map[string]*discoveryv1.EndpointSlice{}}
 			svc := tc.svc
 			var out strings.Builder
-			var plans []Plan
+			var plans []Output
 			for i, st := range tc.steps {
 				if st.svc != nil {
 					svc = st.svc
 				}
 				trigger := T0.Add(time.Duration(i) * time.Minute)
-				p := Reconcile(Input{Service: svc, Pods: st.pods, Slices: c.list(), TriggerTime: trigger,
+				p := Plan(Input{Service: svc, Pods: st.pods, Slices: c.list(), TriggerTime: trigger,
 					Node: func(name string) *corev1.Node { return nodes[name] }})
 				plans = append(plans, p)
 				fmt.Fprintf(&out, "# step %d: %d pods\n%s", i+1, len(st.pods), render(p))
@@ -258,7 +258,7 @@ func countEndpoints(ss []*discoveryv1.EndpointSlice) int {
 
 // render prints a plan for the golden files: a slice with up to 6
 // endpoints in full, a larger one summed up.
-func render(p Plan) string {
+func render(p Output) string {
 	var b strings.Builder
 	one := func(verb string, s *discoveryv1.EndpointSlice) {
 		name := s.Name

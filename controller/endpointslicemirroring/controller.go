@@ -106,7 +106,7 @@ func (mc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	if mc.tracker.Stale(key, existing) {
 		return framework.Result{}, errStale
 	}
-	plan := Reconcile(Input{Endpoints: ep, Service: svc, Slices: existing})
+	plan := Plan(Input{Endpoints: ep, Service: svc, Slices: existing})
 	if ep != nil && plan.Invalid > 0 {
 		mc.rec.Eventf(ep, corev1.EventTypeWarning, "InvalidIPAddress",
 			"Skipped %d invalid IP addresses when mirroring to EndpointSlices", plan.Invalid)

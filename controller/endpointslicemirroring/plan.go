@@ -47,8 +47,8 @@ type Input struct {
 	MaxEndpointsPerSubset int
 }
 
-// Plan is what a sync writes.
-type Plan struct {
+// Output is what a sync writes.
+type Output struct {
 	Create, Update, Delete []*discoveryv1.EndpointSlice
 	// Invalid counts addresses that are not IPs; Skipped those past the
 	// per-subset maximum. Both are reported as events.
@@ -66,7 +66,7 @@ func ShouldMirror(ep *corev1.Endpoints) bool {
 	return !leader
 }
 
-// Reconcile computes the mirrored slices. It is pure.
+// Plan computes the mirrored slices. It is pure.
 //
 // The Endpoints is mirrored only while its Service exists without a
 // selector (a Service with a selector has the EndpointSlice controller's
@@ -74,16 +74,16 @@ func ShouldMirror(ep *corev1.Endpoints) bool {
 // repacking) becomes one slice per address type, holding at most
 // MaxEndpointsPerSubset endpoints, ready ones first; a slice already
 // right is left alone, and a create with a delete becomes an update.
-func Reconcile(in Input) Plan {
+func Plan(in Input) Output {
 	ep, svc := in.Endpoints, in.Service
 	if !ShouldMirror(ep) || svc == nil || svc.Spec.Selector != nil {
-		return Plan{Delete: slices.Clone(in.Slices)}
+		return Output{Delete: slices.Clone(in.Slices)}
 	}
 	maxPer := in.MaxEndpointsPerSubset
 	if maxPer <= 0 {
 		maxPer = DefaultMaxEndpointsPerSubset
 	}
-	var plan Plan
+	var plan Output
 	type group struct {
 		addrType discoveryv1.AddressType
 		ports    []discoveryv1.EndpointPort

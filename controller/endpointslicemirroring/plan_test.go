@@ -50,7 +50,7 @@ type store struct {
 	n      int
 }
 
-func (st *store) apply(p Plan) {
+func (st *store) apply(p Output) {
 	for _, s := range p.Delete {
 		delete(st.slices, s.Name)
 	}
@@ -65,7 +65,7 @@ func (st *store) apply(p Plan) {
 	}
 }
 
-func TestReconcile(t *testing.T) {
+func TestPlan(t *testing.T) {
 	external := Service("db").NoSelector().Obj()
 	type step struct {
 		ep  *corev1.Endpoints
@@ -75,13 +75,13 @@ func TestReconcile(t *testing.T) {
 	cases := []struct {
 		name  string
 		steps []step
-		check func(t *testing.T, plans []Plan)
+		check func(t *testing.T, plans []Output)
 	}{
 		{"a selectorless Service's Endpoints become one slice per subset, ready and not ready, with its labels and annotations",
 			[]step{{makeEndpoints("db", subset([]string{"192.0.2.10", "192.0.2.9"}, []string{"192.0.2.11"}, 5432)), external}}, nil},
 		{"IPv4 and IPv6 addresses go in slices of their address type; an address that is no IP is skipped",
 			[]step{{makeEndpoints("db", subset([]string{"192.0.2.10", "2001:db8::1", "db.example.com"}, nil, 5432)), external}},
-			func(t *testing.T, plans []Plan) {
+			func(t *testing.T, plans []Output) {
 				if plans[0].Invalid != 1 {
 					t.Errorf("Invalid = %d, want 1", plans[0].Invalid)
 				}
@@ -102,7 +102,7 @@ func TestReconcile(t *testing.T) {
 			[]step{{withLabel(makeEndpoints("db", subset([]string{"192.0.2.10"}, nil, 5432)), discoveryv1.LabelSkipMirror, "true"), external}}, nil},
 		{"at most 1000 addresses of a subset are mirrored, ready ones first",
 			[]step{{makeEndpoints("db", subset(ips(990, 0), ips(20, 1000), 5432)), external}},
-			func(t *testing.T, plans []Plan) {
+			func(t *testing.T, plans []Output) {
 				if plans[0].Skipped != 10 || len(plans[0].Create) != 1 || len(plans[0].Create[0].Endpoints) != 1000 {
 					t.Errorf("skipped %d, %d creates; want 10 skipped, one slice of 1000", plans[0].Skipped, len(plans[0].Create))
 				}
@@ -112,9 +112,9 @@ func TestReconcile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &store{slices: map[string]*discoveryv1.EndpointSlice{}}
 			var out strings.Builder
-			var plans []Plan
+			var plans []Output
 			for i, s := range tc.steps {
-				p := Reconcile(Input{Endpoints: s.ep, Service: s.svc, Slices: slices.Collect(maps.Values(st.slices))})
+				p := Plan(Input{Endpoints: s.ep, Service: s.svc, Slices: slices.Collect(maps.Values(st.slices))})
 				plans = append(plans, p)
 				fmt.Fprintf(&out, "# step %d\n%s", i+1, render(p))
 				st.apply(p)
@@ -135,7 +135,7 @@ func ips(n, from int) []string {
 	return out
 }
 
-func render(p Plan) string {
+func render(p Output) string {
 	var b strings.Builder
 	one := func(verb string, s *discoveryv1.EndpointSlice) {
 		if len(s.Endpoints) > 6 {

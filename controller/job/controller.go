@@ -64,7 +64,7 @@ func (jc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 		return framework.Result{}, nil // the informer has not caught up with our writes
 	}
 	pods := jc.inf.Pods.Store().ByIndex(framework.ControllerUIDIndex, string(job.UID))
-	plan := Reconcile(job, pods, jc.clock.Now())
+	plan := Plan(job, pods, jc.clock.Now())
 	res := framework.Result{RequeueAfter: plan.RequeueAfter}
 	if plan.DeleteJob {
 		fg := metav1.DeletePropagationForeground
@@ -107,7 +107,7 @@ func hasConditionIn(st batchv1.JobStatus, t batchv1.JobConditionType) *batchv1.J
 
 // manage creates and deletes the plan's pods and returns how many
 // creations failed.
-func (jc *Controller) manage(ctx context.Context, key string, job *batchv1.Job, plan Plan) (int, error) {
+func (jc *Controller) manage(ctx context.Context, key string, job *batchv1.Job, plan Output) (int, error) {
 	uids := make([]types.UID, len(plan.Delete))
 	for i, p := range plan.Delete {
 		uids[i] = p.UID

@@ -1,6 +1,6 @@
 // Package job runs a Job's pods to completion:
 //
-//	job/pod event ─▶ queue(job) ─▶ Reconcile(job, its pods, now)
+//	job/pod event ─▶ queue(job) ─▶ Plan(job, its pods, now)
 //	   finished?                        ─▶ ttlSecondsAfterFinished: delete the Job when it runs out
 //	   suspended                        ─▶ delete active pods, condition Suspended (JobSuspended / JobResumed)
 //	   a FailJob rule of podFailurePolicy matches a failed pod ─▶ FailureTarget, delete active pods ─▶ Failed (PodFailurePolicy)
@@ -63,8 +63,8 @@ const (
 	defaultBackoffLimit        = 6
 )
 
-// Plan is what one sync does.
-type Plan struct {
+// Output is what one sync does.
+type Output struct {
 	Create []PodToCreate
 	Delete []*corev1.Pod
 	// Status is the new status (compare with the old to decide a write).
@@ -190,9 +190,9 @@ func onlyReplaceFailedPods(job *batchv1.Job) bool {
 	return ptr.Deref(job.Spec.PodReplacementPolicy, "") == batchv1.Failed || job.Spec.PodFailurePolicy != nil
 }
 
-// Reconcile plans one sync of job, given its pods.
-func Reconcile(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Plan {
-	var plan Plan
+// Plan plans one sync of job, given its pods.
+func Plan(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Output {
+	var plan Output
 	st := *job.Status.DeepCopy()
 	if at, done := Finished(st); done {
 		plan.Status = st
@@ -364,7 +364,7 @@ func succeeded(job *batchv1.Job, st batchv1.JobStatus, active int) bool {
 // manage plans the pods of a running Job: first the deletion of pods it
 // has too many of; only when there are none, the creation of those it
 // lacks, once the failure backoff allows.
-func manage(job *batchv1.Job, o observed, succeeded int32, now time.Time, plan *Plan) {
+func manage(job *batchv1.Job, o observed, succeeded int32, now time.Time, plan *Output) {
 	parallelism := ptr.Deref(job.Spec.Parallelism, 1)
 	var want int32
 	switch c := job.Spec.Completions; {

@@ -37,7 +37,7 @@ func cond(st batchv1.JobStatus, t batchv1.JobConditionType) string {
 	return ""
 }
 
-func TestReconcile(t *testing.T) {
+func TestPlan(t *testing.T) {
 	now := testutil.T0
 	i32 := testutil.Int32
 	cases := []struct {
@@ -94,7 +94,7 @@ func TestReconcile(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Reconcile(tc.job, tc.pods, now)
+			plan := Plan(tc.job, tc.pods, now)
 			if len(plan.Create) != tc.wantCreate || len(plan.Delete) != tc.wantDelete || plan.DeleteJob != tc.wantDeleted {
 				t.Errorf("create %d delete %d deleteJob %v, want %d %d %v", len(plan.Create), len(plan.Delete), plan.DeleteJob, tc.wantCreate, tc.wantDelete, tc.wantDeleted)
 			}
@@ -156,7 +156,7 @@ func TestReconcilePodFailureBackoff(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Reconcile(job(), tc.pods, now)
+			plan := Plan(job(), tc.pods, now)
 			if len(plan.Create) != tc.wantCreate || plan.RequeueAfter != tc.wantRequeue {
 				t.Fatalf("create %d requeue %v, want %d %v", len(plan.Create), plan.RequeueAfter, tc.wantCreate, tc.wantRequeue)
 			}

@@ -141,7 +141,7 @@ func (nc *Controller) sync(ctx context.Context, name string) (framework.Result, 
 	nc.healths[name] = h
 	nc.mu.Unlock()
 
-	plan := Reconcile(node, h, nc.cfg, now)
+	plan := Plan(node, h, nc.cfg, now)
 	nc.log.Debug("node checked", "node", name, "silentFor", now.Sub(h.ProbeTime), "taints", plan.TaintsChanged, "status", plan.Status != nil, "rv", node.ResourceVersion)
 	if plan.BecameNotReady {
 		nc.rec.Eventf(node, corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", name)

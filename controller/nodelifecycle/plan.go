@@ -3,7 +3,7 @@
 // turns silence and conditions into status and taints:
 //
 //	lease/node event ─▶ Observe: heartbeat changed? probe time := now (our clock)
-//	every monitor period, per node ─▶ Reconcile(node, health, now)
+//	every monitor period, per node ─▶ Plan(node, health, now)
 //	   silent > grace ─▶ Ready/MemoryPressure/DiskPressure/PIDPressure := Unknown
 //	   Ready False    ─▶ taint node.kubernetes.io/not-ready:NoSchedule, and queue for :NoExecute
 //	   Ready Unknown  ─▶ the same with node.kubernetes.io/unreachable
@@ -82,8 +82,8 @@ const (
 	TaintUnschedulable      = corev1.TaintNodeUnschedulable
 )
 
-// Plan is what to write for one node.
-type Plan struct {
+// Output is what to write for one node.
+type Output struct {
 	// Status, if not nil, is the node with its conditions set to Unknown.
 	Status *corev1.Node
 	// TaintsChanged says Taints is the node's new taint list (maybe empty).
@@ -101,9 +101,9 @@ type Plan struct {
 // unknownConditions are set to Unknown when a node goes silent.
 var unknownConditions = []corev1.NodeConditionType{corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure}
 
-// Reconcile plans the status and taints of node at now.
-func Reconcile(node *corev1.Node, h Health, cfg Config, now time.Time) Plan {
-	var plan Plan
+// Plan plans the status and taints of node at now.
+func Plan(node *corev1.Node, h Health, cfg Config, now time.Time) Output {
+	var plan Output
 	n := node
 	ready := condition(node, corev1.NodeReady)
 	grace := cfg.GracePeriod

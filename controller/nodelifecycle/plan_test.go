@@ -51,7 +51,7 @@ func taintSet(ts []corev1.Taint) map[string]bool {
 	return m
 }
 
-func TestReconcile(t *testing.T) {
+func TestPlan(t *testing.T) {
 	t0 := testutil.T0
 	fresh := Health{ProbeTime: t0}
 	cases := []struct {
@@ -100,7 +100,7 @@ func TestReconcile(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Reconcile(tc.node, tc.h, cfg, tc.now)
+			plan := Plan(tc.node, tc.h, cfg, tc.now)
 			switch {
 			case tc.wantReady == "" && plan.Status != nil:
 				t.Errorf("status rewritten: %+v", plan.Status.Status.Conditions)

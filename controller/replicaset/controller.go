@@ -164,7 +164,7 @@ func (rc *Controller[T]) sync(ctx context.Context, key string) (framework.Result
 	}
 	satisfied := rc.expect.Satisfied(key)
 	now := rc.clock.Now()
-	plan := Reconcile(w, pods, satisfied, now)
+	plan := Plan(w, pods, satisfied, now)
 
 	var errs []error
 	errs = append(errs, rc.claim(ctx, obj, plan)...)
@@ -194,7 +194,7 @@ func (rc *Controller[T]) workload(obj *T) (Workload, error) {
 	return w, err
 }
 
-func (rc *Controller[T]) claim(ctx context.Context, obj *T, plan Plan) []error {
+func (rc *Controller[T]) claim(ctx context.Context, obj *T, plan Output) []error {
 	var errs []error
 	m := meta(obj)
 	for _, p := range plan.Adopt {

@@ -83,8 +83,8 @@ type Status struct {
 	ReplicaFailure *ReplicaFailure
 }
 
-// Plan is what one sync should do.
-type Plan struct {
+// Output is what one sync should do.
+type Output struct {
 	Adopt, Release []*corev1.Pod
 	// Create is the number of pods to create.
 	Create int
@@ -97,10 +97,10 @@ type Plan struct {
 	Diff int
 }
 
-// Reconcile compares w with pods (every pod of its namespace) at now.
+// Plan compares w with pods (every pod of its namespace) at now.
 // With unsatisfied expectations it only claims pods and computes status:
 // its pod count may be stale, so it must not create or delete.
-func Reconcile(w Workload, pods []*corev1.Pod, expectationsSatisfied bool, now time.Time) Plan {
+func Plan(w Workload, pods []*corev1.Pod, expectationsSatisfied bool, now time.Time) Output {
 	claim := framework.ClaimPods(w.Meta, w.Selector, pods)
 	var active []*corev1.Pod
 	for _, p := range claim.Owned {
@@ -108,7 +108,7 @@ func Reconcile(w Workload, pods []*corev1.Pod, expectationsSatisfied bool, now t
 			active = append(active, p)
 		}
 	}
-	plan := Plan{Adopt: claim.Adopt, Release: claim.Release, Diff: len(active) - int(w.Replicas)}
+	plan := Output{Adopt: claim.Adopt, Release: claim.Release, Diff: len(active) - int(w.Replicas)}
 	if expectationsSatisfied && w.Meta.GetDeletionTimestamp() == nil {
 		diff := len(active) - int(w.Replicas)
 		switch {

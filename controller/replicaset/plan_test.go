@@ -25,7 +25,7 @@ func pod(name string) *testutil.PodBuilder {
 	return testutil.Pod(name).Label("app", "web").Owner(rs, "apps/v1", "ReplicaSet")
 }
 
-func TestReconcile(t *testing.T) {
+func TestPlan(t *testing.T) {
 	now := testutil.T0.Add(time.Hour)
 	cases := []struct {
 		name        string
@@ -71,7 +71,7 @@ func TestReconcile(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Reconcile(tc.w, tc.pods, tc.satisfied, now)
+			plan := Plan(tc.w, tc.pods, tc.satisfied, now)
 			if plan.Create != tc.wantCreate {
 				t.Errorf("create %d, want %d", plan.Create, tc.wantCreate)
 			}
@@ -144,7 +144,7 @@ func TestReplicaFailureAfter(t *testing.T) {
 func TestReconcileReportsDiffAndKeepsTheCondition(t *testing.T) {
 	w := workload(3, 0)
 	w.ReplicaFailure = &ReplicaFailure{Reason: ReasonFailedCreate, Message: "m"}
-	plan := Reconcile(w, []*corev1.Pod{pod("a").Obj()}, true, testutil.T0)
+	plan := Plan(w, []*corev1.Pod{pod("a").Obj()}, true, testutil.T0)
 	if plan.Diff != -2 || plan.Status.ReplicaFailure != w.ReplicaFailure {
 		t.Fatalf("diff %d failure %+v", plan.Diff, plan.Status.ReplicaFailure)
 	}

@@ -10,7 +10,6 @@ package serviceaccount
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,12 +37,14 @@ type Controller struct {
 	rootCA string // PEM; empty publishes no ConfigMap
 	queue  *framework.Queue
 	log    *slog.Logger
+	// sink performs the writes (apiSink; a FakeSink in tests).
+	sink framework.Sink[Action]
 }
 
 // New registers the controller on the shared informers.
 func New(c *client.Client, inf *framework.Informers, rootCA []byte, log *slog.Logger) *Controller {
 	ctl := &Controller{c: c, inf: inf, rootCA: string(rootCA), queue: framework.NewQueue(framework.QueueConfig{Name: Name}),
-		log: log.With("controller", Name)}
+		log: log.With("controller", Name), sink: apiSink{c}}
 	inf.Namespaces.AddHandler(informer.Handler[corev1.Namespace]{
 		OnAdd:    func(ns *corev1.Namespace) { ctl.queue.Add(ns.Name) },
 		OnUpdate: func(_, ns *corev1.Namespace) { ctl.queue.Add(ns.Name) },
@@ -77,23 +78,42 @@ func (ctl *Controller) Run(ctx context.Context, workers int) {
 	})
 }
 
-// Plan is what one namespace lacks.
-type Plan struct {
-	CreateDefault bool
-	// RootCA is the ConfigMap to create (Create) or replace (Update).
-	RootCA         *corev1.ConfigMap
-	CreateRootCA   bool
-	UpdateRootCACM bool
+// ActionType says what an Action does.
+type ActionType string
+
+// The writes of a sync.
+const (
+	// CreateDefaultServiceAccount creates the namespace's "default" account.
+	CreateDefaultServiceAccount ActionType = "CreateDefaultServiceAccount"
+	// CreateRootCA creates the kube-root-ca.crt ConfigMap.
+	CreateRootCA ActionType = "CreateRootCA"
+	// UpdateRootCA puts the CA bundle back into kube-root-ca.crt.
+	UpdateRootCA ActionType = "UpdateRootCA"
+)
+
+// Action is one write in a namespace.
+type Action struct {
+	Type      ActionType
+	Namespace string
+	// ConfigMap is the kube-root-ca.crt to create or write.
+	ConfigMap *corev1.ConfigMap
 }
 
-// PlanNamespace decides, from the cached state of one namespace, what to
+func (a Action) String() string { return string(a.Type) + " " + a.Namespace }
+
+// Output is what one namespace lacks.
+type Output = framework.Output[Action]
+
+// Plan decides, from the cached state of one namespace, what to
 // create or fix. A namespace being deleted gets nothing new.
-func PlanNamespace(ns *corev1.Namespace, defaultSA *corev1.ServiceAccount, rootCA *corev1.ConfigMap, caPEM string) Plan {
-	var p Plan
+func Plan(ns *corev1.Namespace, defaultSA *corev1.ServiceAccount, rootCA *corev1.ConfigMap, caPEM string) Output {
+	var p Output
 	if ns == nil || ns.Status.Phase != corev1.NamespaceActive || ns.DeletionTimestamp != nil {
 		return p
 	}
-	p.CreateDefault = defaultSA == nil
+	if defaultSA == nil {
+		p.Actions = append(p.Actions, Action{Type: CreateDefaultServiceAccount, Namespace: ns.Name})
+	}
 	if caPEM == "" {
 		return p
 	}
@@ -102,7 +122,7 @@ func PlanNamespace(ns *corev1.Namespace, defaultSA *corev1.ServiceAccount, rootC
 		Data: map[string]string{"ca.crt": caPEM}}
 	switch {
 	case rootCA == nil:
-		p.RootCA, p.CreateRootCA = want, true
+		p.Actions = append(p.Actions, Action{Type: CreateRootCA, Namespace: ns.Name, ConfigMap: want})
 	case rootCA.Data["ca.crt"] != caPEM || len(rootCA.Data) != 1 || rootCA.Annotations["kubernetes.io/description"] != rootCADescription:
 		fixed := rootCA.DeepCopy()
 		fixed.Data = want.Data
@@ -110,7 +130,7 @@ func PlanNamespace(ns *corev1.Namespace, defaultSA *corev1.ServiceAccount, rootC
 			fixed.Annotations = map[string]string{}
 		}
 		fixed.Annotations["kubernetes.io/description"] = rootCADescription
-		p.RootCA, p.UpdateRootCACM = fixed, true
+		p.Actions = append(p.Actions, Action{Type: UpdateRootCA, Namespace: ns.Name, ConfigMap: fixed})
 	}
 	return p
 }
@@ -119,25 +139,34 @@ func (ctl *Controller) sync(ctx context.Context, name string) (framework.Result,
 	ns, _ := ctl.inf.Namespaces.Store().Get("", name)
 	sa, _ := ctl.inf.ServiceAccounts.Store().Get(name, "default")
 	cm, _ := ctl.inf.ConfigMaps.Store().Get(name, RootCAConfigMap)
-	p := PlanNamespace(ns, sa, cm, ctl.rootCA)
-	if p.CreateDefault {
-		_, err := ctl.c.ServiceAccounts().Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: name}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) && !isTerminating(err) {
-			return framework.Result{}, fmt.Errorf("creating the default service account: %w", err)
+	return framework.Result{}, framework.Execute(ctx, ctl.sink, Plan(ns, sa, cm, ctl.rootCA).Actions)
+}
+
+// apiSink performs the actions through the apiserver. A namespace that
+// began terminating after the cache said Active refuses creates: nothing
+// is left to do then.
+type apiSink struct{ c *client.Client }
+
+func (s apiSink) Do(ctx context.Context, a Action) error {
+	var err error
+	switch a.Type {
+	case CreateDefaultServiceAccount:
+		_, err = s.c.ServiceAccounts().Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: a.Namespace}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) || isTerminating(err) {
+			err = nil
+		}
+	case CreateRootCA:
+		_, err = s.c.ConfigMaps().Create(ctx, a.ConfigMap, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) || isTerminating(err) {
+			err = nil
+		}
+	case UpdateRootCA:
+		_, err = s.c.ConfigMaps().Update(ctx, a.ConfigMap, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) {
+			err = nil
 		}
 	}
-	switch {
-	case p.CreateRootCA:
-		_, err := ctl.c.ConfigMaps().Create(ctx, p.RootCA, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) && !isTerminating(err) {
-			return framework.Result{}, fmt.Errorf("creating %s: %w", RootCAConfigMap, err)
-		}
-	case p.UpdateRootCACM:
-		if _, err := ctl.c.ConfigMaps().Update(ctx, p.RootCA, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return framework.Result{}, fmt.Errorf("updating %s: %w", RootCAConfigMap, err)
-		}
-	}
-	return framework.Result{}, nil
+	return err
 }
 
 // isTerminating reports the NamespaceLifecycle refusal: the namespace

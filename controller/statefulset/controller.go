@@ -101,7 +101,7 @@ func (sc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 			}
 		}
 	}
-	plan := Reconcile(set, revs, obs, sc.clock.Now())
+	plan := Plan(set, revs, obs, sc.clock.Now())
 	var errs []error
 	if sc.expect.Satisfied(key) {
 		errs = append(errs, sc.apply(ctx, key, set, plan))
@@ -191,7 +191,7 @@ func (sc *Controller) prune(ctx context.Context, set *appsv1.StatefulSet, revs R
 	return errors.Join(errs...)
 }
 
-func (sc *Controller) apply(ctx context.Context, key string, set *appsv1.StatefulSet, plan Plan) error {
+func (sc *Controller) apply(ctx context.Context, key string, set *appsv1.StatefulSet, plan Output) error {
 	for _, ev := range plan.Events {
 		sc.rec.Eventf(set, ev.Type, ev.Reason, "%s", ev.Message)
 	}

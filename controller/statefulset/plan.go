@@ -46,10 +46,10 @@ type Observed struct {
 // reported by the driver).
 type Event struct{ Type, Reason, Message string }
 
-// Plan is one sync's work, in the order the driver performs it: claims
+// Output is one sync's work, in the order the driver performs it: claims
 // before the pods that mount them, then pod creations, claim owner
 // changes, and deletions.
-type Plan struct {
+type Output struct {
 	CreateClaims []*corev1.PersistentVolumeClaim
 	// UpdateClaims are claims whose ownerReferences must change (the
 	// retention policy): the set owns them with whenDeleted=Delete, a
@@ -190,9 +190,9 @@ func isHealthy(p *corev1.Pod) bool { return isRunningAndReady(p) && p.DeletionTi
 
 func revisionOf(p *corev1.Pod) string { return p.Labels[history.HashLabel] }
 
-// Reconcile plans one sync of set.
-func Reconcile(set *appsv1.StatefulSet, revs Revisions, obs Observed, now time.Time) Plan {
-	var plan Plan
+// Plan plans one sync of set.
+func Plan(set *appsv1.StatefulSet, revs Revisions, obs Observed, now time.Time) Output {
+	var plan Output
 	replicaCount := int(ptr.Deref(set.Spec.Replicas, 1))
 	start := 0
 	if set.Spec.Ordinals != nil {

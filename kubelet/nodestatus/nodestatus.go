@@ -269,25 +269,34 @@ func (m *Manager) StatusLoop(ctx context.Context) error {
 	}
 }
 
-// updateNodeStatus reads the Node, computes its status and writes it when
-// it changed (or when force is set, to renew the heartbeat times). A
-// conflict (the node controller wrote the Node in between: its podCIDR
-// just after registration, or a taint) is retried at once on a fresh
-// read, a few times, instead of waiting for the next round.
+// updateNodeStatus computes the Node's status and writes it when it
+// changed (or when force is set, to renew the heartbeat times). It
+// starts from the Node as last seen (watched or written), as the kubelet
+// reads it from the apiserver's cache first, so that an idle node's
+// status pass costs no read. A conflict (the node controller wrote the
+// Node in between: its podCIDR just after registration, or a taint) is
+// retried at once on a fresh read, a few times, instead of waiting for
+// the next round.
 func (m *Manager) updateNodeStatus(ctx context.Context, force bool) error {
 	for attempt := 0; ; attempt++ {
-		err := m.tryUpdateNodeStatus(ctx, force)
+		err := m.tryUpdateNodeStatus(ctx, force, attempt == 0)
 		if !apierrors.IsConflict(err) || attempt == 4 {
 			return err
 		}
 	}
 }
 
-func (m *Manager) tryUpdateNodeStatus(ctx context.Context, force bool) error {
+func (m *Manager) tryUpdateNodeStatus(ctx context.Context, force, fromCache bool) error {
 	nodes := m.cfg.Client.Nodes()
-	node, err := nodes.Get(ctx, "", m.cfg.NodeName, metav1.GetOptions{})
-	if err != nil {
-		return err
+	var node *corev1.Node
+	if fromCache {
+		node = m.Node()
+	}
+	if node == nil {
+		var err error
+		if node, err = nodes.Get(ctx, "", m.cfg.NodeName, metav1.GetOptions{}); err != nil {
+			return err
+		}
 	}
 	m.setNode(node)
 	want := m.nodeStatus(ctx, node.Status)
@@ -443,11 +452,15 @@ func memTotal() int64 {
 }
 
 // LeaseLoop renews the node's Lease in kube-node-lease every
-// LeaseRenewInterval: the node lifecycle controller's heartbeat.
+// LeaseRenewInterval: the node lifecycle controller's heartbeat. As the
+// kubelet's lease controller, it renews the copy its last write returned
+// (one request a renewal) and reads the Lease again only after a failure.
 func (m *Manager) LeaseLoop(ctx context.Context) error {
 	leases := m.cfg.Client.Leases()
+	var last *coordinationv1.Lease
 	for {
-		if err := m.renewLease(ctx, leases); err != nil && ctx.Err() == nil {
+		var err error
+		if last, err = m.renewLease(ctx, leases, last); err != nil && ctx.Err() == nil {
 			m.cfg.Log.Warn("renewing the node lease", "err", err)
 		}
 		select {
@@ -458,29 +471,41 @@ func (m *Manager) LeaseLoop(ctx context.Context) error {
 	}
 }
 
+// renewLease renews last, the Lease as last written (nil: read it, or
+// create it). It returns the Lease as written, nil after a failure.
 func (m *Manager) renewLease(ctx context.Context, leases interface {
 	Get(context.Context, string, string, metav1.GetOptions) (*coordinationv1.Lease, error)
 	Create(context.Context, *coordinationv1.Lease, metav1.CreateOptions) (*coordinationv1.Lease, error)
 	Update(context.Context, *coordinationv1.Lease, metav1.UpdateOptions) (*coordinationv1.Lease, error)
-}) error {
+}, last *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	now := metav1.NewMicroTime(m.cfg.Clock.Now())
 	holder := m.cfg.NodeName
 	dur := int32(m.cfg.LeaseDuration / time.Second)
-	lease, err := leases.Get(ctx, leaseNamespace, m.cfg.NodeName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		lease = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: m.cfg.NodeName, Namespace: leaseNamespace},
-			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, RenewTime: &now},
+	lease := last.DeepCopy()
+	if lease == nil {
+		var err error
+		lease, err = leases.Get(ctx, leaseNamespace, m.cfg.NodeName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			lease = &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: m.cfg.NodeName, Namespace: leaseNamespace},
+				Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, RenewTime: &now},
+			}
+			if n := m.Node(); n != nil && n.UID != "" {
+				lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
+			}
+			return written(leases.Create(ctx, lease, metav1.CreateOptions{}))
+		} else if err != nil {
+			return nil, err
 		}
-		if n := m.Node(); n != nil && n.UID != "" {
-			lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
-		}
-		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
-		return err
-	} else if err != nil {
-		return err
 	}
 	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &holder, &dur, &now
-	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
-	return err
+	return written(leases.Update(ctx, lease, metav1.UpdateOptions{}))
+}
+
+// written is a write's Lease, nil when the write failed.
+func written(l *coordinationv1.Lease, err error) (*coordinationv1.Lease, error) {
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }

@@ -91,7 +91,7 @@ func backOffUntil(st *State, name string, c *cri.ContainerStatus) time.Time {
 // spec, what the runtime holds and the worker's state.
 func computePlan(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time) plan {
 	var a plan
-	if IsTerminal(pod, st) {
+	if isTerminal(pod, st) {
 		if obs.ReadySandbox() != nil {
 			a.Terminal = true // stop what still runs
 		}
@@ -246,9 +246,9 @@ func startOrWait(a *plan, st *State, c *corev1.Container, init bool, prev *cri.C
 	a.Start = append(a.Start, startContainer{Container: c, Init: init, RestartCount: n, Previous: prev})
 }
 
-// IsTerminal reports whether the pod is done for good: its phase is
+// isTerminal reports whether the pod is done for good: its phase is
 // Succeeded or Failed, or it is being evicted.
-func IsTerminal(pod *corev1.Pod, st *State) bool {
+func isTerminal(pod *corev1.Pod, st *State) bool {
 	p := pod.Status.Phase
 	return st.Terminal || st.Evicted != nil || p == corev1.PodSucceeded || p == corev1.PodFailed
 }

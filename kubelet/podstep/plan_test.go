@@ -198,8 +198,8 @@ func TestNextBackOff(t *testing.T) {
 		{"a first start has none", 0, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := NextBackOff(tc.cur, tc.prev); got != tc.want {
-				t.Errorf("NextBackOff(%v) = %v, want %v", tc.cur, got, tc.want)
+			if got := nextBackOff(tc.cur, tc.prev); got != tc.want {
+				t.Errorf("nextBackOff(%v) = %v, want %v", tc.cur, got, tc.want)
 			}
 		})
 	}

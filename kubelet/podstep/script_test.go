@@ -98,7 +98,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		h.pending = append(h.pending, h.scriptEvent(t, d))
 		return ""
 	case "delete":
-		grace := GracePeriod(h.pod)
+		grace := gracePeriod(h.pod)
 		if d.HasArg("grace") {
 			d.ScanArgs(t, "grace", &grace)
 		}

@@ -70,7 +70,7 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, obs *runtime.Pod, st 
 		cs.Ready = started && (c.ReadinessProbe == nil || st.Ready[cur.Id])
 	case cri.ContainerState_CONTAINER_EXITED:
 		cs.Started = &started
-		willRestart := shouldRestart(pod.Spec.RestartPolicy, cur) && !IsTerminal(pod, st)
+		willRestart := shouldRestart(pod.Spec.RestartPolicy, cur) && !isTerminal(pod, st)
 		isInit := false
 		for i := range pod.Spec.InitContainers {
 			isInit = isInit || pod.Spec.InitContainers[i].Name == c.Name
@@ -96,9 +96,9 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, obs *runtime.Pod, st 
 	return cs
 }
 
-// ComputeStatus is the pod's status as Kubernetes defines it, from what
+// computeStatus is the pod's status as Kubernetes defines it, from what
 // the runtime holds and what the kubelet remembers. It has no side effects.
-func ComputeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, hostIP string) corev1.PodStatus {
+func computeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, hostIP string) corev1.PodStatus {
 	old := pod.Status
 	s := corev1.PodStatus{
 		HostIP: hostIP, HostIPs: []corev1.HostIP{{IP: hostIP}},

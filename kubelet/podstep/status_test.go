@@ -66,7 +66,7 @@ func TestComputePodStatus(t *testing.T) {
 			if tc.state != nil {
 				tc.state(st)
 			}
-			s := ComputeStatus(tc.pod, tc.obs, st, t0, "192.168.1.1")
+			s := computeStatus(tc.pod, tc.obs, st, t0, "192.168.1.1")
 			if s.Phase != tc.phase {
 				t.Errorf("phase %s, want %s", s.Phase, tc.phase)
 			}
@@ -113,7 +113,7 @@ func TestEvictedPodStatus(t *testing.T) {
 	msg := "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. "
 	st := NewState(time.Time{})
 	st.Evicted = &Failure{Reason: "Evicted", Message: msg}
-	s := ComputeStatus(makePod("a").Obj(), makeObs().Sandbox(false).Exited("a", 137, 0, t0).Obj(), st, t0, "192.168.1.1")
+	s := computeStatus(makePod("a").Obj(), makeObs().Sandbox(false).Exited("a", 137, 0, t0).Obj(), st, t0, "192.168.1.1")
 	if s.Phase != corev1.PodFailed || s.Reason != "Evicted" || s.Message != msg {
 		t.Errorf("phase %s reason %q message %q, want Failed, Evicted and the eviction message", s.Phase, s.Reason, s.Message)
 	}
@@ -177,7 +177,7 @@ func TestEphemeralContainerStatus(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := makePod("a").Debug("dbg", "a").Obj()
-			s := ComputeStatus(pod, tc.obs, NewState(time.Time{}), t0.Add(time.Minute), "192.0.2.1")
+			s := computeStatus(pod, tc.obs, NewState(time.Time{}), t0.Add(time.Minute), "192.0.2.1")
 			if len(s.EphemeralContainerStatuses) != 1 {
 				t.Fatalf("ephemeral statuses %+v, want one", s.EphemeralContainerStatuses)
 			}

@@ -30,8 +30,8 @@ const (
 	invalidImageRetry = time.Minute
 	// neverPullRetry follows an absent image with pull policy Never.
 	neverPullRetry = 5 * time.Second
-	// TokenRetry follows a failed refresh of the projected tokens.
-	TokenRetry = 10 * time.Second
+	// tokenRetry follows a failed refresh of the projected tokens.
+	tokenRetry = 10 * time.Second
 )
 
 // Input is what one step reads.
@@ -100,7 +100,7 @@ func Step(st *State, in Input) Output {
 	}
 	pod, obs := in.Pod, in.Runtime
 	if !st.Admitted && st.Rejected == nil {
-		if !IsTerminal(pod, st) {
+		if !isTerminal(pod, st) {
 			out.Actions = append(out.Actions, Admit{})
 			return out
 		}
@@ -110,7 +110,7 @@ func Step(st *State, in Input) Output {
 		p := computePlan(pod, obs, st, in.Now)
 		out.wake(p.WakeAt)
 		out.Actions = append(out.Actions, planActions(st, in, p)...)
-		if IsTerminal(pod, st) && !st.VolumesRemoved && !obs.AnyRunning() && len(out.Actions) == 0 {
+		if isTerminal(pod, st) && !st.VolumesRemoved && !obs.AnyRunning() && len(out.Actions) == 0 {
 			// A finished pod's volumes go, as in the kubelet: an emptyDir
 			// lives only as long as the pod runs.
 			out.Actions = append(out.Actions, RemoveVolumes{})
@@ -121,7 +121,7 @@ func Step(st *State, in Input) Output {
 }
 
 func status(st *State, in Input) *corev1.PodStatus {
-	s := ComputeStatus(in.Pod, in.Runtime, st, in.Now, in.HostIP)
+	s := computeStatus(in.Pod, in.Runtime, st, in.Now, in.HostIP)
 	return &s
 }
 
@@ -171,13 +171,13 @@ func apply(st *State, in Input, e Event) []Action {
 	case TokensRefreshed:
 		st.VolumesRefreshAt = e.RefreshAt
 		if e.RefreshAt.IsZero() {
-			st.VolumesRefreshAt = now.Add(TokenRetry) // the containers keep the old token meanwhile
+			st.VolumesRefreshAt = now.Add(tokenRetry) // the containers keep the old token meanwhile
 		}
 	case ContainerStarted:
 		delete(st.Waiting, e.Name)
 		delete(st.PullBackOff, e.Name)
 		if e.Previous != nil {
-			st.BackOff[e.Name] = NextBackOff(st.BackOff[e.Name], e.Previous)
+			st.BackOff[e.Name] = nextBackOff(st.BackOff[e.Name], e.Previous)
 		}
 	case StartFailed:
 		st.Waiting[e.Name] = Waiting{Reason: e.Reason, Message: e.Message, Until: now.Add(startFailedRetry(st, e))}
@@ -226,7 +226,7 @@ func planActions(st *State, in Input, p plan) []Action {
 	pod, obs := in.Pod, in.Runtime
 	var out []Action
 	if p.KillPod {
-		out = append(out, StopPod{SandboxIDs: sandboxIDs(obs, false), Grace: GracePeriod(pod)})
+		out = append(out, StopPod{SandboxIDs: sandboxIDs(obs, false), Grace: gracePeriod(pod)})
 	}
 	if p.CreateSandbox {
 		return append(out, CreateSandbox{Attempt: uint32(len(obs.Sandboxes))})
@@ -239,7 +239,7 @@ func planActions(st *State, in Input, p plan) []Action {
 	}
 	for _, k := range p.Kill {
 		out = append(out, RecordEvent{corev1.EventTypeNormal, "Killing", k.Message},
-			KillContainer{ID: k.ID, Name: k.Name, Grace: GracePeriod(pod)})
+			KillContainer{ID: k.ID, Name: k.Name, Grace: gracePeriod(pod)})
 	}
 	for _, name := range p.MarkPullBackOff {
 		w := st.Waiting[name]
@@ -252,7 +252,7 @@ func planActions(st *State, in Input, p plan) []Action {
 		out = append(out, RecordEvent{corev1.EventTypeNormal, "BackOff", msg})
 	}
 	if p.Terminal {
-		grace := GracePeriod(pod)
+		grace := gracePeriod(pod)
 		if st.Evicted != nil {
 			grace = 0 // a hard eviction threshold allows no grace period
 		}
@@ -283,7 +283,7 @@ func terminating(in Input) bool {
 func terminate(st *State, in Input, out *Output) {
 	now := in.Now
 	t := st.Termination
-	deadline := now.Add(time.Duration(GracePeriod(in.Pod)) * time.Second)
+	deadline := now.Add(time.Duration(gracePeriod(in.Pod)) * time.Second)
 	if t == nil {
 		t = &Termination{Deadline: deadline, PreStopRun: map[string]bool{}}
 		st.Termination = t
@@ -354,9 +354,9 @@ func sandboxIDs(obs *runtime.Pod, ready bool) []string {
 	return ids
 }
 
-// GracePeriod is the pod's termination grace period in seconds: the
+// gracePeriod is the pod's termination grace period in seconds: the
 // delete's, else the spec's, else 30.
-func GracePeriod(pod *corev1.Pod) int64 {
+func gracePeriod(pod *corev1.Pod) int64 {
 	if pod.DeletionGracePeriodSeconds != nil {
 		return *pod.DeletionGracePeriodSeconds
 	}

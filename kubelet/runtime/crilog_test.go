@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,27 +101,52 @@ func TestFollowFileWaitsForWholeLinesUntilTheWriterExits(t *testing.T) {
 	f.WriteString("2026-01-02T03:04:05Z stdout F before\n2026-01-02T03:04:06Z stdout F hal")
 	var exited atomicBool
 	var got syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- FollowFile(context.Background(), path, &cri.ReadLogRequest{TailLines: -1, Follow: true}, &got, exited.get)
-	}()
-	time.Sleep(150 * time.Millisecond)
+	f2 := startFollower(path, &got, exited.get)
+	f2.poll()
 	if s := got.String(); s != "before\n" {
 		t.Errorf("before the line is complete: %q, want only the whole line", s)
 	}
 	f.WriteString("f\n2026-01-02T03:04:07Z stdout F after\n")
-	time.Sleep(250 * time.Millisecond)
+	f2.poll()
 	exited.set()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("FollowFile did not return after the writer exited")
+	if err := f2.finish(); err != nil {
+		t.Fatal(err)
 	}
 	if s := got.String(); s != "before\nhalf\nafter\n" {
 		t.Errorf("followed %q", s)
+	}
+}
+
+// follower is a FollowFile whose polls the test sends.
+type follower struct {
+	ticks chan time.Time
+	done  chan error
+}
+
+func startFollower(path string, w io.Writer, exited func() bool) *follower {
+	f := &follower{ticks: make(chan time.Time), done: make(chan error, 1)}
+	go func() {
+		f.done <- followFile(context.Background(), path, &cri.ReadLogRequest{TailLines: -1, Follow: true}, w, exited, f.ticks)
+	}()
+	return f
+}
+
+// poll returns once the follower has read the file again: the first
+// send is taken when it waits for a poll, the second when it waits for
+// the next, its pass done.
+func (f *follower) poll() {
+	f.ticks <- time.Time{}
+	f.ticks <- time.Time{}
+}
+
+// finish lets the follower see that the writer exited and returns its error.
+func (f *follower) finish() error {
+	for {
+		select {
+		case err := <-f.done:
+			return err
+		case f.ticks <- time.Time{}:
+		}
 	}
 }
 

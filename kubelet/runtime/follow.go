@@ -52,6 +52,17 @@ func (f *logFormatter) lines(data []byte) (bool, error) {
 // and goes on with the new one. (As with the kubelet, a file rotated in
 // and out between two polls, more than the max size in 100ms, is skipped.)
 func FollowFile(ctx context.Context, path string, req *cri.ReadLogRequest, w io.Writer, exited func() bool) error {
+	tick := time.NewTicker(followPoll)
+	defer tick.Stop()
+	return followFile(ctx, path, req, w, exited, tick.C)
+}
+
+// followPoll is how often a followed log file is read again.
+const followPoll = 100 * time.Millisecond
+
+// followFile is FollowFile reading the file again at each poll; tests
+// send the polls themselves.
+func followFile(ctx context.Context, path string, req *cri.ReadLogRequest, w io.Writer, exited func() bool, poll <-chan time.Time) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -104,7 +115,7 @@ func FollowFile(ctx context.Context, path string, req *cri.ReadLogRequest, w io.
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(100 * time.Millisecond):
+		case <-poll:
 		}
 	}
 }

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"compress/gzip"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"minik/proto/cri"
 )
 
 // readLog reads a current or rotated (gzipped) log file.
@@ -126,30 +123,22 @@ func TestFollowFileFollowsARotation(t *testing.T) {
 	out := lw.Stream("stdout")
 	var exited atomicBool
 	var got syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- FollowFile(context.Background(), path, &cri.ReadLogRequest{TailLines: -1, Follow: true}, &got, exited.get)
-	}()
+	follow := startFollower(path, &got, exited.get)
 	var want strings.Builder
 	for i := 0; i < 30; i++ { // about 50 bytes an entry: a rotation every 4
 		line := fmt.Sprintf("line %02d\n", i)
 		want.WriteString(line)
 		out.Write([]byte(line))
 		if i%3 == 0 {
-			// Let the follower poll (every 100ms) at least once per file:
-			// a file rotated away between two polls is not read.
-			time.Sleep(120 * time.Millisecond)
+			// The follower reads at least once per file: a file rotated
+			// away between two polls is not read.
+			follow.poll()
 		}
 	}
-	time.Sleep(250 * time.Millisecond)
+	follow.poll()
 	exited.set()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("FollowFile did not return after the writer exited")
+	if err := follow.finish(); err != nil {
+		t.Fatal(err)
 	}
 	if len(RotatedLogs(path)) == 0 {
 		t.Fatal("the log was never rotated: the test tests nothing")

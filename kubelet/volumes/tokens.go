@@ -26,8 +26,8 @@ import (
 //	                                      └▶ POST serviceaccounts/NAME/token {boundObjectRef: Pod} ─▶ cache
 //	pod worker ◀── wake at the earliest refresh time (podstep.State.volumesRefreshAt) ──┘
 
-// TokenRetry is how soon a failed refresh is tried again.
-const TokenRetry = 10 * time.Second
+// tokenRetry is how soon a failed refresh is tried again.
+const tokenRetry = 10 * time.Second
 
 // tokenKey names one cached token.
 type tokenKey struct {
@@ -91,7 +91,7 @@ func (m *tokenManager) get(ctx context.Context, pod *corev1.Pod, audience string
 	if err != nil {
 		if ok && now.Before(cached.expires) {
 			// The old token still works: use it, and try again soon.
-			return cached.token, now.Add(TokenRetry), nil
+			return cached.token, now.Add(tokenRetry), nil
 		}
 		return "", time.Time{}, fmt.Errorf("requesting a token for service account %s/%s: %w", pod.Namespace, account, err)
 	}

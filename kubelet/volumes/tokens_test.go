@@ -80,7 +80,7 @@ func TestTokenManager(t *testing.T) {
 	}
 	api.fail = true
 	now := api.now.Add(50 * time.Minute)
-	if tok, at, err := m.get(ctx, pod, "", 3600, now); err != nil || tok != "ns/sa#3" || !at.Equal(now.Add(TokenRetry)) {
+	if tok, at, err := m.get(ctx, pod, "", 3600, now); err != nil || tok != "ns/sa#3" || !at.Equal(now.Add(tokenRetry)) {
 		t.Errorf("refresh failing while the old token is valid: %q %v %v, want it and a retry", tok, at, err)
 	}
 	if _, _, err := m.get(ctx, pod, "", 3600, api.now.Add(time.Hour)); err == nil {

@@ -12,8 +12,9 @@
 //	                   (apiserver, etcd), the kubelet, what the kubelet ran
 //	                   (CNI plugins), containerd, and the shims with the runc
 //	                   runs they made.
-//	kubelet_idle_rss   the kubelet process's resident memory (VmRSS) once its
-//	                   pods are deleted and it has idled a few seconds, in
+//	kubelet_idle_rss   the kubelet process's resident memory (VmRSS) once it
+//	                   has idled a few seconds with 10 pods running, then
+//	                   again once they are deleted (pods: 10, then 0), in
 //	                   MB, split into anonymous memory (the kubelet's own:
 //	                   heap, stacks) and file-backed pages (the mapped
 //	                   minik binary, shared with every process running it
@@ -332,8 +333,21 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	if err := settle(); err != nil {
 		return err
 	}
-	time.Sleep(idle)
 	pid := kl.cmd.Process.Pid
+	// Idle with 10 running pods, each with its worker, probes and watch
+	// state, then with none.
+	if _, _, err := measure(ctx, c, idlePods, idlePods, "idle", nil); err != nil {
+		return err
+	}
+	time.Sleep(idle)
+	reportIdleRSS(pid, idlePods)
+	if err := deleteAll(ctx, c); err != nil {
+		return err
+	}
+	if err := settle(); err != nil {
+		return err
+	}
+	time.Sleep(idle)
 	if smapsOut != "" {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
 		if err != nil {
@@ -343,9 +357,7 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 			return err
 		}
 	}
-	report(map[string]any{"bench": "kubelet_idle_rss", "rss_mb": round(memMB(pid, "status", "VmRSS")),
-		"anon_mb": round(memMB(pid, "status", "RssAnon")), "file_mb": round(memMB(pid, "status", "RssFile")),
-		"pss_mb": round(memMB(pid, "smaps_rollup", "Pss"))})
+	reportIdleRSS(pid, 0)
 
 	// The floor: the same starts through containerd and runc alone.
 	address := ctdrt.DefaultAddress
@@ -364,6 +376,17 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		report(r)
 	}
 	return nil
+}
+
+// idlePods is how many pods run while the idle kubelet's memory is read
+// first (the target: PSS with 10 pods).
+const idlePods = 10
+
+// reportIdleRSS reports the idle kubelet's memory with pods running.
+func reportIdleRSS(pid, pods int) {
+	report(map[string]any{"bench": "kubelet_idle_rss", "pods": pods, "rss_mb": round(memMB(pid, "status", "VmRSS")),
+		"anon_mb": round(memMB(pid, "status", "RssAnon")), "file_mb": round(memMB(pid, "status", "RssFile")),
+		"pss_mb": round(memMB(pid, "smaps_rollup", "Pss"))})
 }
 
 func report(v map[string]any) {
