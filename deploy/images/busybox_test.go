@@ -30,19 +30,7 @@ func TestWriteOCIArchive(t *testing.T) {
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
 		t.Error("two builds of the same files differ: the archive must be reproducible")
 	}
-	entries := map[string][]byte{}
-	tr := tar.NewReader(&a)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(tr)
-		entries[h.Name] = data
-	}
+	entries := archiveEntries(t, &a)
 	if string(entries["oci-layout"]) != `{"imageLayoutVersion":"1.0.0"}` {
 		t.Errorf("oci-layout = %q", entries["oci-layout"])
 	}
@@ -61,6 +49,122 @@ func TestWriteOCIArchive(t *testing.T) {
 	}
 	if _, ok := entries["blobs/sha256/"+index.Manifests[0].Digest[len("sha256:"):]]; !ok {
 		t.Error("the manifest blob named by index.json is missing")
+	}
+}
+
+func TestWriteImage(t *testing.T) {
+	base := []File{{Path: "bin", Mode: 0o755, Dir: true}, {Path: "bin/tool", Mode: 0o755, Data: []byte("tool")}}
+	top := []File{{Path: "srv/index.html", Mode: 0o644, Data: []byte("hi")}}
+	tests := []struct {
+		name       string
+		img        Image
+		wantNames  []string
+		wantLayers int // distinct layer blobs in the archive
+	}{
+		{
+			name:       "an image with two names is listed in the index under each, with one manifest",
+			img:        Image{Names: []string{"example.com/a:1", "example.com/b:2"}, Layers: [][]File{base}, Entrypoint: []string{"/bin/tool"}, Cmd: []string{"serve"}},
+			wantNames:  []string{"example.com/a:1", "example.com/b:2"},
+			wantLayers: 1,
+		},
+		{
+			name:       "an image of two layers names both diff IDs, lowest first",
+			img:        Image{Names: []string{"example.com/web:1"}, Layers: [][]File{base, top}, Entrypoint: []string{"/bin/tool"}, Cmd: []string{"serve"}},
+			wantNames:  []string{"example.com/web:1"},
+			wantLayers: 2,
+		},
+		{
+			name:       "the same layer twice is stored once",
+			img:        Image{Names: []string{"example.com/twice:1"}, Layers: [][]File{base, base}, Entrypoint: []string{"/bin/tool"}, Cmd: []string{"serve"}},
+			wantNames:  []string{"example.com/twice:1"},
+			wantLayers: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteImage(&buf, tt.img); err != nil {
+				t.Fatal(err)
+			}
+			entries := archiveEntries(t, &buf)
+			var index struct {
+				Manifests []struct {
+					Digest      string            `json:"digest"`
+					Annotations map[string]string `json:"annotations"`
+				} `json:"manifests"`
+			}
+			if err := json.Unmarshal(entries["index.json"], &index); err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, m := range index.Manifests {
+				names = append(names, m.Annotations["io.containerd.image.name"])
+				if m.Digest != index.Manifests[0].Digest {
+					t.Errorf("%s names manifest %s, the first name %s", names[len(names)-1], m.Digest, index.Manifests[0].Digest)
+				}
+			}
+			if strings.Join(names, ",") != strings.Join(tt.wantNames, ",") {
+				t.Errorf("names %v, want %v", names, tt.wantNames)
+			}
+			var manifest struct {
+				Config struct{ Digest string }   `json:"config"`
+				Layers []struct{ Digest string } `json:"layers"`
+			}
+			if err := json.Unmarshal(entries["blobs/sha256/"+strings.TrimPrefix(index.Manifests[0].Digest, "sha256:")], &manifest); err != nil {
+				t.Fatal(err)
+			}
+			layerBlobs := map[string]bool{}
+			for _, l := range manifest.Layers {
+				if _, ok := entries["blobs/sha256/"+strings.TrimPrefix(l.Digest, "sha256:")]; !ok {
+					t.Errorf("layer %s is not in the archive", l.Digest)
+				}
+				layerBlobs[l.Digest] = true
+			}
+			if len(layerBlobs) != tt.wantLayers {
+				t.Errorf("%d distinct layers, want %d", len(layerBlobs), tt.wantLayers)
+			}
+			var config struct {
+				Config struct{ Entrypoint, Cmd []string } `json:"config"`
+				RootFS struct {
+					DiffIDs []string `json:"diff_ids"`
+				} `json:"rootfs"`
+			}
+			if err := json.Unmarshal(entries["blobs/sha256/"+strings.TrimPrefix(manifest.Config.Digest, "sha256:")], &config); err != nil {
+				t.Fatal(err)
+			}
+			var wantDiffIDs []string
+			for _, files := range tt.img.Layers {
+				_, diffID, err := gzipLayer(files)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantDiffIDs = append(wantDiffIDs, diffID)
+			}
+			if strings.Join(config.RootFS.DiffIDs, ",") != strings.Join(wantDiffIDs, ",") {
+				t.Errorf("diff IDs %v, want the layers' in order %v", config.RootFS.DiffIDs, wantDiffIDs)
+			}
+			if fmt.Sprint(config.Config.Entrypoint, config.Config.Cmd) != fmt.Sprint(tt.img.Entrypoint, tt.img.Cmd) {
+				t.Errorf("entrypoint %v cmd %v, want %v %v", config.Config.Entrypoint, config.Config.Cmd, tt.img.Entrypoint, tt.img.Cmd)
+			}
+		})
+	}
+}
+
+// archiveEntries reads a tar archive into a map from name to contents.
+func archiveEntries(t *testing.T, r io.Reader) map[string][]byte {
+	t.Helper()
+	entries := map[string][]byte{}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return entries
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(tr)
+		entries[h.Name] = data
 	}
 }
 
