@@ -660,6 +660,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, methodNotAllowed(r))
 			return
 		}
+		if onlyConversions(r) {
+			writeError(w, r, errNoTableForm)
+			return
+		}
 		s.serveReview(w, r, ri)
 		return
 	}
