@@ -150,6 +150,77 @@ func TestWriteImage(t *testing.T) {
 	}
 }
 
+func TestWriteImagesSharesLayers(t *testing.T) {
+	base := []File{{Path: "bin", Mode: 0o755, Dir: true}, {Path: "bin/tool", Mode: 0o755, Data: []byte("tool")}}
+	top := []File{{Path: "srv/index.html", Mode: 0o644, Data: []byte("hi")}}
+	var buf bytes.Buffer
+	err := WriteImages(&buf,
+		Image{Names: []string{"example.com/base:1"}, Layers: [][]File{base}, Cmd: []string{"sh"}},
+		Image{Names: []string{"example.com/web:1", "example.com/web:2"}, Layers: [][]File{base, top}, Cmd: []string{"serve"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := archiveEntries(t, &buf)
+	var index struct {
+		Manifests []struct {
+			Digest      string            `json:"digest"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"manifests"`
+	}
+	if err := json.Unmarshal(entries["index.json"], &index); err != nil {
+		t.Fatal(err)
+	}
+	manifests := map[string]bool{}
+	for _, m := range index.Manifests {
+		manifests[m.Digest] = true
+	}
+	if len(index.Manifests) != 3 || len(manifests) != 2 {
+		t.Errorf("%d index entries for %d manifests, want 3 names of 2 images", len(index.Manifests), len(manifests))
+	}
+	blobs := 0
+	for name := range entries {
+		if strings.HasPrefix(name, "blobs/") {
+			blobs++
+		}
+	}
+	// Two layers (the shared one once), two configs, two manifests.
+	if blobs != 6 {
+		t.Errorf("%d blobs, want 6: the shared layer once", blobs)
+	}
+}
+
+func TestHostPrograms(t *testing.T) {
+	files, err := HostPrograms(map[string]string{"bin/sh": "/bin/bash", "usr/bin/printenv": PrintenvPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]File{}
+	for _, f := range files {
+		if _, dup := byPath[f.Path]; dup {
+			t.Errorf("%s is in the layer twice", f.Path)
+		}
+		byPath[f.Path] = f
+	}
+	tests := []struct {
+		name string
+		path string
+	}{
+		{"a program is at its image path", "bin/sh"},
+		{"a program in a nested directory is there too", "usr/bin/printenv"},
+		{"a nested program's directories are in the layer", "usr/bin"},
+		{"the libraries only bash loads come with it", "lib/x86_64-linux-gnu/libtinfo.so.6"},
+		{"the C library comes with them", "lib/x86_64-linux-gnu/libc.so.6"},
+		{"the loader is at the path the programs name", "lib64/ld-linux-x86-64.so.2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, ok := byPath[tt.path]; !ok {
+				t.Errorf("%s is missing from the layer", tt.path)
+			}
+		})
+	}
+}
+
 // archiveEntries reads a tar archive into a map from name to contents.
 func archiveEntries(t *testing.T, r io.Reader) map[string][]byte {
 	t.Helper()
