@@ -8,7 +8,9 @@ import (
 )
 
 func TestRBACBindings(t *testing.T) {
-	ref := func(group string) rbacv1.RoleRef { return rbacv1.RoleRef{APIGroup: group, Kind: "ClusterRole", Name: "view"} }
+	ref := func(group string) rbacv1.RoleRef {
+		return rbacv1.RoleRef{APIGroup: group, Kind: "ClusterRole", Name: "view"}
+	}
 	subject := func(kind, group string) rbacv1.Subject { return rbacv1.Subject{Kind: kind, APIGroup: group, Name: "x"} }
 	tests := []struct {
 		name string
