@@ -377,6 +377,12 @@ func (m *crdManager) handlersFor(sv *crdServing) map[string]*resourceHandler {
 	d := sv.def
 	out := map[string]*resourceHandler{}
 	storageAPIVersion := schema.GroupVersion{Group: d.Group, Version: d.StorageVersion}.String()
+	storageVersion := d.Versions[0]
+	for _, v := range d.Versions {
+		if v.Name == d.StorageVersion {
+			storageVersion = v
+		}
+	}
 	for _, v := range d.Versions {
 		gv := schema.GroupVersion{Group: d.Group, Version: v.Name}
 		kind, listKind := gv.WithKind(d.Names.Kind), gv.WithKind(d.Names.ListKind)
@@ -410,10 +416,25 @@ func (m *crdManager) handlersFor(sv *crdServing) map[string]*resourceHandler {
 			watchEvents: m.srv.metrics.watchCounter(res),
 			conv: &conversion{
 				toStorage:   func(o runtime.Object) (runtime.Object, error) { return withAPIVersion(o, storageAPIVersion), nil },
-				fromStorage: func(o runtime.Object) (runtime.Object, error) { return withAPIVersion(o, apiVersion), nil },
+				fromStorage: func(o runtime.Object) (runtime.Object, error) {
+					return withAPIVersion(defaultedOnRead(storageVersion, o), apiVersion), nil
+				},
 			}}
 	}
 	return out
+}
+
+// defaultedOnRead applies the storage version's current defaults to a
+// stored custom object (a copy, when any applies).
+func defaultedOnRead(v *crd.Version, obj runtime.Object) runtime.Object {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj
+	}
+	if m, copied := v.DefaultedOnRead(u.Object); copied {
+		return &unstructured.Unstructured{Object: m}
+	}
+	return obj
 }
 
 // withAPIVersion returns obj with apiVersion set, copying the top level
