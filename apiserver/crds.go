@@ -415,7 +415,7 @@ func (m *crdManager) handlersFor(sv *crdServing) map[string]*resourceHandler {
 		out[d.Group+"/"+v.Name+"/"+d.Names.Plural] = &resourceHandler{res: res, store: sv.store, srv: m.srv, crd: d,
 			watchEvents: m.srv.metrics.watchCounter(res),
 			conv: &conversion{
-				toStorage:   func(o runtime.Object) (runtime.Object, error) { return withAPIVersion(o, storageAPIVersion), nil },
+				toStorage: func(o runtime.Object) (runtime.Object, error) { return withAPIVersion(o, storageAPIVersion), nil },
 				fromStorage: func(o runtime.Object) (runtime.Object, error) {
 					return withAPIVersion(defaultedOnRead(storageVersion, o), apiVersion), nil
 				},
