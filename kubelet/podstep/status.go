@@ -104,6 +104,9 @@ func ComputeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, 
 		HostIP: hostIP, HostIPs: []corev1.HostIP{{IP: hostIP}},
 		QOSClass:          QOSClass(pod),
 		NominatedNodeName: old.NominatedNodeName,
+		// The generation of the spec this status is about, as upstream's
+		// kubelet reports it (a spec update bumps metadata.generation).
+		ObservedGeneration: pod.Generation,
 	}
 	if !st.StartTime.IsZero() {
 		t := metav1.NewTime(st.StartTime.Truncate(time.Second))

@@ -197,3 +197,26 @@ func TestEphemeralContainerStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestStatusObservesTheGeneration(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		gen   int64
+		state func(*State)
+	}{
+		{"a running pod's status names the generation of the spec it ran", 3, nil},
+		{"a rejected pod's status names it too", 2, func(s *State) { s.Rejected = &Failure{Reason: "OutOfcpu", Message: "no cpu"} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := makePod("a").Obj()
+			pod.Generation = tc.gen
+			st := NewState(time.Time{})
+			if tc.state != nil {
+				tc.state(st)
+			}
+			if s := ComputeStatus(pod, makeObs().Sandbox(true).Running("a", 0).Obj(), st, t0, "192.168.1.1"); s.ObservedGeneration != tc.gen {
+				t.Errorf("observedGeneration %d, want %d", s.ObservedGeneration, tc.gen)
+			}
+		})
+	}
+}
