@@ -145,6 +145,9 @@ func ComputeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, 
 				cs.State.Waiting.Reason = ReasonPodInitializing
 			}
 		}
+		// An init container that completed is Ready, as upstream's prober
+		// manager reports it.
+		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		s.InitContainerStatuses = append(s.InitContainerStatuses, cs)
 		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
 			initDone = false

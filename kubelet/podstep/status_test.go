@@ -220,3 +220,23 @@ func TestStatusObservesTheGeneration(t *testing.T) {
 		})
 	}
 }
+
+func TestInitContainerReady(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		obs   *runtime.Pod
+		ready bool
+	}{
+		{"an init container that completed is Ready", makeObs().Sandbox(true).Exited("i", 0, 0, t0).Obj(), true},
+		{"a running init container is not", makeObs().Sandbox(true).Running("i", 0).Obj(), false},
+		{"a failed one is not", makeObs().Sandbox(true).Exited("i", 1, 0, t0).Obj(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := makePod("a").Init("i").Policy(corev1.RestartPolicyNever).Obj()
+			s := ComputeStatus(pod, tc.obs, NewState(time.Time{}), t0, "192.168.1.1")
+			if got := s.InitContainerStatuses[0].Ready; got != tc.ready {
+				t.Errorf("ready %v, want %v", got, tc.ready)
+			}
+		})
+	}
+}
