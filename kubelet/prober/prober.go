@@ -14,6 +14,11 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -261,13 +266,13 @@ func probeHost(probe *corev1.Probe, podIP string) (host string, known bool) {
 		return probe.HTTPGet.Host, true
 	case probe.TCPSocket != nil && probe.TCPSocket.Host != "":
 		return probe.TCPSocket.Host, true
-	case probe.HTTPGet != nil || probe.TCPSocket != nil:
+	case probe.HTTPGet != nil || probe.TCPSocket != nil || probe.GRPC != nil:
 		return podIP, podIP != ""
 	}
 	return "", true // an exec probe needs no address
 }
 
-// probe runs one exec, httpGet or tcpSocket check against host.
+// probe runs one exec, httpGet, tcpSocket or grpc check against host.
 func (m *Manager) probe(ctx context.Context, c *corev1.Container, id, host string, probe *corev1.Probe, timeout time.Duration) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -321,8 +326,37 @@ func (m *Manager) probe(ctx context.Context, c *corev1.Container, id, host strin
 		}
 		conn.Close()
 		return true, ""
+	case probe.GRPC != nil:
+		return grpcProbe(ctx, net.JoinHostPort(host, strconv.Itoa(int(probe.GRPC.Port))), probe.GRPC.Service, timeout)
 	}
 	return false, "probe has no handler"
+}
+
+// grpcProbe asks the gRPC Health Checking Protocol (grpc.health.v1) at
+// addr about service ("" for the server), as upstream's gRPC probe:
+// healthy only when it answers SERVING; the messages are upstream's.
+func grpcProbe(ctx context.Context, addr string, service *string, timeout time.Duration) (bool, string) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return false, fmt.Sprintf("failed to connect service %q: %v", addr, err)
+	}
+	defer conn.Close()
+	req := &healthpb.HealthCheckRequest{}
+	if service != nil {
+		req.Service = *service
+	}
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, req)
+	switch {
+	case status.Code(err) == codes.Unimplemented:
+		return false, fmt.Sprintf("this server does not implement the grpc health protocol (grpc.health.v1.Health): %s", status.Convert(err).Message())
+	case status.Code(err) == codes.DeadlineExceeded || ctx.Err() != nil:
+		return false, fmt.Sprintf("timeout: health rpc did not complete within %v", timeout)
+	case err != nil:
+		return false, fmt.Sprintf("error: health rpc probe failed: %v", err)
+	case resp.GetStatus() != healthpb.HealthCheckResponse_SERVING:
+		return false, fmt.Sprintf("service unhealthy (responded with %q)", resp.GetStatus().String())
+	}
+	return true, ""
 }
 
 var probeHTTPClient = &http.Client{
