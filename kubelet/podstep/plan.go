@@ -250,7 +250,7 @@ func startOrWait(a *plan, st *State, c *corev1.Container, init bool, prev *cri.C
 // Succeeded or Failed, or it is being evicted.
 func IsTerminal(pod *corev1.Pod, st *State) bool {
 	p := pod.Status.Phase
-	return st.Terminal || st.Evicted != nil || p == corev1.PodSucceeded || p == corev1.PodFailed
+	return st.Terminal || st.failure() != nil || p == corev1.PodSucceeded || p == corev1.PodFailed
 }
 
 func backOffMessage(d time.Duration, c, pod string) string {

@@ -41,6 +41,7 @@ import (
 //	                        ready=BOOL, startup NAME, evict MESSAGE
 //	delete [grace=N]        the pod is deleted (deletionTimestamp) with that grace
 //	set-image NAME IMAGE    kubectl set image
+//	set-deadline N          the pod's activeDeadlineSeconds becomes N
 var update = flag.Bool("update", false, "rewrite the scripts' expected output (datadriven's -rewrite)")
 
 func TestScripts(t *testing.T) {
@@ -116,6 +117,15 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 				p.Spec.Containers[i].Image = d.CmdArgs[1].Key
 			}
 		}
+		h.pod = p
+		return ""
+	case "set-deadline":
+		n, err := strconv.ParseInt(d.CmdArgs[0].Key, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := h.pod.DeepCopy()
+		p.Spec.ActiveDeadlineSeconds = &n
 		h.pod = p
 		return ""
 	}

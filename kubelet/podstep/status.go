@@ -201,7 +201,7 @@ func ComputeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, 
 	switch {
 	case old.Phase == corev1.PodSucceeded || old.Phase == corev1.PodFailed:
 		s.Phase = old.Phase // terminal phases never change
-	case st.Evicted != nil:
+	case st.failure() != nil:
 		s.Phase = corev1.PodFailed
 	case initFailed:
 		s.Phase = corev1.PodFailed
@@ -251,8 +251,10 @@ func ComputeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, 
 		cond(corev1.ContainersReady, allReady, readyReason, readyMsg),
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
 	}
+	if f := st.failure(); f != nil {
+		s.Reason, s.Message = f.Reason, f.Message
+	}
 	if ev := st.Evicted; ev != nil {
-		s.Reason, s.Message = ev.Reason, ev.Message
 		conds = append(conds, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 			Reason: corev1.PodReasonTerminationByKubelet, Message: ev.Message})
 	}

@@ -107,6 +107,7 @@ func Step(st *State, in Input) Output {
 		st.Admitted = true // finished before a kubelet restart: nothing to run
 	}
 	if st.Rejected == nil {
+		out.Actions = append(out.Actions, checkDeadline(st, pod, in.Now, &out)...)
 		p := computePlan(pod, obs, st, in.Now)
 		out.wake(p.WakeAt)
 		out.Actions = append(out.Actions, planActions(st, in, p)...)
@@ -123,6 +124,33 @@ func Step(st *State, in Input) Output {
 func status(st *State, in Input) *corev1.PodStatus {
 	s := ComputeStatus(in.Pod, in.Runtime, st, in.Now, in.HostIP)
 	return &s
+}
+
+// deadlineMessage is upstream's status message of a pod past its
+// activeDeadlineSeconds.
+const deadlineMessage = "Pod was active on the node longer than the specified deadline"
+
+// checkDeadline fails a pod that has run activeDeadlineSeconds since it
+// started (a deadline the spec may lower at any time), as upstream's
+// activeDeadlineHandler, and wakes the step when the deadline comes.
+func checkDeadline(st *State, pod *corev1.Pod, now time.Time, out *Output) []Action {
+	if pod.Spec.ActiveDeadlineSeconds == nil || st.DeadlineExceeded != nil || IsTerminal(pod, st) {
+		return nil
+	}
+	start := st.StartTime
+	if pod.Status.StartTime != nil {
+		start = pod.Status.StartTime.Time
+	}
+	if start.IsZero() {
+		return nil
+	}
+	deadline := start.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second)
+	if now.Before(deadline) {
+		out.wake(deadline)
+		return nil
+	}
+	st.DeadlineExceeded = &Failure{Reason: "DeadlineExceeded", Message: deadlineMessage}
+	return []Action{RecordEvent{corev1.EventTypeWarning, "DeadlineExceeded", deadlineMessage}}
 }
 
 // apply records one event in the state; it returns the Kubernetes
