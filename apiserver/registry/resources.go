@@ -46,7 +46,7 @@ func All() []*Resource {
 			}},
 		{Kind: "Pod", Resource: "pods", Singular: "pod", Namespaced: true, ShortNames: []string{"po"}, Categories: []string{"all"},
 			New: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} },
-			Subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward", "ephemeralcontainers"}, HasStatus: true,
+			Subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy", "ephemeralcontainers"}, HasStatus: true,
 			Fields: podFields},
 		{Kind: "ReplicationController", Resource: "replicationcontrollers", Singular: "replicationcontroller", Namespaced: true,
 			ShortNames: []string{"rc"}, Categories: []string{"all"},
