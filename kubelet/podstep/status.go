@@ -75,7 +75,10 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, obs *runtime.Pod, st 
 		for i := range pod.Spec.InitContainers {
 			isInit = isInit || pod.Spec.InitContainers[i].Name == c.Name
 		}
-		if isInit && cur.ExitCode == 0 {
+		switch {
+		case IsSidecar(c):
+			willRestart = !IsTerminal(pod, st)
+		case isInit && cur.ExitCode == 0:
 			willRestart = false
 		}
 		if willRestart {
@@ -133,9 +136,16 @@ func ComputeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, 
 		s.PodIP, s.PodIPs = old.PodIP, old.PodIPs
 	}
 
-	// Init containers.
+	// Init containers. Once an app container was created the pod stays
+	// initialized, whatever its sidecars do since.
+	initialized := false
+	for i := range pod.Spec.Containers {
+		if cur, _ := obs.Latest(pod.Spec.Containers[i].Name); cur != nil {
+			initialized = true
+		}
+	}
 	initDone := true
-	var incomplete []string
+	var incomplete, unready []string
 	initFailed := false
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
@@ -145,10 +155,23 @@ func ComputeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, 
 				cs.State.Waiting.Reason = ReasonPodInitializing
 			}
 		}
+		s.InitContainerStatuses = append(s.InitContainerStatuses, cs)
+		if IsSidecar(c) {
+			// A sidecar is ready by its probes, as app containers are, and
+			// counts in the pod's readiness; it completes its turn once it
+			// has started.
+			if !cs.Ready {
+				unready = append(unready, c.Name)
+			}
+			if !initialized && (cs.Started == nil || !*cs.Started || cs.State.Running == nil) {
+				initDone = false
+				incomplete = append(incomplete, c.Name)
+			}
+			continue
+		}
 		// An init container that completed is Ready, as upstream's prober
 		// manager reports it.
-		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
-		s.InitContainerStatuses = append(s.InitContainerStatuses, cs)
+		s.InitContainerStatuses[i].Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
 			initDone = false
 			incomplete = append(incomplete, c.Name)
@@ -174,7 +197,6 @@ func ComputeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, 
 		waitReason = ReasonPodInitializing
 	}
 	var running, waitingN, stopped, succeeded int
-	var unready []string
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		cs := containerStatus(pod, c, obs, st, now, waitReason)

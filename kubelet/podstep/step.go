@@ -331,9 +331,9 @@ func terminate(st *State, in Input, out *Output) {
 				continue
 			}
 			name := c.Metadata.GetName()
-			if cmd := preStopCommand(in.Pod, name); cmd != nil && !t.PreStopRun[c.Id] && remaining > 0 {
+			if h := preStopHandler(in.Pod, name); h != nil && !t.PreStopRun[c.Id] && remaining > 0 {
 				hooks = append(hooks, RecordEvent{corev1.EventTypeNormal, "Killing", "Stopping container " + name},
-					RunPreStop{ID: c.Id, Name: name, Command: cmd, TimeoutSeconds: remaining})
+					RunPreStop{ID: c.Id, Name: name, Handler: h, TimeoutSeconds: remaining})
 				continue
 			}
 			if !t.PreStopRun[c.Id] {
@@ -361,11 +361,16 @@ func terminate(st *State, in Input, out *Output) {
 	}
 }
 
-// preStopCommand is the container's preStop exec hook, nil for none.
-func preStopCommand(pod *corev1.Pod, name string) []string {
-	for _, c := range pod.Spec.Containers {
-		if c.Name == name && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Exec != nil {
-			return c.Lifecycle.PreStop.Exec.Command
+// preStopHandler is the container's preStop hook (exec, httpGet or
+// sleep; an app container's or a sidecar's), nil for none.
+func preStopHandler(pod *corev1.Pod, name string) *corev1.LifecycleHandler {
+	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if c := &list[i]; c.Name == name && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+				if h := c.Lifecycle.PreStop; h.Exec != nil || h.HTTPGet != nil || h.Sleep != nil {
+					return h
+				}
+			}
 		}
 	}
 	return nil
