@@ -25,6 +25,7 @@ type layerSet struct {
 	busyboxDeb string // Debian's busybox .deb (images.DefaultBusyboxPath)
 	agnhostBin string // agnhost, built static from k8s.io/kubernetes/test/images/agnhost
 	kubeSrc    string // the k8s.io/kubernetes module's source (porter's certificates, kitten's pages)
+	shBin      string // conformance/sh, built static: the images' /bin/sh
 
 	busybox, shell, tools, agnhost []images.File
 }
@@ -39,8 +40,8 @@ var agnhostTools = map[string]string{
 	"usr/bin/nc":     "/usr/bin/nc",
 }
 
-// testImages are what the in-scope specs run. Their sh is Debian's bash
-// (see stack). agnhost keeps what its
+// testImages are what the in-scope specs run. Their sh picks busybox's
+// ash or bash (see stack). agnhost keeps what its
 // upstream Dockerfile adds to alpine and the specs use (a shell and
 // busybox's tools, /agnhost-2, /uploads, porter's certificate, the user
 // and group defined in the image); pause is agnhost's `pause`; nginx is a
@@ -77,12 +78,18 @@ func (l *layerSet) stack(withAgnhost bool, extra ...images.File) ([][]images.Fil
 	if l.shell == nil {
 		// Debian's busybox 1.35 ash drops environment variables whose
 		// names are not identifiers ("data-1", which envFrom may set);
-		// the suite's busybox 1.37 passes them on, and so does bash.
-		files, err := images.HostPrograms(map[string]string{"bin/sh": "/bin/bash"})
+		// the suite's busybox 1.37 passes them on. /bin/sh is a shim
+		// (conformance/sh) that runs ash, or bash, which keeps them, for
+		// such an environment.
+		files, err := images.HostPrograms(map[string]string{"usr/bin/bash": "/bin/bash"})
 		if err != nil {
 			return nil, err
 		}
-		l.shell = files
+		shim, err := os.ReadFile(l.shBin)
+		if err != nil {
+			return nil, fmt.Errorf("the sh shim: %w", err)
+		}
+		l.shell = append(files, images.File{Path: "bin/sh", Mode: 0o755, Data: shim})
 	}
 	layers := [][]images.File{l.busybox, l.shell}
 	if withAgnhost {

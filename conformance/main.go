@@ -68,6 +68,7 @@ func imagesCommand(ctx context.Context, args []string) error {
 	fs.StringVar(&l.agnhostBin, "agnhost", "bin/conformance/agnhost", "agnhost, built static")
 	fs.StringVar(&l.kubeSrc, "kube-src", "", "source of the k8s.io/kubernetes module (go list -m -f {{.Dir}})")
 	fs.StringVar(&l.busyboxDeb, "busybox", images.DefaultBusyboxPath, "Debian's busybox .deb")
+	fs.StringVar(&l.shBin, "sh", "bin/conformance/sh", "the images' /bin/sh (conformance/sh, built static)")
 	_ = fs.Parse(args)
 	list, err := exec.CommandContext(ctx, *e2e, "--list-images").CombinedOutput()
 	if err != nil {

@@ -31,9 +31,10 @@ bash deploy/upstream-k8s.sh build "$out/agnhost" k8s.io/kubernetes/test/images/a
 kube_src=$(cd "$(bash deploy/upstream-k8s.sh dir)" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)
 kube_version=$(cd "$(bash deploy/upstream-k8s.sh dir)" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 go build -o "$out/driver" ./conformance
+CGO_ENABLED=0 go build -o "$out/sh" ./conformance/sh
 
 # The images the specs use, built here (no registry is reachable).
-"$out/driver" images -o "$out/images.tar" --e2e "$out/e2e.test" --agnhost "$out/agnhost" --kube-src "$kube_src"
+"$out/driver" images -o "$out/images.tar" --e2e "$out/e2e.test" --agnhost "$out/agnhost" --sh "$out/sh" --kube-src "$kube_src"
 
 for batch in ${BATCHES:-$("$out/driver" batches)}; do
   echo "=== batch $batch"
