@@ -2,9 +2,7 @@ package apiserver
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,7 +18,6 @@ func TestDeleteOfATerminatingObject(t *testing.T) {
 	ts := startTestServer(t)
 	admin := ts.client(t)
 	ctx := t.Context()
-	raw := &http.Client{Transport: &http.Transport{TLSClientConfig: ts.config.TLS.Clone()}}
 	if _, err := admin.Pods().Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "running", Namespace: "default"},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -47,20 +44,13 @@ func TestDeleteOfATerminatingObject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodDelete, ts.config.Host+tt.path, strings.NewReader(tt.body))
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := raw.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			data, _ := io.ReadAll(resp.Body)
+			code, data := ts.do(t, http.MethodDelete, tt.path, tt.body, "Content-Type", "application/json")
 			var obj metav1.PartialObjectMetadata
 			if err := json.Unmarshal(data, &obj); err != nil {
 				t.Fatal(err)
 			}
-			if resp.StatusCode != tt.wantCode {
-				t.Errorf("code %d, want %d: %s", resp.StatusCode, tt.wantCode, data)
+			if code != tt.wantCode {
+				t.Errorf("code %d, want %d: %s", code, tt.wantCode, data)
 			}
 			if obj.DeletionTimestamp == nil || obj.Generation != 2 {
 				t.Errorf("deletionTimestamp %v generation %d, want the terminating object at generation 2", obj.DeletionTimestamp, obj.Generation)

@@ -36,7 +36,6 @@ func TestPodProxy(t *testing.T) {
 	if _, err := admin.Pods().UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	raw := &http.Client{Transport: &http.Transport{TLSClientConfig: ts.config.TLS.Clone()}}
 	tests := []struct {
 		name     string
 		method   string
@@ -52,15 +51,9 @@ func TestPodProxy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest(tt.method, ts.config.Host+tt.path, nil)
-			resp, err := raw.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != tt.wantCode || (tt.wantBody != "" && string(body) != tt.wantBody) {
-				t.Errorf("%d %q, want %d %q", resp.StatusCode, body, tt.wantCode, tt.wantBody)
+			code, body := ts.do(t, tt.method, tt.path, "")
+			if code != tt.wantCode || (tt.wantBody != "" && string(body) != tt.wantBody) {
+				t.Errorf("%d %q, want %d %q", code, body, tt.wantCode, tt.wantBody)
 			}
 		})
 	}

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,7 +16,6 @@ import (
 // stored resource still answers as a Table.
 func TestTableOfAResourceWithoutOne(t *testing.T) {
 	ts := startTestServer(t)
-	raw := &http.Client{Transport: &http.Transport{TLSClientConfig: ts.config.TLS.Clone()}}
 	const table = "application/json;as=Table;v=v1;g=meta.k8s.io"
 	review := `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"nonResourceAttributes":{"path":"/","verb":"get"}}}`
 	tests := []struct {
@@ -36,21 +34,13 @@ func TestTableOfAResourceWithoutOne(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, ts.config.Host+tt.path, strings.NewReader(tt.body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", tt.accept)
-			resp, err := raw.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			data, _ := io.ReadAll(resp.Body)
+			code, data := ts.do(t, http.MethodPost, tt.path, tt.body, "Content-Type", "application/json", "Accept", tt.accept)
 			var kind metav1.TypeMeta
 			if err := json.Unmarshal(data, &kind); err != nil {
-				t.Fatalf("%d %s: %v", resp.StatusCode, data, err)
+				t.Fatalf("%d %s: %v", code, data, err)
 			}
-			if resp.StatusCode != tt.wantCode || kind.Kind != tt.wantKind {
-				t.Fatalf("%d %s, want %d and a %s", resp.StatusCode, data, tt.wantCode, tt.wantKind)
+			if code != tt.wantCode || kind.Kind != tt.wantKind {
+				t.Fatalf("%d %s, want %d and a %s", code, data, tt.wantCode, tt.wantKind)
 			}
 			var got metav1.Status
 			if tt.wantCode == http.StatusNotAcceptable && (json.Unmarshal(data, &got) != nil ||

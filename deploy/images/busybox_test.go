@@ -34,15 +34,7 @@ func TestWriteOCIArchive(t *testing.T) {
 	if string(entries["oci-layout"]) != `{"imageLayoutVersion":"1.0.0"}` {
 		t.Errorf("oci-layout = %q", entries["oci-layout"])
 	}
-	var index struct {
-		Manifests []struct {
-			Digest      string            `json:"digest"`
-			Annotations map[string]string `json:"annotations"`
-		} `json:"manifests"`
-	}
-	if err := json.Unmarshal(entries["index.json"], &index); err != nil {
-		t.Fatal(err)
-	}
+	index := readIndex(t, entries)
 	if len(index.Manifests) != 1 || index.Manifests[0].Annotations["io.containerd.image.name"] != "example.com/x:1" ||
 		index.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "1" {
 		t.Fatalf("index %+v", index)
@@ -87,15 +79,7 @@ func TestWriteImage(t *testing.T) {
 				t.Fatal(err)
 			}
 			entries := archiveEntries(t, &buf)
-			var index struct {
-				Manifests []struct {
-					Digest      string            `json:"digest"`
-					Annotations map[string]string `json:"annotations"`
-				} `json:"manifests"`
-			}
-			if err := json.Unmarshal(entries["index.json"], &index); err != nil {
-				t.Fatal(err)
-			}
+			index := readIndex(t, entries)
 			var names []string
 			for _, m := range index.Manifests {
 				names = append(names, m.Annotations["io.containerd.image.name"])
@@ -161,15 +145,7 @@ func TestWriteImagesSharesLayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	entries := archiveEntries(t, &buf)
-	var index struct {
-		Manifests []struct {
-			Digest      string            `json:"digest"`
-			Annotations map[string]string `json:"annotations"`
-		} `json:"manifests"`
-	}
-	if err := json.Unmarshal(entries["index.json"], &index); err != nil {
-		t.Fatal(err)
-	}
+	index := readIndex(t, entries)
 	manifests := map[string]bool{}
 	for _, m := range index.Manifests {
 		manifests[m.Digest] = true
@@ -194,13 +170,7 @@ func TestHostPrograms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byPath := map[string]File{}
-	for _, f := range files {
-		if _, dup := byPath[f.Path]; dup {
-			t.Errorf("%s is in the layer twice", f.Path)
-		}
-		byPath[f.Path] = f
-	}
+	byPath := layerByPath(t, files)
 	tests := []struct {
 		name string
 		path string
@@ -219,6 +189,36 @@ func TestHostPrograms(t *testing.T) {
 			}
 		})
 	}
+}
+
+// layerByPath indexes a layer's files by path; a path twice is an error.
+func layerByPath(t *testing.T, files []File) map[string]File {
+	t.Helper()
+	byPath := map[string]File{}
+	for _, f := range files {
+		if _, dup := byPath[f.Path]; dup {
+			t.Errorf("%s is in the layer twice", f.Path)
+		}
+		byPath[f.Path] = f
+	}
+	return byPath
+}
+
+// ociIndex is the part of an archive's index.json the tests read.
+type ociIndex struct {
+	Manifests []struct {
+		Digest      string            `json:"digest"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"manifests"`
+}
+
+func readIndex(t *testing.T, entries map[string][]byte) ociIndex {
+	t.Helper()
+	var index ociIndex
+	if err := json.Unmarshal(entries["index.json"], &index); err != nil {
+		t.Fatal(err)
+	}
+	return index
 }
 
 // archiveEntries reads a tar archive into a map from name to contents.
@@ -249,13 +249,7 @@ func TestBusyboxImageIsAUsableClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byPath := map[string]File{}
-	for _, f := range files {
-		if _, dup := byPath[f.Path]; dup {
-			t.Errorf("%s is in the layer twice", f.Path)
-		}
-		byPath[f.Path] = f
-	}
+	byPath := layerByPath(t, files)
 	for _, p := range []string{"bin/sh", "bin/wget", "bin/nslookup", "bin/printenv", "bin/env", "bin/httpd", "bin/sleep",
 		"bin/cat", "bin/hostname", "etc/passwd", "etc/group", "etc/nsswitch.conf"} {
 		if _, ok := byPath[p]; !ok {
