@@ -7,7 +7,7 @@ ARGS    ?=
 IMAGES  ?= bin/images
 TESTLOG ?= bin/test.log
 
-.PHONY: deps build images up test race fuzz unit bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns bench-services compose-images compose-up compose-down compose-kubeconfig compose-load clean
+.PHONY: deps build images up test race fuzz unit conformance bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns bench-services compose-images compose-up compose-down compose-kubeconfig compose-load clean
 
 ## build: bin/minik, static (no cgo) and without containerd's Go-plugin
 ## loader (its import of package plugin exports every symbol dynamically:
@@ -54,6 +54,13 @@ fuzz:
 ## unit: only the fast tests.
 unit:
 	$(GO) test -count=1 -short ./...
+
+## conformance: the [Conformance] specs of upstream's e2e suite in the areas
+## of conformance/scope.txt, against a fresh 2-node cluster per batch;
+## writes conformance/REPORT.md and junit.xml (not part of `make test`;
+## needs root, under an hour; BATCHES="sig-node" runs only those).
+conformance:
+	bash conformance/run.sh
 
 ## bench-apiserver: create throughput/latency and watch fan-out, one JSON line each.
 bench-apiserver: build

@@ -16,6 +16,8 @@ import (
 type User struct {
 	Name   string
 	Groups []string
+	UID    string              // a service account's UID; "" otherwise
+	Extra  map[string][]string // a service-account token's pod, node and credential ID
 }
 
 func (u *User) in(group string) bool {

@@ -309,21 +309,27 @@ func (m *crdManager) serve(ctx context.Context, crds []*apiextv1.CustomResourceD
 				Subresources: h.res.Subresources, Schema: v.OpenAPI})
 		}
 	}
-	m.current.Store(api)
 	all := append(slices.Clone(m.builtins), docs...)
+	// The field managers first: a kind's first apply may come as soon as
+	// its handler is served.
+	stale := m.registerFieldKinds(all, next)
+	m.current.Store(api)
 	m.resources.Store(&all)
 	h := openapi.NewHandler(all)
 	m.openapi.Store(&h)
-	m.registerFieldKinds(all, next)
+	for _, gvk := range stale {
+		m.srv.fields.Unregister(gvk)
+	}
 }
 
 // registerFieldKinds gives every served custom kind its managedFields
 // and server-side apply: one type converter from the OpenAPI of all
 // kinds (a custom object's metadata is the built-in ObjectMeta), built
-// again when the CRDs change; kinds no longer served are removed.
-func (m *crdManager) registerFieldKinds(all []openapi.Resource, serving map[string]*crdServing) {
+// again when the CRDs change. It returns the kinds no longer served, for
+// the caller to unregister once their handlers are gone.
+func (m *crdManager) registerFieldKinds(all []openapi.Resource, serving map[string]*crdServing) []schema.GroupVersionKind {
 	if m.srv.fields == nil {
-		return
+		return nil
 	}
 	models, err := openapi.Models(all)
 	var tc managedfields.TypeConverter
@@ -352,12 +358,14 @@ func (m *crdManager) registerFieldKinds(all []openapi.Resource, serving map[stri
 			m.srv.fields.Register(fieldmanager.Kind{GVK: gvk, New: newUnstructured, Converter: tc, HasStatus: v.Status, Fields: fields})
 		}
 	}
+	var stale []schema.GroupVersionKind
 	for gvk := range m.fieldKinds {
 		if !want[gvk] {
-			m.srv.fields.Unregister(gvk)
+			stale = append(stale, gvk)
 		}
 	}
 	m.fieldKinds = want
+	return stale
 }
 
 func newUnstructured() runtime.Object { return &unstructured.Unstructured{Object: map[string]any{}} }
@@ -369,6 +377,12 @@ func (m *crdManager) handlersFor(sv *crdServing) map[string]*resourceHandler {
 	d := sv.def
 	out := map[string]*resourceHandler{}
 	storageAPIVersion := schema.GroupVersion{Group: d.Group, Version: d.StorageVersion}.String()
+	storageVersion := d.Versions[0]
+	for _, v := range d.Versions {
+		if v.Name == d.StorageVersion {
+			storageVersion = v
+		}
+	}
 	for _, v := range d.Versions {
 		gv := schema.GroupVersion{Group: d.Group, Version: v.Name}
 		kind, listKind := gv.WithKind(d.Names.Kind), gv.WithKind(d.Names.ListKind)
@@ -401,11 +415,26 @@ func (m *crdManager) handlersFor(sv *crdServing) map[string]*resourceHandler {
 		out[d.Group+"/"+v.Name+"/"+d.Names.Plural] = &resourceHandler{res: res, store: sv.store, srv: m.srv, crd: d,
 			watchEvents: m.srv.metrics.watchCounter(res),
 			conv: &conversion{
-				toStorage:   func(o runtime.Object) (runtime.Object, error) { return withAPIVersion(o, storageAPIVersion), nil },
-				fromStorage: func(o runtime.Object) (runtime.Object, error) { return withAPIVersion(o, apiVersion), nil },
+				toStorage: func(o runtime.Object) (runtime.Object, error) { return withAPIVersion(o, storageAPIVersion), nil },
+				fromStorage: func(o runtime.Object) (runtime.Object, error) {
+					return withAPIVersion(defaultedOnRead(storageVersion, o), apiVersion), nil
+				},
 			}}
 	}
 	return out
+}
+
+// defaultedOnRead applies the storage version's current defaults to a
+// stored custom object (a copy, when any applies).
+func defaultedOnRead(v *crd.Version, obj runtime.Object) runtime.Object {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj
+	}
+	if m, copied := v.DefaultedOnRead(u.Object); copied {
+		return &unstructured.Unstructured{Object: m}
+	}
+	return obj
 }
 
 // withAPIVersion returns obj with apiVersion set, copying the top level

@@ -89,8 +89,10 @@ func (h *resourceHandler) delete(w http.ResponseWriter, r *http.Request, ri *req
 		writeError(w, r, err)
 		return
 	}
+	// As kube-apiserver: 200, and 202 only for an object that stays
+	// while a cascade asked for with orphanDependents=false runs.
 	code := http.StatusOK
-	if !deleted {
+	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
 	}
 	h.srv.writeMaybeTable(w, r, h, code, obj)
@@ -145,6 +147,11 @@ func (h *resourceHandler) deleteObject(ctx context.Context, namespace, name stri
 			ts := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
 			m.SetDeletionTimestamp(&ts)
 			m.SetDeletionGracePeriodSeconds(&grace)
+			// Being deleted is a new generation: its controllers (a pod's
+			// kubelet) should act on it, as upstream bumps it.
+			if g := m.GetGeneration(); g > 0 {
+				m.SetGeneration(g + 1)
+			}
 			if ns, ok := cur.(*corev1.Namespace); ok {
 				ns.Status.Phase = corev1.NamespaceTerminating
 			}

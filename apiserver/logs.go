@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gorilla/websocket"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,6 +26,9 @@ import (
 //
 //	kubectl logs → apiserver /api/v1/namespaces/NS/pods/P/log
 //	             → https://NODE:10250/containerLogs/NS/P/C?follow=…
+//
+// as plain text, or as WebSocket messages when the client asks for an
+// upgrade (binary.k8s.io, base64.binary.k8s.io).
 func (h *resourceHandler) log(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 	ctx := r.Context()
 	obj, err := h.store.Get(ctx, ri.namespace, ri.name)
@@ -64,24 +69,68 @@ func (h *resourceHandler) log(w http.ResponseWriter, r *http.Request, ri *reques
 		writeError(w, r, kubeletError(resp.StatusCode, strings.TrimSpace(string(msg))))
 		return
 	}
+	if websocket.IsWebSocketUpgrade(r) {
+		streamLogWebSocket(w, r, resp.Body)
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
+	copyChunks(resp.Body, func(chunk []byte) error {
+		if _, err := w.Write(chunk); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	})
+}
+
+// copyChunks passes each chunk read from src to send, until either fails.
+func copyChunks(src io.Reader, send func([]byte) error) {
 	buf := make([]byte, 32*1024)
 	for {
-		n, err := resp.Body.Read(buf)
+		n, err := src.Read(buf)
 		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
+			if send(buf[:n]) != nil {
 				return
-			}
-			if flusher != nil {
-				flusher.Flush()
 			}
 		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+// The WebSocket subprotocols of a log stream, as kube-apiserver's
+// wsstream reader: each chunk a binary message, or a base64 text one.
+const (
+	binaryLogProtocol = "binary.k8s.io"
+	base64LogProtocol = "base64.binary.k8s.io"
+)
+
+var logUpgrader = websocket.Upgrader{
+	Subprotocols: []string{binaryLogProtocol, base64LogProtocol},
+	CheckOrigin:  func(*http.Request) bool { return true }, // clients use certificates or tokens, not cookies
+}
+
+// streamLogWebSocket sends the log over a WebSocket (`pods/log` asked
+// for with a WebSocket upgrade), then closes it.
+func streamLogWebSocket(w http.ResponseWriter, r *http.Request, log io.Reader) {
+	ws, err := logUpgrader.Upgrade(w, r, nil) // answers the client itself on failure
+	if err != nil {
+		return
+	}
+	defer ws.Close()
+	base64Text := ws.Subprotocol() == base64LogProtocol
+	copyChunks(log, func(chunk []byte) error {
+		if base64Text {
+			return ws.WriteMessage(websocket.TextMessage, []byte(base64.StdEncoding.EncodeToString(chunk)))
+		}
+		return ws.WriteMessage(websocket.BinaryMessage, chunk)
+	})
+	_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 }
 
 // validateLogOptions checks the numeric pods/log options as Kubernetes'

@@ -10,15 +10,20 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,8 +57,12 @@ type protoObject interface {
 
 var protoScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
+	// Every built-in group minik serves: each also registers DeleteOptions,
+	// which client-go sends in the group of the object it deletes.
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
-		coordinationv1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme, policyv1.AddToScheme, schedulingv1.AddToScheme, autoscalingv1.AddToScheme, storagev1.AddToScheme} {
+		coordinationv1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme, policyv1.AddToScheme, schedulingv1.AddToScheme,
+		autoscalingv1.AddToScheme, autoscalingv2.AddToScheme, storagev1.AddToScheme, rbacv1.AddToScheme,
+		authenticationv1.AddToScheme, authorizationv1.AddToScheme, apiextv1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err) // a programming error in the list above
 		}

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"net/http"
 	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -361,6 +362,9 @@ func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
 		return apierrors.NewConflict(h.res.GroupResource(), om.GetName(),
 			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 	}
+	// An update that names the version it read may change the metadata
+	// through /status too (a patch always names it).
+	conditional := m.GetResourceVersion() != ""
 	if uid := m.GetUID(); uid != "" && uid != om.GetUID() {
 		return apierrors.NewConflict(h.res.GroupResource(), om.GetName(),
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, om.GetUID()))
@@ -401,7 +405,11 @@ func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
 	}
 	switch sub {
 	case "status":
-		// Only status moves; the rest of the object stays as stored.
+		// The status moves, and so does the metadata, as upstream's status
+		// strategies keep it (its system fields were kept above); the spec
+		// stays as stored. An unconditional update keeps the stored
+		// metadata: minik's kubelet sends only the pod's identity and
+		// status.
 		status, err := fieldOf(obj, "Status")
 		if err != nil {
 			return err
@@ -411,6 +419,16 @@ func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
 			return err
 		}
 		km, _ := meta.Accessor(keep)
+		if conditional {
+			objectMeta, err := fieldOf(obj, "ObjectMeta")
+			if err != nil {
+				return err
+			}
+			if err := setFieldOf(keep, "ObjectMeta", objectMeta); err != nil {
+				return err
+			}
+			keepOnStatusUpdate(keep, old)
+		}
 		km.SetResourceVersion(m.GetResourceVersion())
 		km.SetManagedFields(m.GetManagedFields()) // a status apply's; trackWrite ignores a request's
 		copyInto(obj, keep)
@@ -427,6 +445,18 @@ func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
 		}
 	}
 	return nil
+}
+
+// keepOnStatusUpdate restores the metadata a kind's upstream status
+// strategy does not let a /status update change: a Deployment's labels,
+// a Pod's owner references.
+func keepOnStatusUpdate(obj, old runtime.Object) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		o.Labels = old.(*appsv1.Deployment).Labels
+	case *corev1.Pod:
+		o.OwnerReferences = old.(*corev1.Pod).OwnerReferences
+	}
 }
 
 // patch answers PATCH on an object or its status.

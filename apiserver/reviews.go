@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,7 +15,7 @@ import (
 
 // serveReview answers a create of one of the review kinds, which are
 // computed, never stored: who am I (SelfSubjectReview, `kubectl auth
-// whoami`), may I or may they (Self/Local/SubjectAccessReview, `kubectl
+// whoami`), whom does this token name (TokenReview), may I or may they (Self/Local/SubjectAccessReview, `kubectl
 // auth can-i`), and what may I do here (SelfSubjectRulesReview, `kubectl
 // auth can-i --list`).
 func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
@@ -27,7 +28,13 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, ri *request
 	me := UserFrom(ctx)
 	switch o := obj.(type) {
 	case *authenticationv1.SelfSubjectReview:
-		o.Status.UserInfo = authenticationv1.UserInfo{Username: me.Name, Groups: me.Groups}
+		o.Status.UserInfo = userInfo(me)
+	case *authenticationv1.TokenReview:
+		if o.Spec.Token == "" {
+			writeError(w, r, apierrors.NewBadRequest("token is required for TokenReview in authentication"))
+			return
+		}
+		o.Status = s.tokenReview(ctx, o.Spec)
 	case *authorizationv1.SelfSubjectAccessReview:
 		o.Status = s.accessReview(r, me, o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
 	case *authorizationv1.SubjectAccessReview:
@@ -47,6 +54,32 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, ri *request
 		o.Status = s.rulesReview(me, o.Spec.Namespace)
 	}
 	writeObject(w, r, http.StatusCreated, obj)
+}
+
+// tokenReview authenticates a token for the spec's audiences (the
+// apiserver's own when none): the user and the audiences it is valid for,
+// or Authenticated false.
+func (s *Server) tokenReview(ctx context.Context, spec authenticationv1.TokenReviewSpec) authenticationv1.TokenReviewStatus {
+	u, audiences, ok := s.reviewToken(ctx, spec.Token, spec.Audiences)
+	if !ok {
+		return authenticationv1.TokenReviewStatus{}
+	}
+	if len(spec.Audiences) > 0 && audiences == nil {
+		audiences = spec.Audiences // a static token is good for any
+	}
+	return authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(u), Audiences: audiences}
+}
+
+// userInfo is u as the authentication API shows it.
+func userInfo(u *User) authenticationv1.UserInfo {
+	info := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+	for k, v := range u.Extra {
+		if info.Extra == nil {
+			info.Extra = map[string]authenticationv1.ExtraValue{}
+		}
+		info.Extra[k] = v
+	}
+	return info
 }
 
 // accessReview runs the authorizer chain for u on the given attributes.

@@ -522,6 +522,8 @@ type requestInfo struct {
 	name        string
 	subresource string
 	verb        string // get list watch create update patch delete deletecollection
+	// proxyPath is what follows pods/NAME/proxy in the path ("/read").
+	proxyPath string
 
 	// fieldManager names the writer (managedfields.go): the fieldManager
 	// option or the User-Agent; empty for the apiserver's own writes.
@@ -560,7 +562,13 @@ func (s *Server) parseResourcePath(r *http.Request) (*requestInfo, error) {
 	}
 	if len(parts) > 2 {
 		ri.subresource = parts[2]
-		if !h.res.HasSubresource(ri.subresource) || len(parts) > 3 {
+		if ri.subresource == "proxy" && h.res.HasSubresource("proxy") {
+			// The rest of the path is the proxied one (its trailing slash kept).
+			ri.proxyPath = "/" + strings.Join(parts[3:], "/")
+			if len(parts) > 3 && strings.HasSuffix(r.URL.Path, "/") {
+				ri.proxyPath += "/"
+			}
+		} else if !h.res.HasSubresource(ri.subresource) || len(parts) > 3 {
 			return nil, notFoundPath(r)
 		}
 	}
@@ -658,6 +666,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	if h.res.Virtual {
 		if ri.verb != "create" || ri.name != "" {
 			writeError(w, r, methodNotAllowed(r))
+			return
+		}
+		if onlyConversions(r) {
+			writeError(w, r, errNoTableForm)
 			return
 		}
 		s.serveReview(w, r, ri)

@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,25 +104,30 @@ func (t *tokenIssuer) sign(c *tokenClaims) (string, error) {
 	return tok.SignedString(t.key)
 }
 
-// verify checks a token's signature, issuer, expiry and audience and
-// returns its claims. ok is false when the token is not one of ours at
-// all (so another authenticator may try it).
-func (t *tokenIssuer) verify(raw string, now time.Time) (*tokenClaims, error) {
+// verify checks a token's signature, issuer, expiry and audience (one of
+// audiences, or of the apiserver's own when nil) and returns its claims
+// and the audiences it is valid for.
+func (t *tokenIssuer) verify(raw string, now time.Time, audiences []string) (*tokenClaims, []string, error) {
 	c := &tokenClaims{}
 	_, err := jwt.ParseWithClaims(raw, c, func(*jwt.Token) (any, error) { return t.key.Public(), nil },
 		jwt.WithValidMethods([]string{t.method.Alg()}), jwt.WithIssuer(t.issuer),
 		jwt.WithTimeFunc(func() time.Time { return now }), jwt.WithExpirationRequired())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for _, a := range c.Audience {
-		for _, want := range t.audiences {
-			if a == want {
-				return c, nil
-			}
+	if audiences == nil {
+		audiences = t.audiences
+	}
+	var valid []string
+	for _, a := range audiences {
+		if slices.Contains(c.Audience, a) {
+			valid = append(valid, a)
 		}
 	}
-	return nil, errors.New("token audience is not accepted here")
+	if len(valid) == 0 {
+		return nil, nil, errors.New("token audience is not accepted here")
+	}
+	return c, valid, nil
 }
 
 // jwks is the public key set of /openid/v1/jwks.
@@ -287,19 +293,27 @@ func tokenInvalid(name, fieldPath string, value any, detail string) error {
 // --token-auth-file, or a service-account token whose account (and bound
 // pod) still exist as they were when it was issued.
 func (s *Server) authenticateToken(ctx context.Context, raw string) (*User, bool) {
+	u, _, ok := s.reviewToken(ctx, raw, nil)
+	return u, ok
+}
+
+// reviewToken authenticates a token for audiences (nil: the apiserver's
+// own) and returns its user and the audiences it is valid for (nil for a
+// static token, which has none), as kube-apiserver's TokenReview does.
+func (s *Server) reviewToken(ctx context.Context, raw string, audiences []string) (*User, []string, bool) {
 	if u, ok := s.staticTokens[raw]; ok {
-		return u, true
+		return u, nil, true
 	}
 	if s.tokens == nil {
-		return nil, false
+		return nil, nil, false
 	}
-	c, err := s.tokens.verify(raw, time.Now())
+	c, valid, err := s.tokens.verify(raw, time.Now(), audiences)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	k := c.Kubernetes
 	if c.Subject != serviceAccountUser(k.Namespace, k.ServiceAccount.Name) {
-		return nil, false
+		return nil, nil, false
 	}
 	// The account and the bound pod are checked in the caches first, as
 	// kube-apiserver checks them in its informers; only when a cache does
@@ -307,25 +321,48 @@ func (s *Server) authenticateToken(ctx context.Context, raw string) (*User, bool
 	if !s.cachedServiceAccount(k.Namespace, k.ServiceAccount.Name, k.ServiceAccount.UID) {
 		sa, err := s.serviceAccountByName(ctx, k.Namespace, k.ServiceAccount.Name)
 		if err != nil || string(sa.UID) != k.ServiceAccount.UID {
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	u := &User{Name: c.Subject, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + k.Namespace, "system:authenticated"}}
+	u := &User{Name: c.Subject, UID: k.ServiceAccount.UID,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + k.Namespace, "system:authenticated"}}
+	u.Extra = tokenExtra(c)
 	if k.Pod != nil {
 		if uid, deleting, ok := s.nodeGraph.boundPod(k.Namespace, k.Pod.Name); !ok || string(uid) != k.Pod.UID || deleting {
 			obj, err := s.pods.Get(ctx, k.Namespace, k.Pod.Name)
 			if err != nil || string(obj.(*corev1.Pod).UID) != k.Pod.UID || obj.(*corev1.Pod).DeletionTimestamp != nil {
-				return nil, false
+				return nil, nil, false
 			}
 		}
 	}
 	if k.Secret != nil {
 		obj, err := s.handlers["/v1/secrets"].store.Get(ctx, k.Namespace, k.Secret.Name)
 		if err != nil || string(obj.(*corev1.Secret).UID) != k.Secret.UID {
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	return u, true
+	return u, valid, true
+}
+
+// tokenExtra is what a service-account token tells about its holder
+// besides the account, under kube-apiserver's keys.
+func tokenExtra(c *tokenClaims) map[string][]string {
+	extra := map[string][]string{}
+	if c.ID != "" {
+		extra["authentication.kubernetes.io/credential-id"] = []string{"JTI=" + c.ID}
+	}
+	if p := c.Kubernetes.Pod; p != nil {
+		extra["authentication.kubernetes.io/pod-name"] = []string{p.Name}
+		extra["authentication.kubernetes.io/pod-uid"] = []string{p.UID}
+	}
+	if n := c.Kubernetes.Node; n != nil {
+		extra["authentication.kubernetes.io/node-name"] = []string{n.Name}
+		extra["authentication.kubernetes.io/node-uid"] = []string{n.UID}
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	return extra
 }
 
 // cachedServiceAccount reports whether the cache holds the account with

@@ -1,9 +1,12 @@
 package apiserver
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -99,6 +102,79 @@ func TestServiceAccountTokens(t *testing.T) {
 	var jwks map[string]any
 	if err := anon.Do(ctx, "GET", "/openid/v1/jwks", nil, nil, &jwks); err != nil || len(jwks["keys"].([]any)) != 1 {
 		t.Errorf("jwks: %v %v", err, jwks)
+	}
+}
+
+// TokenReview says whom a token names and for which audiences, as the
+// ServiceAccounts conformance specs check a token they requested or read
+// from a pod.
+func TestTokenReview(t *testing.T) {
+	ts := startTestServer(t)
+	ctx := t.Context()
+	admin := ts.client(t)
+	sa, err := admin.ServiceAccounts().Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reviewed", Namespace: "default"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := admin.Pods().Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "holder", Namespace: "default"},
+		Spec: corev1.PodSpec{ServiceAccountName: "reviewed", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := requestToken(t, ts, admin, "default", "reviewed", authenticationv1.TokenRequestSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := requestToken(t, ts, admin, "default", "reviewed", authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "holder", UID: pod.UID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vault, err := requestToken(t, ts, admin, "default", "reviewed", authenticationv1.TokenRequestSpec{Audiences: []string{"vault"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	review := func(t *testing.T, spec authenticationv1.TokenReviewSpec) (authenticationv1.TokenReviewStatus, error) {
+		out := &authenticationv1.TokenReview{}
+		err := admin.Do(ctx, http.MethodPost, "/apis/authentication.k8s.io/v1/tokenreviews", nil, &authenticationv1.TokenReview{Spec: spec}, out)
+		return out.Status, err
+	}
+	tests := []struct {
+		name          string
+		spec          authenticationv1.TokenReviewSpec
+		wantAuth      bool
+		wantAudiences []string
+		wantPod       string
+	}{
+		{"a token of an account names the account and the apiserver's audience", authenticationv1.TokenReviewSpec{Token: plain}, true, []string{"https://kubernetes.default.svc.cluster.local"}, ""},
+		{"a token bound to a pod names the pod too", authenticationv1.TokenReviewSpec{Token: bound}, true, []string{"https://kubernetes.default.svc.cluster.local"}, "holder"},
+		{"a token for another audience is valid for that audience", authenticationv1.TokenReviewSpec{Token: vault, Audiences: []string{"vault", "other"}}, true, []string{"vault"}, ""},
+		{"a token for another audience does not authenticate to the apiserver", authenticationv1.TokenReviewSpec{Token: vault}, false, nil, ""},
+		{"a garbage token does not authenticate", authenticationv1.TokenReviewSpec{Token: "not-a-token"}, false, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := review(t, tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Authenticated != tt.wantAuth || fmt.Sprint(st.Audiences) != fmt.Sprint(tt.wantAudiences) {
+				t.Fatalf("authenticated %v audiences %v, want %v %v", st.Authenticated, st.Audiences, tt.wantAuth, tt.wantAudiences)
+			}
+			if !tt.wantAuth {
+				return
+			}
+			if st.User.Username != "system:serviceaccount:default:reviewed" || st.User.UID != string(sa.UID) ||
+				!slices.Contains(st.User.Groups, "system:authenticated") || len(st.User.Extra["authentication.kubernetes.io/credential-id"]) != 1 {
+				t.Errorf("user %+v, want the account with its UID, system:authenticated and a credential ID", st.User)
+			}
+			if got := strings.Join(st.User.Extra["authentication.kubernetes.io/pod-name"], ","); got != tt.wantPod {
+				t.Errorf("pod-name %q, want %q", got, tt.wantPod)
+			}
+		})
+	}
+	if _, err := review(t, authenticationv1.TokenReviewSpec{}); !apierrors.IsBadRequest(err) {
+		t.Errorf("a review without a token: %v, want 400", err)
 	}
 }
 

@@ -47,6 +47,8 @@ func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Reques
 		h.finalize(w, r, ri)
 	case ri.subresource == "token" && ri.verb == "create":
 		h.createToken(w, r, ri)
+	case ri.subresource == "proxy":
+		h.proxyToPod(w, r, ri)
 	default:
 		writeError(w, r, methodNotAllowed(r))
 	}

@@ -29,6 +29,30 @@ func tableRequested(r *http.Request) bool {
 	return false
 }
 
+// onlyConversions reports whether every media type the client accepts
+// asks for a conversion (as=Table, as=PartialObjectMetadata): a
+// resource that has no Table form, such as an access review, can then
+// answer nothing the client takes.
+func onlyConversions(r *http.Request) bool {
+	accept := strings.TrimSpace(r.Header.Get("Accept"))
+	if accept == "" {
+		return false
+	}
+	for _, part := range strings.Split(accept, ",") {
+		if !strings.Contains(part, "as=") {
+			return false
+		}
+	}
+	return true
+}
+
+// errNoTableForm is kube-apiserver's answer when Accept names only
+// conversions that a resource without a Table form cannot make: its
+// negotiation finds no media type to answer with.
+var errNoTableForm = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+	Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
+	Message: "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"}}
+
 func includeObject(r *http.Request) string {
 	if v := r.URL.Query().Get("includeObject"); v != "" {
 		return v

@@ -3,7 +3,9 @@ package apiserver
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -141,4 +143,28 @@ func (ts *testServer) client(tb testing.TB) *client.Client {
 		tb.Fatal(err)
 	}
 	return c
+}
+
+// do sends a raw request as the admin (headers are name, value pairs)
+// and returns the answer's code and body.
+func (ts *testServer) do(t *testing.T, method, path, body string, headers ...string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.config.Host+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	raw := &http.Client{Transport: &http.Transport{TLSClientConfig: ts.config.TLS.Clone()}}
+	resp, err := raw.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, data
 }

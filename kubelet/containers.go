@@ -265,13 +265,21 @@ func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	return out, nil
 }
 
+// nodeAllocatable is the node's allocatable, nil before it registered.
+func (k *Kubelet) nodeAllocatable() corev1.ResourceList {
+	if node := k.nodes.Node(); node != nil {
+		return node.Status.Allocatable
+	}
+	return nil
+}
+
 func (k *Kubelet) envValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.Container, from *corev1.EnvVarSource, podIP string) (string, bool, error) {
 	switch {
 	case from.FieldRef != nil:
 		v, err := fieldpath.FieldValue(pod, from.FieldRef.FieldPath, podIP, k.cfg.NodeIP)
 		return v, false, asConfigError(err)
 	case from.ResourceFieldRef != nil:
-		v, err := fieldpath.ResourceValue(pod, c, from.ResourceFieldRef)
+		v, err := fieldpath.ResourceValue(pod, c, from.ResourceFieldRef, k.nodeAllocatable())
 		return v, false, asConfigError(err)
 	case from.ConfigMapKeyRef != nil:
 		ref := from.ConfigMapKeyRef

@@ -281,7 +281,7 @@ func TestHostsFileContent(t *testing.T) {
 			name: "hostAliases follow, one line per name",
 			pod:  pod(aliases),
 			ips:  []string{"10.244.1.5"},
-			want: managed + "10.244.1.5\tweb-0\n\n# Entries added by HostAliases.\n10.1.2.3\tfoo.local\n10.1.2.3\tbar.local\n10.1.2.4\tbaz\n",
+			want: managed + "10.244.1.5\tweb-0\n\n# Entries added by HostAliases.\n10.1.2.3\tfoo.local\tbar.local\n10.1.2.4\tbaz\n",
 		},
 		{
 			name:      "a hostNetwork pod gets the node's hosts file under its own header, then hostAliases",
@@ -289,7 +289,7 @@ func TestHostsFileContent(t *testing.T) {
 			ips:       []string{"192.168.1.10"},
 			nodeHosts: "127.0.0.1\tlocalhost\n192.168.1.10\tnode-a\n",
 			want: "# Kubernetes-managed hosts file (host network).\n127.0.0.1\tlocalhost\n192.168.1.10\tnode-a\n" +
-				"\n# Entries added by HostAliases.\n10.1.2.3\tfoo.local\n10.1.2.3\tbar.local\n10.1.2.4\tbaz\n",
+				"\n# Entries added by HostAliases.\n10.1.2.3\tfoo.local\tbar.local\n10.1.2.4\tbaz\n",
 		},
 		{
 			name: "a long name is cut to 63 characters without a trailing dash",

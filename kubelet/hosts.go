@@ -44,7 +44,7 @@ func sandboxHostname(pod *corev1.Pod, clusterDomain string) (string, error) {
 // hostsFileContent is the pod's /etc/hosts as the kubelet writes it. A
 // pod on the pod network gets the managed file: the localhost and IPv6
 // lines, each pod IP with "HOSTNAME.DOMAIN HOSTNAME" (just HOSTNAME
-// without a domain), then the hostAliases, one line per name. A
+// without a domain), then the hostAliases, one line per IP. A
 // hostNetwork pod gets the node's hosts file (nodeHosts) under its own
 // header, then the hostAliases.
 func hostsFileContent(pod *corev1.Pod, podIPs []string, hostname, domain string, nodeHosts []byte) []byte {
@@ -71,9 +71,8 @@ func hostsFileContent(pod *corev1.Pod, podIPs []string, hostname, domain string,
 	if len(pod.Spec.HostAliases) > 0 {
 		b.WriteString("\n# Entries added by HostAliases.\n")
 		for _, ha := range pod.Spec.HostAliases {
-			for _, name := range ha.Hostnames {
-				fmt.Fprintf(&b, "%s\t%s\n", ha.IP, name)
-			}
+			// One line per IP with all its names, as upstream writes it.
+			fmt.Fprintf(&b, "%s\t%s\n", ha.IP, strings.Join(ha.Hostnames, "\t"))
 		}
 	}
 	return []byte(b.String())

@@ -365,18 +365,34 @@ func (w *podWorker) killContainers(ctx context.Context, kills []podstep.Action) 
 	return out, errors.Join(errs...)
 }
 
-// runPreStop runs a preStop exec hook; a failure is an event, and the
+// runPreStop runs a preStop hook; a failure is an event, and the
 // container is stopped all the same.
 func (w *podWorker) runPreStop(ctx context.Context, pod *corev1.Pod, a podstep.RunPreStop) {
-	hctx, cancel := context.WithTimeout(ctx, time.Duration(a.TimeoutSeconds)*time.Second)
-	defer cancel()
-	resp, err := w.k.rt.ExecSync(hctx, a.ID, a.Command, a.TimeoutSeconds)
-	if err == nil && resp.ExitCode != 0 {
-		err = fmt.Errorf("command %q exited with %d: %s", strings.Join(a.Command, " "), resp.ExitCode, strings.TrimSpace(string(resp.Stdout)+string(resp.Stderr)))
+	c := podContainer(pod, a.Name)
+	if c == nil {
+		return
 	}
-	if err != nil {
+	if err := w.k.runHook(ctx, pod, c, a.ID, pod.Status.PodIP, a.Handler, time.Duration(a.TimeoutSeconds)*time.Second); err != nil {
 		w.event(pod, corev1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed: %v", err)
 	}
+}
+
+// podContainer is the pod's container (app, init or ephemeral) of that
+// name, nil for none.
+func podContainer(pod *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		}
+	}
+	return nil
 }
 
 // refreshTokens rewrites the pod's projected token volumes; a failure
@@ -456,6 +472,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *ru
 		return podstep.StartFailed{Name: c.Name, Reason: podstep.ReasonRunContainerError, Message: err.Error()}
 	}
 	w.event(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	w.postStart(ctx, pod, c, id, sb.Ip)
 	return podstep.ContainerStarted{Name: c.Name, Previous: s.Previous}
 }
 

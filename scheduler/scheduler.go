@@ -477,7 +477,8 @@ func selectHost(totals []framework.NodeScore, rng *rand.Rand) string {
 }
 
 // preempt runs PostFilter for a pod that fits nowhere. If it proposes a
-// node, the pod is nominated there and the victims are deleted; the pod
+// node, the pod is nominated there and the victims get the
+// DisruptionTarget condition and are deleted; the pod
 // is bound once they are gone (their deletion requeues it). Otherwise the
 // outcome is appended to the failure message.
 func (s *Scheduler) preempt(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, fitErr *framework.FitError) {
@@ -501,6 +502,10 @@ func (s *Scheduler) preempt(ctx context.Context, state *framework.CycleState, po
 			s.patchStatusNow(ctx, pod, map[string]any{"nominatedNodeName": node})
 		}
 		for _, v := range result.Victims {
+			// As upstream: the victim learns why it goes before it goes.
+			s.patchStatusNow(ctx, v, map[string]any{"conditions": []corev1.PodCondition{{
+				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonPreemptionByScheduler,
+				Message: pod.Spec.SchedulerName + ": preempting to accommodate a higher priority pod", LastTransitionTime: metav1.Now()}}})
 			err := s.client.Pods().Delete(ctx, v.Namespace, v.Name, deleteWithUID(v.UID))
 			if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 				s.log.Warn("deleting preemption victim failed", "pod", v.Namespace+"/"+v.Name, "err", err)

@@ -168,6 +168,40 @@ func TestPruneAndDefault(t *testing.T) {
 	}
 }
 
+func TestDefaultedOnRead(t *testing.T) {
+	withDefaults := testVersion(t)
+	noDefaults, err := compileVersion(&apiextv1.CustomResourceDefinitionVersion{Name: "v1", Served: true, Storage: true,
+		Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{Type: "object",
+			Properties: map[string]apiextv1.JSONSchemaProps{"a": {Type: "string"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		v           *Version
+		wantCopy    bool
+		wantReplica any
+	}{
+		{"a stored object gets the defaults its schema has now, in a copy", withDefaults, true, int64(1)},
+		{"a schema without defaults returns the stored object itself", noDefaults, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stored := object(t, "  cronSpec: '* *'")
+			got, copied := tt.v.DefaultedOnRead(stored)
+			if copied != tt.wantCopy {
+				t.Fatalf("copied = %v, want %v", copied, tt.wantCopy)
+			}
+			if r := got["spec"].(map[string]any)["replicas"]; r != tt.wantReplica {
+				t.Errorf("replicas %v, want %v", r, tt.wantReplica)
+			}
+			if _, changed := stored["spec"].(map[string]any)["replicas"]; changed {
+				t.Error("the stored object was changed")
+			}
+		})
+	}
+}
+
 func crdFrom(t *testing.T, y string) *apiextv1.CustomResourceDefinition {
 	t.Helper()
 	var c apiextv1.CustomResourceDefinition

@@ -44,6 +44,8 @@ type Version struct {
 	// OpenAPI is the schema as JSON (map form), for the OpenAPI documents.
 	OpenAPI   map[string]any
 	validator *validate.SchemaValidator
+	// hasDefaults: some property of the schema has a default.
+	hasDefaults bool
 	// Columns are the additionalPrinterColumns.
 	Columns []apiextv1.CustomResourceColumnDefinition
 	// Status and Scale are the subresources.
@@ -105,6 +107,7 @@ func compileVersion(v *apiextv1.CustomResourceDefinitionVersion) (*Version, erro
 		return nil, err
 	}
 	out.Schema = s
+	out.hasDefaults = hasDefault(s)
 	out.OpenAPI, err = toMap(v.Schema.OpenAPIV3Schema)
 	if err != nil {
 		return nil, err

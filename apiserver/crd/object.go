@@ -32,6 +32,39 @@ func (v *Version) Default(obj map[string]any) {
 	}
 }
 
+// DefaultedOnRead returns obj as read from storage: with the defaults
+// the schema has now (a default added after obj was written shows on
+// the next read, as upstream's storage decoding applies it). It returns
+// a copy, and true, only when the schema has defaults: stored objects
+// are shared.
+func (v *Version) DefaultedOnRead(obj map[string]any) (map[string]any, bool) {
+	if v.Schema == nil || !v.hasDefaults {
+		return obj, false
+	}
+	out := runtime.DeepCopyJSON(obj)
+	applyDefaults(out, v.Schema)
+	return out, true
+}
+
+// hasDefault reports whether s or any schema inside it has a default.
+func hasDefault(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.Default.Object != nil {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasDefault(&p) {
+			return true
+		}
+	}
+	if s.AdditionalProperties != nil && hasDefault(s.AdditionalProperties.Structural) {
+		return true
+	}
+	return hasDefault(s.Items)
+}
+
 // applyDefaults sets the default of every missing property of x, and of
 // null values where the schema is not nullable (properties, map values
 // and list items), recursively, as upstream's structural defaulting does.

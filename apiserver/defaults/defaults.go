@@ -3,7 +3,7 @@
 // from a real apiserver. Every function mutates its argument in place, is
 // idempotent, and never overwrites a value the client set.
 //
-// The facts follow upstream pkg/apis/{core,apps,batch,scheduling}/v1
+// The facts follow upstream pkg/apis/{core,apps,batch,scheduling,rbac}/v1
 // defaults.go, the +default markers in k8s.io/api, and a few defaults that
 // upstream applies in registry strategies or admission plugins (named on
 // each function).
@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -75,6 +76,10 @@ func Object(obj runtime.Object) {
 		StorageClass(o)
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		HorizontalPodAutoscaler(o)
+	case *rbacv1.RoleBinding:
+		RoleBinding(o)
+	case *rbacv1.ClusterRoleBinding:
+		ClusterRoleBinding(o)
 	case *corev1.Event, *coordinationv1.Lease, *corev1.ServiceAccount, *policyv1.PodDisruptionBudget:
 		// Upstream has no server-side defaults for these types.
 	}

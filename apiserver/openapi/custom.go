@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 
@@ -55,12 +56,17 @@ const (
 )
 
 // customSchema is the CRD version's schema with apiVersion, kind and
-// metadata filled in as upstream publishes it. Swagger 2.0 has no
-// nullable, anyOf, oneOf or not: v2 leaves them out, as upstream does.
+// metadata filled in as upstream publishes it. Swagger 2.0 cannot say
+// what some v3 schemas say: v2 gets upstream's conversion (toV2), and a
+// kind that keeps unknown fields at its root only `type: object`, which
+// kubectl then validates nothing of.
 func (b *builder) customSchema(r Resource) object {
+	if !b.v3 && r.Schema["x-kubernetes-preserve-unknown-fields"] == true {
+		return object{"type": "object"}
+	}
 	s := runtime.DeepCopyJSON(r.Schema)
 	if !b.v3 {
-		s = toV2(s).(map[string]any)
+		toV2(s)
 	}
 	props, _ := s["properties"].(map[string]any)
 	if props == nil {
@@ -74,25 +80,60 @@ func (b *builder) customSchema(r Resource) object {
 	return s
 }
 
-// toV2 removes what Swagger 2.0 schemas cannot say.
-func toV2(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for _, k := range []string{"nullable", "anyOf", "oneOf", "not", "x-kubernetes-validations"} {
-			delete(x, k)
-		}
-		for k, e := range x {
-			if k == "default" || k == "enum" || k == "example" {
-				continue // values, not schemas
+// toV2 turns a v3 schema into its Swagger 2.0 form in place, as upstream's
+// ToStructuralOpenAPIV2: no junctors (allOf, anyOf, oneOf, not) and no
+// CEL rules; a nullable value loses its type, items and properties (and
+// its parent does not require it); one that keeps unknown fields loses
+// its items and properties, and an object type; an array left without
+// items loses its type: kubectl mishandles each of these.
+func toV2(s map[string]any) {
+	for _, k := range []string{"allOf", "anyOf", "oneOf", "not", "x-kubernetes-validations"} {
+		delete(s, k)
+	}
+	props, _ := s["properties"].(map[string]any)
+	if required, ok := s["required"].([]any); ok {
+		kept := required[:0]
+		for _, name := range required {
+			if p, _ := props[fmt.Sprint(name)].(map[string]any); p == nil || p["nullable"] != true {
+				kept = append(kept, name)
 			}
-			x[k] = toV2(e)
 		}
-	case []any:
-		for i := range x {
-			x[i] = toV2(x[i])
+		s["required"] = kept
+		if len(kept) == 0 {
+			delete(s, "required")
 		}
 	}
-	return v
+	if ap, _ := s["additionalProperties"].(map[string]any); ap != nil && ap["nullable"] == true {
+		delete(s, "required")
+	}
+	if s["nullable"] == true {
+		delete(s, "type")
+		delete(s, "items")
+		delete(s, "properties")
+	}
+	delete(s, "nullable")
+	if s["x-kubernetes-preserve-unknown-fields"] == true {
+		delete(s, "items")
+		delete(s, "properties")
+		if s["type"] == "object" {
+			delete(s, "type")
+		}
+	}
+	if s["type"] == "array" && s["items"] == nil {
+		delete(s, "type")
+	}
+	if props, _ := s["properties"].(map[string]any); props != nil {
+		for _, p := range props {
+			if p, ok := p.(map[string]any); ok {
+				toV2(p)
+			}
+		}
+	}
+	for _, k := range []string{"items", "additionalProperties"} {
+		if sub, ok := s[k].(map[string]any); ok {
+			toV2(sub)
+		}
+	}
 }
 
 // addCustomKind defines a custom kind and its list and marks them with

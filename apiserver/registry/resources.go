@@ -46,7 +46,7 @@ func All() []*Resource {
 			}},
 		{Kind: "Pod", Resource: "pods", Singular: "pod", Namespaced: true, ShortNames: []string{"po"}, Categories: []string{"all"},
 			New: func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} },
-			Subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward", "ephemeralcontainers"}, HasStatus: true,
+			Subresources: []string{"status", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy", "ephemeralcontainers"}, HasStatus: true,
 			Fields: podFields},
 		{Kind: "ReplicationController", Resource: "replicationcontrollers", Singular: "replicationcontroller", Namespaced: true,
 			ShortNames: []string{"rc"}, Categories: []string{"all"},
@@ -162,6 +162,8 @@ func All() []*Resource {
 		{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding", Resource: "rolebindings", Singular: "rolebinding", Namespaced: true,
 			New: func() runtime.Object { return &rbacv1.RoleBinding{} }, NewList: func() runtime.Object { return &rbacv1.RoleBindingList{} }},
 
+		{Group: "authentication.k8s.io", Kind: "TokenReview", Resource: "tokenreviews", Singular: "tokenreview",
+			New: func() runtime.Object { return &authenticationv1.TokenReview{} }, Virtual: true, Verbs: []string{"create"}},
 		{Group: "authentication.k8s.io", Kind: "SelfSubjectReview", Resource: "selfsubjectreviews", Singular: "selfsubjectreview",
 			New: func() runtime.Object { return &authenticationv1.SelfSubjectReview{} }, Virtual: true, Verbs: []string{"create"}},
 		{Group: "authorization.k8s.io", Kind: "SelfSubjectAccessReview", Resource: "selfsubjectaccessreviews", Singular: "selfsubjectaccessreview",

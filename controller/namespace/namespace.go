@@ -2,7 +2,8 @@
 // removes its "kubernetes" finalizer so that the apiserver deletes it:
 //
 //	ns deleted ─▶ phase Terminating, spec.finalizers [kubernetes]
-//	   ─▶ DELETE every namespaced collection in it
+//	   ─▶ discovery: every namespaced resource that has deletecollection
+//	   ─▶ DELETE each collection in it, workloads first
 //	   ─▶ LIST them again ─▶ something left? status conditions, retry soon
 //	   ─▶ nothing left ─▶ PUT namespaces/NAME/finalize without "kubernetes"
 package namespace
@@ -17,9 +18,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
 	"minik/client"
@@ -29,13 +30,11 @@ import (
 // Name is the controller's name.
 const Name = "namespace"
 
-// ContentResources are the namespaced collections a namespace deletion
-// empties, in the order it deletes them.
-var ContentResources = []client.Resource{
-	client.Deployments, client.DaemonSets, client.ReplicaSets, client.ReplicationControllers, client.Jobs,
-	client.Pods, client.PodDisruptionBudgets, client.ConfigMaps, client.Secrets, client.ServiceAccounts,
-	client.Leases, client.Events, client.RoleBindings, client.Roles, client.HorizontalPodAutoscalers,
-}
+// deleteFirst are the workload collections a namespace deletion empties
+// before the rest, so that their controllers stop replacing the pods
+// being deleted.
+var deleteFirst = []string{"deployments.apps", "statefulsets.apps", "daemonsets.apps", "replicasets.apps",
+	"replicationcontrollers", "cronjobs.batch", "jobs.batch"}
 
 // retryInterval is how soon a namespace with content left is looked at
 // again (pods in their grace period, objects with finalizers).
@@ -146,17 +145,9 @@ func (nc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 // deleteContent deletes every collection in ns and counts what is left.
 func (nc *Controller) deleteContent(ctx context.Context, ns string) (Remaining, error) {
 	rem := Remaining{Counts: map[string]int{}, Finalizers: map[string]int{}}
-	resources := ContentResources
-	// The namespaced custom resources too, as upstream's namespace
-	// controller deletes whatever discovery lists.
-	var crds apiextv1.CustomResourceDefinitionList
-	if err := nc.c.Do(ctx, "GET", framework.CRDs.Path("", ""), nil, nil, &crds); err != nil {
-		return rem, fmt.Errorf("list customresourcedefinitions: %w", err)
-	}
-	for i := range crds.Items {
-		if cr, ok := framework.ServedCustomResource(&crds.Items[i]); ok && cr.API.Namespaced {
-			resources = append(slices.Clone(resources), cr.API)
-		}
+	resources, err := ContentResources(ctx, nc.c)
+	if err != nil {
+		return rem, err
 	}
 	for _, r := range resources {
 		err := nc.c.Do(ctx, "DELETE", r.Path(ns, ""), nil, nil, nil)
@@ -176,4 +167,53 @@ func (nc *Controller) deleteContent(ctx context.Context, ns string) (Remaining, 
 		}
 	}
 	return rem, nil
+}
+
+// ContentResources discovers what a namespace deletion empties, as
+// upstream's namespace controller does: every namespaced resource of each
+// group's preferred version (custom resources too) that can be listed and
+// deleted as a collection, the workloads of deleteFirst first.
+func ContentResources(ctx context.Context, c *client.Client) ([]client.Resource, error) {
+	groupVersions := []string{"/api/v1"}
+	var groups metav1.APIGroupList
+	if err := c.Do(ctx, "GET", "/apis", nil, nil, &groups); err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	for _, g := range groups.Groups {
+		groupVersions = append(groupVersions, "/apis/"+g.PreferredVersion.GroupVersion)
+	}
+	var out []client.Resource
+	for _, path := range groupVersions {
+		var list metav1.APIResourceList
+		if err := c.Do(ctx, "GET", path, nil, nil, &list); err != nil {
+			return nil, fmt.Errorf("discovery of %s: %w", path, err)
+		}
+		out = append(out, collections(&list)...)
+	}
+	first := func(r client.Resource) int {
+		if i := slices.Index(deleteFirst, r.GroupResource().String()); i >= 0 {
+			return i
+		}
+		return len(deleteFirst)
+	}
+	slices.SortStableFunc(out, func(a, b client.Resource) int { return first(a) - first(b) })
+	return out, nil
+}
+
+// collections returns the namespaced resources of list (no subresources)
+// whose collections can be listed and deleted.
+func collections(list *metav1.APIResourceList) []client.Resource {
+	gv, err := schema.ParseGroupVersion(list.GroupVersion)
+	if err != nil {
+		return nil
+	}
+	var out []client.Resource
+	for _, ar := range list.APIResources {
+		if !ar.Namespaced || strings.Contains(ar.Name, "/") ||
+			!slices.Contains(ar.Verbs, "list") || !slices.Contains(ar.Verbs, "deletecollection") {
+			continue
+		}
+		out = append(out, client.Resource{Group: gv.Group, Version: gv.Version, Resource: ar.Name, Namespaced: true})
+	}
+	return out
 }

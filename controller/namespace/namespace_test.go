@@ -1,9 +1,11 @@
 package namespace
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/controller/internal/testutil"
 )
@@ -31,6 +33,47 @@ func TestConditions(t *testing.T) {
 			}
 			if tc.rem.Empty() != (tc.wantContent == corev1.ConditionFalse) {
 				t.Errorf("Empty() = %v", tc.rem.Empty())
+			}
+		})
+	}
+}
+
+func TestCollections(t *testing.T) {
+	all := []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	list := &metav1.APIResourceList{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
+		{Name: "deployments", Namespaced: true, Verbs: all},
+		{Name: "deployments/status", Namespaced: true, Verbs: []string{"get", "patch", "update"}},
+		{Name: "controllerrevisions", Namespaced: true, Verbs: all},
+	}}
+	core := &metav1.APIResourceList{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "services", Namespaced: true, Verbs: all},
+		{Name: "nodes", Namespaced: false, Verbs: all},
+		{Name: "localsubjectaccessreviews", Namespaced: true, Verbs: []string{"create"}},
+		{Name: "bindings", Namespaced: true, Verbs: []string{"create"}},
+	}}
+	metrics := &metav1.APIResourceList{GroupVersion: "metrics.k8s.io/v1beta1", APIResources: []metav1.APIResource{
+		{Name: "pods", Namespaced: true, Verbs: []string{"get", "list"}},
+	}}
+	tests := []struct {
+		name string
+		list *metav1.APIResourceList
+		want []string
+	}{
+		{"every namespaced resource of a group is a collection, its subresources are not", list, []string{"deployments.apps", "controllerrevisions.apps"}},
+		{"a cluster-scoped resource and one that cannot be listed and deleted are left alone", core, []string{"services"}},
+		{"a read-only resource (metrics) is left alone", metrics, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, r := range collections(tt.list) {
+				if !r.Namespaced {
+					t.Errorf("%s is not marked namespaced", r.Resource)
+				}
+				got = append(got, r.GroupResource().String())
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
 	}

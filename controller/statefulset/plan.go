@@ -186,6 +186,22 @@ func isAvailable(p *corev1.Pod, minReady int32, now time.Time) bool {
 	return p.Status.Phase == corev1.PodRunning && framework.IsPodAvailable(p, minReady, now)
 }
 
+// firstUnhealthyPod is the unhealthy pod of the lowest ordinal among the
+// kept pods (ascending) and the condemned ones (sorted descending).
+func firstUnhealthyPod(replicas, condemned []*corev1.Pod) *corev1.Pod {
+	for _, p := range replicas {
+		if p != nil && !isHealthy(p) {
+			return p
+		}
+	}
+	for i := len(condemned) - 1; i >= 0; i-- {
+		if !isHealthy(condemned[i]) {
+			return condemned[i]
+		}
+	}
+	return nil
+}
+
 func isHealthy(p *corev1.Pod) bool { return isRunningAndReady(p) && p.DeletionTimestamp == nil }
 
 func revisionOf(p *corev1.Pod) string { return p.Labels[history.HashLabel] }
@@ -321,7 +337,10 @@ func Plan(set *appsv1.StatefulSet, revs Revisions, obs Observed, now time.Time) 
 	plan.RequeueAfter = waitFor
 
 	// Scale down: the highest ordinal first; OrderedReady waits for every
-	// kept pod to be healthy and for each deletion to finish.
+	// kept pod to be healthy and for each deletion to finish, and deletes
+	// an unhealthy pod only when it is the lowest unhealthy one of all, as
+	// upstream's controller halts scale down with an unhealthy pod.
+	firstUnhealthy := firstUnhealthyPod(replicas, condemned)
 	for _, pod := range condemned {
 		if monotonic && (blocked || unhealthy > 0) {
 			break
@@ -331,6 +350,9 @@ func Plan(set *appsv1.StatefulSet, revs Revisions, obs Observed, now time.Time) 
 				break
 			}
 			continue
+		}
+		if monotonic && !isHealthy(pod) && pod != firstUnhealthy {
+			break
 		}
 		ensureClaims(pod, true, true)
 		plan.DeletePods = append(plan.DeletePods, pod)

@@ -190,6 +190,21 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "scale down to 0 halts while the highest pod is unhealthy and a lower one is too",
+			set:  makeSet(0), sameRev: true,
+			pods: func(s *appsv1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{pod(s, 0, "kv-old").Obj(), pod(s, 1, "kv-old").Obj(), pod(s, 2, "kv-old").Obj()}
+			},
+		},
+		{
+			name: "scale down removes an unhealthy pod when it is the lowest unhealthy one",
+			set:  makeSet(0), sameRev: true,
+			pods: func(s *appsv1.StatefulSet) []*corev1.Pod {
+				return []*corev1.Pod{ready(s, 0, "kv-old"), ready(s, 1, "kv-old"), pod(s, 2, "kv-old").Obj()}
+			},
+			wantDelete: []string{"kv-2"},
+		},
+		{
 			name: "Parallel scale down removes every extra pod at once",
 			set:  makeSet(1, parallel), sameRev: true,
 			pods: func(s *appsv1.StatefulSet) []*corev1.Pod {

@@ -198,38 +198,100 @@ func dedupDirs(files []File) []File {
 // WriteOCIArchive writes an OCI image archive with one layer made of files,
 // named ref, running cmd by default.
 func WriteOCIArchive(w io.Writer, ref string, files []File, cmd []string) error {
-	layer, diffID, err := gzipLayer(files)
-	if err != nil {
-		return err
-	}
+	return WriteImage(w, Image{Names: []string{ref}, Layers: [][]File{files}, Cmd: cmd})
+}
+
+// Image is an image to pack into an OCI archive.
+type Image struct {
+	Names      []string // references it is stored under, e.g. docker.io/library/busybox:latest
+	Layers     [][]File // lowest first; images sharing a layer share its blob in containerd
+	Entrypoint []string
+	Cmd        []string
+}
+
+// WriteImage writes img as an OCI image archive: one manifest, listed in
+// index.json once under each of its names.
+func WriteImage(w io.Writer, img Image) error {
+	return WriteImages(w, img)
+}
+
+// WriteImages writes imgs into one OCI image archive, each blob once
+// (images that share a layer share its blob). Every timestamp is fixed,
+// so the same files give the same digests.
+func WriteImages(w io.Writer, imgs ...Image) error {
 	created := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	config := map[string]any{
-		"created":      created,
-		"architecture": runtime.GOARCH,
-		"os":           "linux",
-		"config": map[string]any{
+	var blobs [][]byte
+	var entries []any
+	// Images built on the same layer slice share it: compress it once.
+	type compressed struct {
+		layer  []byte
+		diffID string
+	}
+	done := map[*File]compressed{}
+	for _, img := range imgs {
+		if len(img.Names) == 0 {
+			return fmt.Errorf("an image needs a name")
+		}
+		var layers [][]byte
+		var diffIDs []string
+		for _, files := range img.Layers {
+			var key *File
+			if len(files) > 0 {
+				key = &files[0]
+			}
+			c, ok := done[key]
+			if !ok || key == nil {
+				layer, diffID, err := gzipLayer(files)
+				if err != nil {
+					return err
+				}
+				c = compressed{layer, diffID}
+				done[key] = c
+			}
+			layers, diffIDs = append(layers, c.layer), append(diffIDs, c.diffID)
+		}
+		runConfig := map[string]any{
 			"Env":        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-			"Cmd":        cmd,
+			"Cmd":        img.Cmd,
 			"WorkingDir": "/",
-		},
-		"rootfs":  map[string]any{"type": "layers", "diff_ids": []string{diffID}},
-		"history": []map[string]any{{"created": created, "created_by": "minik deploy/images"}},
+		}
+		if img.Entrypoint != nil {
+			runConfig["Entrypoint"] = img.Entrypoint
+		}
+		history := make([]map[string]any, len(layers))
+		layerDescriptors := make([]any, len(layers))
+		for i, layer := range layers {
+			history[i] = map[string]any{"created": created, "created_by": "minik deploy/images"}
+			layerDescriptors[i] = descriptor("application/vnd.oci.image.layer.v1.tar+gzip", layer)
+		}
+		config := map[string]any{
+			"created":      created,
+			"architecture": runtime.GOARCH,
+			"os":           "linux",
+			"config":       runConfig,
+			"rootfs":       map[string]any{"type": "layers", "diff_ids": diffIDs},
+			"history":      history,
+		}
+		configJSON, _ := json.Marshal(config)
+		manifest := map[string]any{
+			"schemaVersion": 2,
+			"mediaType":     "application/vnd.oci.image.manifest.v1+json",
+			"config":        descriptor("application/vnd.oci.image.config.v1+json", configJSON),
+			"layers":        layerDescriptors,
+		}
+		manifestJSON, _ := json.Marshal(manifest)
+		for _, ref := range img.Names {
+			md := descriptor("application/vnd.oci.image.manifest.v1+json", manifestJSON)
+			md["annotations"] = map[string]string{
+				"io.containerd.image.name":          ref,
+				"org.opencontainers.image.ref.name": refTag(ref),
+			}
+			md["platform"] = map[string]string{"architecture": runtime.GOARCH, "os": "linux"}
+			entries = append(entries, md)
+		}
+		blobs = append(append(blobs, layers...), configJSON, manifestJSON)
 	}
-	configJSON, _ := json.Marshal(config)
-	manifest := map[string]any{
-		"schemaVersion": 2,
-		"mediaType":     "application/vnd.oci.image.manifest.v1+json",
-		"config":        descriptor("application/vnd.oci.image.config.v1+json", configJSON),
-		"layers":        []any{descriptor("application/vnd.oci.image.layer.v1.tar+gzip", layer)},
-	}
-	manifestJSON, _ := json.Marshal(manifest)
-	md := descriptor("application/vnd.oci.image.manifest.v1+json", manifestJSON)
-	md["annotations"] = map[string]string{
-		"io.containerd.image.name":          ref,
-		"org.opencontainers.image.ref.name": refTag(ref),
-	}
-	md["platform"] = map[string]string{"architecture": runtime.GOARCH, "os": "linux"}
-	index, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": []any{md}})
+	index, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": entries})
 
 	tw := tar.NewWriter(w)
 	put := func(name string, data []byte) error {
@@ -242,8 +304,14 @@ func WriteOCIArchive(w io.Writer, ref string, files []File, cmd []string) error 
 	if err := put("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
 		return err
 	}
-	for _, blob := range [][]byte{layer, configJSON, manifestJSON} {
-		if err := put("blobs/sha256/"+sha(blob), blob); err != nil {
+	written := map[string]bool{}
+	for _, blob := range blobs {
+		name := "blobs/sha256/" + sha(blob)
+		if written[name] {
+			continue // a layer two images share, or one image twice
+		}
+		written[name] = true
+		if err := put(name, blob); err != nil {
 			return err
 		}
 	}

@@ -30,37 +30,212 @@ func TestWriteOCIArchive(t *testing.T) {
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
 		t.Error("two builds of the same files differ: the archive must be reproducible")
 	}
-	entries := map[string][]byte{}
-	tr := tar.NewReader(&a)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(tr)
-		entries[h.Name] = data
-	}
+	entries := archiveEntries(t, &a)
 	if string(entries["oci-layout"]) != `{"imageLayoutVersion":"1.0.0"}` {
 		t.Errorf("oci-layout = %q", entries["oci-layout"])
 	}
-	var index struct {
-		Manifests []struct {
-			Digest      string            `json:"digest"`
-			Annotations map[string]string `json:"annotations"`
-		} `json:"manifests"`
-	}
-	if err := json.Unmarshal(entries["index.json"], &index); err != nil {
-		t.Fatal(err)
-	}
+	index := readIndex(t, entries)
 	if len(index.Manifests) != 1 || index.Manifests[0].Annotations["io.containerd.image.name"] != "example.com/x:1" ||
 		index.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "1" {
 		t.Fatalf("index %+v", index)
 	}
 	if _, ok := entries["blobs/sha256/"+index.Manifests[0].Digest[len("sha256:"):]]; !ok {
 		t.Error("the manifest blob named by index.json is missing")
+	}
+}
+
+func TestWriteImage(t *testing.T) {
+	base := []File{{Path: "bin", Mode: 0o755, Dir: true}, {Path: "bin/tool", Mode: 0o755, Data: []byte("tool")}}
+	top := []File{{Path: "srv/index.html", Mode: 0o644, Data: []byte("hi")}}
+	tests := []struct {
+		name       string
+		img        Image
+		wantNames  []string
+		wantLayers int // distinct layer blobs in the archive
+	}{
+		{
+			name:       "an image with two names is listed in the index under each, with one manifest",
+			img:        Image{Names: []string{"example.com/a:1", "example.com/b:2"}, Layers: [][]File{base}, Entrypoint: []string{"/bin/tool"}, Cmd: []string{"serve"}},
+			wantNames:  []string{"example.com/a:1", "example.com/b:2"},
+			wantLayers: 1,
+		},
+		{
+			name:       "an image of two layers names both diff IDs, lowest first",
+			img:        Image{Names: []string{"example.com/web:1"}, Layers: [][]File{base, top}, Entrypoint: []string{"/bin/tool"}, Cmd: []string{"serve"}},
+			wantNames:  []string{"example.com/web:1"},
+			wantLayers: 2,
+		},
+		{
+			name:       "the same layer twice is stored once",
+			img:        Image{Names: []string{"example.com/twice:1"}, Layers: [][]File{base, base}, Entrypoint: []string{"/bin/tool"}, Cmd: []string{"serve"}},
+			wantNames:  []string{"example.com/twice:1"},
+			wantLayers: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteImage(&buf, tt.img); err != nil {
+				t.Fatal(err)
+			}
+			entries := archiveEntries(t, &buf)
+			index := readIndex(t, entries)
+			var names []string
+			for _, m := range index.Manifests {
+				names = append(names, m.Annotations["io.containerd.image.name"])
+				if m.Digest != index.Manifests[0].Digest {
+					t.Errorf("%s names manifest %s, the first name %s", names[len(names)-1], m.Digest, index.Manifests[0].Digest)
+				}
+			}
+			if strings.Join(names, ",") != strings.Join(tt.wantNames, ",") {
+				t.Errorf("names %v, want %v", names, tt.wantNames)
+			}
+			var manifest struct {
+				Config struct{ Digest string }   `json:"config"`
+				Layers []struct{ Digest string } `json:"layers"`
+			}
+			if err := json.Unmarshal(entries["blobs/sha256/"+strings.TrimPrefix(index.Manifests[0].Digest, "sha256:")], &manifest); err != nil {
+				t.Fatal(err)
+			}
+			layerBlobs := map[string]bool{}
+			for _, l := range manifest.Layers {
+				if _, ok := entries["blobs/sha256/"+strings.TrimPrefix(l.Digest, "sha256:")]; !ok {
+					t.Errorf("layer %s is not in the archive", l.Digest)
+				}
+				layerBlobs[l.Digest] = true
+			}
+			if len(layerBlobs) != tt.wantLayers {
+				t.Errorf("%d distinct layers, want %d", len(layerBlobs), tt.wantLayers)
+			}
+			var config struct {
+				Config struct{ Entrypoint, Cmd []string } `json:"config"`
+				RootFS struct {
+					DiffIDs []string `json:"diff_ids"`
+				} `json:"rootfs"`
+			}
+			if err := json.Unmarshal(entries["blobs/sha256/"+strings.TrimPrefix(manifest.Config.Digest, "sha256:")], &config); err != nil {
+				t.Fatal(err)
+			}
+			var wantDiffIDs []string
+			for _, files := range tt.img.Layers {
+				_, diffID, err := gzipLayer(files)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantDiffIDs = append(wantDiffIDs, diffID)
+			}
+			if strings.Join(config.RootFS.DiffIDs, ",") != strings.Join(wantDiffIDs, ",") {
+				t.Errorf("diff IDs %v, want the layers' in order %v", config.RootFS.DiffIDs, wantDiffIDs)
+			}
+			if fmt.Sprint(config.Config.Entrypoint, config.Config.Cmd) != fmt.Sprint(tt.img.Entrypoint, tt.img.Cmd) {
+				t.Errorf("entrypoint %v cmd %v, want %v %v", config.Config.Entrypoint, config.Config.Cmd, tt.img.Entrypoint, tt.img.Cmd)
+			}
+		})
+	}
+}
+
+func TestWriteImagesSharesLayers(t *testing.T) {
+	base := []File{{Path: "bin", Mode: 0o755, Dir: true}, {Path: "bin/tool", Mode: 0o755, Data: []byte("tool")}}
+	top := []File{{Path: "srv/index.html", Mode: 0o644, Data: []byte("hi")}}
+	var buf bytes.Buffer
+	err := WriteImages(&buf,
+		Image{Names: []string{"example.com/base:1"}, Layers: [][]File{base}, Cmd: []string{"sh"}},
+		Image{Names: []string{"example.com/web:1", "example.com/web:2"}, Layers: [][]File{base, top}, Cmd: []string{"serve"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := archiveEntries(t, &buf)
+	index := readIndex(t, entries)
+	manifests := map[string]bool{}
+	for _, m := range index.Manifests {
+		manifests[m.Digest] = true
+	}
+	if len(index.Manifests) != 3 || len(manifests) != 2 {
+		t.Errorf("%d index entries for %d manifests, want 3 names of 2 images", len(index.Manifests), len(manifests))
+	}
+	blobs := 0
+	for name := range entries {
+		if strings.HasPrefix(name, "blobs/") {
+			blobs++
+		}
+	}
+	// Two layers (the shared one once), two configs, two manifests.
+	if blobs != 6 {
+		t.Errorf("%d blobs, want 6: the shared layer once", blobs)
+	}
+}
+
+func TestHostPrograms(t *testing.T) {
+	files, err := HostPrograms(map[string]string{"bin/sh": "/bin/bash", "usr/bin/printenv": PrintenvPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := layerByPath(t, files)
+	tests := []struct {
+		name string
+		path string
+	}{
+		{"a program is at its image path", "bin/sh"},
+		{"a program in a nested directory is there too", "usr/bin/printenv"},
+		{"a nested program's directories are in the layer", "usr/bin"},
+		{"the libraries only bash loads come with it", "lib/x86_64-linux-gnu/libtinfo.so.6"},
+		{"the C library comes with them", "lib/x86_64-linux-gnu/libc.so.6"},
+		{"the loader is at the path the programs name", "lib64/ld-linux-x86-64.so.2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, ok := byPath[tt.path]; !ok {
+				t.Errorf("%s is missing from the layer", tt.path)
+			}
+		})
+	}
+}
+
+// layerByPath indexes a layer's files by path; a path twice is an error.
+func layerByPath(t *testing.T, files []File) map[string]File {
+	t.Helper()
+	byPath := map[string]File{}
+	for _, f := range files {
+		if _, dup := byPath[f.Path]; dup {
+			t.Errorf("%s is in the layer twice", f.Path)
+		}
+		byPath[f.Path] = f
+	}
+	return byPath
+}
+
+// ociIndex is the part of an archive's index.json the tests read.
+type ociIndex struct {
+	Manifests []struct {
+		Digest      string            `json:"digest"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"manifests"`
+}
+
+func readIndex(t *testing.T, entries map[string][]byte) ociIndex {
+	t.Helper()
+	var index ociIndex
+	if err := json.Unmarshal(entries["index.json"], &index); err != nil {
+		t.Fatal(err)
+	}
+	return index
+}
+
+// archiveEntries reads a tar archive into a map from name to contents.
+func archiveEntries(t *testing.T, r io.Reader) map[string][]byte {
+	t.Helper()
+	entries := map[string][]byte{}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return entries
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(tr)
+		entries[h.Name] = data
 	}
 }
 
@@ -74,13 +249,7 @@ func TestBusyboxImageIsAUsableClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byPath := map[string]File{}
-	for _, f := range files {
-		if _, dup := byPath[f.Path]; dup {
-			t.Errorf("%s is in the layer twice", f.Path)
-		}
-		byPath[f.Path] = f
-	}
+	byPath := layerByPath(t, files)
 	for _, p := range []string{"bin/sh", "bin/wget", "bin/nslookup", "bin/printenv", "bin/env", "bin/httpd", "bin/sleep",
 		"bin/cat", "bin/hostname", "etc/passwd", "etc/group", "etc/nsswitch.conf"} {
 		if _, ok := byPath[p]; !ok {

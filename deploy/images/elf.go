@@ -114,3 +114,32 @@ func interpreter(f *elf.File) (string, error) {
 	}
 	return "", nil
 }
+
+// HostPrograms returns programs of this host placed in an image (image
+// path → host path, e.g. "bin/sh" → "/bin/bash"), with every shared
+// library they load, as the busybox image carries coreutils' printenv.
+func HostPrograms(programs map[string]string) ([]File, error) {
+	paths := make([]string, 0, len(programs))
+	for p := range programs {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var files []File
+	var elves [][]byte
+	for _, p := range paths {
+		data, err := os.ReadFile(programs[p])
+		if err != nil {
+			return nil, err
+		}
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			files = append(files, File{Path: d, Mode: 0o755, Dir: true})
+		}
+		files = append(files, File{Path: p, Mode: 0o755, Data: data})
+		elves = append(elves, data)
+	}
+	libs, err := sharedLibraries(elves...)
+	if err != nil {
+		return nil, err
+	}
+	return dedupDirs(append(files, libs...)), nil
+}

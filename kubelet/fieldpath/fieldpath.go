@@ -60,9 +60,10 @@ func formatMap(m map[string]string) string {
 }
 
 // ResourceValue resolves a resourceFieldRef: the request or limit divided
-// by the divisor, rounded up, as Kubernetes does. An unset limit is the
-// node's allocatable in Kubernetes; here it is reported as 0... unless set.
-func ResourceValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector) (string, error) {
+// by the divisor, rounded up, as Kubernetes does. An unset cpu, memory or
+// ephemeral-storage limit is the node's allocatable (nil before the node
+// is known), as upstream's kubelet fills it in.
+func ResourceValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector, allocatable corev1.ResourceList) (string, error) {
 	target := c
 	if ref.ContainerName != "" {
 		target = nil
@@ -75,18 +76,24 @@ func ResourceValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFie
 			return "", fmt.Errorf("resourceFieldRef: no container %q", ref.ContainerName)
 		}
 	}
+	limit := func(name corev1.ResourceName) resource.Quantity {
+		if q, ok := target.Resources.Limits[name]; ok {
+			return q
+		}
+		return allocatable[name]
+	}
 	var q resource.Quantity
 	switch ref.Resource {
 	case "limits.cpu":
-		q = *target.Resources.Limits.Cpu()
+		q = limit(corev1.ResourceCPU)
 	case "limits.memory":
-		q = *target.Resources.Limits.Memory()
+		q = limit(corev1.ResourceMemory)
 	case "requests.cpu":
 		q = *target.Resources.Requests.Cpu()
 	case "requests.memory":
 		q = *target.Resources.Requests.Memory()
 	case "limits.ephemeral-storage":
-		q = *target.Resources.Limits.StorageEphemeral()
+		q = limit(corev1.ResourceEphemeralStorage)
 	case "requests.ephemeral-storage":
 		q = *target.Resources.Requests.StorageEphemeral()
 	default:

@@ -34,15 +34,22 @@ func TestFieldValue(t *testing.T) {
 
 func TestResourceValue(t *testing.T) {
 	c := &corev1.Container{Name: "app", Resources: corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("64Mi")}}}
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}}}
 	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{*c}}}
+	node := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("100Gi")}
 	cases := []struct {
 		name, res, divisor, want string
+		allocatable              corev1.ResourceList
 	}{
-		{"a cpu request rounds up to whole cores", "requests.cpu", "", "1"},
-		{"a cpu request in millicores", "requests.cpu", "1m", "250"},
-		{"a memory request in mebibytes", "requests.memory", "1Mi", "64"},
-		{"an unset limit is 0", "limits.memory", "", "0"},
+		{"a cpu request rounds up to whole cores", "requests.cpu", "", "1", node},
+		{"a cpu request in millicores", "requests.cpu", "1m", "250", node},
+		{"a memory request in mebibytes", "requests.memory", "1Mi", "64", node},
+		{"a limit the container sets is its own", "limits.memory", "1Mi", "128", node},
+		{"an unset cpu limit is the node's allocatable", "limits.cpu", "", "2", node},
+		{"an unset ephemeral-storage limit is the node's allocatable", "limits.ephemeral-storage", "1Gi", "100", node},
+		{"an unset limit before the node is known is 0", "limits.cpu", "", "0", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,7 +57,7 @@ func TestResourceValue(t *testing.T) {
 			if tc.divisor != "" {
 				ref.Divisor = resource.MustParse(tc.divisor)
 			}
-			got, err := ResourceValue(pod, c, ref)
+			got, err := ResourceValue(pod, c, ref, tc.allocatable)
 			if got != tc.want || err != nil {
 				t.Errorf("ResourceValue(%s / %q) = %q, %v; want %q", tc.res, tc.divisor, got, err, tc.want)
 			}

@@ -45,11 +45,11 @@ type KillContainer struct {
 	Grace    int64
 }
 
-// RunPreStop runs a container's preStop exec hook, for at most
-// TimeoutSeconds; outcome PreStopDone.
+// RunPreStop runs a container's preStop hook (exec, httpGet or sleep),
+// for at most TimeoutSeconds; outcome PreStopDone.
 type RunPreStop struct {
 	ID, Name       string
-	Command        []string
+	Handler        *corev1.LifecycleHandler
 	TimeoutSeconds int64
 }
 
@@ -106,7 +106,21 @@ func (a KillContainer) String() string {
 	return fmt.Sprintf("kill %s %s grace=%d", a.Name, a.ID, a.Grace)
 }
 func (a RunPreStop) String() string {
-	return fmt.Sprintf("prestop %s %s %q timeout=%d", a.Name, a.ID, a.Command, a.TimeoutSeconds)
+	return fmt.Sprintf("prestop %s %s %s timeout=%d", a.Name, a.ID, HandlerString(a.Handler), a.TimeoutSeconds)
+}
+
+// HandlerString is a lifecycle handler as the scripts and the kubelet's
+// messages show it: the exec command, the GET, or the sleep.
+func HandlerString(h *corev1.LifecycleHandler) string {
+	switch {
+	case h.Exec != nil:
+		return fmt.Sprintf("%q", h.Exec.Command)
+	case h.HTTPGet != nil:
+		return fmt.Sprintf("GET %s:%s%s", h.HTTPGet.Host, h.HTTPGet.Port.String(), h.HTTPGet.Path)
+	case h.Sleep != nil:
+		return fmt.Sprintf("sleep %ds", h.Sleep.Seconds)
+	}
+	return "no handler"
 }
 func (a RemoveContainer) String() string { return "remove-container " + a.ID }
 func (a SetUpVolumes) String() string    { return "setup-volumes" }

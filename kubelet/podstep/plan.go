@@ -68,6 +68,12 @@ func restartCount(c *cri.ContainerStatus) int {
 	return n
 }
 
+// IsSidecar reports whether an init container is a sidecar: restartable
+// (restartPolicy Always), it runs beside the app containers.
+func IsSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
 func shouldRestart(policy corev1.RestartPolicy, c *cri.ContainerStatus) bool {
 	switch policy {
 	case corev1.RestartPolicyNever:
@@ -145,10 +151,40 @@ func computePlan(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time) pl
 	if len(a.Kill) > 0 {
 		return a
 	}
-	// Init containers, in order, each to completion.
+	// Init containers, in order, each to completion; a sidecar (a
+	// restartable init container) only until it has started, and it is
+	// restarted whenever it exits, as upstream's kubelet runs them. Once
+	// an app container was created, the pod is initialized: a sidecar's
+	// restart no longer holds the app containers back.
+	initialized := false
+	for i := range pod.Spec.Containers {
+		if cur, _ := obs.Latest(pod.Spec.Containers[i].Name); cur != nil {
+			initialized = true
+		}
+	}
 	for i := range pod.Spec.InitContainers {
 		ic := &pod.Spec.InitContainers[i]
 		cur, _ := obs.Latest(ic.Name)
+		if IsSidecar(ic) {
+			if cur == nil || cur.State != cri.ContainerState_CONTAINER_RUNNING {
+				if until := backOffUntil(st, ic.Name, cur); cur != nil && now.Before(until) {
+					a.wake(until)
+				} else {
+					startOrWait(&a, st, ic, true, cur, now)
+				}
+				if initialized {
+					continue
+				}
+				return a
+			}
+			if !initialized && ic.StartupProbe != nil && !st.Started[cur.Id] {
+				return a // the next waits for it to have started
+			}
+			continue
+		}
+		if initialized {
+			continue // ran to completion before the app containers
+		}
 		switch {
 		case cur == nil:
 			startOrWait(&a, st, ic, true, nil, now)
@@ -250,7 +286,7 @@ func startOrWait(a *plan, st *State, c *corev1.Container, init bool, prev *cri.C
 // Succeeded or Failed, or it is being evicted.
 func isTerminal(pod *corev1.Pod, st *State) bool {
 	p := pod.Status.Phase
-	return st.Terminal || st.Evicted != nil || p == corev1.PodSucceeded || p == corev1.PodFailed
+	return st.Terminal || st.failure() != nil || p == corev1.PodSucceeded || p == corev1.PodFailed
 }
 
 func backOffMessage(d time.Duration, c, pod string) string {

@@ -25,8 +25,10 @@ import (
 //
 // Commands:
 //
-//	pod containers=(a,b) [init=i] [restart=Always|OnFailure|Never] [grace=N] [prestop=a] [image=busybox]
-//	                        the pod, as the apiserver has it
+//	pod containers=(a,b) [init=i] [sidecar=s] [restart=Always|OnFailure|Never] [grace=N] [prestop=a] [image=busybox]
+//	                        the pod, as the apiserver has it (a sidecar is an init
+//	                        container with restartPolicy Always and a startup probe,
+//	                        before the other init containers)
 //	step                    one step with the events queued since the last
 //	                        (< lines): prints the actions (> lines), the status
 //	                        the worker writes once nothing is left to do, and
@@ -41,6 +43,7 @@ import (
 //	                        ready=BOOL, startup NAME, evict MESSAGE
 //	delete [grace=N]        the pod is deleted (deletionTimestamp) with that grace
 //	set-image NAME IMAGE    kubectl set image
+//	set-deadline N          the pod's activeDeadlineSeconds becomes N
 var update = flag.Bool("update", false, "rewrite the scripts' expected output (datadriven's -rewrite)")
 
 func TestScripts(t *testing.T) {
@@ -118,6 +121,15 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		h.pod = p
 		return ""
+	case "set-deadline":
+		n, err := strconv.ParseInt(d.CmdArgs[0].Key, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := h.pod.DeepCopy()
+		p.Spec.ActiveDeadlineSeconds = &n
+		h.pod = p
+		return ""
 	}
 	t.Fatalf("unknown command %q", d.Cmd)
 	return ""
@@ -140,8 +152,17 @@ func scriptPod(t *testing.T, d *datadriven.TestData) *corev1.Pod {
 		return nil
 	}
 	b := makePod(list("containers")...)
-	b.Init(list("init")...)
+	b.Init(append(list("sidecar"), list("init")...)...)
 	p := b.Obj()
+	for _, name := range list("sidecar") {
+		for i := range p.Spec.InitContainers {
+			if c := &p.Spec.InitContainers[i]; c.Name == name {
+				always := corev1.ContainerRestartPolicyAlways
+				c.RestartPolicy = &always
+				c.StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+			}
+		}
+	}
 	for i := range p.Spec.Containers {
 		p.Spec.Containers[i].Image = image
 	}

@@ -39,6 +39,9 @@ type State struct {
 	// Evicted is set by the eviction manager: the pod fails, its
 	// containers are killed without grace period.
 	Evicted *Failure
+	// DeadlineExceeded is set when the pod ran past its
+	// activeDeadlineSeconds: it fails, its containers are stopped.
+	DeadlineExceeded *Failure
 	// VolumesRemoved: the finished pod's volumes are torn down.
 	VolumesRemoved bool
 	// VolumesRefreshAt is when the service-account tokens in the pod's
@@ -68,4 +71,13 @@ type Termination struct {
 func NewState(now time.Time) *State {
 	return &State{BackOff: map[string]time.Duration{}, PullBackOff: map[string]time.Duration{}, Waiting: map[string]Waiting{},
 		Ready: map[string]bool{}, Started: map[string]bool{}, Unhealthy: map[string]string{}, StartTime: now}
+}
+
+// failure is why the kubelet fails the pod while it runs (an eviction,
+// its active deadline), nil when it does not.
+func (st *State) failure() *Failure {
+	if st.Evicted != nil {
+		return st.Evicted
+	}
+	return st.DeadlineExceeded
 }

@@ -75,7 +75,10 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, obs *runtime.Pod, st 
 		for i := range pod.Spec.InitContainers {
 			isInit = isInit || pod.Spec.InitContainers[i].Name == c.Name
 		}
-		if isInit && cur.ExitCode == 0 {
+		switch {
+		case IsSidecar(c):
+			willRestart = !IsTerminal(pod, st)
+		case isInit && cur.ExitCode == 0:
 			willRestart = false
 		}
 		if willRestart {
@@ -104,6 +107,9 @@ func computeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, 
 		HostIP: hostIP, HostIPs: []corev1.HostIP{{IP: hostIP}},
 		QOSClass:          QOSClass(pod),
 		NominatedNodeName: old.NominatedNodeName,
+		// The generation of the spec this status is about, as upstream's
+		// kubelet reports it (a spec update bumps metadata.generation).
+		ObservedGeneration: pod.Generation,
 	}
 	if !st.StartTime.IsZero() {
 		t := metav1.NewTime(st.StartTime.Truncate(time.Second))
@@ -130,9 +136,16 @@ func computeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, 
 		s.PodIP, s.PodIPs = old.PodIP, old.PodIPs
 	}
 
-	// Init containers.
+	// Init containers. Once an app container was created the pod stays
+	// initialized, whatever its sidecars do since.
+	initialized := false
+	for i := range pod.Spec.Containers {
+		if cur, _ := obs.Latest(pod.Spec.Containers[i].Name); cur != nil {
+			initialized = true
+		}
+	}
 	initDone := true
-	var incomplete []string
+	var incomplete, unready []string
 	initFailed := false
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
@@ -143,6 +156,22 @@ func computeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, 
 			}
 		}
 		s.InitContainerStatuses = append(s.InitContainerStatuses, cs)
+		if IsSidecar(c) {
+			// A sidecar is ready by its probes, as app containers are, and
+			// counts in the pod's readiness; it completes its turn once it
+			// has started.
+			if !cs.Ready {
+				unready = append(unready, c.Name)
+			}
+			if !initialized && (cs.Started == nil || !*cs.Started || cs.State.Running == nil) {
+				initDone = false
+				incomplete = append(incomplete, c.Name)
+			}
+			continue
+		}
+		// An init container that completed is Ready, as upstream's prober
+		// manager reports it.
+		s.InitContainerStatuses[i].Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
 			initDone = false
 			incomplete = append(incomplete, c.Name)
@@ -168,7 +197,6 @@ func computeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, 
 		waitReason = ReasonPodInitializing
 	}
 	var running, waitingN, stopped, succeeded int
-	var unready []string
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		cs := containerStatus(pod, c, obs, st, now, waitReason)
@@ -195,7 +223,7 @@ func computeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, 
 	switch {
 	case old.Phase == corev1.PodSucceeded || old.Phase == corev1.PodFailed:
 		s.Phase = old.Phase // terminal phases never change
-	case st.Evicted != nil:
+	case st.failure() != nil:
 		s.Phase = corev1.PodFailed
 	case initFailed:
 		s.Phase = corev1.PodFailed
@@ -245,8 +273,10 @@ func computeStatus(pod *corev1.Pod, obs *runtime.Pod, st *State, now time.Time, 
 		cond(corev1.ContainersReady, allReady, readyReason, readyMsg),
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
 	}
+	if f := st.failure(); f != nil {
+		s.Reason, s.Message = f.Reason, f.Message
+	}
 	if ev := st.Evicted; ev != nil {
-		s.Reason, s.Message = ev.Reason, ev.Message
 		conds = append(conds, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 			Reason: corev1.PodReasonTerminationByKubelet, Message: ev.Message})
 	}

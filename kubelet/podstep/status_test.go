@@ -197,3 +197,46 @@ func TestEphemeralContainerStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestStatusObservesTheGeneration(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		gen   int64
+		state func(*State)
+	}{
+		{"a running pod's status names the generation of the spec it ran", 3, nil},
+		{"a rejected pod's status names it too", 2, func(s *State) { s.Rejected = &Failure{Reason: "OutOfcpu", Message: "no cpu"} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := makePod("a").Obj()
+			pod.Generation = tc.gen
+			st := NewState(time.Time{})
+			if tc.state != nil {
+				tc.state(st)
+			}
+			if s := ComputeStatus(pod, makeObs().Sandbox(true).Running("a", 0).Obj(), st, t0, "192.168.1.1"); s.ObservedGeneration != tc.gen {
+				t.Errorf("observedGeneration %d, want %d", s.ObservedGeneration, tc.gen)
+			}
+		})
+	}
+}
+
+func TestInitContainerReady(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		obs   *runtime.Pod
+		ready bool
+	}{
+		{"an init container that completed is Ready", makeObs().Sandbox(true).Exited("i", 0, 0, t0).Obj(), true},
+		{"a running init container is not", makeObs().Sandbox(true).Running("i", 0).Obj(), false},
+		{"a failed one is not", makeObs().Sandbox(true).Exited("i", 1, 0, t0).Obj(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := makePod("a").Init("i").Policy(corev1.RestartPolicyNever).Obj()
+			s := ComputeStatus(pod, tc.obs, NewState(time.Time{}), t0, "192.168.1.1")
+			if got := s.InitContainerStatuses[0].Ready; got != tc.ready {
+				t.Errorf("ready %v, want %v", got, tc.ready)
+			}
+		})
+	}
+}

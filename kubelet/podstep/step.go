@@ -107,6 +107,7 @@ func Step(st *State, in Input) Output {
 		st.Admitted = true // finished before a kubelet restart: nothing to run
 	}
 	if st.Rejected == nil {
+		out.Actions = append(out.Actions, checkDeadline(st, pod, in.Now, &out)...)
 		p := computePlan(pod, obs, st, in.Now)
 		out.wake(p.WakeAt)
 		out.Actions = append(out.Actions, planActions(st, in, p)...)
@@ -123,6 +124,33 @@ func Step(st *State, in Input) Output {
 func status(st *State, in Input) *corev1.PodStatus {
 	s := computeStatus(in.Pod, in.Runtime, st, in.Now, in.HostIP)
 	return &s
+}
+
+// deadlineMessage is upstream's status message of a pod past its
+// activeDeadlineSeconds.
+const deadlineMessage = "Pod was active on the node longer than the specified deadline"
+
+// checkDeadline fails a pod that has run activeDeadlineSeconds since it
+// started (a deadline the spec may lower at any time), as upstream's
+// activeDeadlineHandler, and wakes the step when the deadline comes.
+func checkDeadline(st *State, pod *corev1.Pod, now time.Time, out *Output) []Action {
+	if pod.Spec.ActiveDeadlineSeconds == nil || st.DeadlineExceeded != nil || IsTerminal(pod, st) {
+		return nil
+	}
+	start := st.StartTime
+	if pod.Status.StartTime != nil {
+		start = pod.Status.StartTime.Time
+	}
+	if start.IsZero() {
+		return nil
+	}
+	deadline := start.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second)
+	if now.Before(deadline) {
+		out.wake(deadline)
+		return nil
+	}
+	st.DeadlineExceeded = &Failure{Reason: "DeadlineExceeded", Message: deadlineMessage}
+	return []Action{RecordEvent{corev1.EventTypeWarning, "DeadlineExceeded", deadlineMessage}}
 }
 
 // apply records one event in the state; it returns the Kubernetes
@@ -303,9 +331,9 @@ func terminate(st *State, in Input, out *Output) {
 				continue
 			}
 			name := c.Metadata.GetName()
-			if cmd := preStopCommand(in.Pod, name); cmd != nil && !t.PreStopRun[c.Id] && remaining > 0 {
+			if h := preStopHandler(in.Pod, name); h != nil && !t.PreStopRun[c.Id] && remaining > 0 {
 				hooks = append(hooks, RecordEvent{corev1.EventTypeNormal, "Killing", "Stopping container " + name},
-					RunPreStop{ID: c.Id, Name: name, Command: cmd, TimeoutSeconds: remaining})
+					RunPreStop{ID: c.Id, Name: name, Handler: h, TimeoutSeconds: remaining})
 				continue
 			}
 			if !t.PreStopRun[c.Id] {
@@ -333,11 +361,16 @@ func terminate(st *State, in Input, out *Output) {
 	}
 }
 
-// preStopCommand is the container's preStop exec hook, nil for none.
-func preStopCommand(pod *corev1.Pod, name string) []string {
-	for _, c := range pod.Spec.Containers {
-		if c.Name == name && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Exec != nil {
-			return c.Lifecycle.PreStop.Exec.Command
+// preStopHandler is the container's preStop hook (exec, httpGet or
+// sleep; an app container's or a sidecar's), nil for none.
+func preStopHandler(pod *corev1.Pod, name string) *corev1.LifecycleHandler {
+	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if c := &list[i]; c.Name == name && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+				if h := c.Lifecycle.PreStop; h.Exec != nil || h.HTTPGet != nil || h.Sleep != nil {
+					return h
+				}
+			}
 		}
 	}
 	return nil

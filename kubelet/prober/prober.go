@@ -6,6 +6,7 @@ package prober
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,11 +15,17 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
 
+	"minik/kubelet/podstep"
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
 )
@@ -80,12 +87,11 @@ func New(cfg Config) *Manager {
 		started: map[string]bool{}}
 }
 
-// Sync starts the probes of the pod's running containers and stops
-// those of containers that are gone.
+// Sync starts the probes of the pod's running containers (app
+// containers and sidecars) and stops those of containers that are gone.
 func (m *Manager) Sync(pod *corev1.Pod, obs *runtime.Pod) {
 	want := map[string]func(ctx context.Context){}
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+	for _, c := range probedContainers(pod) {
 		cur, _ := obs.Latest(c.Name)
 		if cur == nil || cur.State != cri.ContainerState_CONTAINER_RUNNING {
 			continue
@@ -120,6 +126,22 @@ func (m *Manager) Sync(pod *corev1.Pod, obs *runtime.Pod) {
 		keys[key] = true
 		go fn(ctx)
 	}
+}
+
+// probedContainers are the app containers and the sidecars (init
+// containers with restartPolicy Always): the others run to completion
+// unprobed.
+func probedContainers(pod *corev1.Pod) []*corev1.Container {
+	var out []*corev1.Container
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; podstep.IsSidecar(c) {
+			out = append(out, c)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
 }
 
 // RemovePod stops every probe of the pod.
@@ -261,13 +283,13 @@ func probeHost(probe *corev1.Probe, podIP string) (host string, known bool) {
 		return probe.HTTPGet.Host, true
 	case probe.TCPSocket != nil && probe.TCPSocket.Host != "":
 		return probe.TCPSocket.Host, true
-	case probe.HTTPGet != nil || probe.TCPSocket != nil:
+	case probe.HTTPGet != nil || probe.TCPSocket != nil || probe.GRPC != nil:
 		return podIP, podIP != ""
 	}
 	return "", true // an exec probe needs no address
 }
 
-// probe runs one exec, httpGet or tcpSocket check against host.
+// probe runs one exec, httpGet, tcpSocket or grpc check against host.
 func (m *Manager) probe(ctx context.Context, c *corev1.Container, id, host string, probe *corev1.Probe, timeout time.Duration) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -283,26 +305,13 @@ func (m *Manager) probe(ctx context.Context, c *corev1.Container, id, host strin
 		}
 		return true, ""
 	case probe.HTTPGet != nil:
-		g := probe.HTTPGet
-		port, err := resolvePort(g.Port, c)
+		req, err := HTTPGetRequest(ctx, probe.HTTPGet, host, c)
 		if err != nil {
 			return false, err.Error()
 		}
-		scheme := strings.ToLower(string(g.Scheme))
-		if scheme == "" {
-			scheme = "http"
-		}
-		url := fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), ensureSlash(g.Path))
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := ProbeHTTPClient.Do(req)
 		if err != nil {
-			return false, err.Error()
-		}
-		for _, h := range g.HTTPHeaders {
-			req.Header.Add(h.Name, h.Value)
-		}
-		resp, err := probeHTTPClient.Do(req)
-		if err != nil {
-			return false, fmt.Sprintf("Get %q: %v", url, err)
+			return false, fmt.Sprintf("Get %q: %v", req.URL, err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode < 200 || resp.StatusCode >= 400 {
@@ -321,12 +330,67 @@ func (m *Manager) probe(ctx context.Context, c *corev1.Container, id, host strin
 		}
 		conn.Close()
 		return true, ""
+	case probe.GRPC != nil:
+		return grpcProbe(ctx, net.JoinHostPort(host, strconv.Itoa(int(probe.GRPC.Port))), probe.GRPC.Service, timeout)
 	}
 	return false, "probe has no handler"
 }
 
-var probeHTTPClient = &http.Client{
-	Transport:     &http.Transport{DisableKeepAlives: true},
+// grpcProbe asks the gRPC Health Checking Protocol (grpc.health.v1) at
+// addr about service ("" for the server), as upstream's gRPC probe:
+// healthy only when it answers SERVING; the messages are upstream's.
+func grpcProbe(ctx context.Context, addr string, service *string, timeout time.Duration) (bool, string) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return false, fmt.Sprintf("failed to connect service %q: %v", addr, err)
+	}
+	defer conn.Close()
+	req := &healthpb.HealthCheckRequest{}
+	if service != nil {
+		req.Service = *service
+	}
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, req)
+	switch {
+	case status.Code(err) == codes.Unimplemented:
+		return false, fmt.Sprintf("this server does not implement the grpc health protocol (grpc.health.v1.Health): %s", status.Convert(err).Message())
+	case status.Code(err) == codes.DeadlineExceeded || ctx.Err() != nil:
+		return false, fmt.Sprintf("timeout: health rpc did not complete within %v", timeout)
+	case err != nil:
+		return false, fmt.Sprintf("error: health rpc probe failed: %v", err)
+	case resp.GetStatus() != healthpb.HealthCheckResponse_SERVING:
+		return false, fmt.Sprintf("service unhealthy (responded with %q)", resp.GetStatus().String())
+	}
+	return true, ""
+}
+
+// HTTPGetRequest is the request of an httpGet probe or lifecycle hook
+// of container c: SCHEME://HOST:PORT/PATH (a named port is c's), with
+// its headers. host is the action's own, else the pod's IP.
+func HTTPGetRequest(ctx context.Context, g *corev1.HTTPGetAction, host string, c *corev1.Container) (*http.Request, error) {
+	port, err := resolvePort(g.Port, c)
+	if err != nil {
+		return nil, err
+	}
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	url := fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), ensureSlash(g.Path))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range g.HTTPHeaders {
+		req.Header.Add(h.Name, h.Value)
+	}
+	return req, nil
+}
+
+// ProbeHTTPClient makes the GETs of probes and lifecycle hooks as
+// upstream's: no keep-alive, no redirect followed, and a pod's
+// certificate not verified (nothing could vouch for it).
+var ProbeHTTPClient = &http.Client{
+	Transport:     &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
 

@@ -1,7 +1,15 @@
 package prober
 
 import (
+	"context"
+	"net"
+	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -15,6 +23,7 @@ func TestProbeHost(t *testing.T) {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Host: host, Port: intstr.FromInt32(80)}}}
 	}
 	exec := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	grpcProbe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 5000}}}
 	cases := []struct {
 		name      string
 		probe     *corev1.Probe
@@ -29,6 +38,8 @@ func TestProbeHost(t *testing.T) {
 		{"a probe with its own host needs no pod IP", httpGet("127.0.0.1"), "", "127.0.0.1", true},
 		{"a tcpSocket probe with its own host needs no pod IP", tcp("example.test"), "", "example.test", true},
 		{"an exec probe needs no address", exec, "", "", true},
+		{"a grpc probe of a pod without an IP waits", grpcProbe, "", "", false},
+		{"a grpc probe targets the pod's IP", grpcProbe, "10.244.0.5", "10.244.0.5", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,6 +102,51 @@ func TestThresholds(t *testing.T) {
 					t.Fatalf("outcome %d (ok=%v): verdict %+v changed %v done %v; want %+v, %v, %v",
 						i+1, s.ok, verdict, changed, done, s.verdict, s.changed, s.done)
 				}
+			}
+		})
+	}
+}
+
+// The gRPC probe speaks grpc.health.v1 as upstream's: healthy only when
+// the server answers SERVING for the service.
+func TestGRPCProbe(t *testing.T) {
+	serve := func(t *testing.T, withHealth bool) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := grpc.NewServer()
+		if withHealth {
+			h := health.NewServer()
+			h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+			h.SetServingStatus("down", healthpb.HealthCheckResponse_NOT_SERVING)
+			healthpb.RegisterHealthServer(srv, h)
+		}
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(srv.Stop)
+		return ln.Addr().String()
+	}
+	withHealth, without := serve(t, true), serve(t, false)
+	service := func(s string) *string { return &s }
+	cases := []struct {
+		name    string
+		addr    string
+		service *string
+		wantOK  bool
+		wantMsg string
+	}{
+		{"a serving server is healthy", withHealth, nil, true, ""},
+		{"a service that is not serving is unhealthy", withHealth, service("down"), false, `service unhealthy (responded with "NOT_SERVING")`},
+		{"an unknown service is unhealthy", withHealth, service("nope"), false, "error: health rpc probe failed"},
+		{"a server without the health service says so", without, nil, false, "this server does not implement the grpc health protocol"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			ok, msg := grpcProbe(ctx, tc.addr, tc.service, 5*time.Second)
+			if ok != tc.wantOK || !strings.Contains(msg, tc.wantMsg) {
+				t.Errorf("grpcProbe = %v %q, want %v and a message with %q", ok, msg, tc.wantOK, tc.wantMsg)
 			}
 		})
 	}

@@ -30,15 +30,26 @@ import (
 //	WebSocket, v5.channel.k8s.io (kubectl 1.30+): every binary message
 //	  starts with its channel, 0 stdin, 1 stdout, 2 stderr, 3 the final
 //	  metav1.Status, 4 terminal sizes (JSON); the client sends [255, 0]
-//	  when its input ends.
+//	  when its input ends. The older WebSocket protocols are served as
+//	  kube-apiserver serves them: v4.channel.k8s.io without the end of
+//	  input, v3 and v2 with only a failure's message as text on channel
+//	  3, channel.k8s.io (v1) without terminal sizes either.
 //	SPDY/3.1, v4.channel.k8s.io (kubectl's fallback): one SPDY stream per
 //	  channel, named by its streamType header (error, stdin, stdout,
 //	  stderr, resize); the status is written on the error stream.
 //
 // Both end in one session: exec runs Runtime.Exec, attach Runtime.Attach.
 
+// webSocketVersions are the channel protocols served over WebSocket, by
+// version; the client's first choice among them is used.
+var webSocketVersions = map[string]int{
+	remotecommand.StreamProtocolV5Name: 5, remotecommand.StreamProtocolV4Name: 4,
+	remotecommand.StreamProtocolV3Name: 3, remotecommand.StreamProtocolV2Name: 2, remotecommand.StreamProtocolV1Name: 1,
+}
+
 var execUpgrader = websocket.Upgrader{
-	Subprotocols: []string{remotecommand.StreamProtocolV5Name},
+	Subprotocols: []string{remotecommand.StreamProtocolV5Name, remotecommand.StreamProtocolV4Name,
+		remotecommand.StreamProtocolV3Name, remotecommand.StreamProtocolV2Name, remotecommand.StreamProtocolV1Name},
 	// Only the apiserver reaches this endpoint, with a client certificate.
 	CheckOrigin: func(*http.Request) bool { return true },
 }
@@ -112,12 +123,13 @@ func serveWebSocket(w http.ResponseWriter, r *http.Request, so streamOptions, ru
 		return // the upgrader answered the client
 	}
 	defer conn.Close()
-	if conn.Subprotocol() != remotecommand.StreamProtocolV5Name {
+	version, ok := webSocketVersions[conn.Subprotocol()]
+	if !ok {
 		_ = conn.WriteControl(websocket.CloseMessage,
-			websocket.FormatCloseMessage(websocket.CloseProtocolError, "only "+remotecommand.StreamProtocolV5Name+" is supported"), time.Now().Add(time.Second))
+			websocket.FormatCloseMessage(websocket.CloseProtocolError, "only "+strings.Join(execUpgrader.Subprotocols, ", ")+" are supported"), time.Now().Add(time.Second))
 		return
 	}
-	s := &execSession{conn: conn}
+	s := &execSession{conn: conn, version: version}
 	opts := runtime.ExecOptions{TTY: so.tty}
 	if so.stdout {
 		opts.Stdout = s.channel(remotecommand.StreamStdOut)
@@ -142,8 +154,9 @@ func serveWebSocket(w http.ResponseWriter, r *http.Request, so streamOptions, ru
 
 // execSession is one exec's WebSocket connection.
 type execSession struct {
-	conn *websocket.Conn
-	mu   sync.Mutex // one writer at a time
+	conn    *websocket.Conn
+	version int        // of the channel protocol, 1 to 5
+	mu      sync.Mutex // one writer at a time
 }
 
 func (s *execSession) send(channel byte, p []byte) error {
@@ -193,9 +206,11 @@ func (s *execSession) readInput(stdin *io.PipeWriter, resize chan<- runtime.Term
 				}
 			}
 		case remotecommand.StreamResize:
-			sendSize(resize, msg[1:])
+			if s.version >= 3 {
+				sendSize(resize, msg[1:])
+			}
 		case remotecommand.StreamClose:
-			if len(msg) > 1 && msg[1] == remotecommand.StreamStdIn {
+			if s.version >= 5 && len(msg) > 1 && msg[1] == remotecommand.StreamStdIn {
 				closeStdin()
 			}
 		}
@@ -214,11 +229,17 @@ func sendSize(resize chan<- runtime.TerminalSize, data []byte) {
 	}
 }
 
-// finish sends the exec's status on the error channel and closes the
+// finish sends the exec's status on the error channel (v4 and v5 the
+// Status as JSON, older versions a failure's message) and closes the
 // connection normally, which ends the client's streams.
 func (s *execSession) finish(status metav1.Status) {
-	data, _ := json.Marshal(status)
-	_ = s.send(remotecommand.StreamErr, data)
+	switch {
+	case s.version >= 4:
+		data, _ := json.Marshal(status)
+		_ = s.send(remotecommand.StreamErr, data)
+	case status.Status != metav1.StatusSuccess:
+		_ = s.send(remotecommand.StreamErr, []byte(status.Message))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_ = s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))

@@ -25,6 +25,8 @@ type volumeSources interface {
 	secret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
 	// token returns the pod's service-account token and when it is due.
 	token(ctx context.Context, pod *corev1.Pod, audience string, seconds int64, now time.Time) (string, time.Time, error)
+	// allocatable is the node's, for limits the containers do not set.
+	allocatable() corev1.ResourceList
 }
 
 // managerSources reads through the kubelet's client and token manager.
@@ -41,6 +43,8 @@ func (s managerSources) secret(ctx context.Context, namespace, name string) (*co
 func (s managerSources) token(ctx context.Context, pod *corev1.Pod, audience string, seconds int64, now time.Time) (string, time.Time, error) {
 	return s.m.tokens.get(ctx, pod, audience, seconds, now)
 }
+
+func (s managerSources) allocatable() corev1.ResourceList { return s.m.allocatable() }
 
 // projectedFiles are a projected volume's files by path, with the item
 // that writes each (its mode).
@@ -135,7 +139,7 @@ func projectVolume(ctx context.Context, src volumeSources, pod *corev1.Pod, proj
 				return nil, time.Time{}, err
 			}
 		case s.DownwardAPI != nil:
-			data, items, err := downwardAPIFiles(pod, s.DownwardAPI.Items, podIP, nodeIP)
+			data, items, err := downwardAPIFiles(pod, s.DownwardAPI.Items, podIP, nodeIP, src.allocatable())
 			if err != nil {
 				return nil, time.Time{}, err
 			}

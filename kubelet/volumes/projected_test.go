@@ -34,6 +34,8 @@ func (f fakeSources) secret(_ context.Context, _, name string) (*corev1.Secret, 
 	return nil, apierrors.NewNotFound(corev1.Resource("secrets"), name)
 }
 
+func (f fakeSources) allocatable() corev1.ResourceList { return nil }
+
 func (f fakeSources) token(_ context.Context, pod *corev1.Pod, audience string, seconds int64, _ time.Time) (string, time.Time, error) {
 	return "token-for-" + pod.Spec.ServiceAccountName + "-" + audience, f.due, nil
 }

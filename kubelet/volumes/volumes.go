@@ -50,6 +50,15 @@ type Manager struct {
 	tokens *tokenManager
 }
 
+// allocatable is the node's allocatable, nil before it registered: the
+// downward API's value of a limit the container does not set.
+func (m *Manager) allocatable() corev1.ResourceList {
+	if node := m.cfg.Node(); node != nil {
+		return node.Status.Allocatable
+	}
+	return nil
+}
+
 // New returns a Manager that gets tokens through cfg.Client.
 func New(cfg Config) *Manager {
 	return &Manager{cfg: cfg, tokens: newTokenManager(requestTokenFrom(func(ctx context.Context, method, path string, body, out any) error {
@@ -203,7 +212,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 			return time.Time{}, err
 		}
 	case v.DownwardAPI != nil:
-		data, items, err := downwardAPIFiles(pod, v.DownwardAPI.Items, podIP, m.cfg.NodeIP)
+		data, items, err := downwardAPIFiles(pod, v.DownwardAPI.Items, podIP, m.cfg.NodeIP, m.allocatable())
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -230,7 +239,7 @@ func configMapBytes(cm *corev1.ConfigMap) map[string][]byte {
 
 // downwardAPIFiles resolves downward API items into files' contents and
 // the items that write them.
-func downwardAPIFiles(pod *corev1.Pod, files []corev1.DownwardAPIVolumeFile, podIP, nodeIP string) (map[string][]byte, []corev1.KeyToPath, error) {
+func downwardAPIFiles(pod *corev1.Pod, files []corev1.DownwardAPIVolumeFile, podIP, nodeIP string, allocatable corev1.ResourceList) (map[string][]byte, []corev1.KeyToPath, error) {
 	data := map[string][]byte{}
 	var items []corev1.KeyToPath
 	for _, it := range files {
@@ -240,7 +249,7 @@ func downwardAPIFiles(pod *corev1.Pod, files []corev1.DownwardAPIVolumeFile, pod
 		case it.FieldRef != nil:
 			val, err = fieldpath.FieldValue(pod, it.FieldRef.FieldPath, podIP, nodeIP)
 		case it.ResourceFieldRef != nil:
-			val, err = fieldpath.ResourceValue(pod, &pod.Spec.Containers[0], it.ResourceFieldRef)
+			val, err = fieldpath.ResourceValue(pod, &pod.Spec.Containers[0], it.ResourceFieldRef, allocatable)
 		}
 		if err != nil {
 			return nil, nil, err

@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -272,6 +275,47 @@ func testClientGoCRUD(t *testing.T, cs *kubernetes.Clientset) {
 		list, _ := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 		if len(list.Items) != 0 {
 			t.Fatalf("%d pods left", len(list.Items))
+		}
+	})
+}
+
+// Objects of every group travel in both encodings: client-go sends a
+// delete's options in the group of the object (here RBAC's), and the
+// e2e suite's clients send access and token reviews as protobuf.
+func TestClientGoEveryGroupInBothEncodings(t *testing.T) {
+	forEachEncoding(t, func(t *testing.T, cs *kubernetes.Clientset) {
+		ctx := ctxT(t)
+		tests := []struct {
+			name string
+			run  func() error
+		}{
+			{"a ClusterRole is created and deleted", func() error {
+				role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "reader"}, Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}}
+				if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+					return err
+				}
+				return cs.RbacV1().ClusterRoles().Delete(ctx, "reader", metav1.DeleteOptions{})
+			}},
+			{"a SelfSubjectAccessReview is answered", func() error {
+				r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+					ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods"}}}, metav1.CreateOptions{})
+				if err == nil && !r.Status.Allowed {
+					err = fmt.Errorf("the admin may not list pods: %+v", r.Status)
+				}
+				return err
+			}},
+			{"a TokenReview is answered", func() error {
+				r, err := cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "not-a-token"}}, metav1.CreateOptions{})
+				if err == nil && r.Status.Authenticated {
+					err = fmt.Errorf("a garbage token authenticated: %+v", r.Status)
+				}
+				return err
+			}},
+		}
+		for _, tt := range tests {
+			if err := tt.run(); err != nil {
+				t.Errorf("%s: %v", tt.name, err)
+			}
 		}
 	})
 }

@@ -346,13 +346,14 @@ func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType)
 }
 
 func podReady(p *corev1.Pod) bool {
-	c := readyCondition(p)
+	c := podCondition(p, corev1.PodReady)
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
-func readyCondition(p *corev1.Pod) *corev1.PodCondition {
+// podCondition returns the pod's condition of that type, or nil.
+func podCondition(p *corev1.Pod, typ corev1.PodConditionType) *corev1.PodCondition {
 	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == corev1.PodReady {
+		if p.Status.Conditions[i].Type == typ {
 			return &p.Status.Conditions[i]
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -157,6 +158,15 @@ func TestControllerNamespaceDeletionEmptiesAndRemovesIt(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps("doomed").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Kinds the controller knows only from discovery.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := cs.CoreV1().Services("doomed").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse("10")}}}
+	if _, err := cs.CoreV1().ResourceQuotas("doomed").Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, 20*time.Second, "2 pods in doomed", func() (bool, string) {
 		n, _ := countPods(ctx, cs, "doomed", "app=web")
 		return n == 2, fmt.Sprintf("%d pods", n)
@@ -181,6 +191,14 @@ func TestControllerNamespaceDeletionEmptiesAndRemovesIt(t *testing.T) {
 		},
 		func() error {
 			_, err := cs.AppsV1().ReplicaSets("doomed").Get(ctx, "web", metav1.GetOptions{})
+			return err
+		},
+		func() error {
+			_, err := cs.CoreV1().Services("doomed").Get(ctx, "web", metav1.GetOptions{})
+			return err
+		},
+		func() error {
+			_, err := cs.CoreV1().ResourceQuotas("doomed").Get(ctx, "q", metav1.GetOptions{})
 			return err
 		},
 	} {

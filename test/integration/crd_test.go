@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -377,6 +379,43 @@ func waitNotFound(t *testing.T, c *testcluster.Cluster, kind, name string) {
 		case <-ctx.Done():
 			t.Fatalf("%s %s still there: %v %s", kind, name, err, out)
 		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// A custom kind takes a server-side apply as soon as it is served: the
+// FieldValidation conformance specs apply a custom object right after
+// their CRD is established.
+func TestApplyToACustomKindAsSoonAsItIsServed(t *testing.T) {
+	c := testcluster.StartAPIOnly(t)
+	ctx := ctxT(t)
+	dyn := dynamic.NewForConfigOrDie(c.RESTConfig())
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	for i := range 5 {
+		group := fmt.Sprintf("race%d.example.com", i)
+		crd := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": "widgets." + group},
+			"spec": map[string]any{"group": group, "scope": "Cluster",
+				"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+				"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+					"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object",
+						"properties": map[string]any{"spec": map[string]any{"type": "object",
+							"properties": map[string]any{"size": map[string]any{"type": "integer"}}}}}}}}}}}
+		if _, err := dyn.Resource(crds).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		widgets := dyn.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"})
+		deadline := time.Now().Add(10 * time.Second)
+		for _, err := widgets.List(ctx, metav1.ListOptions{}); err != nil; _, err = widgets.List(ctx, metav1.ListOptions{}) {
+			if time.Now().After(deadline) {
+				t.Fatalf("widgets of %s not served: %v", group, err)
+			}
+		}
+		body := fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 3\n", group)
+		_, err := widgets.Patch(ctx, "w", types.ApplyPatchType, []byte(body), metav1.PatchOptions{FieldManager: "race"})
+		if err != nil {
+			t.Fatalf("apply right after %s was served: %v", group, err)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func TestDaemonSetRollingUpdateWithMaxSurge(t *testing.T) {
 			for i := range pods {
 				if pods[i].Spec.Containers[0].Image == "agent:1" {
 					hasOld = true
-				} else if c := readyCondition(&pods[i]); c != nil && c.Status == corev1.ConditionTrue {
+				} else if c := podCondition(&pods[i], corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue {
 					updatedReady = c
 				}
 			}

@@ -442,6 +442,14 @@ func TestSchedulerPreemptionByPriority(t *testing.T) {
 		eventually(t, 5*time.Second, "Preempted event on "+victim, func() (bool, string) {
 			return len(e.events(t, ns, victim, "Preempted", "Preempted by pod "+string(u.UID)+" on node pre-a")) > 0, "none"
 		})
+		v, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, victim, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := podCondition(v, corev1.DisruptionTarget); c == nil || c.Status != corev1.ConditionTrue || c.Reason != corev1.PodReasonPreemptionByScheduler ||
+			c.Message != "default-scheduler: preempting to accommodate a higher priority pod" {
+			t.Errorf("victim's DisruptionTarget condition %+v, want True, PreemptionByScheduler, the scheduler's message", c)
+		}
 		// Play the kubelet: the victim's containers stopped, remove it.
 		zero := int64(0)
 		if err := e.cs.CoreV1().Pods(ns).Delete(e.ctx, victim, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
