@@ -101,7 +101,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		h.pending = append(h.pending, h.scriptEvent(t, d))
 		return ""
 	case "delete":
-		grace := gracePeriod(h.pod)
+		grace := GracePeriod(h.pod)
 		if d.HasArg("grace") {
 			d.ScanArgs(t, "grace", &grace)
 		}

@@ -77,7 +77,7 @@ func containerStatus(pod *corev1.Pod, c *corev1.Container, obs *runtime.Pod, st 
 		}
 		switch {
 		case IsSidecar(c):
-			willRestart = !IsTerminal(pod, st)
+			willRestart = !isTerminal(pod, st)
 		case isInit && cur.ExitCode == 0:
 			willRestart = false
 		}

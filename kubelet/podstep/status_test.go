@@ -214,7 +214,7 @@ func TestStatusObservesTheGeneration(t *testing.T) {
 			if tc.state != nil {
 				tc.state(st)
 			}
-			if s := ComputeStatus(pod, makeObs().Sandbox(true).Running("a", 0).Obj(), st, t0, "192.168.1.1"); s.ObservedGeneration != tc.gen {
+			if s := computeStatus(pod, makeObs().Sandbox(true).Running("a", 0).Obj(), st, t0, "192.168.1.1"); s.ObservedGeneration != tc.gen {
 				t.Errorf("observedGeneration %d, want %d", s.ObservedGeneration, tc.gen)
 			}
 		})
@@ -233,7 +233,7 @@ func TestInitContainerReady(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := makePod("a").Init("i").Policy(corev1.RestartPolicyNever).Obj()
-			s := ComputeStatus(pod, tc.obs, NewState(time.Time{}), t0, "192.168.1.1")
+			s := computeStatus(pod, tc.obs, NewState(time.Time{}), t0, "192.168.1.1")
 			if got := s.InitContainerStatuses[0].Ready; got != tc.ready {
 				t.Errorf("ready %v, want %v", got, tc.ready)
 			}

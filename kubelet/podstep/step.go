@@ -134,7 +134,7 @@ const deadlineMessage = "Pod was active on the node longer than the specified de
 // started (a deadline the spec may lower at any time), as upstream's
 // activeDeadlineHandler, and wakes the step when the deadline comes.
 func checkDeadline(st *State, pod *corev1.Pod, now time.Time, out *Output) []Action {
-	if pod.Spec.ActiveDeadlineSeconds == nil || st.DeadlineExceeded != nil || IsTerminal(pod, st) {
+	if pod.Spec.ActiveDeadlineSeconds == nil || st.DeadlineExceeded != nil || isTerminal(pod, st) {
 		return nil
 	}
 	start := st.StartTime
@@ -254,7 +254,7 @@ func planActions(st *State, in Input, p plan) []Action {
 	pod, obs := in.Pod, in.Runtime
 	var out []Action
 	if p.KillPod {
-		out = append(out, StopPod{SandboxIDs: sandboxIDs(obs, false), Grace: gracePeriod(pod)})
+		out = append(out, StopPod{SandboxIDs: sandboxIDs(obs, false), Grace: GracePeriod(pod)})
 	}
 	if p.CreateSandbox {
 		return append(out, CreateSandbox{Attempt: uint32(len(obs.Sandboxes))})
@@ -267,7 +267,7 @@ func planActions(st *State, in Input, p plan) []Action {
 	}
 	for _, k := range p.Kill {
 		out = append(out, RecordEvent{corev1.EventTypeNormal, "Killing", k.Message},
-			KillContainer{ID: k.ID, Name: k.Name, Grace: gracePeriod(pod)})
+			KillContainer{ID: k.ID, Name: k.Name, Grace: GracePeriod(pod)})
 	}
 	for _, name := range p.MarkPullBackOff {
 		w := st.Waiting[name]
@@ -280,7 +280,7 @@ func planActions(st *State, in Input, p plan) []Action {
 		out = append(out, RecordEvent{corev1.EventTypeNormal, "BackOff", msg})
 	}
 	if p.Terminal {
-		grace := gracePeriod(pod)
+		grace := GracePeriod(pod)
 		if st.Evicted != nil {
 			grace = 0 // a hard eviction threshold allows no grace period
 		}
@@ -311,7 +311,7 @@ func terminating(in Input) bool {
 func terminate(st *State, in Input, out *Output) {
 	now := in.Now
 	t := st.Termination
-	deadline := now.Add(time.Duration(gracePeriod(in.Pod)) * time.Second)
+	deadline := now.Add(time.Duration(GracePeriod(in.Pod)) * time.Second)
 	if t == nil {
 		t = &Termination{Deadline: deadline, PreStopRun: map[string]bool{}}
 		st.Termination = t
@@ -387,9 +387,9 @@ func sandboxIDs(obs *runtime.Pod, ready bool) []string {
 	return ids
 }
 
-// gracePeriod is the pod's termination grace period in seconds: the
+// GracePeriod is the pod's termination grace period in seconds: the
 // delete's, else the spec's, else 30.
-func gracePeriod(pod *corev1.Pod) int64 {
+func GracePeriod(pod *corev1.Pod) int64 {
 	if pod.DeletionGracePeriodSeconds != nil {
 		return *pod.DeletionGracePeriodSeconds
 	}
