@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -44,6 +45,7 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	}
 	defaults.Object(obj)
 	defaults.OnCreate(obj) // needs the uid: the Job selector
+	defaults.DeviceTaintTimes(obj, nil, time.Now())
 	if err := s.admitStorageCreate(ctx, obj); err != nil {
 		return err
 	}
@@ -130,6 +132,7 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 		return nil
 	}
 	defaults.Object(obj)
+	defaults.DeviceTaintTimes(obj, old, time.Now())
 	if sub == "ephemeralcontainers" {
 		if errs := validation.EphemeralContainersUpdate(obj, old); len(errs) > 0 {
 			return apierrors.NewInvalid(gk, m.GetName(), errs)
