@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -384,8 +385,21 @@ func TestSchedulerPlacementRules(t *testing.T) {
 		e.create(t, ns, p)
 		time.Sleep(500 * time.Millisecond)
 		got, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, "gated", metav1.GetOptions{})
-		if err != nil || got.Spec.NodeName != "" || len(got.Status.Conditions) != 0 {
-			t.Fatalf("gated pod: node %q, conditions %+v, err %v", got.Spec.NodeName, got.Status.Conditions, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The apiserver marks it at create, as kube-apiserver does; the
+		// scheduler leaves it alone.
+		gated := []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated,
+			Message: "Scheduling is blocked due to non-empty scheduling gates"}}
+		if len(got.Status.Conditions) == 1 {
+			gated[0].LastTransitionTime = got.Status.Conditions[0].LastTransitionTime
+		}
+		if got.Spec.NodeName != "" || !reflect.DeepEqual(got.Status.Conditions, gated) || got.Status.Conditions[0].LastTransitionTime.IsZero() {
+			t.Fatalf("gated pod: node %q, conditions %+v", got.Spec.NodeName, got.Status.Conditions)
+		}
+		if out := e.c.MustKubectl(t, "", "get", "pod", "gated", "-n", ns, "--no-headers"); !strings.Contains(out, "SchedulingGated") {
+			t.Errorf("kubectl get pod: %s", out)
 		}
 		got.Spec.SchedulingGates = nil
 		if _, err := e.cs.CoreV1().Pods(ns).Update(e.ctx, got, metav1.UpdateOptions{}); err != nil {
