@@ -309,7 +309,7 @@ func TestSchedulerPlacementRules(t *testing.T) {
 		ns := e.namespace(t, "taints")
 		e.nodes(t, ns, makeNode("taint-a").Taint("dedicated", "gpu", corev1.TaintEffectNoSchedule).Obj())
 		e.create(t, ns, makeSchedPod("plain").Obj())
-		e.failedScheduling(t, ns, "plain", "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}.")
+		e.failedScheduling(t, ns, "plain", "0/1 nodes are available: 1 node(s) had untolerated taint(s). preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
 		e.create(t, ns, makeSchedPod("equal").Toleration("dedicated", corev1.TolerationOpEqual, "gpu", corev1.TaintEffectNoSchedule).Obj())
 		e.create(t, ns, makeSchedPod("exists").Toleration("dedicated", corev1.TolerationOpExists, "", "").Obj())
 		e.create(t, ns, makeSchedPod("everything").Toleration("", corev1.TolerationOpExists, "", "").Obj())
@@ -319,7 +319,7 @@ func TestSchedulerPlacementRules(t *testing.T) {
 			}
 		}
 		e.create(t, ns, makeSchedPod("wrong-value").Toleration("dedicated", corev1.TolerationOpEqual, "cpu", corev1.TaintEffectNoSchedule).Obj())
-		e.failedScheduling(t, ns, "wrong-value", "untolerated taint {dedicated: gpu}")
+		e.failedScheduling(t, ns, "wrong-value", "1 node(s) had untolerated taint(s).")
 	})
 
 	t.Run("a cordoned node gets no new pods", func(t *testing.T) {
@@ -364,7 +364,7 @@ func TestSchedulerPlacementRules(t *testing.T) {
 		if err != nil {
 			t.Fatalf("minik explain: %v\n%s", err, out)
 		}
-		for _, want := range []string{"explain-a", "TaintToleration", "FAIL: node(s) had untolerated taint {k: v}", "explain-b", "FAIL: Insufficient cpu", "No node fits: 0/2 nodes are available"} {
+		for _, want := range []string{"explain-a", "TaintToleration", "FAIL: node(s) had untolerated taint(s) (k=v:NoSchedule)", "explain-b", "FAIL: Insufficient cpu", "No node fits: 0/2 nodes are available"} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("explain output lacks %q:\n%s", want, out)
 			}
