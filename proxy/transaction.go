@@ -27,12 +27,14 @@ type baseChain struct {
 // (priority dstnat-10) so that it sees the Service's address, except the
 // check for unknown ports of a cluster IP, which must run after it.
 var baseChains = []baseChain{
+	{"filter-prerouting-pre-dnat", knftables.FilterType, knftables.PreroutingHook, knftables.DNATPriority + "-10",
+		[]string{"ct state new jump " + firewallCheckChain}},
 	{"filter-input", knftables.FilterType, knftables.InputHook, knftables.DNATPriority + "-10",
 		[]string{"ct state new jump " + endpointsCheckChain}},
 	{"filter-forward", knftables.FilterType, knftables.ForwardHook, knftables.DNATPriority + "-10",
 		[]string{"ct state new jump " + endpointsCheckChain, "ct state new jump " + clusterIPsCheck}},
 	{"filter-output", knftables.FilterType, knftables.OutputHook, knftables.DNATPriority + "-10",
-		[]string{"ct state new jump " + endpointsCheckChain}},
+		[]string{"ct state new jump " + endpointsCheckChain, "ct state new jump " + firewallCheckChain}},
 	{"filter-output-post-dnat", knftables.FilterType, knftables.OutputHook, knftables.DNATPriority + "+10",
 		[]string{"ct state new jump " + clusterIPsCheck}},
 	{"nat-prerouting", knftables.NATType, knftables.PreroutingHook, knftables.DNATPriority,
@@ -47,7 +49,7 @@ var baseChains = []baseChain{
 // maps and the helper chains. It depends only on cfg.
 func addBase(tx *knftables.Transaction, cfg Config) {
 	tx.Add(&knftables.Table{Comment: ptr("rules for minik proxy (Services)")})
-	for _, name := range []string{servicesChain, masqueradingChain, markMasqChain, endpointsCheckChain, clusterIPsCheck, rejectChain} {
+	for _, name := range []string{servicesChain, masqueradingChain, markMasqChain, endpointsCheckChain, firewallCheckChain, clusterIPsCheck, rejectChain} {
 		tx.Add(&knftables.Chain{Name: name})
 	}
 	for _, bc := range baseChains {
@@ -58,6 +60,9 @@ func addBase(tx *knftables.Transaction, cfg Config) {
 	}
 
 	tx.Add(&knftables.Rule{Chain: markMasqChain, Rule: "mark set mark or " + masqueradeMark})
+	tx.Add(&knftables.Set{Name: hairpinSet, Type: "ipv4_addr . ipv4_addr", Comment: ptr("each endpoint address twice (source . destination)")})
+	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "ct status dnat ip saddr . ip daddr @" + hairpinSet + " jump " + markMasqChain,
+		Comment: ptr("hairpin: an endpoint reaching itself through its Service")})
 	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "mark and " + masqueradeMark + " == 0 return"})
 	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "mark set mark xor " + masqueradeMark})
 	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "masquerade fully-random"})
@@ -76,6 +81,8 @@ func addBase(tx *knftables.Transaction, cfg Config) {
 		Comment: ptr("vmap to drop or reject packets to services with no endpoints")})
 	tx.Add(&knftables.Map{Name: noEndpointNodePortsMap, Type: "inet_proto . inet_service : verdict",
 		Comment: ptr("vmap to drop or reject packets to service nodeports with no endpoints")})
+	tx.Add(&knftables.Map{Name: firewallIPsMap, Type: "ipv4_addr . inet_proto . inet_service : verdict",
+		Comment: ptr("destinations that are subject to LoadBalancerSourceRanges")})
 	tx.Add(&knftables.Set{Name: clusterIPsSet, Type: "ipv4_addr", Comment: ptr("Active ClusterIPs")})
 
 	nodePorts := "fib daddr type local ip daddr != 127.0.0.0/8"
@@ -90,8 +97,13 @@ func addBase(tx *knftables.Transaction, cfg Config) {
 	tx.Add(&knftables.Rule{Chain: servicesChain, Rule: nodePorts + " meta l4proto . th dport vmap @" + serviceNodePortsMap})
 	tx.Add(&knftables.Rule{Chain: endpointsCheckChain, Rule: "ip daddr . meta l4proto . th dport vmap @" + noEndpointServicesMap})
 	tx.Add(&knftables.Rule{Chain: endpointsCheckChain, Rule: nodePorts + " meta l4proto . th dport vmap @" + noEndpointNodePortsMap})
+	tx.Add(&knftables.Rule{Chain: firewallCheckChain, Rule: "ip daddr . meta l4proto . th dport vmap @" + firewallIPsMap})
 	tx.Add(&knftables.Rule{Chain: clusterIPsCheck, Rule: "ip daddr @" + clusterIPsSet + " goto " + rejectChain,
 		Comment: ptr("Reject traffic to invalid ports of ClusterIPs")})
+	if cfg.ServiceCIDR.IsValid() {
+		tx.Add(&knftables.Rule{Chain: clusterIPsCheck, Rule: "ip daddr " + cfg.ServiceCIDR.String() + " drop",
+			Comment: ptr("Drop traffic to unallocated ClusterIPs")})
+	}
 }
 
 // writeFull replaces the whole table in one transaction: the table is
@@ -102,6 +114,7 @@ func writeFull(tx *knftables.Transaction, cfg Config, rs *Ruleset) {
 	tx.Add(&knftables.Table{})
 	tx.Delete(&knftables.Table{})
 	addBase(tx, cfg)
+	shared := sharedElements{}
 	keys := sortedKeys(rs.Services)
 	for _, k := range keys {
 		r := rs.Services[k]
@@ -118,9 +131,53 @@ func writeFull(tx *knftables.Transaction, cfg Config, rs *Ruleset) {
 			addRules(tx, c)
 		}
 		for _, e := range r.Elements {
-			tx.Add(element(e, true))
+			if !isShared(e) || shared.add(e.id()) {
+				tx.Add(element(e, true))
+			}
 		}
 	}
+}
+
+// sharedElements counts, for each element of a set several Services may
+// hold (the hairpin set: two Services can select one pod), how many
+// Services hold it: the element is written with the first and deleted
+// with the last.
+type sharedElements map[string]int
+
+func isShared(e Element) bool { return e.Set == hairpinSet }
+
+// add counts one more holder of id and says whether it is the first.
+func (s sharedElements) add(id string) bool {
+	s[id]++
+	return s[id] == 1
+}
+
+// apply adds delta (holders gained or lost per element) to s.
+func (s sharedElements) apply(delta map[string]int) {
+	for id, d := range delta {
+		if s[id] += d; s[id] <= 0 {
+			delete(s, id)
+		}
+	}
+}
+
+// sharedDelta is how many holders each shared element gains or loses
+// through changes.
+func sharedDelta(changes map[types.NamespacedName]change) map[string]int {
+	delta := map[string]int{}
+	for _, ch := range changes {
+		for _, e := range elementsOf(ch.old) {
+			if isShared(e) {
+				delta[e.id()]--
+			}
+		}
+		for _, e := range elementsOf(ch.new) {
+			if isShared(e) {
+				delta[e.id()]++
+			}
+		}
+	}
+	return delta
 }
 
 // change is one Service's old and new rules (either may be nil).
@@ -134,8 +191,10 @@ type change struct {
 // touched. Removals of elements come before additions, so that an
 // address or node port moving from one Service to another in the same
 // sync works. Chains no longer wanted are flushed, and deleted too when
-// deleteChains; it returns their names.
-func writeDiff(tx *knftables.Transaction, changes map[types.NamespacedName]change, deleteChains bool) (gone []string) {
+// deleteChains; it returns their names. An element of a shared set is
+// written when its first holder comes and deleted when its last goes
+// (shared counts the holders before the changes).
+func writeDiff(tx *knftables.Transaction, changes map[types.NamespacedName]change, shared sharedElements, deleteChains bool) (gone []string) {
 	keys := sortedKeys(changes)
 	// 1. New sets and chains (empty), so that anything may refer to them.
 	for _, k := range keys {
@@ -174,11 +233,18 @@ func writeDiff(tx *knftables.Transaction, changes map[types.NamespacedName]chang
 		}
 	}
 	// 3. Elements: removed or changed ones out, then new or changed in.
+	delta := sharedDelta(changes)
+	sharedDone := map[string]bool{}
 	for _, k := range keys {
 		ch := changes[k]
 		newEls := indexElements(ch.new)
 		for _, e := range elementsOf(ch.old) {
-			if n, ok := newEls[e.id()]; !ok || !sameElement(n, e) {
+			if isShared(e) {
+				if id := e.id(); !sharedDone[id] && shared[id] > 0 && shared[id]+delta[id] <= 0 {
+					sharedDone[id] = true
+					tx.Delete(element(e, false))
+				}
+			} else if n, ok := newEls[e.id()]; !ok || !sameElement(n, e) {
 				tx.Delete(element(e, false))
 			}
 		}
@@ -187,7 +253,12 @@ func writeDiff(tx *knftables.Transaction, changes map[types.NamespacedName]chang
 		ch := changes[k]
 		oldEls := indexElements(ch.old)
 		for _, e := range elementsOf(ch.new) {
-			if o, ok := oldEls[e.id()]; !ok || !sameElement(o, e) {
+			if isShared(e) {
+				if id := e.id(); !sharedDone[id] && shared[id] <= 0 && shared[id]+delta[id] > 0 {
+					sharedDone[id] = true
+					tx.Add(element(e, true))
+				}
+			} else if o, ok := oldEls[e.id()]; !ok || !sameElement(o, e) {
 				tx.Add(element(e, true))
 			}
 		}
@@ -240,7 +311,7 @@ func affinitySet(s AffinitySet) *knftables.Set {
 // element converts e; a deleted element needs only its key.
 func element(e Element, withValue bool) *knftables.Element {
 	el := &knftables.Element{Key: e.Key}
-	if e.Set == clusterIPsSet || e.Set == nodePortIPsSet {
+	if e.Set == clusterIPsSet || e.Set == nodePortIPsSet || e.Set == hairpinSet {
 		el.Set = e.Set
 	} else {
 		el.Map = e.Set
