@@ -15,12 +15,7 @@ func TestResourceTablesMatchGolden(t *testing.T) {
 	deletedAllocated := objectMeta("going-allocated", time.Minute)
 	deletedAllocated.DeletionTimestamp = agoPtr(time.Second)
 	allocation := &resourcev1.AllocationResult{}
-	tests := []struct {
-		name   string
-		kind   string
-		objs   []runtime.Object
-		golden string
-	}{
+	assertGoldenTables(t, []goldenTable{
 		{
 			name: "claims sum up their state: pending, allocated, reserved, deleted",
 			kind: "ResourceClaim",
@@ -65,14 +60,5 @@ func TestResourceTablesMatchGolden(t *testing.T) {
 			},
 			golden: "deviceclass.golden",
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			table, err := ToTable(tc.kind, tc.objs, IncludeNone, now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			assertGolden(t, tc.golden, render(t, table))
-		})
-	}
+	})
 }

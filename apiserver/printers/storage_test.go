@@ -18,12 +18,7 @@ func TestStorageTablesMatchGolden(t *testing.T) {
 	fs := corev1.PersistentVolumeFilesystem
 	deleting := objectMeta("going", time.Minute)
 	deleting.DeletionTimestamp = agoPtr(time.Second)
-	tests := []struct {
-		name   string
-		kind   string
-		objs   []runtime.Object
-		golden string
-	}{
+	assertGoldenTables(t, []goldenTable{
 		{
 			name: "volumes show capacity, modes, policy, phase, claim and class",
 			kind: "PersistentVolume",
@@ -112,14 +107,5 @@ func TestStorageTablesMatchGolden(t *testing.T) {
 			},
 			golden: "volumeattachment.golden",
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			table, err := ToTable(tc.kind, tc.objs, IncludeNone, now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			assertGolden(t, tc.golden, render(t, table))
-		})
-	}
+	})
 }

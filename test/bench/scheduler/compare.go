@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -179,18 +178,12 @@ func comparePlacements(bin string, schedulers []schedulerUnderTest) error {
 // placeEdgeCases runs s on a fresh cluster with the comparison's nodes and
 // claim, and records its verdict on each edge case, one pod at a time.
 func placeEdgeCases(bin string, s schedulerUnderTest) (map[string]verdict, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	dir, err := os.MkdirTemp("", "minik-bench-compare-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	c, err := startSplitCluster(ctx, bin, dir)
-	if err != nil {
-		return nil, err
-	}
-	defer c.stop()
+	return onFreshCluster(bin, func(ctx context.Context, c *splitCluster) (map[string]verdict, error) {
+		return placeOn(ctx, c, s)
+	})
+}
+
+func placeOn(ctx context.Context, c *splitCluster, s schedulerUnderTest) (map[string]verdict, error) {
 	for _, n := range compareNodes() {
 		if _, err := c.admin.Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			return nil, err

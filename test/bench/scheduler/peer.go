@@ -70,10 +70,11 @@ type peerResult struct {
 	Pods      int     `json:"pods"`
 	PodsPerS  float64 `json:"pods_per_s"`
 	Seconds   float64 `json:"seconds"`
-	// StartupS is from the process's start to its first bind (informers
-	// synced, first cycle); not part of the throughput.
+	// StartupS is from the process's start to its first action on a
+	// measured pod (informers synced, first cycle); not part of the
+	// throughput.
 	StartupS float64 `json:"startup_s"`
-	// CPU per measured pod, from the first bind to the last, in ms.
+	// CPU per measured pod, from the first action to the last bind, in ms.
 	SchedulerCPU float64 `json:"scheduler_cpu_ms_per_pod"`
 	APIServerCPU float64 `json:"apiserver_cpu_ms_per_pod"`
 	EtcdCPU      float64 `json:"etcd_cpu_ms_per_pod"`
@@ -137,21 +138,15 @@ func ratio(a, b float64) float64 {
 // runPeerWorkload runs w on a fresh cluster: nodes, initial pods bound
 // where a scheduler would spread them, measured pods created while no
 // scheduler runs; then the scheduler starts and is timed from its first
-// bind to its last, with the CPU its process, the apiserver's and etcd's
+// action on a measured pod to its last bind, with the CPU its process, the apiserver's and etcd's
 // used meanwhile.
 func runPeerWorkload(bin string, s schedulerUnderTest, w workload) (*peerResult, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	dir, err := os.MkdirTemp("", "minik-bench-peer-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	c, err := startSplitCluster(ctx, bin, dir)
-	if err != nil {
-		return nil, err
-	}
-	defer c.stop()
+	return onFreshCluster(bin, func(ctx context.Context, c *splitCluster) (*peerResult, error) {
+		return racePeer(ctx, c, s, w)
+	})
+}
+
+func racePeer(ctx context.Context, c *splitCluster, s schedulerUnderTest, w workload) (*peerResult, error) {
 	if err := setUpWorkload(ctx, c.admin, w); err != nil {
 		return nil, err
 	}
@@ -183,7 +178,7 @@ func runPeerWorkload(bin string, s schedulerUnderTest, w workload) (*peerResult,
 	}
 	first, last := binds.first, binds.last
 	d := last.at.Sub(first.at)
-	pods := float64(w.MeasuredPods - 1) // the interval starts at the first bind
+	pods := float64(w.MeasuredPods - 1) // the interval starts with the first pod's bind (or nomination)
 	perPod := func(a, b time.Duration) float64 { return round(float64((b - a).Microseconds()) / 1000 / pods) }
 	return &peerResult{Workload: w.Name, Scheduler: s.name, Nodes: w.Nodes, Pods: w.MeasuredPods,
 		PodsPerS: round(pods / d.Seconds()), Seconds: round(d.Seconds()), StartupS: round(first.at.Sub(started).Seconds()),
@@ -226,8 +221,9 @@ type bindSample struct {
 	scheduler, apiserver, etcd time.Duration
 }
 
-// bindClock watches pods and samples the clock and the processes' CPU at
-// the first and the last of want binds.
+// bindClock watches pods and samples the clock and the processes' CPU
+// when the scheduler first acts on a measured pod (binds it, or, when
+// preempting, nominates it) and at the last of want binds.
 type bindClock struct {
 	inf             *informer.Informer[corev1.Pod]
 	want            int
@@ -235,6 +231,7 @@ type bindClock struct {
 
 	mu          sync.Mutex
 	sched       *proc
+	acted       bool
 	bound       int
 	first, last bindSample
 	done        chan struct{}
@@ -243,16 +240,10 @@ type bindClock struct {
 func newBindClock(c *client.Client, want int, apiserver, etcd *proc) *bindClock {
 	b := &bindClock{inf: informer.New(c.Pods(), informer.Config{Namespace: "default"}), want: want,
 		apiserver: apiserver, etcd: etcd, done: make(chan struct{})}
-	count := func(p *corev1.Pod) {
-		if p.Labels["bench"] == "measured" && p.Spec.NodeName != "" {
-			b.bind()
-		}
-	}
 	b.inf.AddHandler(informer.Handler[corev1.Pod]{
-		OnAdd: count,
 		OnUpdate: func(old, p *corev1.Pod) {
-			if old.Spec.NodeName == "" {
-				count(p)
+			if p.Labels["bench"] == "measured" && old.Spec.NodeName == "" {
+				b.saw(p.Spec.NodeName != "")
 			}
 		},
 	})
@@ -277,21 +268,26 @@ func (b *bindClock) sample(p *proc) {
 	b.sched = p
 }
 
-func (b *bindClock) bind() {
+// saw records the scheduler's change to a pending measured pod: a bind
+// or another write (a nomination, a condition).
+func (b *bindClock) saw(bound bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.bound++
-	if b.bound != 1 && b.bound != b.want {
+	if bound {
+		b.bound++
+	}
+	first, last := !b.acted, b.bound == b.want && bound
+	if !first && !last {
 		return
 	}
 	s := bindSample{at: time.Now(), apiserver: b.apiserver.cpu(), etcd: b.etcd.cpu()}
 	if b.sched != nil {
 		s.scheduler = b.sched.cpu()
 	}
-	if b.bound == 1 {
-		b.first = s
+	if first {
+		b.acted, b.first = true, s
 	}
-	if b.bound == b.want {
+	if last {
 		b.last = s
 		close(b.done)
 	}

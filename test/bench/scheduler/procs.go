@@ -158,6 +158,25 @@ func startSplitCluster(ctx context.Context, bin, dir string) (*splitCluster, err
 	return c, nil
 }
 
+// onFreshCluster runs fn against a new split cluster in a temporary
+// directory, and stops the cluster and removes the directory after.
+func onFreshCluster[T any](bin string, fn func(ctx context.Context, c *splitCluster) (T, error)) (T, error) {
+	var zero T
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir, err := os.MkdirTemp("", "minik-bench-peer-")
+	if err != nil {
+		return zero, err
+	}
+	defer os.RemoveAll(dir)
+	c, err := startSplitCluster(ctx, bin, dir)
+	if err != nil {
+		return zero, err
+	}
+	defer c.stop()
+	return fn(ctx, c)
+}
+
 func (c *splitCluster) stop() {
 	for _, p := range []*proc{c.apiserver, c.etcd} {
 		if p != nil {
