@@ -168,6 +168,16 @@ func TestKubectlServesCSIAndDRAKinds(t *testing.T) {
 			t.Errorf("a claim's spec is immutable, got %v:\n%s", err, out)
 		}
 	})
+	t.Run("server-side apply owns the fields it sets", func(t *testing.T) {
+		const rule = `{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": "ssa"},
+			"spec": {"taint": {"key": "example.com/ssa", "effect": "NoSchedule"}}}`
+		if out := c.MustKubectl(t, rule, "apply", "--server-side", "--field-manager", "ops", "-f", "-"); !strings.Contains(out, "devicetaintrule.resource.k8s.io/ssa serverside-applied") {
+			t.Fatalf("apply --server-side: %s", out)
+		}
+		if got := c.MustKubectl(t, "", "get", "devicetaintrule", "ssa", "-o", "jsonpath={.metadata.managedFields[0].manager}"); got != "ops" {
+			t.Errorf("manager = %q, want ops", got)
+		}
+	})
 	t.Run("api-resources and explain know the kinds", func(t *testing.T) {
 		out := c.MustKubectl(t, "", "api-resources", "--api-group=resource.k8s.io", "-o", "name")
 		for _, want := range []string{"deviceclasses.resource.k8s.io", "devicetaintrules.resource.k8s.io", "resourceclaims.resource.k8s.io",
