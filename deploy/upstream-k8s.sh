@@ -7,7 +7,7 @@
 # is committed; this script creates and updates it.
 #
 #   deploy/upstream-k8s.sh build OUT PKG   # go build -o OUT PKG  (CGO_ENABLED=0: a static binary)
-#   deploy/upstream-k8s.sh test  OUT PKG   # go test -c -o OUT PKG (a test binary, e.g. e2e.test)
+#   deploy/upstream-k8s.sh test  OUT PKG   # go test -c -vet=off -o OUT PKG (a test binary, e.g. e2e.test)
 #   deploy/upstream-k8s.sh dir             # prepare the module, print its directory
 #
 # PKG is a package of k8s.io/kubernetes (e.g. k8s.io/kubernetes/test/e2e), or
@@ -93,7 +93,7 @@ case ${1:-} in
     mkdir -p "$(dirname "$out")"
     if [[ $1 == test ]]; then
       prepare "$pkg" -t
-      (flock -s 9 && cd "$dir" && CGO_ENABLED=0 go test -c -o "$out" "$pkg") 9>"$lock"
+      (flock -s 9 && cd "$dir" && CGO_ENABLED=0 go test -c -vet=off -o "$out" "$pkg") 9>"$lock"
     else
       prepare "$pkg"
       (flock -s 9 && cd "$dir" && CGO_ENABLED=0 go build -o "$out" "$pkg") 9>"$lock"
