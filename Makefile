@@ -75,8 +75,17 @@ bench-controller: build
 	$(GO) run ./test/bench/controller
 
 ## bench-scheduler: scheduler_perf-style workloads (Basic, NodeAffinity, PodAntiAffinity, Preemption), one JSON line each.
+## PEER=1 races the upstream kube-scheduler instead (built from k8s.io/kubernetes at k8s.io/api's
+## version by deploy/upstream-k8s.sh, outside this module): placements of edge cases compared, then
+## each workload under each scheduler as its own process, pods/s and CPU per pod with the ratios.
+## BENCH_ARGS passes more flags (-scale 0.2, -workloads Basic, -rounds 3).
 bench-scheduler: build
-	$(GO) run ./test/bench/scheduler -bin bin/minik
+ifeq ($(PEER),1)
+	bash deploy/upstream-k8s.sh build bin/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+	$(GO) run ./test/bench/scheduler -bin bin/minik -peer bin/kube-scheduler $(BENCH_ARGS)
+else
+	$(GO) run ./test/bench/scheduler -bin bin/minik $(BENCH_ARGS)
+endif
 
 ## bench-dns: the cluster DNS holding 5,000 Services: store updates, QPS and p99 from UDP clients on loopback, RSS; then
 ## `minik dns` and CoreDNS (built from its Go module by test/bench/dns/coredns.sh) side by side, each fed by one real apiserver; one JSON line each.

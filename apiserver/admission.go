@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -44,6 +45,7 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	}
 	defaults.Object(obj)
 	defaults.OnCreate(obj) // needs the uid: the Job selector
+	defaults.DeviceTaintTimes(obj, nil, time.Now())
 	if err := s.admitStorageCreate(ctx, obj); err != nil {
 		return err
 	}
@@ -62,6 +64,7 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 		}
 		o.Status = corev1.PodStatus{}
 		defaults.PodStatus(o) // Pending, with its QoS class
+		markSchedulingGated(o)
 		if err := s.admitPriority(ctx, o, reads); err != nil {
 			return err
 		}
@@ -91,6 +94,21 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 		return err
 	}
 	return s.admitResourceQuota(ctx, h, obj, reads)
+}
+
+// schedulingGatedMessage is upstream's message for a gated pod.
+const schedulingGatedMessage = "Scheduling is blocked due to non-empty scheduling gates"
+
+// markSchedulingGated gives a pod created with scheduling gates the
+// PodScheduled=False condition with reason SchedulingGated, as
+// kube-apiserver's pod strategy does: kubectl then shows the pod as
+// SchedulingGated, and no scheduler has to touch it while it waits.
+func markSchedulingGated(pod *corev1.Pod) {
+	if len(pod.Spec.SchedulingGates) == 0 {
+		return
+	}
+	setPodCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonSchedulingGated, Message: schedulingGatedMessage})
 }
 
 // keepsStatusOnCreate lists the kinds whose creator sets the first
@@ -130,6 +148,7 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 		return nil
 	}
 	defaults.Object(obj)
+	defaults.DeviceTaintTimes(obj, old, time.Now())
 	if sub == "ephemeralcontainers" {
 		if errs := validation.EphemeralContainersUpdate(obj, old); len(errs) > 0 {
 			return apierrors.NewInvalid(gk, m.GetName(), errs)

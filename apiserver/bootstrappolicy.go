@@ -89,6 +89,7 @@ func bootstrapClusterRoles() []rbacv1.ClusterRole {
 			rule(verbsWrite, "networking.k8s.io", "networkpolicies", "ingresses"),
 			rule(verbsWrite, "discovery.k8s.io", "endpointslices"),
 			rule("create,delete,deletecollection,get,list,patch,update,watch", "coordination.k8s.io", "leases"),
+			rule(verbsWrite, "resource.k8s.io", "resourceclaims", "resourceclaimtemplates"),
 		), "rbac.authorization.k8s.io/aggregate-to-edit"),
 		withLabel(role("system:aggregate-to-view",
 			rule(verbsRead, "", "pods", "replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts",
@@ -104,6 +105,7 @@ func bootstrapClusterRoles() []rbacv1.ClusterRole {
 			rule(verbsRead, "batch", "jobs", "cronjobs", "cronjobs/status", "jobs/status"),
 			rule(verbsRead, "policy", "poddisruptionbudgets", "poddisruptionbudgets/status"),
 			rule(verbsRead, "networking.k8s.io", "networkpolicies", "ingresses", "ingresses/status"),
+			rule(verbsRead, "resource.k8s.io", "resourceclaims", "resourceclaims/status", "resourceclaimtemplates"),
 		), "rbac.authorization.k8s.io/aggregate-to-view"),
 		// What metrics-server's manifest installs: reading usage is part
 		// of view, edit and admin.
@@ -123,9 +125,17 @@ func bootstrapClusterRoles() []rbacv1.ClusterRole {
 			rule("patch,update", "", "persistentvolumeclaims"), // volume.kubernetes.io/selected-node
 			rule(verbsRead, "apps", "replicasets", "statefulsets"),
 			rule(verbsRead, "policy", "poddisruptionbudgets"),
-			rule(verbsRead, "storage.k8s.io", "storageclasses", "csinodes", "csidrivers", "csistoragecapacities"),
+			rule(verbsRead, "storage.k8s.io", "storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments"),
 			rule("create", "authentication.k8s.io", "tokenreviews"),
 			rule("create", "authorization.k8s.io", "subjectaccessreviews"),
+			// Dynamic resource allocation, as upstream's role with the DRA
+			// features of v1.37 (extended resources as claims, device taint
+			// rules, the granular claim status authorization).
+			rule(verbsRead, "resource.k8s.io", "deviceclasses", "resourceslices", "devicetaintrules"),
+			rule(verbsRead+",update,patch", "resource.k8s.io", "resourceclaims", "resourceclaims/status"),
+			rule("create,delete", "resource.k8s.io", "resourceclaims"),
+			rule("update,patch", "resource.k8s.io", "resourceclaims/binding"),
+			rule("update", "", "pods/finalizers"),
 		),
 		role("system:kube-controller-manager", controllerManagerRules()...),
 		role("system:node-proxier",

@@ -13,4 +13,7 @@ var nodeRules = []rbacv1.PolicyRule{
 	rule("create,update,patch", "", "events"),
 	rule("create,update,patch", "events.k8s.io", "events"),
 	rule("get", "", "endpoints"),
+	// What CSI drivers a node may find (their writes to the node's own
+	// CSINode would need NodeRestriction's check, which minik lacks).
+	rule(verbsRead, "storage.k8s.io", "csidrivers"),
 }

@@ -21,6 +21,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -61,7 +62,7 @@ var protoScheme = func() *runtime.Scheme {
 	// which client-go sends in the group of the object it deletes.
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
 		coordinationv1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme, policyv1.AddToScheme, schedulingv1.AddToScheme,
-		autoscalingv1.AddToScheme, autoscalingv2.AddToScheme, storagev1.AddToScheme, rbacv1.AddToScheme,
+		autoscalingv1.AddToScheme, autoscalingv2.AddToScheme, storagev1.AddToScheme, rbacv1.AddToScheme, resourcev1.AddToScheme,
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, apiextv1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err) // a programming error in the list above

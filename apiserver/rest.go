@@ -174,7 +174,7 @@ func (h *resourceHandler) createObject(ctx context.Context, ri *requestInfo, obj
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetSelfLink("")
-	if h.res.HasStatus && !h.res.NoGeneration {
+	if h.res.KeepsGeneration() {
 		m.SetGeneration(1)
 	}
 	obj, err = h.in(obj)
@@ -401,6 +401,9 @@ func (h *resourceHandler) carryOver(sub string, obj, old runtime.Object) error {
 		return nil
 	}
 	if !h.res.HasStatus {
+		if h.res.SpecGeneration && specChanged(obj, old) {
+			m.SetGeneration(om.GetGeneration() + 1)
+		}
 		return nil
 	}
 	switch sub {

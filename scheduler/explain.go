@@ -242,6 +242,9 @@ func (e *Explanation) Write(w io.Writer) error {
 					verdict = "pass (nothing to check)"
 				case !v.Status.IsSuccess():
 					verdict = "FAIL: " + v.Status.Message()
+					if d := v.Status.Detail(); d != "" {
+						verdict += " (" + d + ")"
+					}
 				}
 				fmt.Fprintf(tw, "  %s\t%s\t%s\n", node, v.Plugin, verdict)
 			}

@@ -99,6 +99,68 @@ func TestSchedulePod(t *testing.T) {
 	})
 }
 
+// TestFailedSchedulingMessagesReadAsUpstream checks the whole
+// FailedScheduling message, preemption included, word for word against
+// what kube-scheduler v1.37 writes for the same cluster.
+func TestFailedSchedulingMessagesReadAsUpstream(t *testing.T) {
+	node := func(name string) *st.NodeWrapper {
+		return st.MakeNode().Name(name).Capacity("cpu", "4", "memory", "8Gi", "pods", "110")
+	}
+	free := []*corev1.Node{node("a").Obj(), node("b").Obj()}
+	full := []*corev1.Pod{st.MakePod().Name("x").Node("a").Req("cpu", "3").Obj(), st.MakePod().Name("y").Node("b").Req("cpu", "3").Obj()}
+	green := st.Term("color", "green", corev1.LabelHostname)
+	cases := []struct {
+		name  string
+		nodes []*corev1.Node
+		pods  []*corev1.Pod
+		pod   *corev1.Pod
+		want  string
+	}{
+		{"an untolerated taint is named as upstream names it, and preemption cannot help",
+			[]*corev1.Node{node("a").Taint("dedicated", "gpu", corev1.TaintEffectNoSchedule).Obj(), node("b").Taint("dedicated", "gpu", corev1.TaintEffectNoSchedule).Obj()},
+			nil, st.MakePod().Obj(),
+			"0/2 nodes are available: 2 node(s) had untolerated taint(s). preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."},
+		{"a request larger than any node's allocatable is unresolvable",
+			free, nil, st.MakePod().Req("cpu", "5").Obj(),
+			"0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."},
+		{"a request that fits an empty node finds no victims among pods as important",
+			free, full, st.MakePod().Req("cpu", "2").Obj(),
+			"0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."},
+		{"the incoming pod's own anti-affinity is reported, not the running pod's",
+			[]*corev1.Node{node("a").Obj(), node("b").Taint("dedicated", "gpu", corev1.TaintEffectNoSchedule).Obj()},
+			[]*corev1.Pod{st.MakePod().Name("g").Label("color", "green").Node("a").PodAntiAffinity(green).Obj()},
+			st.MakePod().Label("color", "green").PodAntiAffinity(green).Obj(),
+			"0/2 nodes are available: 1 node(s) didn't match pod anti-affinity rules, 1 node(s) had untolerated taint(s). " +
+				"preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."},
+		{"a node selector no node matches",
+			free, nil, st.MakePod().NodeSelector("disk", "ssd").Obj(),
+			"0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."},
+		{"a taken host port",
+			[]*corev1.Node{node("a").Obj()}, []*corev1.Pod{st.MakePod().Name("web").Node("a").HostPort(80, corev1.ProtocolTCP, "").Obj()},
+			st.MakePod().HostPort(80, corev1.ProtocolTCP, "").Obj(),
+			"0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."},
+		{"a pod that may not preempt says so",
+			free, full, st.MakePod().Req("cpu", "2").PreemptNever().Obj(),
+			"0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestScheduler(tc.nodes, tc.pods)
+			state := framework.NewCycleState()
+			s.cache.UpdateSnapshot(s.snapshot)
+			_, err := s.schedulePod(context.Background(), state, tc.pod)
+			var fe *framework.FitError
+			if !errors.As(err, &fe) {
+				t.Fatalf("got %v, want a FitError", err)
+			}
+			s.preempt(context.Background(), state, tc.pod, fe)
+			if got := fe.Error(); got != tc.want {
+				t.Fatalf("message\n got: %s\nwant: %s", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestTiesAreBrokenAtRandomButReproducibly(t *testing.T) {
 	var nodes []*corev1.Node
 	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {

@@ -18,6 +18,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -74,6 +75,12 @@ func Object(obj runtime.Object) {
 		PersistentVolumeClaim(o)
 	case *storagev1.StorageClass:
 		StorageClass(o)
+	case *storagev1.CSIDriver:
+		CSIDriver(o)
+	case *resourcev1.ResourceClaim:
+		ResourceClaim(o)
+	case *resourcev1.ResourceClaimTemplate:
+		ResourceClaimSpec(&o.Spec.Spec)
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		HorizontalPodAutoscaler(o)
 	case *rbacv1.RoleBinding:

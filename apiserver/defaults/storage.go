@@ -45,3 +45,26 @@ func StorageClass(sc *storagev1.StorageClass) {
 		sc.VolumeBindingMode = ptr.To(storagev1.VolumeBindingImmediate)
 	}
 }
+
+// CSIDriver fills in upstream's SetDefaults_CSIDriver: attach required,
+// no pod info on mount, no capacity tracking, the ReadWriteOnceWithFSType
+// fsGroup policy, Persistent volumes only, no republish, and the
+// SELinuxMountReadWriteOncePod and VolumeLimitScaling fields (both on in
+// v1.37) false.
+func CSIDriver(d *storagev1.CSIDriver) {
+	for _, b := range []**bool{&d.Spec.PodInfoOnMount, &d.Spec.StorageCapacity, &d.Spec.RequiresRepublish,
+		&d.Spec.SELinuxMount, &d.Spec.PreventPodSchedulingIfMissing} {
+		if *b == nil {
+			*b = ptr.To(false)
+		}
+	}
+	if d.Spec.AttachRequired == nil {
+		d.Spec.AttachRequired = ptr.To(true)
+	}
+	if d.Spec.FSGroupPolicy == nil {
+		d.Spec.FSGroupPolicy = ptr.To(storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy)
+	}
+	if len(d.Spec.VolumeLifecycleModes) == 0 {
+		d.Spec.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
+	}
+}

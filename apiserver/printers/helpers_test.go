@@ -95,6 +95,29 @@ func render(t *testing.T, table *metav1.Table) string {
 	return strings.Join(lines, "\n") + fmt.Sprintf("\ncell types: %s\n", strings.Join(cellTypes, " "))
 }
 
+// goldenTable is objects of one kind and the golden file of their table.
+type goldenTable struct {
+	name   string
+	kind   string
+	objs   []runtime.Object
+	golden string
+}
+
+// assertGoldenTables prints each case's objects as a table and compares
+// it with the case's golden file.
+func assertGoldenTables(t *testing.T, tests []goldenTable) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			table, err := ToTable(tc.kind, tc.objs, IncludeNone, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertGolden(t, tc.golden, render(t, table))
+		})
+	}
+}
+
 // assertGolden compares got with testdata/name; -update rewrites the file.
 func assertGolden(t *testing.T, name, got string) {
 	t.Helper()

@@ -37,12 +37,7 @@ func podTemplate(labels map[string]string, containers ...string) corev1.PodTempl
 var webLabels = map[string]string{"app": "web"}
 
 func TestKindTablesMatchGolden(t *testing.T) {
-	tests := []struct {
-		name   string
-		kind   string
-		objs   []runtime.Object
-		golden string
-	}{
+	assertGoldenTables(t, []goldenTable{
 		{
 			name: "namespaces show their phase",
 			kind: "Namespace",
@@ -357,16 +352,7 @@ func TestKindTablesMatchGolden(t *testing.T) {
 			},
 			golden: "default.golden",
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			table, err := ToTable(tc.kind, tc.objs, IncludeNone, now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			assertGolden(t, tc.golden, render(t, table))
-		})
-	}
+	})
 }
 
 // makeJob builds a job; mutate adjusts it.

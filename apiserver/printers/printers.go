@@ -21,6 +21,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -82,6 +83,13 @@ var byKind = map[string]printer{
 	"PersistentVolume":         {persistentVolumeColumns, typed(persistentVolumeRow)},
 	"PersistentVolumeClaim":    {persistentVolumeClaimColumns, typed(persistentVolumeClaimRow)},
 	"StorageClass":             {storageClassColumns, typed(storageClassRow)},
+	"CSIDriver":                {csiDriverColumns, typed(csiDriverRow)},
+	"CSINode":                  {csiNodeColumns, typed(csiNodeRow)},
+	"CSIStorageCapacity":       {csiStorageCapacityColumns, typed(csiStorageCapacityRow)},
+	"VolumeAttachment":         {volumeAttachmentColumns, typed(volumeAttachmentRow)},
+	"ResourceClaim":            {resourceClaimColumns, typed(resourceClaimRow)},
+	"ResourceSlice":            {resourceSliceColumns, typed(resourceSliceRow)},
+	"DeviceTaintRule":          {deviceTaintRuleColumns, typed(deviceTaintRuleRow)},
 	"HorizontalPodAutoscaler":  {horizontalPodAutoscalerColumns, horizontalPodAutoscalerRow},
 	"NodeMetrics":              {resourceMetricsColumns, typed(nodeMetricsRow)},
 	"PodMetrics":               {resourceMetricsColumns, typed(podMetricsRow)},
@@ -231,6 +239,7 @@ func newScheme() *runtime.Scheme {
 		policyv1.AddToScheme,
 		schedulingv1.AddToScheme,
 		storagev1.AddToScheme,
+		resourcev1.AddToScheme,
 	} {
 		utilruntime.Must(add(s))
 	}

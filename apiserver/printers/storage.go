@@ -125,3 +125,91 @@ func storageClassRow(sc *storagev1.StorageClass, now time.Time) metav1.TableRow 
 	expansion := sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
 	return row(name, sc.Provisioner, reclaim, binding, expansion, since(sc.CreationTimestamp.Time, now))
 }
+
+var csiDriverColumns = []metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "AttachRequired", Type: "boolean", Description: storagev1.CSIDriverSpec{}.SwaggerDoc()["attachRequired"]},
+	{Name: "PodInfoOnMount", Type: "boolean", Description: storagev1.CSIDriverSpec{}.SwaggerDoc()["podInfoOnMount"]},
+	{Name: "StorageCapacity", Type: "boolean", Description: storagev1.CSIDriverSpec{}.SwaggerDoc()["storageCapacity"]},
+	{Name: "TokenRequests", Type: "string", Description: storagev1.CSIDriverSpec{}.SwaggerDoc()["tokenRequests"]},
+	{Name: "RequiresRepublish", Type: "boolean", Description: storagev1.CSIDriverSpec{}.SwaggerDoc()["requiresRepublish"]},
+	{Name: "Modes", Type: "string", Description: storagev1.CSIDriverSpec{}.SwaggerDoc()["volumeLifecycleModes"]},
+	ageColumn,
+}
+
+var csiNodeColumns = []metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "Drivers", Type: "integer", Description: "Drivers indicates the number of CSI drivers registered on the node"},
+	ageColumn,
+}
+
+// csiStorageCapacityColumns has no AGE, as upstream's.
+var csiStorageCapacityColumns = []metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "StorageClassName", Type: "string", Description: storagev1.CSIStorageCapacity{}.SwaggerDoc()["storageClassName"]},
+	{Name: "Capacity", Type: "string", Description: storagev1.CSIStorageCapacity{}.SwaggerDoc()["capacity"]},
+}
+
+var volumeAttachmentColumns = []metav1.TableColumnDefinition{
+	nameColumn,
+	{Name: "Attacher", Type: "string", Format: "name", Description: storagev1.VolumeAttachmentSpec{}.SwaggerDoc()["attacher"]},
+	{Name: "PV", Type: "string", Description: storagev1.VolumeAttachmentSource{}.SwaggerDoc()["persistentVolumeName"]},
+	{Name: "Node", Type: "string", Description: storagev1.VolumeAttachmentSpec{}.SwaggerDoc()["nodeName"]},
+	{Name: "Attached", Type: "boolean", Description: storagev1.VolumeAttachmentStatus{}.SwaggerDoc()["attached"]},
+	ageColumn,
+}
+
+// csiDriverRow prints NAME ATTACHREQUIRED PODINFOONMOUNT STORAGECAPACITY
+// TOKENREQUESTS (the audiences, <unset> without any) REQUIRESREPUBLISH
+// MODES AGE; unset flags print as their defaults.
+func csiDriverRow(d *storagev1.CSIDriver, now time.Time) metav1.TableRow {
+	tokens := "<unset>"
+	if d.Spec.TokenRequests != nil {
+		var audiences []string
+		for _, t := range d.Spec.TokenRequests {
+			audiences = append(audiences, t.Audience)
+		}
+		tokens = strings.Join(audiences, ",")
+	}
+	modes := "<none>"
+	if len(d.Spec.VolumeLifecycleModes) > 0 {
+		var names []string
+		for _, m := range d.Spec.VolumeLifecycleModes {
+			names = append(names, string(m))
+		}
+		modes = strings.Join(names, ",")
+	}
+	return row(d.Name, boolOr(d.Spec.AttachRequired, true), boolOr(d.Spec.PodInfoOnMount, false), boolOr(d.Spec.StorageCapacity, false),
+		tokens, boolOr(d.Spec.RequiresRepublish, false), modes, since(d.CreationTimestamp.Time, now))
+}
+
+// boolOr is *b, or unset when b is nil.
+func boolOr(b *bool, unset bool) bool {
+	if b == nil {
+		return unset
+	}
+	return *b
+}
+
+// csiNodeRow prints NAME DRIVERS AGE.
+func csiNodeRow(n *storagev1.CSINode, now time.Time) metav1.TableRow {
+	return row(n.Name, int64(len(n.Spec.Drivers)), since(n.CreationTimestamp.Time, now))
+}
+
+// csiStorageCapacityRow prints NAME STORAGECLASSNAME CAPACITY.
+func csiStorageCapacityRow(c *storagev1.CSIStorageCapacity, _ time.Time) metav1.TableRow {
+	capacity := "<unset>"
+	if c.Capacity != nil {
+		capacity = c.Capacity.String()
+	}
+	return row(c.Name, c.StorageClassName, capacity)
+}
+
+// volumeAttachmentRow prints NAME ATTACHER PV NODE ATTACHED AGE.
+func volumeAttachmentRow(va *storagev1.VolumeAttachment, now time.Time) metav1.TableRow {
+	pv := ""
+	if va.Spec.Source.PersistentVolumeName != nil {
+		pv = *va.Spec.Source.PersistentVolumeName
+	}
+	return row(va.Name, va.Spec.Attacher, pv, va.Spec.NodeName, va.Status.Attached, since(va.CreationTimestamp.Time, now))
+}

@@ -18,12 +18,7 @@ func TestStorageTablesMatchGolden(t *testing.T) {
 	fs := corev1.PersistentVolumeFilesystem
 	deleting := objectMeta("going", time.Minute)
 	deleting.DeletionTimestamp = agoPtr(time.Second)
-	tests := []struct {
-		name   string
-		kind   string
-		objs   []runtime.Object
-		golden string
-	}{
+	assertGoldenTables(t, []goldenTable{
 		{
 			name: "volumes show capacity, modes, policy, phase, claim and class",
 			kind: "PersistentVolume",
@@ -67,14 +62,50 @@ func TestStorageTablesMatchGolden(t *testing.T) {
 			},
 			golden: "storageclass.golden",
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			table, err := ToTable(tc.kind, tc.objs, IncludeNone, now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			assertGolden(t, tc.golden, render(t, table))
-		})
-	}
+		{
+			name: "CSI drivers print unset flags as their defaults and list token audiences and modes",
+			kind: "CSIDriver",
+			objs: []runtime.Object{
+				&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "hostpath.csi.k8s.io", CreationTimestamp: ago(time.Hour)},
+					Spec: storagev1.CSIDriverSpec{AttachRequired: ptr(false), PodInfoOnMount: ptr(true), StorageCapacity: ptr(true),
+						TokenRequests:        []storagev1.TokenRequest{{Audience: "vault"}, {Audience: "gcp"}},
+						VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}}},
+				&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "bare.example.com", CreationTimestamp: ago(time.Minute)}},
+			},
+			golden: "csidriver.golden",
+		},
+		{
+			name: "CSI nodes count their drivers",
+			kind: "CSINode",
+			objs: []runtime.Object{
+				&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "node-1", CreationTimestamp: ago(time.Hour)},
+					Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "a.example.com", NodeID: "n1"}, {Name: "b.example.com", NodeID: "n1"}}}},
+				&storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "node-2", CreationTimestamp: ago(time.Minute)}},
+			},
+			golden: "csinode.golden",
+		},
+		{
+			name: "storage capacities show class and capacity, and no age",
+			kind: "CSIStorageCapacity",
+			objs: []runtime.Object{
+				&storagev1.CSIStorageCapacity{ObjectMeta: objectMeta("csisc-abc", time.Hour), StorageClassName: "fast", Capacity: ptr(resource.MustParse("100Gi"))},
+				&storagev1.CSIStorageCapacity{ObjectMeta: objectMeta("csisc-unknown", time.Minute), StorageClassName: "slow"},
+			},
+			golden: "csistoragecapacity.golden",
+		},
+		{
+			name: "volume attachments show attacher, volume, node and whether attached",
+			kind: "VolumeAttachment",
+			objs: []runtime.Object{
+				&storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-1234", CreationTimestamp: ago(time.Hour)},
+					Spec: storagev1.VolumeAttachmentSpec{Attacher: "hostpath.csi.k8s.io", NodeName: "node-1",
+						Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr("pvc-1234")}},
+					Status: storagev1.VolumeAttachmentStatus{Attached: true}},
+				&storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-inline", CreationTimestamp: ago(time.Minute)},
+					Spec: storagev1.VolumeAttachmentSpec{Attacher: "hostpath.csi.k8s.io", NodeName: "node-2",
+						Source: storagev1.VolumeAttachmentSource{InlineVolumeSpec: &corev1.PersistentVolumeSpec{}}}},
+			},
+			golden: "volumeattachment.golden",
+		},
+	})
 }

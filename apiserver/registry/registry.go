@@ -43,6 +43,11 @@ type Resource struct {
 	// its status is split (upstream's Service strategy sets none).
 	NoGeneration bool
 
+	// SpecGeneration means the kind keeps metadata.generation although
+	// its status is not split (upstream's DeviceClass and ResourceSlice
+	// strategies): 1 on create, one more at each change of the spec.
+	SpecGeneration bool
+
 	// Fields returns the values of the field selector keys this resource
 	// supports besides metadata.name and metadata.namespace.
 	Fields func(obj runtime.Object) map[string]string
@@ -92,6 +97,12 @@ func (r *Resource) KeyPrefix() string {
 		return "/registry/" + r.Resource + "/"
 	}
 	return "/registry/" + r.Group + "/" + r.Resource + "/"
+}
+
+// KeepsGeneration reports whether metadata.generation counts the changes
+// of the object's spec.
+func (r *Resource) KeepsGeneration() bool {
+	return r.HasStatus && !r.NoGeneration || r.SpecGeneration
 }
 
 // ServedVerbs returns the verbs this resource answers.

@@ -15,6 +15,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -152,6 +153,47 @@ func All() []*Resource {
 			New:     func() runtime.Object { return &storagev1.StorageClass{} },
 			NewList: func() runtime.Object { return &storagev1.StorageClassList{} }},
 
+		// What CSI drivers and the kubelet's CSI plugin publish, and what the
+		// scheduler's volume plugins read: served and stored, acted on by
+		// no minik component (minik has no CSI drivers).
+		{Group: "storage.k8s.io", Kind: "CSIDriver", Resource: "csidrivers", Singular: "csidriver",
+			New:     func() runtime.Object { return &storagev1.CSIDriver{} },
+			NewList: func() runtime.Object { return &storagev1.CSIDriverList{} }},
+		{Group: "storage.k8s.io", Kind: "CSINode", Resource: "csinodes", Singular: "csinode",
+			New:          func() runtime.Object { return &storagev1.CSINode{} },
+			NewList:      func() runtime.Object { return &storagev1.CSINodeList{} },
+			Subresources: []string{"status"}, HasStatus: true, NoGeneration: true},
+		{Group: "storage.k8s.io", Kind: "CSIStorageCapacity", Resource: "csistoragecapacities", Singular: "csistoragecapacity", Namespaced: true,
+			New:     func() runtime.Object { return &storagev1.CSIStorageCapacity{} },
+			NewList: func() runtime.Object { return &storagev1.CSIStorageCapacityList{} }},
+		{Group: "storage.k8s.io", Kind: "VolumeAttachment", Resource: "volumeattachments", Singular: "volumeattachment",
+			New:          func() runtime.Object { return &storagev1.VolumeAttachment{} },
+			NewList:      func() runtime.Object { return &storagev1.VolumeAttachmentList{} },
+			Subresources: []string{"status"}, HasStatus: true, NoGeneration: true},
+
+		// Dynamic resource allocation (DRA): devices that drivers publish in
+		// ResourceSlices, classes of them and the claims pods make. Served
+		// and stored for upstream components; minik allocates no devices.
+		{Group: "resource.k8s.io", Kind: "DeviceClass", Resource: "deviceclasses", Singular: "deviceclass",
+			New:     func() runtime.Object { return &resourcev1.DeviceClass{} },
+			NewList: func() runtime.Object { return &resourcev1.DeviceClassList{} }, SpecGeneration: true},
+		{Group: "resource.k8s.io", Kind: "DeviceTaintRule", Resource: "devicetaintrules", Singular: "devicetaintrule",
+			New:          func() runtime.Object { return &resourcev1.DeviceTaintRule{} },
+			NewList:      func() runtime.Object { return &resourcev1.DeviceTaintRuleList{} },
+			Subresources: []string{"status"}, HasStatus: true},
+		{Group: "resource.k8s.io", Kind: "ResourceClaim", Resource: "resourceclaims", Singular: "resourceclaim", Namespaced: true,
+			New:          func() runtime.Object { return &resourcev1.ResourceClaim{} },
+			NewList:      func() runtime.Object { return &resourcev1.ResourceClaimList{} },
+			Subresources: []string{"status"}, HasStatus: true, NoGeneration: true},
+		{Group: "resource.k8s.io", Kind: "ResourceClaimTemplate", Resource: "resourceclaimtemplates", Singular: "resourceclaimtemplate",
+			Namespaced: true,
+			New:        func() runtime.Object { return &resourcev1.ResourceClaimTemplate{} },
+			NewList:    func() runtime.Object { return &resourcev1.ResourceClaimTemplateList{} }},
+		{Group: "resource.k8s.io", Kind: "ResourceSlice", Resource: "resourceslices", Singular: "resourceslice",
+			New:     func() runtime.Object { return &resourcev1.ResourceSlice{} },
+			NewList: func() runtime.Object { return &resourcev1.ResourceSliceList{} }, SpecGeneration: true,
+			Fields: resourceSliceFields},
+
 		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Resource: "clusterroles", Singular: "clusterrole",
 			New: func() runtime.Object { return &rbacv1.ClusterRole{} }, NewList: func() runtime.Object { return &rbacv1.ClusterRoleList{} }},
 		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding", Resource: "clusterrolebindings", Singular: "clusterrolebinding",
@@ -226,6 +268,20 @@ func podFields(o runtime.Object) map[string]string {
 		"status.phase":             string(p.Status.Phase),
 		"status.podIP":             p.Status.PodIP,
 		"status.nominatedNodeName": p.Status.NominatedNodeName,
+	}
+}
+
+// resourceSliceFields are upstream's: a kubelet lists its node's slices.
+func resourceSliceFields(o runtime.Object) map[string]string {
+	s := o.(*resourcev1.ResourceSlice)
+	node := ""
+	if s.Spec.NodeName != nil {
+		node = *s.Spec.NodeName
+	}
+	return map[string]string{
+		resourcev1.ResourceSliceSelectorNodeName: node,
+		resourcev1.ResourceSliceSelectorDriver:   s.Spec.Driver,
+		resourcev1.ResourceSliceSelectorPoolName: s.Spec.Pool.Name,
 	}
 }
 

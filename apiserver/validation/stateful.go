@@ -12,7 +12,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 )
@@ -262,8 +261,7 @@ func validateTimeZone(tz *string, fldPath *field.Path) field.ErrorList {
 // validateJobTemplate checks the Job spec a CronJob stamps out. Its
 // selector is generated per Job, so none is needed here.
 func validateJobTemplate(t *batchv1.JobTemplateSpec, fldPath *field.Path) field.ErrorList {
-	errs := metav1validation.ValidateLabels(t.Labels, fldPath.Child("metadata", "labels"))
-	errs = append(errs, apimachineryvalidation.ValidateAnnotations(t.Annotations, fldPath.Child("metadata", "annotations"))...)
+	errs := templateMeta(&t.ObjectMeta, fldPath.Child("metadata"))
 	spec := t.Spec.DeepCopy()
 	if ptr.Deref(spec.ManualSelector, false) {
 		errs = append(errs, field.NotSupported(fldPath.Child("spec", "manualSelector"), spec.ManualSelector, []string{"nil", "false"}))

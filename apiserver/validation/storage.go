@@ -156,15 +156,50 @@ func validatePersistentVolumeSource(s *corev1.PersistentVolumeSource, nodeAffini
 			return errs
 		}},
 		{"storageos", s.StorageOS != nil, nil},
-		{"csi", s.CSI != nil, func(p *field.Path) field.ErrorList {
-			errs := validateCSIDriverName(s.CSI.Driver, p.Child("driver"))
-			if s.CSI.VolumeHandle == "" {
-				errs = append(errs, field.Required(p.Child("volumeHandle"), ""))
-			}
-			return errs
-		}},
+		{"csi", s.CSI != nil, func(p *field.Path) field.ErrorList { return validateCSIVolumeSource(s.CSI, p) }},
 	}
 	return exactlyOneVolumeType(kinds, specPath)
+}
+
+func validateCSIVolumeSource(s *corev1.CSIPersistentVolumeSource, p *field.Path) field.ErrorList {
+	errs := validateCSIDriverName(s.Driver, p.Child("driver"))
+	if s.VolumeHandle == "" {
+		errs = append(errs, field.Required(p.Child("volumeHandle"), ""))
+	}
+	return errs
+}
+
+// validateInlineVolumeSpec checks a volume spec carried inside another
+// object (a VolumeAttachment's source): a CSI volume and its access
+// modes only, as upstream's ValidatePersistentVolumeSpec for inline volumes.
+func validateInlineVolumeSpec(spec *corev1.PersistentVolumeSpec, p *field.Path) field.ErrorList {
+	const inline = "may not be specified in the context of inline volumes"
+	var errs field.ErrorList
+	if spec.ClaimRef != nil {
+		errs = append(errs, field.Forbidden(p.Child("claimRef"), inline))
+	}
+	if len(spec.Capacity) != 0 {
+		errs = append(errs, field.Forbidden(p.Child("capacity"), inline))
+	}
+	if spec.CSI == nil {
+		errs = append(errs, field.Required(p.Child("csi"), "has to be specified in the context of inline volumes"))
+	} else {
+		errs = append(errs, validateCSIVolumeSource(spec.CSI, p.Child("csi"))...)
+	}
+	errs = append(errs, validateAccessModes(spec.AccessModes, "", p.Child("accessModes"))...)
+	if r := spec.PersistentVolumeReclaimPolicy; r != "" && r != corev1.PersistentVolumeReclaimRetain {
+		errs = append(errs, field.Forbidden(p.Child("persistentVolumeReclaimPolicy"), "may only be Retain in the context of inline volumes"))
+	}
+	if spec.NodeAffinity != nil {
+		errs = append(errs, field.Forbidden(p.Child("nodeAffinity"), inline))
+	}
+	if spec.StorageClassName != "" {
+		errs = append(errs, field.Forbidden(p.Child("storageClassName"), inline))
+	}
+	if m := spec.VolumeMode; m != nil && *m != corev1.PersistentVolumeFilesystem {
+		errs = append(errs, field.Forbidden(p.Child("volumeMode"), "may not specify volumeMode other than Filesystem in the context of inline volumes"))
+	}
+	return errs
 }
 
 // validatePersistentVolumeUpdate keeps the volume source and mode as they

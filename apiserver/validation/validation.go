@@ -21,11 +21,13 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -94,6 +96,26 @@ func Create(obj runtime.Object, namespaced bool) field.ErrorList {
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validatePersistentVolumeClaimSpec(&o.Spec, specPath)...)
 	case *storagev1.StorageClass:
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateStorageClass(o)...)
+	case *storagev1.CSIDriver:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateCSIDriver(o)...)
+	case *storagev1.CSINode:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateCSINode(o)...)
+	case *storagev1.CSIStorageCapacity:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateCSIStorageCapacity(o)...)
+	case *storagev1.VolumeAttachment:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateVolumeAttachment(o)...)
+	case *resourcev1.ResourceClaim:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateResourceClaimSpec(&o.Spec, specPath)...)
+	case *resourcev1.ResourceClaimTemplate:
+		errs := objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain)
+		errs = append(errs, templateMeta(&o.Spec.ObjectMeta, specPath.Child("metadata"))...)
+		return append(errs, validateResourceClaimSpec(&o.Spec.Spec, specPath.Child("spec"))...)
+	case *resourcev1.DeviceClass:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateDeviceClass(o)...)
+	case *resourcev1.ResourceSlice:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateResourceSlice(o, nil)...)
+	case *resourcev1.DeviceTaintRule:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateDeviceTaintRule(o, nil)...)
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		return validateHorizontalPodAutoscaler(o, namespaced)
 	case *rbacv1.Role:
@@ -229,6 +251,42 @@ func Update(obj, old runtime.Object, namespaced bool) field.ErrorList {
 		return update(o, old, func(o, old *storagev1.StorageClass) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateStorageClassUpdate(o, old)...)
 		})
+	case *storagev1.CSIDriver:
+		return update(o, old, func(o, old *storagev1.CSIDriver) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateCSIDriverUpdate(o, old)...)
+		})
+	case *storagev1.CSINode:
+		return update(o, old, func(o, old *storagev1.CSINode) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateCSINodeUpdate(o, old)...)
+		})
+	case *storagev1.CSIStorageCapacity:
+		return update(o, old, func(o, old *storagev1.CSIStorageCapacity) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateCSIStorageCapacityUpdate(o, old)...)
+		})
+	case *storagev1.VolumeAttachment:
+		return update(o, old, func(o, old *storagev1.VolumeAttachment) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateVolumeAttachmentUpdate(o, old)...)
+		})
+	case *resourcev1.ResourceClaim:
+		return update(o, old, func(o, old *resourcev1.ResourceClaim) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateResourceClaimUpdate(o, old)...)
+		})
+	case *resourcev1.ResourceClaimTemplate:
+		return update(o, old, func(o, old *resourcev1.ResourceClaimTemplate) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateResourceClaimTemplateUpdate(o, old)...)
+		})
+	case *resourcev1.DeviceClass:
+		return update(o, old, func(o, old *resourcev1.DeviceClass) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateDeviceClass(o)...)
+		})
+	case *resourcev1.ResourceSlice:
+		return update(o, old, func(o, old *resourcev1.ResourceSlice) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateResourceSlice(o, old)...)
+		})
+	case *resourcev1.DeviceTaintRule:
+		return update(o, old, func(o, old *resourcev1.DeviceTaintRule) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateDeviceTaintRule(o, old)...)
+		})
 	case *rbacv1.Role:
 		return update(o, old, func(o, old *rbacv1.Role) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateRole(o)...)
@@ -315,6 +373,22 @@ func StatusUpdate(obj, old runtime.Object) field.ErrorList {
 		return update(o, old, func(o, old *corev1.PersistentVolumeClaim) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validatePersistentVolumeClaimStatus(o)...)
 		})
+	case *storagev1.CSINode:
+		return update(o, old, func(o, old *storagev1.CSINode) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, false), validateCSINodeStatus(o)...)
+		})
+	case *storagev1.VolumeAttachment:
+		return update(o, old, func(o, old *storagev1.VolumeAttachment) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, false), validateVolumeAttachmentStatus(&o.Status)...)
+		})
+	case *resourcev1.ResourceClaim:
+		return update(o, old, func(o, old *resourcev1.ResourceClaim) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateResourceClaimStatus(o, old)...)
+		})
+	case *resourcev1.DeviceTaintRule:
+		return update(o, old, func(o, old *resourcev1.DeviceTaintRule) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, false), validateDeviceTaintRuleStatus(o)...)
+		})
 	}
 	return genericMetaUpdate(obj, old)
 }
@@ -359,6 +433,13 @@ func objectMetaUpdate(m, old *metav1.ObjectMeta, namespaced bool) field.ErrorLis
 	errs = append(errs, namespaceRule(m.Namespace, namespaced)...)
 	errs = append(errs, apimachineryvalidation.ValidateFinalizers(m.Finalizers, metaPath.Child("finalizers"))...)
 	return append(errs, kubeFinalizerNames(m.Finalizers, metaPath.Child("finalizers"))...)
+}
+
+// templateMeta checks the metadata of an object template (a CronJob's
+// Job, a claim template's claim): only labels and annotations count.
+func templateMeta(m *metav1.ObjectMeta, fldPath *field.Path) field.ErrorList {
+	errs := metav1validation.ValidateLabels(m.Labels, fldPath.Child("labels"))
+	return append(errs, apimachineryvalidation.ValidateAnnotations(m.Annotations, fldPath.Child("annotations"))...)
 }
 
 func namespaceRule(ns string, namespaced bool) field.ErrorList {

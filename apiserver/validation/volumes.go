@@ -304,11 +304,13 @@ func validateProjected(proj *corev1.ProjectedVolumeSource, p *field.Path) field.
 	return errs
 }
 
+// validateCSIDriverName checks the name of a CSI driver, or of a DRA
+// driver, which follows the same rules.
 func validateCSIDriverName(name string, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
 	if name == "" {
-		errs = append(errs, field.Required(p, ""))
+		return field.ErrorList{field.Required(p, "")}
 	}
+	var errs field.ErrorList
 	if len(name) > 63 {
 		errs = append(errs, field.TooLong(p, "", 63))
 	}

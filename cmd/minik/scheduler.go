@@ -18,13 +18,15 @@ func schedulerCommand() *cobra.Command {
 		cfg            scheduler.Config
 		seed           uint64
 		metricsAddr    string
+		qps            float64
+		burst          int
 	)
 	cmd := &cobra.Command{
 		Use:   "scheduler",
 		Short: "Run the scheduler: bind pending pods to nodes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := clientFromKubeconfig(kubeconfigPath, "minik-scheduler")
+			c, err := clientFromKubeconfig(kubeconfigPath, "minik-scheduler", func(c *client.Config) { c.QPS, c.Burst = qps, burst })
 			if err != nil {
 				return err
 			}
@@ -44,12 +46,16 @@ func schedulerCommand() *cobra.Command {
 	f.Int32Var(&cfg.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "share of nodes to find feasible before scoring; 0 is adaptive, 100 is all")
 	metricsFlag(f, &metricsAddr)
 	f.Uint64Var(&seed, "seed", 0, "seed for breaking ties between equal nodes (0: from the time)")
+	// kube-scheduler's names (its defaults are 50 and 100; scheduler_perf runs it at 5000 and 5000).
+	f.Float64Var(&qps, "kube-api-qps", 0, "requests per second to the apiserver (0: unlimited)")
+	f.IntVar(&burst, "kube-api-burst", 0, "requests the client may send at once above --kube-api-qps")
 	return cmd
 }
 
 // clientFromKubeconfig loads a kubeconfig (path, or the default location)
-// and returns a client that names itself agent.
-func clientFromKubeconfig(path, agent string) (*client.Client, error) {
+// and returns a client that names itself agent, with changes applied to
+// its config.
+func clientFromKubeconfig(path, agent string, changes ...func(*client.Config)) (*client.Client, error) {
 	if path == "" {
 		path = kubeconfig.DefaultPath()
 	}
@@ -62,5 +68,8 @@ func clientFromKubeconfig(path, agent string) (*client.Client, error) {
 		return nil, err
 	}
 	cfg.UserAgent = agent
+	for _, change := range changes {
+		change(&cfg)
+	}
 	return client.New(cfg)
 }

@@ -9,7 +9,7 @@ import (
 // FitError says why a pod fits no node, in the words users see in the
 // FailedScheduling event:
 //
-//	0/3 nodes are available: 1 node(s) had untolerated taint {a: b}, 2 Insufficient cpu.
+//	0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu.
 type FitError struct {
 	NumAllNodes int
 	// Statuses holds every rejected node's verdict.

@@ -32,7 +32,7 @@ func TestNumFeasibleNodesToFind(t *testing.T) {
 }
 
 func TestFitErrorMessage(t *testing.T) {
-	taint := NewStatus(UnschedulableAndUnresolvable, "node(s) had untolerated taint {node-role.kubernetes.io/master: }")
+	taint := NewStatus(UnschedulableAndUnresolvable, "node(s) had untolerated taint(s)")
 	anti := NewStatus(Unschedulable, "node(s) didn't match pod anti-affinity rules")
 	cases := []struct {
 		name string
@@ -41,7 +41,7 @@ func TestFitErrorMessage(t *testing.T) {
 	}{
 		{"reasons are counted and sorted, as kubectl describe shows them",
 			FitError{NumAllNodes: 3, Statuses: NodeToStatus{"a": taint, "b": anti, "c": anti}},
-			"0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/master: }, 2 node(s) didn't match pod anti-affinity rules."},
+			"0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match pod anti-affinity rules."},
 		{"several reasons of one node each count",
 			FitError{NumAllNodes: 1, Statuses: NodeToStatus{"a": NewStatus(Unschedulable, "Insufficient cpu", "Insufficient memory")}},
 			"0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory."},

@@ -35,6 +35,7 @@ func (c Code) String() string { return codeNames[c] }
 type Status struct {
 	code    Code
 	reasons []string
+	detail  string
 	err     error
 	plugin  string
 }
@@ -74,6 +75,24 @@ func (s *Status) Message() string {
 		return ""
 	}
 	return strings.Join(s.reasons, ", ")
+}
+
+// WithDetail adds what minik explain shows besides the reasons, which
+// read as upstream's: "node(s) had untolerated taint(s)" names no taint,
+// its detail "dedicated=gpu:NoSchedule" does. It returns s.
+func (s *Status) WithDetail(detail string) *Status {
+	if s != nil {
+		s.detail = detail
+	}
+	return s
+}
+
+// Detail returns the explanation's detail, or "".
+func (s *Status) Detail() string {
+	if s == nil {
+		return ""
+	}
+	return s.detail
 }
 
 // Plugin returns the name of the plugin that produced the status.

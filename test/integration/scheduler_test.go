@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -308,7 +309,7 @@ func TestSchedulerPlacementRules(t *testing.T) {
 		ns := e.namespace(t, "taints")
 		e.nodes(t, ns, makeNode("taint-a").Taint("dedicated", "gpu", corev1.TaintEffectNoSchedule).Obj())
 		e.create(t, ns, makeSchedPod("plain").Obj())
-		e.failedScheduling(t, ns, "plain", "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}.")
+		e.failedScheduling(t, ns, "plain", "0/1 nodes are available: 1 node(s) had untolerated taint(s). preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
 		e.create(t, ns, makeSchedPod("equal").Toleration("dedicated", corev1.TolerationOpEqual, "gpu", corev1.TaintEffectNoSchedule).Obj())
 		e.create(t, ns, makeSchedPod("exists").Toleration("dedicated", corev1.TolerationOpExists, "", "").Obj())
 		e.create(t, ns, makeSchedPod("everything").Toleration("", corev1.TolerationOpExists, "", "").Obj())
@@ -318,7 +319,7 @@ func TestSchedulerPlacementRules(t *testing.T) {
 			}
 		}
 		e.create(t, ns, makeSchedPod("wrong-value").Toleration("dedicated", corev1.TolerationOpEqual, "cpu", corev1.TaintEffectNoSchedule).Obj())
-		e.failedScheduling(t, ns, "wrong-value", "untolerated taint {dedicated: gpu}")
+		e.failedScheduling(t, ns, "wrong-value", "1 node(s) had untolerated taint(s).")
 	})
 
 	t.Run("a cordoned node gets no new pods", func(t *testing.T) {
@@ -363,7 +364,7 @@ func TestSchedulerPlacementRules(t *testing.T) {
 		if err != nil {
 			t.Fatalf("minik explain: %v\n%s", err, out)
 		}
-		for _, want := range []string{"explain-a", "TaintToleration", "FAIL: node(s) had untolerated taint {k: v}", "explain-b", "FAIL: Insufficient cpu", "No node fits: 0/2 nodes are available"} {
+		for _, want := range []string{"explain-a", "TaintToleration", "FAIL: node(s) had untolerated taint(s) (k=v:NoSchedule)", "explain-b", "FAIL: Insufficient cpu", "No node fits: 0/2 nodes are available"} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("explain output lacks %q:\n%s", want, out)
 			}
@@ -384,8 +385,21 @@ func TestSchedulerPlacementRules(t *testing.T) {
 		e.create(t, ns, p)
 		time.Sleep(500 * time.Millisecond)
 		got, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, "gated", metav1.GetOptions{})
-		if err != nil || got.Spec.NodeName != "" || len(got.Status.Conditions) != 0 {
-			t.Fatalf("gated pod: node %q, conditions %+v, err %v", got.Spec.NodeName, got.Status.Conditions, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The apiserver marks it at create, as kube-apiserver does; the
+		// scheduler leaves it alone.
+		gated := []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated,
+			Message: "Scheduling is blocked due to non-empty scheduling gates"}}
+		if len(got.Status.Conditions) == 1 {
+			gated[0].LastTransitionTime = got.Status.Conditions[0].LastTransitionTime
+		}
+		if got.Spec.NodeName != "" || !reflect.DeepEqual(got.Status.Conditions, gated) || got.Status.Conditions[0].LastTransitionTime.IsZero() {
+			t.Fatalf("gated pod: node %q, conditions %+v", got.Spec.NodeName, got.Status.Conditions)
+		}
+		if out := e.c.MustKubectl(t, "", "get", "pod", "gated", "-n", ns, "--no-headers"); !strings.Contains(out, "SchedulingGated") {
+			t.Errorf("kubectl get pod: %s", out)
 		}
 		got.Spec.SchedulingGates = nil
 		if _, err := e.cs.CoreV1().Pods(ns).Update(e.ctx, got, metav1.UpdateOptions{}); err != nil {

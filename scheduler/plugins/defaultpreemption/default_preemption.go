@@ -38,10 +38,10 @@ const (
 	Name = "DefaultPreemption"
 
 	// ErrReasonNoVictims: removing every lower-priority pod would not help.
-	ErrReasonNoVictims = "No preemption victims found for incoming pod."
+	ErrReasonNoVictims = "No preemption victims found for incoming pod"
 	// ErrReasonNotHelpful: the node rejected the pod for a reason that
 	// removing pods cannot fix (a taint, a label...).
-	ErrReasonNotHelpful = "Preemption is not helpful for scheduling."
+	ErrReasonNotHelpful = "Preemption is not helpful for scheduling"
 	// ErrReasonPolicyNever: the pod's PriorityClass says preemptionPolicy Never.
 	ErrReasonPolicyNever = "not eligible due to preemptionPolicy=Never."
 	// ErrReasonTerminatingVictims: victims of an earlier preemption are

@@ -180,25 +180,14 @@ func (*InterPodAffinity) Filter(state *framework.CycleState, _ *corev1.Pod, ni *
 	if err != nil {
 		return framework.AsStatus(err)
 	}
+	// Upstream's order, so the reason reads the same: the pod's own
+	// affinity, then its own anti-affinity, then the running pods'.
 	nodeLabels := ni.Node().Labels
-	if len(s.existingAnti) > 0 {
-		for k, v := range nodeLabels {
-			if s.existingAnti[topologyPair{k, v}] > 0 {
-				return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
-			}
-		}
+	if !satisfiesAffinity(s, nodeLabels) {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
 	}
 	// Terms by hostname: the domain is this node, so its own pods decide.
 	_, hasHostname := nodeLabels[corev1.LabelHostname]
-	if hasHostname {
-		for _, existing := range ni.PodsWithRequiredAntiAffinity {
-			for i := range existing.RequiredAntiAffinityTerms {
-				if t := &existing.RequiredAntiAffinityTerms[i]; t.TopologyKey == corev1.LabelHostname && t.Matches(s.pod.Pod, s.podNS) {
-					return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
-				}
-			}
-		}
-	}
 	for i := range s.pod.RequiredAntiAffinityTerms {
 		t := &s.pod.RequiredAntiAffinityTerms[i]
 		if t.TopologyKey == corev1.LabelHostname {
@@ -211,8 +200,21 @@ func (*InterPodAffinity) Filter(state *framework.CycleState, _ *corev1.Pod, ni *
 			return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
 		}
 	}
-	if !satisfiesAffinity(s, nodeLabels) {
-		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
+	if len(s.existingAnti) > 0 {
+		for k, v := range nodeLabels {
+			if s.existingAnti[topologyPair{k, v}] > 0 {
+				return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
+			}
+		}
+	}
+	if hasHostname {
+		for _, existing := range ni.PodsWithRequiredAntiAffinity {
+			for i := range existing.RequiredAntiAffinityTerms {
+				if t := &existing.RequiredAntiAffinityTerms[i]; t.TopologyKey == corev1.LabelHostname && t.Matches(s.pod.Pod, s.podNS) {
+					return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -80,6 +80,12 @@ type InsufficientResource struct {
 	Requested, Used, Allocatable int64
 }
 
+// Unresolvable reports whether the pod asks for more than the node has
+// at all: removing pods (preemption) cannot help.
+func (r InsufficientResource) Unresolvable() bool {
+	return r.Name != corev1.ResourcePods && r.Requested > r.Allocatable
+}
+
 // Fits returns what the node lacks for a pod requesting req; empty if it
 // fits.
 func Fits(req framework.Resource, ni *framework.NodeInfo) []InsufficientResource {
@@ -107,11 +113,15 @@ func (*Fit) Filter(state *framework.CycleState, pod *corev1.Pod, ni *framework.N
 	if len(lacks) == 0 {
 		return nil
 	}
+	code := framework.Unschedulable
 	reasons := make([]string, len(lacks))
 	for i, l := range lacks {
 		reasons[i] = l.Reason
+		if l.Unresolvable() {
+			code = framework.UnschedulableAndUnresolvable
+		}
 	}
-	return framework.NewStatus(framework.Unschedulable, reasons...)
+	return framework.NewStatus(code, reasons...)
 }
 
 // Score is LeastAllocated: for each resource, the share of allocatable

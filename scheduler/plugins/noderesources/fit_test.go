@@ -6,30 +6,40 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"minik/scheduler/framework"
 	"minik/scheduler/internal/st"
 )
 
 func TestFilter(t *testing.T) {
 	node := st.MakeNode().Name("n").Capacity("cpu", "2", "memory", "4Gi", "pods", "3", "ephemeral-storage", "10Gi", "nvidia.com/gpu", "1").Obj()
 	existing := st.MakePod().Name("old").Node("n").Req("cpu", "1", "memory", "1Gi").Obj()
+	const (
+		resolvable   = framework.Unschedulable                // preemption may free room
+		unresolvable = framework.UnschedulableAndUnresolvable // more than the node has at all
+	)
 	cases := []struct {
 		name    string
 		pod     *corev1.Pod
 		others  int // extra empty pods on the node
 		reasons []string
+		code    framework.Code
 	}{
-		{"a pod that fits the free cpu and memory passes", st.MakePod().Req("cpu", "1", "memory", "3Gi").Obj(), 0, nil},
-		{"too much cpu is reported", st.MakePod().Req("cpu", "1500m").Obj(), 0, []string{"Insufficient cpu"}},
-		{"every missing resource is reported", st.MakePod().Req("cpu", "2", "memory", "4Gi").Obj(), 0, []string{"Insufficient cpu", "Insufficient memory"}},
-		{"ephemeral-storage counts", st.MakePod().Req("ephemeral-storage", "11Gi").Obj(), 0, []string{"Insufficient ephemeral-storage"}},
-		{"extended resources count", st.MakePod().Req("nvidia.com/gpu", "2").Obj(), 0, []string{"Insufficient nvidia.com/gpu"}},
-		{"an extended resource the node lacks is insufficient", st.MakePod().Req("example.com/fpga", "1").Obj(), 0, []string{"Insufficient example.com/fpga"}},
-		{"the node's pod count is a limit", st.MakePod().Obj(), 2, []string{"Too many pods"}},
+		{"a pod that fits the free cpu and memory passes", st.MakePod().Req("cpu", "1", "memory", "3Gi").Obj(), 0, nil, framework.Success},
+		{"too much cpu is reported", st.MakePod().Req("cpu", "1500m").Obj(), 0, []string{"Insufficient cpu"}, resolvable},
+		{"every missing resource is reported", st.MakePod().Req("cpu", "2", "memory", "4Gi").Obj(), 0, []string{"Insufficient cpu", "Insufficient memory"}, resolvable},
+		{"ephemeral-storage counts", st.MakePod().Req("ephemeral-storage", "11Gi").Obj(), 0, []string{"Insufficient ephemeral-storage"}, unresolvable},
+		{"extended resources count", st.MakePod().Req("nvidia.com/gpu", "2").Obj(), 0, []string{"Insufficient nvidia.com/gpu"}, unresolvable},
+		{"an extended resource the node lacks is insufficient", st.MakePod().Req("example.com/fpga", "1").Obj(), 0, []string{"Insufficient example.com/fpga"}, unresolvable},
+		{"the node's pod count is a limit", st.MakePod().Obj(), 2, []string{"Too many pods"}, resolvable},
+		{"a request beyond the node's allocatable cannot be helped by preemption",
+			st.MakePod().Req("cpu", "3", "memory", "1Gi").Obj(), 0, []string{"Insufficient cpu"}, unresolvable},
+		{"one resource beyond allocatable makes the whole verdict unresolvable",
+			st.MakePod().Req("cpu", "1500m", "memory", "5Gi").Obj(), 0, []string{"Insufficient cpu", "Insufficient memory"}, unresolvable},
 		{"the request is the largest init container when it exceeds the sum of containers",
-			st.MakePod().Req("cpu", "100m").InitReq("cpu", "1500m").Obj(), 0, []string{"Insufficient cpu"}},
+			st.MakePod().Req("cpu", "100m").InitReq("cpu", "1500m").Obj(), 0, []string{"Insufficient cpu"}, resolvable},
 		{"the request is the sum of containers when it exceeds every init container",
-			st.MakePod().Req("cpu", "600m").Req("cpu", "600m").InitReq("cpu", "500m").Obj(), 0, []string{"Insufficient cpu"}},
-		{"overhead is added to the request", st.MakePod().Req("cpu", "900m").Overhead("cpu", "200m").Obj(), 0, []string{"Insufficient cpu"}},
+			st.MakePod().Req("cpu", "600m").Req("cpu", "600m").InitReq("cpu", "500m").Obj(), 0, []string{"Insufficient cpu"}, resolvable},
+		{"overhead is added to the request", st.MakePod().Req("cpu", "900m").Overhead("cpu", "200m").Obj(), 0, []string{"Insufficient cpu"}, resolvable},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,8 +50,8 @@ func TestFilter(t *testing.T) {
 			got := st.Filter(New(), tc.pod, st.NewSnapshot([]*corev1.Node{node}, pods), "n")
 			reasons := got.Reasons()
 			slices.Sort(reasons)
-			if !slices.Equal(reasons, tc.reasons) {
-				t.Fatalf("got %v, want %v", got, tc.reasons)
+			if !slices.Equal(reasons, tc.reasons) || got.Code() != tc.code {
+				t.Fatalf("got %v, want %v %v", got, tc.code, tc.reasons)
 			}
 		})
 	}

@@ -8,8 +8,6 @@
 package tainttoleration
 
 import (
-	"fmt"
-
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -20,9 +18,9 @@ import (
 const (
 	// Name is the plugin's name in the registry.
 	Name = "TaintToleration"
-	// ErrReasonUntoleratedTaint is the rejection reason; it is formatted
-	// with the taint's key and value.
-	ErrReasonUntoleratedTaint = "node(s) had untolerated taint {%s: %s}"
+	// ErrReasonUntoleratedTaint is the rejection reason, upstream's; the
+	// taint itself is the status's detail, for minik explain.
+	ErrReasonUntoleratedTaint = "node(s) had untolerated taint(s)"
 )
 
 // TaintToleration is a filter and score plugin.
@@ -47,7 +45,7 @@ func (*TaintToleration) Filter(_ *framework.CycleState, pod *corev1.Pod, ni *fra
 	if !found {
 		return nil
 	}
-	return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf(ErrReasonUntoleratedTaint, taint.Key, taint.Value))
+	return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonUntoleratedTaint).WithDetail(taint.ToString())
 }
 
 // Score counts the PreferNoSchedule taints the pod does not tolerate; the

@@ -14,17 +14,19 @@ import (
 func TestFilter(t *testing.T) {
 	gpu := st.MakeNode().Name("n").Taint("dedicated", "gpu", corev1.TaintEffectNoSchedule).Obj()
 	cases := []struct {
-		name    string
-		pod     *corev1.Pod
-		node    *corev1.Node
-		want    framework.Code
-		message string
+		name string
+		pod  *corev1.Pod
+		node *corev1.Node
+		want framework.Code
+		// detail is the taint minik explain shows; the message is always
+		// upstream's ErrReasonUntoleratedTaint.
+		detail string
 	}{
 		{"an untainted node accepts any pod", st.MakePod().Obj(), st.MakeNode().Name("n").Obj(), framework.Success, ""},
 		{"a NoSchedule taint rejects a pod without toleration", st.MakePod().Obj(), gpu, framework.UnschedulableAndUnresolvable,
-			"node(s) had untolerated taint {dedicated: gpu}"},
+			"dedicated=gpu:NoSchedule"},
 		{"a NoExecute taint rejects too", st.MakePod().Obj(), st.MakeNode().Name("n").Taint("node.kubernetes.io/not-ready", "", corev1.TaintEffectNoExecute).Obj(),
-			framework.UnschedulableAndUnresolvable, "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"},
+			framework.UnschedulableAndUnresolvable, "node.kubernetes.io/not-ready:NoExecute"},
 		{"a PreferNoSchedule taint does not filter", st.MakePod().Obj(), st.MakeNode().Name("n").Taint("a", "b", corev1.TaintEffectPreferNoSchedule).Obj(), framework.Success, ""},
 		{"Equal with the same key, value and effect tolerates",
 			st.MakePod().Toleration("dedicated", corev1.TolerationOpEqual, "gpu", corev1.TaintEffectNoSchedule).Obj(), gpu, framework.Success, ""},
@@ -32,27 +34,31 @@ func TestFilter(t *testing.T) {
 			st.MakePod().Toleration("dedicated", "", "gpu", corev1.TaintEffectNoSchedule).Obj(), gpu, framework.Success, ""},
 		{"Equal with another value does not tolerate",
 			st.MakePod().Toleration("dedicated", corev1.TolerationOpEqual, "cpu", corev1.TaintEffectNoSchedule).Obj(), gpu, framework.UnschedulableAndUnresolvable,
-			"node(s) had untolerated taint {dedicated: gpu}"},
+			"dedicated=gpu:NoSchedule"},
 		{"Exists ignores the value",
 			st.MakePod().Toleration("dedicated", corev1.TolerationOpExists, "", corev1.TaintEffectNoSchedule).Obj(), gpu, framework.Success, ""},
 		{"an empty effect matches every effect",
 			st.MakePod().Toleration("dedicated", corev1.TolerationOpExists, "", "").Obj(), gpu, framework.Success, ""},
 		{"another effect does not tolerate",
 			st.MakePod().Toleration("dedicated", corev1.TolerationOpExists, "", corev1.TaintEffectNoExecute).Obj(), gpu, framework.UnschedulableAndUnresolvable,
-			"node(s) had untolerated taint {dedicated: gpu}"},
+			"dedicated=gpu:NoSchedule"},
 		{"an empty key with Exists tolerates every taint",
 			st.MakePod().Toleration("", corev1.TolerationOpExists, "", "").Obj(),
 			st.MakeNode().Name("n").Taint("a", "1", corev1.TaintEffectNoSchedule).Taint("b", "2", corev1.TaintEffectNoExecute).Obj(), framework.Success, ""},
 		{"the first untolerated taint is reported",
 			st.MakePod().Toleration("a", corev1.TolerationOpExists, "", "").Obj(),
 			st.MakeNode().Name("n").Taint("a", "1", corev1.TaintEffectNoSchedule).Taint("b", "2", corev1.TaintEffectNoSchedule).Obj(),
-			framework.UnschedulableAndUnresolvable, "node(s) had untolerated taint {b: 2}"},
+			framework.UnschedulableAndUnresolvable, "b=2:NoSchedule"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := st.Filter(New(), tc.pod, st.NewSnapshot([]*corev1.Node{tc.node}, nil), "n")
-			if got.Code() != tc.want || got.Message() != tc.message {
-				t.Fatalf("got %v, want %v %q", got, tc.want, tc.message)
+			message := ""
+			if tc.want != framework.Success {
+				message = ErrReasonUntoleratedTaint
+			}
+			if got.Code() != tc.want || got.Message() != message || got.Detail() != tc.detail {
+				t.Fatalf("got %v (detail %q), want %v %q (detail %q)", got, got.Detail(), tc.want, message, tc.detail)
 			}
 		})
 	}

@@ -11,6 +11,12 @@
 //
 // Flags: -workloads Basic,NodeAffinity,...  -scale 0.1 (shrinks every count)
 // -bin path/to/minik (default bin/minik)  -events=false (no Events sent).
+//
+// Peer mode (-peer path/to/kube-scheduler, what `make bench-scheduler
+// PEER=1` runs) races minik's scheduler and the upstream kube-scheduler
+// instead, each as its own process (peer.go); -compare (default on) first
+// compares their placements of edge-case pods (compare.go); -rounds N
+// repeats the workloads.
 package main
 
 import (
@@ -124,6 +130,10 @@ func main() {
 		scale = flag.Float64("scale", 1, "multiply every node and pod count by this")
 		bin   = flag.String("bin", "bin/minik", "the minik binary")
 		prof  = flag.String("cpuprofile", "", "write a CPU profile of the measured phases to this file")
+		peer  = flag.String("peer", "", "race this kube-scheduler binary against `minik scheduler`, each its own process")
+		// Peer mode only.
+		rounds  = flag.Int("rounds", 1, "peer mode: how many times to run every workload under each scheduler")
+		compare = flag.Bool("compare", true, "peer mode: compare the two schedulers' placements of edge-case pods first")
 	)
 	flag.BoolVar(&sendEvents, "events", true, "send the scheduler's events (Scheduled, FailedScheduling) to the apiserver")
 	flag.Parse()
@@ -138,11 +148,22 @@ func main() {
 	}
 	// Dropped-event warnings would drown the output; keep errors only.
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	var ws []workload
 	for _, w := range workloads() {
 		if *only != "" && !selected(*only, w.Name) {
 			continue
 		}
 		w.Nodes, w.InitialPods, w.MeasuredPods = scaled(w.Nodes, *scale), scaled(w.InitialPods, *scale), scaled(w.MeasuredPods, *scale)
+		ws = append(ws, w)
+	}
+	if *peer != "" {
+		if err := runPeer(*bin, *peer, ws, *rounds, *compare); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	for _, w := range ws {
 		res, err := run(*bin, w)
 		if err != nil {
 			if log, _ := os.ReadFile(lastUpLog); len(log) > 0 {
@@ -236,7 +257,7 @@ func run(bin string, w workload) (*result, error) {
 
 	// Initial pods, placed by a first scheduler.
 	if w.InitialPods > 0 {
-		if err := createPods(ctx, c, w.InitialPods, "bench-init", w.initialPod); err != nil {
+		if err := createPods(ctx, c, w.InitialPods, "initial", "bench-init", w.initialPod); err != nil {
 			return nil, err
 		}
 		if _, err := schedule(ctx, c, "bench-init", w.InitialPods); err != nil {
@@ -244,7 +265,7 @@ func run(bin string, w workload) (*result, error) {
 		}
 	}
 	// Measured pods, created while no scheduler serves them.
-	if err := createPods(ctx, c, w.MeasuredPods, "bench", w.measuredPod); err != nil {
+	if err := createPods(ctx, c, w.MeasuredPods, "measured", "bench", w.measuredPod); err != nil {
 		return nil, err
 	}
 	d, err := schedule(ctx, c, "bench", w.MeasuredPods)
@@ -256,10 +277,13 @@ func run(bin string, w workload) (*result, error) {
 
 func round(f float64) float64 { return float64(int(f*10+0.5)) / 10 }
 
-func createPods(ctx context.Context, c *client.Client, n int, schedulerName string, mk func(int) *corev1.Pod) error {
+// createPods creates n pods made by mk in the default namespace, labelled
+// bench=role, for the scheduler schedulerName.
+func createPods(ctx context.Context, c *client.Client, n int, role, schedulerName string, mk func(int) *corev1.Pod) error {
 	return parallel(n, func(i int) error {
 		p := mk(i)
 		p.Namespace = "default"
+		p.Labels["bench"] = role
 		p.Spec.SchedulerName = schedulerName
 		_, err := c.Pods().Create(ctx, p, metav1.CreateOptions{})
 		return err
