@@ -37,6 +37,7 @@ const (
 	noEndpointNodePortsMap = "no-endpoint-nodeports"
 	clusterIPsSet          = "cluster-ips"
 	nodePortIPsSet         = "nodeport-ips"
+	hairpinSet             = "hairpin-endpoints"
 )
 
 // Config is what the rule plan depends on besides the API objects.
@@ -179,17 +180,19 @@ func (b *builder) element(set, value, comment string, key ...string) {
 }
 
 func (b *builder) rules() *ServiceRules {
+	slices.SortFunc(b.elements, func(x, y Element) int { return strings.Compare(x.id(), y.id()) })
+	// Ports sharing an endpoint address share its hairpin element.
+	b.elements = slices.CompactFunc(b.elements, func(x, y Element) bool { return x.id() == y.id() })
 	r := &ServiceRules{Sets: b.sets, Elements: b.elements, UDP: b.udp}
 	for _, c := range b.chains {
 		r.Chains = append(r.Chains, *c)
 	}
 	slices.SortFunc(r.Chains, func(a, b Chain) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(r.Sets, func(a, b AffinitySet) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(r.Elements, func(a, b Element) int { return strings.Compare(a.id(), b.id()) })
 	return r
 }
 
-// Chain names. A name is PREFIX-HASH-NS/NAME/PROTO/PORT[__IP/PORT]: the
+// Chain names. A name is PREFIX-HASH-NS/NAME/PROTO/PORT: the
 // hash (of the rest) keeps near-identical names apart at a glance, and
 // the "/" tells Service chains from the fixed ones.
 func hashed(prefix, base string) string {
@@ -203,9 +206,6 @@ func (sp *servicePort) base() string {
 func (sp *servicePort) clusterChain() string  { return hashed("service-", sp.base()) }
 func (sp *servicePort) localChain() string    { return hashed("local-", sp.base()) }
 func (sp *servicePort) externalChain() string { return hashed("external-", sp.base()) }
-func (sp *servicePort) endpointChain(e endpoint) string {
-	return hashed("endpoint-", sp.base()+"__"+e.ip.String()+"/"+strconv.Itoa(e.port))
-}
 
 // affinitySet names the endpoint's affinity set. Its hash covers the
 // timeout too: a set's timeout cannot change, so a new timeout makes a new
@@ -308,15 +308,11 @@ func (b *builder) port(sp *servicePort, eps []endpoint) {
 	if usesLocal {
 		b.toEndpoints(sp, localChain, cat.local)
 	}
+	// Hairpin: a pod reaching itself through its Service must see the
+	// reply come from the Service, so nat-postrouting masquerades a DNATed
+	// packet whose source is its destination (the set holds "IP . IP").
 	for _, e := range cat.all {
-		ec := sp.endpointChain(e)
-		// Hairpin: a pod reaching itself through its Service must see the
-		// reply come from the Service, so it is masqueraded.
-		b.rule(ec, "", "ip saddr", e.ip, "jump", markMasqChain)
-		if sp.affinityTimeout > 0 {
-			b.rule(ec, "", "update @"+sp.affinitySet(e), "{ ip saddr }")
-		}
-		b.rule(ec, "", "meta l4proto", sp.protocol, "dnat to", e.String())
+		b.element(hairpinSet, "", "", e.ip.String(), e.ip.String())
 	}
 
 	if sp.protocol == "udp" {
@@ -329,19 +325,32 @@ func (b *builder) port(sp *servicePort, eps []endpoint) {
 }
 
 // toEndpoints writes a service chain: sticky clients first (session
-// affinity), then a random pick among the endpoints, one verdict map
-// lookup whatever their number.
+// affinity), then a random pick among the endpoints. The pick is a
+// cascade, as kube-proxy's iptables mode draws it: rule i of n matches
+// with probability 1/(n-i), so each endpoint gets 1/n. kube-proxy's
+// nftables mode jumps to a chain per endpoint through an anonymous
+// verdict map instead; here each endpoint is one rule, because `nft`
+// reads every chain and set of the table before each transaction, and
+// per-endpoint chains and maps made every sync 5× dearer (proxy README).
+// The cascade runs only for a connection's first packet.
 func (b *builder) toEndpoints(sp *servicePort, chain string, eps []endpoint) {
+	proto := "meta l4proto " + sp.protocol
 	if sp.affinityTimeout > 0 {
 		for _, e := range eps {
-			b.rule(chain, "", "ip saddr @"+sp.affinitySet(e), "goto", sp.endpointChain(e))
+			set := "@" + sp.affinitySet(e)
+			b.rule(chain, "", proto, "ip saddr", set, "update", set, "{ ip saddr } dnat to", e)
 		}
 	}
-	var vmap []string
 	for i, e := range eps {
-		vmap = append(vmap, fmt.Sprintf("%d : goto %s", i, sp.endpointChain(e)))
+		parts := []any{proto}
+		if left := len(eps) - i; left > 1 {
+			parts = append(parts, "numgen random mod", left, 0)
+		}
+		if sp.affinityTimeout > 0 {
+			parts = append(parts, "update @"+sp.affinitySet(e), "{ ip saddr }")
+		}
+		b.rule(chain, "", append(parts, "dnat to", e)...)
 	}
-	b.rule(chain, "", "numgen random mod", len(eps), "vmap {", strings.Join(vmap, " , "), "}")
 }
 
 // concat joins rule fragments with single spaces.

@@ -83,7 +83,7 @@ func TestPlan(t *testing.T) {
 		services: []*corev1.Service{makeService("shop", "api", "10.96.3.3").Port("grpc", tcp, 9000, named("grpc-port")).Obj()},
 		slices:   []*discoveryv1.EndpointSlice{makeSlice("shop", "api-1", "api").Port("grpc", tcp, 50051).Endpoint("10.244.2.2", "node-b", ready).Obj()},
 	}, {
-		name: "a Service with two ports gets a chain per port and endpoint",
+		name: "a Service with two ports gets a chain per port",
 		services: []*corev1.Service{makeService("default", "db", "10.96.0.20").
 			Port("sql", tcp, 5432, num(5432)).Port("metrics", tcp, 9187, num(9187)).Obj()},
 		slices: []*discoveryv1.EndpointSlice{makeSlice("default", "db-1", "db").Port("sql", tcp, 5432).Port("metrics", tcp, 9187).

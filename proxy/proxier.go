@@ -83,6 +83,7 @@ type Proxier struct {
 	// Owned by Sync (one at a time, under syncMu).
 	syncMu   sync.Mutex
 	applied  map[types.NamespacedName]*ServiceRules // what the kernel has
+	shared   sharedElements                         // holders of each shared element the kernel has
 	stale    map[string]time.Time                   // flushed chains to delete, and since when
 	needFull bool
 	lastSync time.Time
@@ -124,6 +125,7 @@ func New(opts Options) (*Proxier, error) {
 		dirty:    map[types.NamespacedName]bool{},
 		triggers: map[types.NamespacedName][]time.Time{},
 		applied:  map[types.NamespacedName]*ServiceRules{},
+		shared:   sharedElements{},
 		stale:    map[string]time.Time{},
 		needFull: true,
 		started:  opts.Now(),
@@ -323,6 +325,7 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	p.mu.Unlock()
 
 	tx := p.nft.NewTransaction()
+	var changes map[types.NamespacedName]change
 	if full {
 		rs := &Ruleset{Services: map[types.NamespacedName]*ServiceRules{}}
 		for k, r := range planned {
@@ -333,7 +336,7 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 		writeFull(tx, p.opts.Config, rs)
 		clear(p.stale) // the table is rewritten without them
 	} else {
-		changes := map[types.NamespacedName]change{}
+		changes = map[types.NamespacedName]change{}
 		for k, r := range planned {
 			changes[k] = change{old: p.applied[k], new: r}
 			for _, c := range chainsOf(r) {
@@ -346,7 +349,7 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 				delete(p.stale, name)
 			}
 		}
-		gone := writeDiff(tx, changes, p.opts.ChainDeleteDelay == 0)
+		gone := writeDiff(tx, changes, p.shared, p.opts.ChainDeleteDelay == 0)
 		if p.opts.ChainDeleteDelay > 0 {
 			for _, name := range gone {
 				p.stale[name] = start
@@ -371,6 +374,18 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	}
 	done := p.opts.Now()
 	p.needFull = false
+	if full {
+		clear(p.shared)
+		for _, r := range planned {
+			for _, e := range elementsOf(r) {
+				if isShared(e) {
+					p.shared.add(e.id())
+				}
+			}
+		}
+	} else {
+		p.shared.apply(sharedDelta(changes))
+	}
 
 	var stale []ConntrackFilter
 	for k, r := range planned {

@@ -91,21 +91,22 @@ func TestIncrementalSync(t *testing.T) {
 		if res.Full || res.Services != 1 {
 			t.Fatalf("want an incremental sync of 1 Service, got %+v", res)
 		}
+		// The service chain is rewritten with the new endpoint, and the
+		// endpoint's address joins the hairpin set; nothing else.
+		hairpin := "add element ip minik-proxy hairpin-endpoints { 10.244.1.8 . 10.244.1.8 }"
 		for _, line := range strings.Split(strings.TrimSpace(res.Transaction), "\n") {
-			if !strings.Contains(line, "default/web/") {
+			if !strings.Contains(line, "default/web/") && line != hairpin {
 				t.Errorf("operation outside Service default/web: %s", line)
 			}
 		}
-		// The new endpoint's chain is added and the service chain rewritten;
-		// nothing else (the map elements point at the same chains).
-		if n := strings.Count(res.Transaction, "add chain"); n != 1 {
-			t.Errorf("%d chains added, want 1 (the new endpoint's):\n%s", n, res.Transaction)
+		if n := strings.Count(res.Transaction, "add chain"); n != 0 {
+			t.Errorf("%d chains added, want none (an endpoint is a rule of the service chain):\n%s", n, res.Transaction)
 		}
 		if n := strings.Count(res.Transaction, "flush chain"); n != 1 {
 			t.Errorf("%d chains flushed, want 1 (the service chain):\n%s", n, res.Transaction)
 		}
-		if strings.Contains(res.Transaction, "element") {
-			t.Errorf("map elements touched though no address or verdict changed:\n%s", res.Transaction)
+		if n := strings.Count(res.Transaction, "element"); n != 1 || !strings.Contains(res.Transaction, hairpin) {
+			t.Errorf("want one element added, the new endpoint's hairpin pair:\n%s", res.Transaction)
 		}
 		assertMatchesPlan(t, p, fake)
 	})
@@ -120,7 +121,7 @@ func TestIncrementalSync(t *testing.T) {
 			"delete element ip minik-proxy service-ips { 10.96.0.20 . tcp . 5432 }",
 			`add element ip minik-proxy no-endpoint-services { 10.96.0.20 . tcp . 5432 comment "default/db:sql" : goto reject-chain }`,
 			"delete chain ip minik-proxy service-",
-			"delete chain ip minik-proxy endpoint-",
+			"delete element ip minik-proxy hairpin-endpoints { 10.244.0.9 . 10.244.0.9 }",
 		} {
 			if !strings.Contains(res.Transaction, want) {
 				t.Errorf("transaction lacks %q:\n%s", want, res.Transaction)
@@ -139,6 +140,31 @@ func TestIncrementalSync(t *testing.T) {
 		}
 		if strings.Contains(fake.Dump(), "default/web") || strings.Contains(fake.Dump(), "30080") {
 			t.Errorf("objects of default/web remain:\n%s", fake.Dump())
+		}
+		assertMatchesPlan(t, p, fake)
+	})
+
+	t.Run("Services sharing an endpoint share its hairpin pair until the last lets it go", func(t *testing.T) {
+		p, fake := newFakeProxier(t, all...)
+		pair := "hairpin-endpoints { 10.244.0.9 . 10.244.0.9 }"
+		// A second Service selects db's pod.
+		admin := makeService("default", "db-admin", "10.96.0.21").Port("sql", tcp, 5432, num(5432)).Obj()
+		adminSlice := makeSlice("default", "db-admin-1", "db-admin").Port("sql", tcp, 5432).Endpoint("10.244.0.9", "node-a", ready).Obj()
+		p.OnServiceAdd(admin)
+		p.OnEndpointSliceAdd(adminSlice)
+		if res := mustSync(t, p); strings.Contains(res.Transaction, pair) {
+			t.Errorf("the pair was written again for its second holder:\n%s", res.Transaction)
+		}
+		p.OnServiceDelete(db)
+		p.OnEndpointSliceDelete(dbSlice)
+		if res := mustSync(t, p); strings.Contains(res.Transaction, pair) {
+			t.Errorf("the pair was deleted while db-admin still holds it:\n%s", res.Transaction)
+		}
+		assertMatchesPlan(t, p, fake)
+		p.OnServiceDelete(admin)
+		p.OnEndpointSliceDelete(adminSlice)
+		if res := mustSync(t, p); !strings.Contains(res.Transaction, "delete element ip minik-proxy "+pair) {
+			t.Errorf("the pair outlived its last holder:\n%s", res.Transaction)
 		}
 		assertMatchesPlan(t, p, fake)
 	})
@@ -388,14 +414,16 @@ func TestChainDeletionCanWait(t *testing.T) {
 	web := makeService("default", "web", "10.96.0.10").Port("http", tcp, 80, num(8080)).Obj()
 	two := makeSlice("default", "web-1", "web").Port("http", tcp, 8080).
 		Endpoint("10.244.0.5", "node-a", ready).Endpoint("10.244.1.7", "node-b", ready).Obj()
-	one := makeSlice("default", "web-1", "web").Port("http", tcp, 8080).Endpoint("10.244.0.5", "node-a", ready).Obj()
+	// A Service whose endpoints all go keeps no service chain: its address
+	// now leads to the reject verdict.
+	empty := makeSlice("default", "web-1", "web").Port("http", tcp, 8080).Obj()
 	p.OnServiceAdd(web)
 	p.OnEndpointSliceAdd(two)
 	p.SetInitialized()
 	mustSync(t, p)
-	gone := "endpoint-T3YFOJIQ-default/web/tcp/http__10.244.1.7/8080"
+	gone := "service-SUSTUHLJ-default/web/tcp/http"
 
-	p.OnEndpointSliceUpdate(two, one)
+	p.OnEndpointSliceUpdate(two, empty)
 	now = now.Add(10 * time.Millisecond)
 	res := mustSync(t, p)
 	if !strings.Contains(res.Transaction, "flush chain ip minik-proxy "+gone) || strings.Contains(res.Transaction, "delete chain") {
@@ -417,11 +445,11 @@ func TestChainDeletionCanWait(t *testing.T) {
 	assertMatchesPlan(t, p, fake)
 
 	// A chain wanted again before its deletion is refilled, not deleted.
-	p.OnEndpointSliceUpdate(one, two)
+	p.OnEndpointSliceUpdate(empty, two)
 	mustSync(t, p)
-	p.OnEndpointSliceUpdate(two, one)
+	p.OnEndpointSliceUpdate(two, empty)
 	mustSync(t, p)
-	p.OnEndpointSliceUpdate(one, two)
+	p.OnEndpointSliceUpdate(empty, two)
 	now = now.Add(2 * time.Second)
 	res = mustSync(t, p)
 	if strings.Contains(res.Transaction, "delete chain") {

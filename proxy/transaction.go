@@ -58,6 +58,9 @@ func addBase(tx *knftables.Transaction, cfg Config) {
 	}
 
 	tx.Add(&knftables.Rule{Chain: markMasqChain, Rule: "mark set mark or " + masqueradeMark})
+	tx.Add(&knftables.Set{Name: hairpinSet, Type: "ipv4_addr . ipv4_addr", Comment: ptr("each endpoint address twice (source . destination)")})
+	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "ct status dnat ip saddr . ip daddr @" + hairpinSet + " jump " + markMasqChain,
+		Comment: ptr("hairpin: an endpoint reaching itself through its Service")})
 	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "mark and " + masqueradeMark + " == 0 return"})
 	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "mark set mark xor " + masqueradeMark})
 	tx.Add(&knftables.Rule{Chain: masqueradingChain, Rule: "masquerade fully-random"})
@@ -102,6 +105,7 @@ func writeFull(tx *knftables.Transaction, cfg Config, rs *Ruleset) {
 	tx.Add(&knftables.Table{})
 	tx.Delete(&knftables.Table{})
 	addBase(tx, cfg)
+	shared := sharedElements{}
 	keys := sortedKeys(rs.Services)
 	for _, k := range keys {
 		r := rs.Services[k]
@@ -118,9 +122,53 @@ func writeFull(tx *knftables.Transaction, cfg Config, rs *Ruleset) {
 			addRules(tx, c)
 		}
 		for _, e := range r.Elements {
-			tx.Add(element(e, true))
+			if !isShared(e) || shared.add(e.id()) {
+				tx.Add(element(e, true))
+			}
 		}
 	}
+}
+
+// sharedElements counts, for each element of a set several Services may
+// hold (the hairpin set: two Services can select one pod), how many
+// Services hold it: the element is written with the first and deleted
+// with the last.
+type sharedElements map[string]int
+
+func isShared(e Element) bool { return e.Set == hairpinSet }
+
+// add counts one more holder of id and says whether it is the first.
+func (s sharedElements) add(id string) bool {
+	s[id]++
+	return s[id] == 1
+}
+
+// apply adds delta (holders gained or lost per element) to s.
+func (s sharedElements) apply(delta map[string]int) {
+	for id, d := range delta {
+		if s[id] += d; s[id] <= 0 {
+			delete(s, id)
+		}
+	}
+}
+
+// sharedDelta is how many holders each shared element gains or loses
+// through changes.
+func sharedDelta(changes map[types.NamespacedName]change) map[string]int {
+	delta := map[string]int{}
+	for _, ch := range changes {
+		for _, e := range elementsOf(ch.old) {
+			if isShared(e) {
+				delta[e.id()]--
+			}
+		}
+		for _, e := range elementsOf(ch.new) {
+			if isShared(e) {
+				delta[e.id()]++
+			}
+		}
+	}
+	return delta
 }
 
 // change is one Service's old and new rules (either may be nil).
@@ -134,8 +182,10 @@ type change struct {
 // touched. Removals of elements come before additions, so that an
 // address or node port moving from one Service to another in the same
 // sync works. Chains no longer wanted are flushed, and deleted too when
-// deleteChains; it returns their names.
-func writeDiff(tx *knftables.Transaction, changes map[types.NamespacedName]change, deleteChains bool) (gone []string) {
+// deleteChains; it returns their names. An element of a shared set is
+// written when its first holder comes and deleted when its last goes
+// (shared counts the holders before the changes).
+func writeDiff(tx *knftables.Transaction, changes map[types.NamespacedName]change, shared sharedElements, deleteChains bool) (gone []string) {
 	keys := sortedKeys(changes)
 	// 1. New sets and chains (empty), so that anything may refer to them.
 	for _, k := range keys {
@@ -174,11 +224,18 @@ func writeDiff(tx *knftables.Transaction, changes map[types.NamespacedName]chang
 		}
 	}
 	// 3. Elements: removed or changed ones out, then new or changed in.
+	delta := sharedDelta(changes)
+	sharedDone := map[string]bool{}
 	for _, k := range keys {
 		ch := changes[k]
 		newEls := indexElements(ch.new)
 		for _, e := range elementsOf(ch.old) {
-			if n, ok := newEls[e.id()]; !ok || !sameElement(n, e) {
+			if isShared(e) {
+				if id := e.id(); !sharedDone[id] && shared[id] > 0 && shared[id]+delta[id] <= 0 {
+					sharedDone[id] = true
+					tx.Delete(element(e, false))
+				}
+			} else if n, ok := newEls[e.id()]; !ok || !sameElement(n, e) {
 				tx.Delete(element(e, false))
 			}
 		}
@@ -187,7 +244,12 @@ func writeDiff(tx *knftables.Transaction, changes map[types.NamespacedName]chang
 		ch := changes[k]
 		oldEls := indexElements(ch.old)
 		for _, e := range elementsOf(ch.new) {
-			if o, ok := oldEls[e.id()]; !ok || !sameElement(o, e) {
+			if isShared(e) {
+				if id := e.id(); !sharedDone[id] && shared[id] <= 0 && shared[id]+delta[id] > 0 {
+					sharedDone[id] = true
+					tx.Add(element(e, true))
+				}
+			} else if o, ok := oldEls[e.id()]; !ok || !sameElement(o, e) {
 				tx.Add(element(e, true))
 			}
 		}
@@ -240,7 +302,7 @@ func affinitySet(s AffinitySet) *knftables.Set {
 // element converts e; a deleted element needs only its key.
 func element(e Element, withValue bool) *knftables.Element {
 	el := &knftables.Element{Key: e.Key}
-	if e.Set == clusterIPsSet || e.Set == nodePortIPsSet {
+	if e.Set == clusterIPsSet || e.Set == nodePortIPsSet || e.Set == hairpinSet {
 		el.Set = e.Set
 	} else {
 		el.Map = e.Set
