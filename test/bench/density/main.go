@@ -26,8 +26,7 @@
 //     this bench
 //
 // Run it with `make bench-density` or `go run ./test/bench/density -h`;
-// BENCH_QUICK=1 runs 50 nodes × 10 pods and 20 latency pods. -plot FILE
-// writes the startup latency CDF as a PNG.
+// -plot FILE writes the startup latency CDF as a PNG.
 package main
 
 import (
@@ -37,7 +36,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -75,9 +73,6 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (the components' logs are in it)")
 	flag.DurationVar(&o.timeout, "timeout", 25*time.Minute, "give up after this long")
 	flag.Parse()
-	if quick, _ := strconv.ParseBool(os.Getenv("BENCH_QUICK")); quick {
-		o.nodes, o.podsPerNode, o.replicasPerDeployment, o.latencyPods = 50, 10, 100, 20
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {

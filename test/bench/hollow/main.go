@@ -8,8 +8,7 @@
 //	        ▲ watches, Leases, node status
 //	minik hollow --nodes N  (one process, identity hollow.User)
 //
-// Run it with `make bench-hollow` or `go run ./test/bench/hollow -h`;
-// BENCH_QUICK=1 runs 200 nodes and a 10s window.
+// Run it with `make bench-hollow` or `go run ./test/bench/hollow -h`.
 package main
 
 import (
@@ -19,7 +18,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -42,9 +40,6 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 30*time.Second, "wait after every node is Ready before the idle window (the first status rounds)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (the components' logs are in it)")
 	flag.Parse()
-	if quick, _ := strconv.ParseBool(os.Getenv("BENCH_QUICK")); quick {
-		o.nodes, o.idle, o.settle = 200, 10*time.Second, 5*time.Second
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {

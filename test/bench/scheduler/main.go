@@ -40,6 +40,7 @@ import (
 	"minik/client/informer"
 	"minik/client/kubeconfig"
 	"minik/scheduler"
+	"minik/test/bench/benchkit"
 )
 
 // workload is one scheduler_perf test case.
@@ -125,6 +126,7 @@ func main() {
 		bin   = flag.String("bin", "bin/minik", "the minik binary")
 		prof  = flag.String("cpuprofile", "", "write a CPU profile of the measured phases to this file")
 	)
+	flag.StringVar(&plotFile, "plot", "", "draw the pods scheduled over time in SchedulingBasic to this PNG file")
 	flag.BoolVar(&sendEvents, "events", true, "send the scheduler's events (Scheduled, FailedScheduling) to the apiserver")
 	flag.Parse()
 	if *prof != "" {
@@ -183,6 +185,9 @@ func scaled(n int, f float64) int {
 	return max(1, int(float64(n)*f))
 }
 
+// plotFile is the -plot flag.
+var plotFile string
+
 // sendEvents is the -events flag.
 var sendEvents = true
 
@@ -239,7 +244,7 @@ func run(bin string, w workload) (*result, error) {
 		if err := createPods(ctx, c, w.InitialPods, "bench-init", w.initialPod); err != nil {
 			return nil, err
 		}
-		if _, err := schedule(ctx, c, "bench-init", w.InitialPods); err != nil {
+		if _, _, err := schedule(ctx, c, "bench-init", w.InitialPods); err != nil {
 			return nil, fmt.Errorf("initial pods: %w", err)
 		}
 	}
@@ -247,9 +252,19 @@ func run(bin string, w workload) (*result, error) {
 	if err := createPods(ctx, c, w.MeasuredPods, "bench", w.measuredPod); err != nil {
 		return nil, err
 	}
-	d, err := schedule(ctx, c, "bench", w.MeasuredPods)
+	d, binds, err := schedule(ctx, c, "bench", w.MeasuredPods)
 	if err != nil {
 		return nil, fmt.Errorf("measured pods: %w", err)
+	}
+	if plotFile != "" && w.Name == "SchedulingBasic" {
+		xs, ys := make([]float64, len(binds)), make([]float64, len(binds))
+		for i, t := range binds {
+			xs[i], ys[i] = t.Seconds(), float64(i+1)
+		}
+		title := fmt.Sprintf("SchedulingBasic: %d pods on %d nodes", w.MeasuredPods, w.Nodes)
+		if err := benchkit.PlotSeries(plotFile, title, "seconds since the scheduler's caches synced", "pods scheduled", xs, ys); err != nil {
+			return nil, err
+		}
 	}
 	return &result{Workload: w.Name, Nodes: w.Nodes, Pods: w.MeasuredPods, PodsPerS: round(float64(w.MeasuredPods) / d.Seconds()), Seconds: round(d.Seconds())}, nil
 }
@@ -269,14 +284,29 @@ func createPods(ctx context.Context, c *client.Client, n int, schedulerName stri
 // schedule runs a scheduler named name until want of its pods are bound,
 // and returns the time from its caches being synced to the last bind
 // being seen through its watch.
-func schedule(ctx context.Context, c *client.Client, name string, want int) (time.Duration, error) {
+func schedule(ctx context.Context, c *client.Client, name string, want int) (time.Duration, []time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var bound atomic.Int64
 	done := make(chan struct{})
 	var once sync.Once
+	var (
+		mu    sync.Mutex
+		start time.Time
+		binds []time.Duration // when each bind was seen, from start
+	)
 	count := func(p *corev1.Pod) {
-		if p.Spec.SchedulerName == name && p.Spec.NodeName != "" && int(bound.Add(1)) >= want {
+		if p.Spec.SchedulerName != name || p.Spec.NodeName == "" {
+			return
+		}
+		mu.Lock()
+		var at time.Duration // a bind seen before start was noted came at once
+		if !start.IsZero() {
+			at = time.Since(start)
+		}
+		binds = append(binds, at)
+		mu.Unlock()
+		if int(bound.Add(1)) >= want {
 			once.Do(func() { close(done) })
 		}
 	}
@@ -300,14 +330,19 @@ func schedule(ctx context.Context, c *client.Client, name string, want int) (tim
 	select {
 	case <-s.Synced():
 	case err := <-errc:
-		return 0, err
+		return 0, nil, err
 	}
-	start := time.Now()
+	mu.Lock()
+	start = time.Now()
+	mu.Unlock()
 	select {
 	case <-done:
-		return time.Since(start), nil
+		d := time.Since(start)
+		mu.Lock()
+		defer mu.Unlock()
+		return d, binds, nil
 	case <-time.After(10 * time.Minute):
-		return 0, fmt.Errorf("only %d of %d pods bound after 10 minutes", bound.Load(), want)
+		return 0, nil, fmt.Errorf("only %d of %d pods bound after 10 minutes", bound.Load(), want)
 	}
 }
 
