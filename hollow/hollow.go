@@ -132,7 +132,10 @@ func Run(ctx context.Context, cfg Config) error {
 		kc := kubelet.Config{
 			NodeName: name, Client: cfg.Client, Runtime: fake.New(fake.Config{}), RootDir: filepath.Join(cfg.RootDir, name),
 			NodeIP: nodeIP, NodeLabels: cfg.Labels, MaxPods: cfg.MaxPods, Stats: idleStats{}, Shared: shared,
-			Logger: cfg.Logger, Ready: ready[i],
+			// The kubelet's default: with Leases for heartbeats, an
+			// unchanged status is sent every 5 minutes.
+			NodeStatusReportInterval: 5 * time.Minute,
+			Logger:                   cfg.Logger, Ready: ready[i],
 		}
 		wg.Go(func() {
 			if err := kubelet.Run(ctx, kc); err != nil && ctx.Err() == nil {

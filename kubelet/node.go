@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -197,22 +198,30 @@ func (k *Kubelet) nodeStatusLoop(ctx context.Context) error {
 // conflict (the node controller wrote the Node in between: its podCIDR
 // just after registration, or a taint) is retried at once on a fresh
 // read, a few times, instead of waiting for the next round.
+//
+// The first try starts from the Node the kubelet last saw (its watch, or
+// its own last write) instead of reading it, as the kubelet reads it from
+// the apiserver's cache: every 10s on every node, a read would cost more
+// than the rare conflict it avoids.
 func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
 	for attempt := 0; ; attempt++ {
-		err := k.tryUpdateNodeStatus(ctx, force)
+		err := k.tryUpdateNodeStatus(ctx, force, attempt > 0)
 		if !apierrors.IsConflict(err) || attempt == 4 {
 			return err
 		}
 	}
 }
 
-func (k *Kubelet) tryUpdateNodeStatus(ctx context.Context, force bool) error {
+func (k *Kubelet) tryUpdateNodeStatus(ctx context.Context, force, read bool) error {
 	nodes := k.cfg.Client.Nodes()
-	node, err := nodes.Get(ctx, "", k.cfg.NodeName, metav1.GetOptions{})
-	if err != nil {
-		return err
+	node := k.currentNode()
+	if read || node == nil {
+		var err error
+		if node, err = nodes.Get(ctx, "", k.cfg.NodeName, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		k.setNode(node)
 	}
-	k.setNode(node)
 	want := k.nodeStatus(ctx, node.Status)
 	if !force && apiequality.Semantic.DeepEqual(stripHeartbeats(want), stripHeartbeats(node.Status)) {
 		return nil
@@ -243,7 +252,7 @@ func (k *Kubelet) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.
 	now := metav1.NewTime(k.cfg.Clock.Now().Truncate(time.Second))
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
-		corev1.ResourceMemory: *resource.NewQuantity(memTotal(), resource.BinarySI),
+		corev1.ResourceMemory: *resource.NewQuantity(host().memTotal, resource.BinarySI),
 		corev1.ResourcePods:   *resource.NewQuantity(int64(k.cfg.MaxPods), resource.DecimalSI),
 	}
 	var fs syscall.Statfs_t
@@ -259,8 +268,8 @@ func (k *Kubelet) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.
 		},
 		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: k.servingPort}},
 		NodeInfo: corev1.NodeSystemInfo{
-			MachineID: readTrim("/etc/machine-id"), BootID: readTrim("/proc/sys/kernel/random/boot_id"),
-			KernelVersion: readTrim("/proc/sys/kernel/osrelease"), OSImage: osImage(),
+			MachineID: host().machineID, BootID: host().bootID,
+			KernelVersion: host().kernel, OSImage: host().osImage,
 			ContainerRuntimeVersion: k.runtimeVersion, KubeletVersion: KubeletVersion, KubeProxyVersion: "",
 			OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH,
 		},
@@ -339,6 +348,21 @@ func (k *Kubelet) recordConditionEvents(old, cur []corev1.NodeCondition) {
 	}
 }
 
+// hostFacts are what the node status reports of the host that cannot
+// change while the kubelet runs, read once per process as the kubelet
+// reads cAdvisor's machine info once: rereading five files every 10s is
+// most of an idle kubelet's status work, and thousands of hollow
+// kubelets in one process would each do it.
+type hostFacts struct {
+	machineID, bootID, kernel, osImage string
+	memTotal                           int64 // bytes
+}
+
+var host = sync.OnceValue(func() hostFacts {
+	return hostFacts{machineID: readTrim("/etc/machine-id"), bootID: readTrim("/proc/sys/kernel/random/boot_id"),
+		kernel: readTrim("/proc/sys/kernel/osrelease"), osImage: osImage(), memTotal: memTotal()}
+})
+
 func readTrim(path string) string {
 	b, _ := os.ReadFile(path)
 	return strings.TrimSpace(string(b))
@@ -366,11 +390,15 @@ func memTotal() int64 {
 }
 
 // leaseLoop renews the node's Lease in kube-node-lease every
-// LeaseRenewInterval: the node lifecycle controller's heartbeat.
+// LeaseRenewInterval: the node lifecycle controller's heartbeat. As the
+// kubelet's lease controller, it renews the Lease it last wrote without
+// reading it first, and reads it again only when that write fails.
 func (k *Kubelet) leaseLoop(ctx context.Context) error {
 	leases := k.cfg.Client.Leases()
+	var last *coordinationv1.Lease
 	for {
-		if err := k.renewLease(ctx, leases); err != nil && ctx.Err() == nil {
+		var err error
+		if last, err = k.renewLease(ctx, leases, last); err != nil && ctx.Err() == nil {
 			k.log.Warn("renewing the node lease", "err", err)
 		}
 		select {
@@ -381,14 +409,24 @@ func (k *Kubelet) leaseLoop(ctx context.Context) error {
 	}
 }
 
+// renewLease renews last (the Lease as last written, nil for none) and
+// returns the Lease written, nil after a failure.
 func (k *Kubelet) renewLease(ctx context.Context, leases interface {
 	Get(context.Context, string, string, metav1.GetOptions) (*coordinationv1.Lease, error)
 	Create(context.Context, *coordinationv1.Lease, metav1.CreateOptions) (*coordinationv1.Lease, error)
 	Update(context.Context, *coordinationv1.Lease, metav1.UpdateOptions) (*coordinationv1.Lease, error)
-}) error {
+}, last *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	now := metav1.NewMicroTime(k.cfg.Clock.Now())
 	holder := k.cfg.NodeName
 	dur := int32(k.cfg.LeaseDuration / time.Second)
+	if last != nil {
+		lease := last.DeepCopy()
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &holder, &dur, &now
+		if written, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err == nil {
+			return written, nil
+		}
+		// Changed or gone meanwhile: read it as it is now.
+	}
 	lease, err := leases.Get(ctx, leaseNamespace, k.cfg.NodeName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		lease = &coordinationv1.Lease{
@@ -398,12 +436,10 @@ func (k *Kubelet) renewLease(ctx context.Context, leases interface {
 		if n := k.currentNode(); n != nil && n.UID != "" {
 			lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
 		}
-		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
-		return err
+		return leases.Create(ctx, lease, metav1.CreateOptions{})
 	} else if err != nil {
-		return err
+		return nil, err
 	}
 	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &holder, &dur, &now
-	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
-	return err
+	return leases.Update(ctx, lease, metav1.UpdateOptions{})
 }
