@@ -36,6 +36,18 @@ func (b *svcBuilder) NodePort(port int32) *svcBuilder {
 
 func (b *svcBuilder) Type(t corev1.ServiceType) *svcBuilder { b.s.Spec.Type = t; return b }
 
+// LoadBalancer makes it a LoadBalancer Service with these ingress IPs
+// (as a cloud's controller would set them) and source ranges.
+func (b *svcBuilder) LoadBalancer(ingress []string, sourceRanges ...string) *svcBuilder {
+	b.s.Spec.Type = corev1.ServiceTypeLoadBalancer
+	b.s.Status.LoadBalancer.Ingress = nil
+	for _, ip := range ingress {
+		b.s.Status.LoadBalancer.Ingress = append(b.s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+	}
+	b.s.Spec.LoadBalancerSourceRanges = sourceRanges
+	return b
+}
+
 func (b *svcBuilder) Affinity(seconds int32) *svcBuilder {
 	b.s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
 	b.s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &seconds}}
@@ -115,8 +127,10 @@ func (b *sliceBuilder) TriggerTime(t time.Time) *sliceBuilder {
 
 func (b *sliceBuilder) Obj() *discoveryv1.EndpointSlice { return b.s.DeepCopy() }
 
-// testConfig is the node of the plan tests: node-a, pods in 10.244.0.0/16.
-var testConfig = Config{NodeName: "node-a", ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16")}
+// testConfig is the node of the plan tests: node-a, pods in 10.244.0.0/16,
+// Services in 10.96.0.0/12.
+var testConfig = Config{NodeName: "node-a", ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16"),
+	ServiceCIDR: netip.MustParsePrefix("10.96.0.0/12")}
 
 var (
 	tcp = corev1.ProtocolTCP

@@ -26,6 +26,10 @@ type servicePort struct {
 
 	clusterIP   netip.Addr
 	externalIPs []netip.Addr // spec.externalIPs and LoadBalancer ingress IPs
+	// loadBalancerIPs are the ingress IPs (also in externalIPs), and
+	// sourceRanges the loadBalancerSourceRanges allowed to reach them.
+	loadBalancerIPs []netip.Addr
+	sourceRanges    []netip.Prefix
 
 	externalPolicyLocal bool // externalTrafficPolicy: Local (only when externally accessible)
 	internalPolicyLocal bool // internalTrafficPolicy: Local
@@ -72,10 +76,20 @@ func servicePorts(svc *corev1.Service) []*servicePort {
 			external = append(external, a)
 		}
 	}
+	var lbIPs []netip.Addr
+	var ranges []netip.Prefix
 	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 		for _, ing := range svc.Status.LoadBalancer.Ingress {
 			if a, err := netip.ParseAddr(ing.IP); err == nil && a.Is4() {
 				external = append(external, a)
+				lbIPs = append(lbIPs, a)
+			}
+		}
+		for _, r := range svc.Spec.LoadBalancerSourceRanges {
+			// Spaces are tolerated, as kube-proxy does (older apiservers
+			// let them through validation).
+			if p, err := netip.ParsePrefix(strings.TrimSpace(r)); err == nil && p.Addr().Is4() {
+				ranges = append(ranges, p.Masked())
 			}
 		}
 	}
@@ -96,6 +110,7 @@ func servicePorts(svc *corev1.Service) []*servicePort {
 		sp := &servicePort{
 			namespace: svc.Namespace, name: svc.Name, portName: p.Name,
 			protocol: proto, port: int(p.Port), clusterIP: ip, externalIPs: external,
+			loadBalancerIPs: lbIPs, sourceRanges: ranges,
 			internalPolicyLocal: svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
 			affinityTimeout:     affinity,
 		}

@@ -240,6 +240,47 @@ func TestKernel(t *testing.T) {
 		}
 	})
 
+	t.Run("an address of the Service range that no Service has is dropped", func(t *testing.T) {
+		// Unless dropped, the node routes it on, by its default route, to
+		// the client host, which answers for that address.
+		client.ip(t, "addr", "add", "10.96.0.99/32", "dev", "lo")
+		client.serve(t, "10.96.0.99:80", "leaked")
+		got, err := node.get(t, "10.96.0.99:80")
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			out, _ := list()
+			t.Fatalf("want a timeout (dropped), got %q, %v\n%s", got, err, out)
+		}
+	})
+
+	t.Run("loadBalancerSourceRanges let only those sources reach the load balancer IP", func(t *testing.T) {
+		client.ip(t, "route", "add", "192.168.88.0/24", "via", "192.168.77.2")
+		lb := makeService("default", "lb", "10.96.0.11").Port("http", tcp, 80, num(8080)).NodePort(30081).
+			LoadBalancer([]string{"192.168.88.10"}, "192.168.77.1/32").Obj()
+		lbSlice := makeSlice("default", "lb-1", "lb").Port("http", tcp, 8080).Endpoint("10.244.0.5", "node-a", ready).Obj()
+		p.OnServiceAdd(lb)
+		p.OnEndpointSliceAdd(lbSlice)
+		sync("load balancer added")
+		if got, err := client.get(t, "192.168.88.10:80"); err != nil || got != "a" {
+			t.Fatalf("from an allowed source: %q, %v", got, err)
+		}
+		elsewhere := lb.DeepCopy()
+		elsewhere.Spec.LoadBalancerSourceRanges = []string{"203.0.113.0/25"}
+		p.OnServiceUpdate(lb, elsewhere)
+		sync("source ranges changed")
+		_, err := client.get(t, "192.168.88.10:80")
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("from a source outside the ranges: want a timeout (dropped), got %v", err)
+		}
+		if got, err := client.get(t, "192.168.77.2:30081"); err != nil || got != "a" {
+			t.Fatalf("the NodePort is not subject to the ranges: %q, %v", got, err)
+		}
+		p.OnServiceDelete(elsewhere)
+		p.OnEndpointSliceDelete(lbSlice)
+		sync("load balancer deleted")
+	})
+
 	t.Run("an unknown port of the VIP is refused", func(t *testing.T) {
 		_, err := client.get(t, "10.96.0.10:81")
 		if !errors.Is(err, syscall.ECONNREFUSED) {

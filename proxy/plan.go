@@ -28,6 +28,7 @@ const (
 	masqueradingChain   = "masquerading"
 	markMasqChain       = "mark-for-masquerade"
 	endpointsCheckChain = "endpoints-check"
+	firewallCheckChain  = "firewall-check"
 	clusterIPsCheck     = "cluster-ips-check"
 	rejectChain         = "reject-chain"
 
@@ -35,6 +36,7 @@ const (
 	serviceNodePortsMap    = "service-nodeports"
 	noEndpointServicesMap  = "no-endpoint-services"
 	noEndpointNodePortsMap = "no-endpoint-nodeports"
+	firewallIPsMap         = "firewall-ips"
 	clusterIPsSet          = "cluster-ips"
 	nodePortIPsSet         = "nodeport-ips"
 	hairpinSet             = "hairpin-endpoints"
@@ -56,6 +58,10 @@ type Config struct {
 	// is masqueraded, and pods short-circuit externalTrafficPolicy Local.
 	// Invalid (the zero value): neither.
 	ClusterCIDR netip.Prefix
+	// ServiceCIDR is the Service cluster IP range: traffic to an address
+	// of it that no Service has is dropped, as kube-proxy does. Invalid
+	// (the zero value): no such rule.
+	ServiceCIDR netip.Prefix
 }
 
 // isLocal says whether an endpoint on node runs on this host.
@@ -206,6 +212,7 @@ func (sp *servicePort) base() string {
 func (sp *servicePort) clusterChain() string  { return hashed("service-", sp.base()) }
 func (sp *servicePort) localChain() string    { return hashed("local-", sp.base()) }
 func (sp *servicePort) externalChain() string { return hashed("external-", sp.base()) }
+func (sp *servicePort) firewallChain() string { return hashed("firewall-", sp.base()) }
 
 // affinitySet names the endpoint's affinity set. Its hash covers the
 // timeout too: a set's timeout cannot change, so a new timeout makes a new
@@ -269,6 +276,20 @@ func (b *builder) port(sp *servicePort, eps []endpoint) {
 		}
 		if !hasExternal {
 			b.element(noEndpointNodePortsMap, externalNoEndpoints, name, sp.protocol, np)
+		}
+	}
+
+	// loadBalancerSourceRanges: traffic to the load balancer's IPs from
+	// anywhere else is dropped before DNAT (filter-prerouting-pre-dnat).
+	if len(sp.loadBalancerIPs) > 0 && len(sp.sourceRanges) > 0 {
+		fw := sp.firewallChain()
+		allowed := make([]string, len(sp.sourceRanges))
+		for i, r := range sp.sourceRanges {
+			allowed[i] = r.String()
+		}
+		b.rule(fw, "", "ip saddr != {", strings.Join(allowed, ", "), "} drop")
+		for _, ip := range sp.loadBalancerIPs {
+			b.element(firewallIPsMap, "goto "+fw, "", ip.String(), sp.protocol, port)
 		}
 	}
 

@@ -102,6 +102,10 @@ func TestPlan(t *testing.T) {
 		services: []*corev1.Service{web().NodePort(30080).Type(corev1.ServiceTypeLoadBalancer).Obj()},
 		slices:   []*discoveryv1.EndpointSlice{webSlice().Endpoint("10.244.1.7", "node-b", ready).Obj()},
 	}, {
+		name:     "loadBalancerSourceRanges drop other sources before DNAT",
+		services: []*corev1.Service{web().NodePort(30080).LoadBalancer([]string{"203.0.113.10"}, " 192.168.0.0/24", "198.51.100.7/32").Obj()},
+		slices:   []*discoveryv1.EndpointSlice{webSlice().Endpoint("10.244.1.7", "node-b", ready).Obj()},
+	}, {
 		name:     "a Service without ready endpoints rejects its ClusterIP and NodePort",
 		services: []*corev1.Service{web().NodePort(30080).Obj()},
 		slices:   []*discoveryv1.EndpointSlice{webSlice().Endpoint("10.244.1.7", "node-b", notReady).Endpoint("10.244.1.8", "node-b", notServingTerm).Obj()},

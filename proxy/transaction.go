@@ -27,12 +27,14 @@ type baseChain struct {
 // (priority dstnat-10) so that it sees the Service's address, except the
 // check for unknown ports of a cluster IP, which must run after it.
 var baseChains = []baseChain{
+	{"filter-prerouting-pre-dnat", knftables.FilterType, knftables.PreroutingHook, knftables.DNATPriority + "-10",
+		[]string{"ct state new jump " + firewallCheckChain}},
 	{"filter-input", knftables.FilterType, knftables.InputHook, knftables.DNATPriority + "-10",
 		[]string{"ct state new jump " + endpointsCheckChain}},
 	{"filter-forward", knftables.FilterType, knftables.ForwardHook, knftables.DNATPriority + "-10",
 		[]string{"ct state new jump " + endpointsCheckChain, "ct state new jump " + clusterIPsCheck}},
 	{"filter-output", knftables.FilterType, knftables.OutputHook, knftables.DNATPriority + "-10",
-		[]string{"ct state new jump " + endpointsCheckChain}},
+		[]string{"ct state new jump " + endpointsCheckChain, "ct state new jump " + firewallCheckChain}},
 	{"filter-output-post-dnat", knftables.FilterType, knftables.OutputHook, knftables.DNATPriority + "+10",
 		[]string{"ct state new jump " + clusterIPsCheck}},
 	{"nat-prerouting", knftables.NATType, knftables.PreroutingHook, knftables.DNATPriority,
@@ -47,7 +49,7 @@ var baseChains = []baseChain{
 // maps and the helper chains. It depends only on cfg.
 func addBase(tx *knftables.Transaction, cfg Config) {
 	tx.Add(&knftables.Table{Comment: ptr("rules for minik proxy (Services)")})
-	for _, name := range []string{servicesChain, masqueradingChain, markMasqChain, endpointsCheckChain, clusterIPsCheck, rejectChain} {
+	for _, name := range []string{servicesChain, masqueradingChain, markMasqChain, endpointsCheckChain, firewallCheckChain, clusterIPsCheck, rejectChain} {
 		tx.Add(&knftables.Chain{Name: name})
 	}
 	for _, bc := range baseChains {
@@ -79,6 +81,8 @@ func addBase(tx *knftables.Transaction, cfg Config) {
 		Comment: ptr("vmap to drop or reject packets to services with no endpoints")})
 	tx.Add(&knftables.Map{Name: noEndpointNodePortsMap, Type: "inet_proto . inet_service : verdict",
 		Comment: ptr("vmap to drop or reject packets to service nodeports with no endpoints")})
+	tx.Add(&knftables.Map{Name: firewallIPsMap, Type: "ipv4_addr . inet_proto . inet_service : verdict",
+		Comment: ptr("destinations that are subject to LoadBalancerSourceRanges")})
 	tx.Add(&knftables.Set{Name: clusterIPsSet, Type: "ipv4_addr", Comment: ptr("Active ClusterIPs")})
 
 	nodePorts := "fib daddr type local ip daddr != 127.0.0.0/8"
@@ -93,8 +97,13 @@ func addBase(tx *knftables.Transaction, cfg Config) {
 	tx.Add(&knftables.Rule{Chain: servicesChain, Rule: nodePorts + " meta l4proto . th dport vmap @" + serviceNodePortsMap})
 	tx.Add(&knftables.Rule{Chain: endpointsCheckChain, Rule: "ip daddr . meta l4proto . th dport vmap @" + noEndpointServicesMap})
 	tx.Add(&knftables.Rule{Chain: endpointsCheckChain, Rule: nodePorts + " meta l4proto . th dport vmap @" + noEndpointNodePortsMap})
+	tx.Add(&knftables.Rule{Chain: firewallCheckChain, Rule: "ip daddr . meta l4proto . th dport vmap @" + firewallIPsMap})
 	tx.Add(&knftables.Rule{Chain: clusterIPsCheck, Rule: "ip daddr @" + clusterIPsSet + " goto " + rejectChain,
 		Comment: ptr("Reject traffic to invalid ports of ClusterIPs")})
+	if cfg.ServiceCIDR.IsValid() {
+		tx.Add(&knftables.Rule{Chain: clusterIPsCheck, Rule: "ip daddr " + cfg.ServiceCIDR.String() + " drop",
+			Comment: ptr("Drop traffic to unallocated ClusterIPs")})
+	}
 }
 
 // writeFull replaces the whole table in one transaction: the table is

@@ -16,7 +16,7 @@ import (
 // proxyCommand runs the node proxy as its own process (one per node).
 func proxyCommand() *cobra.Command {
 	var (
-		kubeconfigPath, clusterCIDR string
+		kubeconfigPath, clusterCIDR, serviceCIDR string
 		nodePortAddresses           []string
 		opts                        proxy.Options
 	)
@@ -32,6 +32,13 @@ func proxyCommand() *cobra.Command {
 					return fmt.Errorf("--cluster-cidr %q: want an IPv4 prefix such as 10.244.0.0/16", clusterCIDR)
 				}
 				opts.ClusterCIDR = p.Masked()
+			}
+			if serviceCIDR != "" {
+				p, err := netip.ParsePrefix(serviceCIDR)
+				if err != nil || !p.Addr().Is4() {
+					return fmt.Errorf("--service-cluster-ip-range %q: want an IPv4 prefix such as 10.96.0.0/12", serviceCIDR)
+				}
+				opts.ServiceCIDR = p.Masked()
 			}
 			for _, s := range nodePortAddresses {
 				a, err := netip.ParseAddr(s)
@@ -52,6 +59,7 @@ func proxyCommand() *cobra.Command {
 	f.StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig of user "+proxy.User+" (default $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&opts.NodeName, "node-name", strings.ToLower(host), "this node's name: its endpoints are the local ones of the Local traffic policies")
 	f.StringVar(&clusterCIDR, "cluster-cidr", "10.244.0.0/16", "pod range: traffic to a ClusterIP from outside it is masqueraded (\"\": never)")
+	f.StringVar(&serviceCIDR, "service-cluster-ip-range", "10.96.0.0/12", "the apiserver's Service range: traffic to an address of it that no Service has is dropped (\"\": not)")
 	f.StringSliceVar(&nodePortAddresses, "nodeport-addresses", nil, "addresses that accept NodePort traffic (default: every local address but 127.0.0.0/8)")
 	f.DurationVar(&opts.MinSyncPeriod, "min-sync-period", 10*time.Millisecond, "shortest time between two syncs; changes meanwhile are coalesced")
 	return cmd

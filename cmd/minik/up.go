@@ -295,8 +295,13 @@ func runUp(ctx context.Context, o *upOptions) error {
 			return err
 		}
 		// One proxy for the host: every node of `up` shares its network.
+		serviceCIDR, err := netip.ParsePrefix(o.service.clusterIPRange) // validated by the apiserver's own check above
+		if err != nil {
+			return fmt.Errorf("--service-cluster-ip-range: %w", err)
+		}
 		cfg := proxy.Options{Config: proxy.Config{NodeName: o.nodes[0], OtherLocalNodes: o.nodes[1:],
-			ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16")}} // the nodes' podCIDRs, see runNodes
+			ClusterCIDR: netip.MustParsePrefix("10.244.0.0/16"), // the nodes' podCIDRs, see runNodes
+			ServiceCIDR: serviceCIDR.Masked()}}
 		run("proxy", func(ctx context.Context) error { return proxy.Run(ctx, proxy.RunConfig{Options: cfg, Client: c}) })
 	}
 	if o.uiListen != "" {
