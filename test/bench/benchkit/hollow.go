@@ -3,6 +3,7 @@ package benchkit
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -12,9 +13,26 @@ import (
 	"minik/client"
 )
 
-// StartHollow runs `minik hollow --nodes n` as the user of kubeconfig.
-func StartHollow(cp *ControlPlane, kubeconfig string, n int, logPath string) (*Proc, error) {
-	return Start("hollow", cp.bin, logPath, "hollow", "--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(n))
+// StartHollowNodes runs `minik hollow --nodes n` as hollow.User and
+// waits until the n nodes are Ready.
+func (cp *ControlPlane) StartHollowNodes(ctx context.Context, n int) (*Proc, error) {
+	kc, err := cp.HollowKubeconfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cp.Client("bench")
+	if err != nil {
+		return nil, err
+	}
+	p, err := Start("hollow", cp.bin, filepath.Join(cp.Dir, "hollow.log"), "hollow", "--kubeconfig", kc, "--nodes", strconv.Itoa(n))
+	if err != nil {
+		return nil, err
+	}
+	if err := waitNodesReady(ctx, c, p, n, 10*time.Minute); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
 }
 
 // ReadyNodes counts the nodes whose Ready condition is True.
@@ -34,9 +52,9 @@ func ReadyNodes(ctx context.Context, c *client.Client) (int, error) {
 	return n, nil
 }
 
-// WaitNodesReady waits until n nodes are Ready, checking every second,
+// waitNodesReady waits until n nodes are Ready, checking every second,
 // or fails when p exits or timeout passes.
-func WaitNodesReady(ctx context.Context, c *client.Client, p *Proc, n int, timeout time.Duration) error {
+func waitNodesReady(ctx context.Context, c *client.Client, p *Proc, n int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		ready, err := ReadyNodes(ctx, c)

@@ -60,6 +60,20 @@ func Binary(bin string) (string, error) {
 	return bin, cmd.Run()
 }
 
+// TempDir makes a directory for one run, and returns the function that
+// removes it, unless keep (then it says where it is).
+func TempDir(prefix string, keep bool) (string, func(), error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	if keep {
+		fmt.Fprintln(os.Stderr, "data dir (kept):", dir)
+		return dir, func() {}, nil
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
 // FreeAddr returns a free 127.0.0.1:PORT.
 func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

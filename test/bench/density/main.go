@@ -87,42 +87,33 @@ func run(ctx context.Context, o options) error {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	begin := time.Now()
-	dir, err := os.MkdirTemp("", "minik-bench-density-")
+	dir, cleanup, err := benchkit.TempDir("minik-bench-density-", o.keep)
 	if err != nil {
 		return err
 	}
-	if o.keep {
-		fmt.Fprintln(os.Stderr, "data dir:", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer cleanup()
 	cp, err := benchkit.StartControlPlane(ctx, o.bin, dir, benchkit.ControlPlaneOptions{Scheduler: true, Controller: true})
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
-	hollowKC, err := cp.HollowKubeconfig(ctx)
-	if err != nil {
-		return err
-	}
 	c, err := cp.Client("bench")
 	if err != nil {
 		return err
 	}
-	h, err := benchkit.StartHollow(cp, hollowKC, o.nodes, filepath.Join(dir, "hollow.log"))
+	h, err := cp.StartHollowNodes(ctx, o.nodes)
 	if err != nil {
 		return err
 	}
 	defer h.Stop()
-	if err := benchkit.WaitNodesReady(ctx, c, h, o.nodes, 10*time.Minute); err != nil {
-		return err
-	}
 	fmt.Fprintf(os.Stderr, "%d nodes Ready after %.1fs\n", o.nodes, time.Since(h.Started).Seconds())
 	if _, err := c.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	pods := newPodClock(c)
-	go pods.inf.Run(ctx)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch() // before the control plane stops
+	go pods.inf.Run(watchCtx)
 	<-pods.inf.Synced()
 	before, err := benchkit.ReadRequestLatencies(ctx, c)
 	if err != nil {

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -49,36 +48,25 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
-	dir, err := os.MkdirTemp("", "minik-bench-hollow-")
+	dir, cleanup, err := benchkit.TempDir("minik-bench-hollow-", o.keep)
 	if err != nil {
 		return err
 	}
-	if o.keep {
-		fmt.Fprintln(os.Stderr, "data dir:", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer cleanup()
 	cp, err := benchkit.StartControlPlane(ctx, o.bin, dir, benchkit.ControlPlaneOptions{Controller: true})
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
-	hollowKC, err := cp.HollowKubeconfig(ctx)
-	if err != nil {
-		return err
-	}
 	c, err := cp.Client("bench")
 	if err != nil {
 		return err
 	}
-	h, err := benchkit.StartHollow(cp, hollowKC, o.nodes, filepath.Join(dir, "hollow.log"))
+	h, err := cp.StartHollowNodes(ctx, o.nodes)
 	if err != nil {
 		return err
 	}
 	defer h.Stop()
-	if err := benchkit.WaitNodesReady(ctx, c, h, o.nodes, 10*time.Minute); err != nil {
-		return err
-	}
 	registered := time.Since(h.Started)
 
 	select {
