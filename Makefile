@@ -90,9 +90,10 @@ bench-density: build
 bench-footprint: build
 	$(GO) run ./test/bench/footprint -bin bin/minik
 
-## bench-dns: the cluster DNS holding 5,000 Services: store updates, QPS and p99 from UDP clients on loopback, RSS; one JSON line each.
-bench-dns:
-	$(GO) run ./test/bench/dns
+## bench-dns: the cluster DNS holding 5,000 Services: store updates, QPS and p99 from UDP clients on loopback, RSS; then
+## `minik dns` and CoreDNS (built from its Go module by test/bench/dns/coredns.sh) side by side, each fed by one real apiserver; one JSON line each.
+bench-dns: build
+	$(GO) run ./test/bench/dns -minik bin/minik -coredns $$(bash test/bench/dns/coredns.sh)
 
 ## bench-services: the node proxy's network programming latency (p50, p99) with 1,000 Services × 10 endpoints and 5,000 × 2, CPU per endpoint change, RSS; one JSON line each; needs root (runs in a network namespace it makes).
 bench-services:

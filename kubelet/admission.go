@@ -9,6 +9,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"minik/kubelet/eviction"
+	"minik/kubelet/podstep"
 	"minik/scheduler/framework"
 	"minik/scheduler/plugins/nodeaffinity"
 	"minik/scheduler/plugins/nodename"
@@ -38,22 +39,17 @@ const nodeConditionMessageFmt = "The node had condition: %v. "
 // node takes every pod but BestEffort ones (unless they tolerate the
 // memory-pressure taint); under any other pressure it takes none.
 // Critical pods are always taken.
-func admitUnderPressure(pod *corev1.Pod, pressure []corev1.NodeConditionType) *admitResult {
+func admitUnderPressure(pod *corev1.Pod, pressure []corev1.NodeConditionType) *podstep.Failure {
 	if len(pressure) == 0 || eviction.IsCritical(pod) {
 		return nil
 	}
 	if len(pressure) == 1 && pressure[0] == corev1.NodeMemoryPressure {
 		memTaint := corev1.Taint{Key: corev1.TaintNodeMemoryPressure, Effect: corev1.TaintEffectNoSchedule}
-		if qosClass(pod) != corev1.PodQOSBestEffort || tolerated(pod, memTaint) {
+		if podstep.QOSClass(pod) != corev1.PodQOSBestEffort || tolerated(pod, memTaint) {
 			return nil
 		}
 	}
-	return &admitResult{eviction.Reason, fmt.Sprintf(nodeConditionMessageFmt, pressure)}
-}
-
-// admitResult is a rejection: data, not an error.
-type admitResult struct {
-	Reason, Message string
+	return &podstep.Failure{Reason: eviction.Reason, Message: fmt.Sprintf(nodeConditionMessageFmt, pressure)}
 }
 
 // safeSysctls may be set by any pod (Kubernetes' safe set).
@@ -89,32 +85,32 @@ func sysctlAllowed(name string, allowed []string) bool {
 // (nodeaffinity); then the NoExecute taints, the only ones a kubelet
 // enforces, and sysctls. running are the pods that still hold the node's
 // resources. It returns nil to admit.
-func admit(node *corev1.Node, pod *corev1.Pod, running []*corev1.Pod, allowedSysctls []string) *admitResult {
+func admit(node *corev1.Node, pod *corev1.Pod, running []*corev1.Pod, allowedSysctls []string) *podstep.Failure {
 	ni := framework.NewNodeInfo(running...)
 	ni.SetNode(node)
 	if lacks := noderesources.Fits(framework.PodRequests(pod, false), ni); len(lacks) > 0 {
 		l := lacks[0]
-		return &admitResult{reasonOutOfPrefix + string(l.Name), fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d",
+		return &podstep.Failure{Reason: reasonOutOfPrefix + string(l.Name), Message: fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d",
 			l.Name, l.Requested, l.Used, l.Allocatable)}
 	}
 	if !nodename.Fits(pod, node) {
-		return &admitResult{reasonNodeName, "Predicate NodeName failed"}
+		return &podstep.Failure{Reason: reasonNodeName, Message: "Predicate NodeName failed"}
 	}
 	if port := nodeports.Conflict(pod, ni); port != nil {
-		return &admitResult{reasonUnexpectedAdmissionError, fmt.Sprintf("host port %d/%s is already in use on the node", port.HostPort, port.Protocol)}
+		return &podstep.Failure{Reason: reasonUnexpectedAdmissionError, Message: fmt.Sprintf("host port %d/%s is already in use on the node", port.HostPort, port.Protocol)}
 	}
 	if !nodeaffinity.Fits(pod, node) {
-		return &admitResult{reasonNodeAffinity, "Predicate NodeAffinity failed"}
+		return &podstep.Failure{Reason: reasonNodeAffinity, Message: "Predicate NodeAffinity failed"}
 	}
 	if t, ok := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoExecute
 	}, false); ok {
-		return &admitResult{reasonUnexpectedAdmissionError, fmt.Sprintf("node has the untolerated taint {%s: %s}", t.Key, t.Value)}
+		return &podstep.Failure{Reason: reasonUnexpectedAdmissionError, Message: fmt.Sprintf("node has the untolerated taint {%s: %s}", t.Key, t.Value)}
 	}
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		for _, s := range sc.Sysctls {
 			if !sysctlAllowed(s.Name, allowedSysctls) {
-				return &admitResult{reasonSysctlForbidden, fmt.Sprintf("forbidden sysctl: %q not allowlisted", s.Name)}
+				return &podstep.Failure{Reason: reasonSysctlForbidden, Message: fmt.Sprintf("forbidden sysctl: %q not allowlisted", s.Name)}
 			}
 		}
 	}

@@ -6,11 +6,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"minik/kubelet/internal/podtest"
 	"minik/scheduler/framework"
 	"minik/scheduler/plugins/nodeaffinity"
 	"minik/scheduler/plugins/nodename"
 	"minik/scheduler/plugins/noderesources"
 )
+
+var makePod = podtest.MakePod
 
 func nodeWith(cpu, mem string, pods int64) *corev1.Node {
 	n := &corev1.Node{}

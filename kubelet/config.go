@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	"minik/client"
 	"minik/client/informer"
@@ -83,7 +84,7 @@ type Config struct {
 	// Stats reads the node's signals and the pods' usage for eviction
 	// (default: the host, the runtime's container stats and the pod
 	// directories). Tests drive node pressure with a fake.
-	Stats StatsProvider
+	Stats eviction.StatsProvider
 
 	// LeaseDuration is the node Lease's duration (default 40s); it is
 	// renewed every LeaseRenewInterval (default 10s).
@@ -104,7 +105,7 @@ type Config struct {
 	// Real kubelets set it; hollow ones, many to a process, do not.
 	ReleaseIdleMemory bool
 	// Clock is the time source (default the real one).
-	Clock Clock
+	Clock clock.Clock
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Ready, if set, is closed once the node is registered and pods are
@@ -154,17 +155,6 @@ func (c *Config) nodeInformer(log *slog.Logger) *informer.Informer[corev1.Node] 
 // kubelet's --resolv-conf="").
 const NoResolvConf = "-"
 
-// Clock is the time source; tests inject a fake one.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 func (c *Config) defaults() {
 	if c.MaxPods == 0 {
 		c.MaxPods = 110
@@ -191,7 +181,7 @@ func (c *Config) defaults() {
 		c.FallbackRelistPeriod = time.Second
 	}
 	if c.Clock == nil {
-		c.Clock = realClock{}
+		c.Clock = clock.RealClock{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

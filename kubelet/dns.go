@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"minik/kubelet/nodestatus"
 )
 
 // Limits on a pod's resolver configuration, as the kubelet applies them
@@ -293,7 +295,7 @@ func (k *Kubelet) writeSandboxFiles(pod *corev1.Pod) error {
 	conf, events := podDNSConfig(pod, s)
 	for _, e := range events {
 		if e.OnNode {
-			k.recorder.Eventf(k.nodeRef(), corev1.EventTypeWarning, e.Reason, "%s", e.Message)
+			k.recorder.Eventf(nodestatus.Ref(k.cfg.NodeName), corev1.EventTypeWarning, e.Reason, "%s", e.Message)
 		} else {
 			k.recorder.Eventf(k.eventTarget(pod), corev1.EventTypeWarning, e.Reason, "%s", e.Message)
 		}

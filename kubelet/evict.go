@@ -1,83 +1,27 @@
 package kubelet
 
 import (
-	"context"
-	"slices"
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"minik/kubelet/eviction"
+	"minik/kubelet/podstep"
 )
 
-// podCleanupTimeout bounds the wait for an evicted pod's containers and
-// volumes to go before the next synchronize (the kubelet's value).
-const podCleanupTimeout = 30 * time.Second
+// evictionPods is the eviction loop's view of the kubelet's pods.
+type evictionPods struct{ k *Kubelet }
 
-// evictionLoop is the eviction manager's driver: every monitoring
-// interval it reads the stats, lets the manager decide, reports pressure
-// changes in the node status, and evicts at most one pod. After an
-// eviction it waits for the pod's cleanup and synchronizes again at once,
-// as the kubelet does.
-func (k *Kubelet) evictionLoop(ctx context.Context) error {
-	for {
-		evicted := k.synchronizeEvictions(ctx)
-		if evicted != nil {
-			select {
-			case <-evicted:
-			case <-ctx.Done():
-				return nil
-			case <-k.cfg.Clock.After(podCleanupTimeout):
-				k.log.Warn("eviction manager: pod cleanup timed out")
-			}
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-k.cfg.Clock.After(k.cfg.EvictionMonitoringInterval):
-		}
-	}
+// Active are the pods admitted and not finished or being evicted (the
+// eviction manager must not pick a pod twice).
+func (p evictionPods) Active() []*corev1.Pod {
+	return p.k.podsWhere("", func(st *podstep.State) bool { return !st.Terminal && st.Evicted == nil })
 }
 
-// synchronizeEvictions runs one pass of the eviction manager. It returns
-// a channel closed once the pod it evicted is cleaned up, nil when it
-// evicted none.
-func (k *Kubelet) synchronizeEvictions(ctx context.Context) <-chan struct{} {
-	summary, err := k.stats.Summary(ctx)
-	if err != nil {
-		k.log.Warn("eviction manager: reading stats", "err", err)
-		if summary == nil {
-			return nil
-		}
-	}
-	before := k.evictions.Conditions()
-	d := k.evictions.Synchronize(k.cfg.Clock.Now(), summary, k.runningPods(""))
-	if !slices.Equal(before, d.Conditions) {
-		k.log.Info("eviction manager: node pressure changed", "conditions", d.Conditions)
-		k.kickNodeStatus()
-	}
-	if d.Reclaim == "" {
-		return nil
-	}
-	k.log.Info("eviction manager: attempting to reclaim", "resource", d.Reclaim)
-	k.recorder.Eventf(k.nodeRef(), corev1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim %s", d.Reclaim)
-	for _, pod := range d.Candidates {
-		if done := k.evictPod(pod, d.Message(pod)); done != nil {
-			return done
-		}
-	}
-	k.log.Info("eviction manager: unable to evict any pods from the node")
-	return nil
-}
-
-// evictPod fails the pod with reason Evicted: its worker kills its
+// Evict fails the pod with reason Evicted: its worker kills its
 // containers at once (a hard threshold allows no grace period) and
 // removes its volumes. It returns a channel closed when that is done,
 // nil if the pod has no worker.
-func (k *Kubelet) evictPod(pod *corev1.Pod, message string) <-chan struct{} {
+func (p evictionPods) Evict(pod *corev1.Pod, message string) <-chan struct{} {
+	k := p.k
 	k.mu.Lock()
 	w := k.workers[pod.UID]
 	k.mu.Unlock()
@@ -86,31 +30,5 @@ func (k *Kubelet) evictPod(pod *corev1.Pod, message string) <-chan struct{} {
 	}
 	k.log.Info("eviction manager: evicting pod", "pod", pod.Namespace+"/"+pod.Name, "message", message)
 	k.recorder.Eventf(k.eventTarget(pod), corev1.EventTypeWarning, eviction.Reason, "%s", message)
-	return w.evict(message)
-}
-
-// evict marks the pod evicted and wakes its worker.
-func (w *podWorker) evict(message string) <-chan struct{} {
-	w.mu.Lock()
-	if w.state.evicted == nil {
-		w.state.evicted = &admitResult{Reason: eviction.Reason, Message: message}
-		w.state.cleanedUp = make(chan struct{})
-	}
-	done := w.state.cleanedUp
-	w.mu.Unlock()
-	w.wake()
-	return done
-}
-
-func (k *Kubelet) kickNodeStatus() {
-	select {
-	case k.nodeStatusKick <- struct{}{}:
-	default:
-	}
-}
-
-// nodeRef is the involved object of node events; as in the kubelet, its
-// UID is the node's name.
-func (k *Kubelet) nodeRef() *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, UID: types.UID(k.cfg.NodeName)}}
+	return w.evict(podstep.Failure{Reason: eviction.Reason, Message: message})
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,9 +15,13 @@ import (
 	"minik/client/informer"
 	"minik/client/record"
 	"minik/internal/hostip"
-	"minik/internal/resourcemetrics"
 	"minik/kubelet/eviction"
+	"minik/kubelet/nodestatus"
+	"minik/kubelet/podstep"
+	"minik/kubelet/prober"
 	"minik/kubelet/runtime"
+	"minik/kubelet/server"
+	"minik/kubelet/volumes"
 	"minik/proto/cri"
 )
 
@@ -31,31 +34,19 @@ type Kubelet struct {
 	pods     *informer.Informer[corev1.Pod]
 	// services feeds the pods' service environment variables.
 	services *serviceSource
-	probes   *prober
-	// tokens are the service-account tokens of projected volumes.
-	tokens *tokenManager
+	probes   *prober.Manager
+	// volumes sets up and tears down the pods' volumes.
+	volumes *volumes.Manager
 	// evictions is the eviction policy; stats feeds it.
 	evictions *eviction.Manager
-	stats     StatsProvider
-	// startTime is when the kubelet started; cpuSampler turns the CPU
-	// counters /stats/summary reads into rates (summary.go).
-	startTime  time.Time
-	cpuSampler resourcemetrics.Sampler
+	stats     eviction.StatsProvider
+	// nodes registers the Node and keeps its status and Lease.
+	nodes *nodestatus.Manager
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
-	node    *corev1.Node // the last Node seen or written
-	// runtimeVersion is the runtime's name and version for node status.
-	runtimeVersion string
-	// servingPort is the HTTPS endpoint's port, once listening.
-	servingPort int32
 	// static is the static pod source (nil without PodManifestPath).
 	static *staticPods
-	// nodeStatusKick wakes the node status loop.
-	nodeStatusKick chan struct{}
-	// networkErr is why pods cannot get a network (the runtime's answer
-	// to the last UpdatePodCIDR), nil when they can.
-	networkErr error
 }
 
 // Run runs the kubelet until ctx ends: it registers the Node, keeps its
@@ -68,13 +59,14 @@ func Run(ctx context.Context, cfg Config) error {
 	k := &Kubelet{
 		cfg: cfg, log: cfg.Logger.With("component", "kubelet", "node", cfg.NodeName), rt: cfg.Runtime,
 		recorder: record.NewRecorder(cfg.Client, "kubelet", cfg.NodeName),
-		workers:  map[types.UID]*podWorker{}, nodeStatusKick: make(chan struct{}, 1),
-		startTime: cfg.Clock.Now(), cpuSampler: resourcemetrics.Sampler{MinWindow: 10 * time.Second},
+		workers:  map[types.UID]*podWorker{},
 	}
-	k.probes = newProber(k)
-	k.tokens = newTokenManager(requestTokenFrom(func(ctx context.Context, method, path string, body, out any) error {
-		return cfg.Client.Do(ctx, method, path, nil, body, out)
-	}))
+	k.probes = prober.New(prober.Config{Runtime: k.rt, Clock: cfg.Clock, Results: k.probeResult, PodIP: k.podIP,
+		Event: func(pod *corev1.Pod, typ, reason, msg string) {
+			k.recorder.Eventf(k.eventTarget(pod), typ, reason, "%s", msg)
+		}})
+	k.volumes = volumes.New(volumes.Config{NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
+		PodDir: k.podDir, Node: func() *corev1.Node { return k.nodes.Node() }, Client: cfg.Client, Clock: cfg.Clock, Log: k.log})
 	k.evictions = eviction.NewManager(cfg.EvictionHard, cfg.EvictionPressureTransitionPeriod)
 	k.stats = cfg.Stats
 	if k.stats == nil {
@@ -87,7 +79,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("kubelet: the runtime does not answer: %w", err)
 	}
-	k.runtimeVersion = v.RuntimeName + "://" + v.RuntimeVersion
+	runtimeVersion := v.RuntimeName + "://" + v.RuntimeVersion
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -105,26 +97,35 @@ func Run(ctx context.Context, cfg Config) error {
 	goRun(func(ctx context.Context) error { k.recorder.Run(ctx); return nil })
 
 	// The HTTPS endpoint first, so that registration can report its port.
+	var servingPort int32
 	if cfg.TLSCertFile != "" {
 		l, err := net.Listen("tcp", cfg.ServingAddress)
 		if err != nil {
 			return fmt.Errorf("kubelet: listening on %s: %w", cfg.ServingAddress, err)
 		}
-		k.servingPort = int32(l.Addr().(*net.TCPAddr).Port)
-		goRun(func(ctx context.Context) error { return k.serve(ctx, l) })
+		servingPort = int32(l.Addr().(*net.TCPAddr).Port)
+		srv := server.New(server.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, TLSCertFile: cfg.TLSCertFile,
+			TLSKeyFile: cfg.TLSKeyFile, ClientCAFile: cfg.ClientCAFile, Runtime: k.rt, Pods: podsView{k}, Clock: cfg.Clock})
+		goRun(func(ctx context.Context) error { return srv.Serve(ctx, l) })
 	}
-	if err := k.registerNode(ctx); err != nil {
+	k.nodes = nodestatus.New(nodestatus.Config{NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
+		PodCIDR: cfg.PodCIDR, NodeLabels: cfg.NodeLabels, RegisterWithTaints: cfg.RegisterWithTaints,
+		LocalPathDir: k.volumes.LocalPathDir(), MaxPods: cfg.MaxPods, LeaseDuration: cfg.LeaseDuration,
+		LeaseRenewInterval: cfg.LeaseRenewInterval, ReportInterval: cfg.NodeStatusReportInterval,
+		ServingPort: servingPort, RuntimeVersion: runtimeVersion, Client: cfg.Client, Runtime: k.rt,
+		Pressure: k.evictions.Conditions, Recorder: k.recorder, Clock: cfg.Clock, Log: k.log})
+	if err := k.nodes.Register(ctx); err != nil {
 		return err
 	}
-	goRun(k.leaseLoop)
-	goRun(k.nodeStatusLoop)
+	goRun(k.nodes.LeaseLoop)
+	goRun(k.nodes.StatusLoop)
 	// Watch our own Node, as Kubernetes' kubelet does, so that admission
 	// sees taints and labels that others change (kubectl taint, the node
 	// lifecycle controller) at once, not at the next status update.
 	nodes := cfg.nodeInformer(k.log)
 	nodes.AddHandler(informer.Handler[corev1.Node]{
-		OnAdd:    k.observeNode,
-		OnUpdate: func(_, n *corev1.Node) { k.observeNode(n) },
+		OnAdd:    k.nodes.Observe,
+		OnUpdate: func(_, n *corev1.Node) { k.nodes.Observe(n) },
 	})
 	goRun(nodes.Run)
 
@@ -160,12 +161,16 @@ func Run(ctx context.Context, cfg Config) error {
 		k.log.Warn("cleaning up orphaned pods", "err", err)
 	}
 	goRun(k.plegLoop)
-	goRun(k.evictionLoop)
-	goRun(k.reclaimLoop)
+	goRun(func(ctx context.Context) error {
+		return eviction.RunLoop(ctx, eviction.LoopConfig{NodeName: cfg.NodeName, Manager: k.evictions, Stats: k.stats,
+			Pods: evictionPods{k}, Interval: cfg.EvictionMonitoringInterval, PressureChanged: k.nodes.Kick,
+			Recorder: k.recorder, Clock: cfg.Clock, Log: k.log})
+	})
+	goRun(k.volumes.ReclaimLoop)
 	if cfg.Ready != nil {
 		close(cfg.Ready)
 	}
-	k.log.Info("kubelet running", "runtime", k.runtimeVersion, "endpoint", fmt.Sprintf("%s:%d", cfg.NodeIP, k.servingPort),
+	k.log.Info("kubelet running", "runtime", runtimeVersion, "endpoint", fmt.Sprintf("%s:%d", cfg.NodeIP, servingPort),
 		"evictionHard", eviction.FormatThresholds(cfg.EvictionHard))
 	select {
 	case <-ctx.Done():
@@ -213,18 +218,11 @@ func (k *Kubelet) worker(ctx context.Context, uid types.UID) *podWorker {
 	defer k.mu.Unlock()
 	w, ok := k.workers[uid]
 	if !ok {
-		w = &podWorker{k: k, uid: uid, kick: make(chan struct{}, 1), state: newPodState()}
-		w.state.startTime = k.cfg.Clock.Now()
+		w = &podWorker{k: k, uid: uid, kick: make(chan struct{}, 1), state: podstep.NewState(k.cfg.Clock.Now())}
 		k.workers[uid] = w
 		go w.run(ctx)
 	}
 	return w
-}
-
-// runningPods are the pods admitted and not finished or being evicted
-// (for the eviction manager, which must not pick a pod twice).
-func (k *Kubelet) runningPods(except types.UID) []*corev1.Pod {
-	return k.podsWhere(except, func(st *podState) bool { return !st.terminal && st.evicted == nil })
 }
 
 // admittedPods are the pods whose containers may still run, and so hold
@@ -236,10 +234,10 @@ func (k *Kubelet) runningPods(except types.UID) []*corev1.Pod {
 // a preemptor bound as soon as its victim left the API fail with
 // OutOfcpu.
 func (k *Kubelet) admittedPods(except types.UID) []*corev1.Pod {
-	return k.podsWhere(except, func(st *podState) bool { return !st.terminal })
+	return k.podsWhere(except, func(st *podstep.State) bool { return !st.Terminal })
 }
 
-func (k *Kubelet) podsWhere(except types.UID, keep func(*podState) bool) []*corev1.Pod {
+func (k *Kubelet) podsWhere(except types.UID, keep func(*podstep.State) bool) []*corev1.Pod {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var out []*corev1.Pod
@@ -248,7 +246,7 @@ func (k *Kubelet) podsWhere(except types.UID, keep func(*podState) bool) []*core
 			continue
 		}
 		w.mu.Lock()
-		p, ok := w.pod, w.state.admitted && keep(w.state)
+		p, ok := w.pod, w.state.Admitted && keep(w.state)
 		w.mu.Unlock()
 		if p != nil && ok && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			out = append(out, p)
@@ -257,26 +255,43 @@ func (k *Kubelet) podsWhere(except types.UID, keep func(*podState) bool) []*core
 	return out
 }
 
+// podsView is the HTTPS server's view of the pods this kubelet runs.
+type podsView struct{ k *Kubelet }
+
+// Find finds a pod this kubelet runs by namespace and name.
+func (v podsView) Find(ns, name string) *corev1.Pod {
+	v.k.mu.Lock()
+	defer v.k.mu.Unlock()
+	for _, w := range v.k.workers {
+		w.mu.Lock()
+		p := w.pod
+		w.mu.Unlock()
+		if p != nil && p.Namespace == ns && p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+func (v podsView) All() []*corev1.Pod { return v.k.knownPods() }
+
+func (v podsView) WaitingReason(uid types.UID, container string) string {
+	v.k.mu.Lock()
+	w := v.k.workers[uid]
+	v.k.mu.Unlock()
+	if w != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if wt, ok := w.state.Waiting[container]; ok {
+			return wt.Reason
+		}
+	}
+	return "ContainerCreating"
+}
+
 // observe reads what the runtime holds for one pod.
-func (k *Kubelet) observe(ctx context.Context, uid types.UID) (*observed, error) {
-	sbs, err := k.rt.ListPodSandbox(ctx)
-	if err != nil {
-		return nil, err
-	}
-	obs := &observed{}
-	for _, sb := range sbs {
-		if sb.Metadata.GetUid() != string(uid) {
-			continue
-		}
-		obs.Sandboxes = append(obs.Sandboxes, sb)
-		sts, err := runtime.ContainerStatuses(ctx, k.rt, sb.Id)
-		if err != nil {
-			return nil, err
-		}
-		obs.Containers = append(obs.Containers, sts...)
-	}
-	obs.sort()
-	return obs, nil
+func (k *Kubelet) observe(ctx context.Context, uid types.UID) (*runtime.Pod, error) {
+	return runtime.ObservePod(ctx, k.rt, uid)
 }
 
 // cleanupOrphans removes sandboxes of pods the apiserver no longer has.
@@ -309,7 +324,7 @@ func (k *Kubelet) cleanupOrphans(ctx context.Context) error {
 		if err := k.rt.RemovePodSandbox(ctx, sb.Id); err != nil {
 			return err
 		}
-		if err := k.removeVolumes(uid); err != nil {
+		if err := k.volumes.Remove(uid); err != nil {
 			k.log.Warn("removing the volumes of a deleted pod", "uid", uid, "err", err)
 		}
 		_ = os.RemoveAll(k.podDir(uid))

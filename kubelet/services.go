@@ -9,10 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 
 	"minik/client"
 	"minik/client/informer"
 	"minik/kubelet/envvars"
+	"minik/kubelet/podstep"
 )
 
 // servicesResource is core/v1 services, which the kubelet lists and
@@ -38,14 +40,14 @@ const servicesWait = 5 * time.Second
 type serviceSource struct {
 	typed *client.Typed[corev1.Service]
 	inf   *informer.Informer[corev1.Service]
-	clock Clock
+	clock clock.Clock
 	log   *slog.Logger
 
 	ready     chan struct{} // closed once Services were listed, or are not served
 	readyOnce sync.Once
 }
 
-func newServiceSource(c *client.Client, clock Clock, log *slog.Logger) *serviceSource {
+func newServiceSource(c *client.Client, clock clock.Clock, log *slog.Logger) *serviceSource {
 	typed := client.For[corev1.Service](c, servicesResource)
 	inf := informer.New(typed, informer.Config{Logger: log})
 	// The environment variables need the name, cluster IP and ports only.
@@ -56,7 +58,7 @@ func newServiceSource(c *client.Client, clock Clock, log *slog.Logger) *serviceS
 // sharedServiceSource is a serviceSource on a child of a shared informer
 // (Config.Shared), which trims the Services for every kubelet; it does no
 // probe of its own.
-func sharedServiceSource(inf *informer.Informer[corev1.Service], clock Clock, log *slog.Logger) *serviceSource {
+func sharedServiceSource(inf *informer.Informer[corev1.Service], clock clock.Clock, log *slog.Logger) *serviceSource {
 	return &serviceSource{inf: inf, clock: clock, log: log, ready: make(chan struct{})}
 }
 
@@ -152,7 +154,7 @@ func (k *Kubelet) serviceEnv(ctx context.Context, pod *corev1.Pod) ([]corev1.Env
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			case <-k.cfg.Clock.After(servicesWait):
-				return nil, configErrorf("services have not yet been read at least once, cannot construct envvars")
+				return nil, podstep.ConfigErrorf("services have not yet been read at least once, cannot construct envvars")
 			}
 		}
 	}

@@ -13,9 +13,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"minik/client"
+	"minik/kubelet/podstep"
 )
 
 // fakeServicesAPI answers /api/v1/services as an apiserver that does not
@@ -64,9 +66,8 @@ func (f *fakeServicesAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // fastClock is the real clock with every wait 100 times shorter.
-type fastClock struct{}
+type fastClock struct{ clock.RealClock }
 
-func (fastClock) Now() time.Time                         { return time.Now() }
 func (fastClock) After(d time.Duration) <-chan time.Time { return time.After(d / 100) }
 
 func service(ns, name, ip string, port int32) corev1.Service {
@@ -187,8 +188,8 @@ func TestServiceEnvWaitsForTheFirstList(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "services have not yet been read at least once, cannot construct envvars") {
 		t.Fatalf("err = %v; want the kubelet's CreateContainerConfigError message", err)
 	}
-	if _, ok := err.(*configError); !ok {
-		t.Errorf("err is %T, want a configError (CreateContainerConfigError)", err)
+	if _, ok := err.(*podstep.ConfigError); !ok {
+		t.Errorf("err is %T, want a *podstep.ConfigError (CreateContainerConfigError)", err)
 	}
 
 	// A static pod does not wait.

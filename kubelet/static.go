@@ -208,7 +208,7 @@ func (s *staticPods) reconcileMirrors(ctx context.Context) {
 		mirror.ResourceVersion = ""
 		mirror.Status = corev1.PodStatus{}
 		mirror.Annotations[annotationConfigMirror] = p.Annotations[annotationConfigHash]
-		if n := s.k.currentNode(); n != nil && n.UID != "" {
+		if n := s.k.nodes.Node(); n != nil && n.UID != "" {
 			ctrl := true
 			mirror.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID, Controller: &ctrl}}
 		}

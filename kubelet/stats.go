@@ -14,13 +14,7 @@ import (
 	"minik/proto/cri"
 )
 
-// StatsProvider reads what the eviction manager decides from: the node's
-// signals and each pod's usage.
-type StatsProvider interface {
-	Summary(ctx context.Context) (*eviction.Summary, error)
-}
-
-// hostStats is the real StatsProvider: the node from the host, the pods
+// hostStats is the real eviction.StatsProvider: the node from the host, the pods
 // from the runtime's container stats and the kubelet's own directories
 // (logs, emptyDir volumes on disk).
 type hostStats struct{ k *Kubelet }

@@ -15,25 +15,40 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"minik/kubelet/podstep"
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
 )
 
-// podWorker is the driver for one pod: it runs the step function and
-// performs its actions, one sync at a time, woken by pod updates,
-// container changes (pleg.go), probe results and back-off timers.
+// maxRounds bounds the steps of one sync: a step's actions are done, the
+// runtime is observed again and the step runs again, until it asks for
+// nothing (a new pod takes admission, sandbox, start: 4 rounds).
+const maxRounds = 6
+
+// podWorker is the driver of one pod's step (podstep.Step): it feeds the
+// step what happened (pod updates, container changes from pleg.go,
+// probe verdicts, evictions, the outcome of each action), performs the
+// actions it returns and sleeps until the next event or the step's wake
+// time. Only the step writes the state.
 type podWorker struct {
 	k    *Kubelet
 	uid  types.UID
 	kick chan struct{}
 
-	mu      sync.Mutex // guards pod, removed, static and state's maps
+	mu      sync.Mutex // guards everything below but the sync-only fields
 	pod     *corev1.Pod
 	removed bool // gone from the apiserver (or from the manifest dir)
 	static  bool
-	state   *podState
-
+	// inbox holds the events for the next step.
+	inbox []podstep.Event
+	// state is the step's; it runs under mu, so that admission and the
+	// HTTPS server may read it.
+	state *podstep.State
+	// cleanedUp is closed once an evicted pod's containers are stopped
+	// and its volumes removed (the eviction loop waits for it).
+	cleanedUp  chan struct{}
 	lastStatus *corev1.PodStatus // the last status sent
+
 	// startObserved: the pod's start is in kubelet_pod_start_sli_duration_seconds;
 	// pulling is the time spent pulling its images, which the SLI leaves out.
 	startObserved bool
@@ -49,6 +64,14 @@ func (w *podWorker) update(p *corev1.Pod, removed bool) {
 		}
 	}
 	w.pod, w.removed = p, removed
+	w.mu.Unlock()
+	w.wake()
+}
+
+// send queues an event for the next step and wakes the worker.
+func (w *podWorker) send(e podstep.Event) {
+	w.mu.Lock()
+	w.inbox = append(w.inbox, e)
 	w.mu.Unlock()
 	w.wake()
 }
@@ -76,8 +99,9 @@ func (w *podWorker) run(ctx context.Context) {
 				delete(w.k.workers, w.uid)
 			}
 			w.k.mu.Unlock()
-			w.k.probes.removePod(w.uid)
-			w.k.tokens.forgetPod(w.uid)
+			w.k.probes.RemovePod(w.uid)
+			w.k.volumes.ForgetPod(w.uid)
+			w.closeCleanedUp()
 			return
 		}
 		timer = nil
@@ -91,285 +115,286 @@ func (w *podWorker) event(pod *corev1.Pod, typ, reason, format string, args ...a
 	w.k.recorder.Eventf(w.k.eventTarget(pod), typ, reason, format, args...)
 }
 
-// sync brings the runtime one pass closer to the pod's spec and reports
-// status. It returns when to sync again (zero: on the next event) and
-// whether the worker is done.
+// sync steps the pod until the step asks for nothing more, then writes
+// its status. It returns when to sync again (zero: on the next event)
+// and whether the worker is done.
 func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 	k := w.k
 	w.mu.Lock()
-	pod, removed := w.pod, w.removed
+	pod, removed, static, events := w.pod, w.removed, w.static, w.inbox
+	w.inbox = nil
 	w.mu.Unlock()
 	if pod == nil {
 		return time.Time{}, true
 	}
-	now := k.cfg.Clock.Now()
-	if removed || pod.DeletionTimestamp != nil {
-		return w.terminate(ctx, pod, removed)
-	}
-	st := w.state
-	if !st.admitted && st.rejected == nil {
-		if podIsTerminal(pod, st) {
-			// Finished before a kubelet restart: nothing to run.
-			w.mu.Lock()
-			st.admitted = true
-			w.mu.Unlock()
-		} else if node := k.currentNode(); node != nil {
-			res := admitUnderPressure(pod, k.evictions.Conditions())
-			if res == nil {
-				res = admit(node, pod, k.admittedPods(pod.UID), k.cfg.AllowedUnsafeSysctls)
-			}
-			w.mu.Lock()
-			if res != nil {
-				st.rejected = res
-			} else {
-				st.admitted = true
-			}
-			w.mu.Unlock()
-			if res != nil {
-				k.log.Info("pod rejected", "pod", pod.Namespace+"/"+pod.Name, "reason", res.Reason, "message", res.Message)
-				w.event(pod, corev1.EventTypeWarning, res.Reason, "%s", res.Message)
-			}
-		}
-	}
-	var wake time.Time
-	var obs *observed // what the runtime holds after the last action
-	if st.rejected == nil {
-		for i := 0; i < 6; i++ {
-			var err error
-			obs, err = k.observe(ctx, pod.UID)
-			if err != nil {
-				k.log.Warn("observing the runtime", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-				return now.Add(time.Second), false
-			}
-			w.mu.Lock()
-			a := computePodActions(pod, obs, st, now)
-			w.mu.Unlock()
-			wake = a.WakeAt
-			if a.empty() {
-				break
-			}
-			err = w.execute(ctx, pod, obs, a)
-			obs = nil
-			if err != nil {
-				if ctx.Err() != nil {
-					return time.Time{}, false
-				}
-				k.log.Warn("sync", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-				wake = now.Add(2 * time.Second)
-				break
-			}
-			now = k.cfg.Clock.Now()
-		}
-	}
-	if obs == nil {
+	var out podstep.Output
+	var obs *runtime.Pod
+	statusFailed := false
+	for round := 0; round < maxRounds; round++ {
 		var err error
 		if obs, err = k.observe(ctx, pod.UID); err != nil {
-			return now.Add(time.Second), false
+			k.log.Warn("observing the runtime", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+			events = append(events, podstep.ObserveFailed{Message: err.Error()})
+		}
+		w.mu.Lock()
+		out = podstep.Step(w.state, podstep.Input{Pod: pod, Removed: removed, Static: static, Runtime: obs,
+			Events: events, Now: k.cfg.Clock.Now(), HostIP: k.cfg.NodeIP})
+		cleaned := w.state.VolumesRemoved
+		w.mu.Unlock()
+		events = nil
+		if cleaned {
+			w.closeCleanedUp()
+		}
+		if len(out.Actions) == 0 {
+			if out.Status == nil || statusFailed {
+				break
+			}
+			if err := w.pushStatus(ctx, pod, *out.Status); err != nil && ctx.Err() == nil {
+				k.log.Warn("updating pod status", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+				statusFailed = true
+				events = []podstep.Event{podstep.StatusFailed{Message: err.Error()}}
+				continue // the step decides when to try again
+			}
+			break
+		}
+		events = w.execute(ctx, pod, obs, out.Actions)
+		if ctx.Err() != nil {
+			return time.Time{}, false
+		}
+		if out.Done {
+			return time.Time{}, true
 		}
 	}
-	w.mu.Lock()
-	finished := podIsTerminal(pod, st) && !st.volumesRemoved
-	w.mu.Unlock()
-	if finished && !obs.anyRunning() {
-		// A finished pod's volumes go, as in the kubelet: an emptyDir lives
-		// only as long as the pod runs.
-		if err := k.removeVolumes(string(pod.UID)); err != nil {
-			k.log.Warn("removing volumes", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-		} else {
-			w.markCleanedUp()
-		}
+	if len(events) > 0 {
+		// Outcomes of the last round's actions: the next sync steps on them.
+		w.mu.Lock()
+		w.inbox = append(events, w.inbox...)
+		w.mu.Unlock()
+		w.wake()
 	}
-	k.probes.sync(w, pod, obs)
-	w.mu.Lock()
-	status := computePodStatus(pod, obs, st, now, k.cfg.NodeIP)
-	w.mu.Unlock()
-	if err := w.pushStatus(ctx, pod, status); err != nil && ctx.Err() == nil {
-		k.log.Warn("updating pod status", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-		if wake.IsZero() || wake.After(now.Add(time.Second)) {
-			wake = now.Add(time.Second)
-		}
+	if obs != nil {
+		k.probes.Sync(pod, obs)
 	}
-	return wake, false
+	return out.WakeAt, false
 }
 
-func gracePeriod(pod *corev1.Pod) int64 {
-	if pod.DeletionGracePeriodSeconds != nil {
-		return *pod.DeletionGracePeriodSeconds
-	}
-	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		return *pod.Spec.TerminationGracePeriodSeconds
-	}
-	return 30
-}
-
-// execute performs one step's actions.
-func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *observed, a actions) error {
+// execute performs a step's actions in order and returns their outcomes.
+// It stops at the first action that fails (ActionFailed, VolumesFailed):
+// the next step decides again. Consecutive container kills run at once.
+func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *runtime.Pod, actions []podstep.Action) []podstep.Event {
 	k := w.k
-	st := w.state
-	if a.KillPod {
-		for _, sb := range obs.Sandboxes {
-			if err := k.killSandboxContainers(ctx, sb.Id, gracePeriod(pod)); err != nil {
-				return err
+	var out []podstep.Event
+	failed := func(a podstep.Action, err error) []podstep.Event {
+		if ctx.Err() == nil {
+			k.log.Warn("sync", "pod", pod.Namespace+"/"+pod.Name, "action", a.String(), "err", err)
+		}
+		return append(out, podstep.ActionFailed{Action: a.String(), Message: err.Error()})
+	}
+	var sbCfg *cri.PodSandboxConfig
+	for i := 0; i < len(actions); i++ {
+		switch a := actions[i].(type) {
+		case podstep.Admit:
+			out = append(out, podstep.Admission{Failure: w.admit(pod)})
+		case podstep.RecordEvent:
+			w.event(pod, a.Type, a.Reason, "%s", a.Message)
+		case podstep.CreateSandbox:
+			if err := w.createSandbox(ctx, pod, a.Attempt); err != nil {
+				return failed(a, err)
 			}
-			if err := k.rt.StopPodSandbox(ctx, sb.Id); err != nil {
-				return err
+		case podstep.StopPod:
+			for _, id := range a.SandboxIDs {
+				if err := k.killSandboxContainers(ctx, id, a.Grace); err != nil {
+					return failed(a, err)
+				}
+				if err := k.rt.StopPodSandbox(ctx, id); err != nil {
+					return failed(a, err)
+				}
 			}
-		}
-	}
-	if a.CreateSandbox {
-		if err := os.MkdirAll(k.podDir(string(pod.UID)), 0o755); err != nil {
-			return err
-		}
-		if err := k.writeSandboxFiles(pod); err != nil {
-			w.event(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
-			return err
-		}
-		cfg := k.sandboxConfig(pod)
-		cfg.Metadata.Attempt = uint32(len(obs.Sandboxes))
-		start := time.Now()
-		_, err := k.rt.RunPodSandbox(ctx, cfg)
-		k.log.Debug("RunPodSandbox", "pod", pod.Namespace+"/"+pod.Name, "took", time.Since(start), "err", err)
-		if err != nil {
-			w.event(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
-			return err
-		}
-		return nil
-	}
-	if a.RefreshTokens {
-		w.refreshTokens(ctx, pod, obs)
-	}
-	for _, id := range a.Remove {
-		if err := k.rt.RemoveContainer(ctx, id); err != nil {
-			return err
-		}
-	}
-	for _, kl := range a.Kill {
-		w.event(pod, corev1.EventTypeNormal, "Killing", "%s", kl.Message)
-		if err := k.rt.StopContainer(ctx, kl.ID, gracePeriod(pod)); err != nil {
-			return err
-		}
-		w.mu.Lock()
-		delete(st.unhealthy, kl.ID)
-		w.mu.Unlock()
-	}
-	for _, name := range a.MarkPullBackOff {
-		w.mu.Lock()
-		wt := st.waiting[name]
-		changed := wt.Reason != reasonImagePullBackOff
-		wt.Reason = reasonImagePullBackOff
-		wt.Message = fmt.Sprintf("Back-off pulling image %q", imageOf(pod, name))
-		st.waiting[name] = wt
-		w.mu.Unlock()
-		if changed {
-			w.event(pod, corev1.EventTypeNormal, "BackOff", "Back-off pulling image %q", imageOf(pod, name))
-		}
-	}
-	if a.Terminal {
-		grace := gracePeriod(pod)
-		w.mu.Lock()
-		if st.evicted != nil {
-			grace = 0 // a hard eviction threshold allows no grace period
-		}
-		w.mu.Unlock()
-		for _, sb := range obs.Sandboxes {
-			if sb.State != cri.PodSandboxState_SANDBOX_READY {
-				continue
+			out = append(out, podstep.PodStopped{Terminal: a.Terminal})
+		case podstep.KillContainer:
+			j := i
+			for j < len(actions) {
+				if _, ok := actions[j].(podstep.KillContainer); !ok {
+					break
+				}
+				j++
 			}
-			if err := k.killSandboxContainers(ctx, sb.Id, grace); err != nil {
-				return err
+			events, err := w.killContainers(ctx, actions[i:j])
+			out = append(out, events...)
+			if err != nil {
+				return failed(a, err)
 			}
-			if err := k.rt.StopPodSandbox(ctx, sb.Id); err != nil {
-				return err
+			i = j - 1
+		case podstep.RunPreStop:
+			w.runPreStop(ctx, pod, a)
+			out = append(out, podstep.PreStopDone{ID: a.ID})
+		case podstep.RemoveContainer:
+			if err := k.rt.RemoveContainer(ctx, a.ID); err != nil {
+				return failed(a, err)
 			}
+		case podstep.SetUpVolumes:
+			sb := obs.ReadySandbox()
+			if sb == nil {
+				return failed(a, errors.New("no ready sandbox"))
+			}
+			refreshAt, err := k.prepareVolumes(ctx, pod, sb.Ip)
+			if err != nil {
+				var me *podstep.MountError
+				return append(out, podstep.VolumesFailed{Names: a.Names, Mount: errors.As(err, &me), Message: err.Error()})
+			}
+			out = append(out, podstep.VolumesReady{RefreshAt: refreshAt})
+		case podstep.StartContainer:
+			sb := obs.ReadySandbox()
+			if sb == nil {
+				return failed(a, errors.New("no ready sandbox"))
+			}
+			if sbCfg == nil {
+				sbCfg = k.sandboxConfig(pod)
+			}
+			out = append(out, w.startContainer(ctx, pod, obs, sb, sbCfg, a))
+		case podstep.RefreshTokens:
+			out = append(out, w.refreshTokens(ctx, pod, obs))
+		case podstep.RemoveVolumes:
+			if err := k.volumes.Remove(string(pod.UID)); err != nil {
+				return failed(a, err)
+			}
+			out = append(out, podstep.VolumesRemoved{})
+		case podstep.DeletePod:
+			if err := w.deletePod(ctx, pod); err != nil {
+				return failed(a, err)
+			}
+			out = append(out, podstep.PodDeleted{})
+		case podstep.RemovePod:
+			for _, id := range a.SandboxIDs {
+				if err := k.rt.RemovePodSandbox(ctx, id); err != nil {
+					k.log.Warn("removing sandbox", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+				}
+			}
+			_ = os.RemoveAll(k.podDir(string(pod.UID)))
+			_ = os.RemoveAll(k.logDir(pod))
+		default:
+			return failed(a, fmt.Errorf("unknown action %T", a))
 		}
-		w.mu.Lock()
-		st.terminal = true
-		w.mu.Unlock()
-		return nil
 	}
-	if len(a.Start) == 0 {
-		return nil
+	return out
+}
+
+// admit is node admission: nil admits the pod.
+func (w *podWorker) admit(pod *corev1.Pod) *podstep.Failure {
+	k := w.k
+	node := k.nodes.Node()
+	if node == nil {
+		return nil // not registered yet: nothing to check against
 	}
-	sb := obs.readySandbox()
-	if sb == nil {
-		return errors.New("no ready sandbox")
+	res := admitUnderPressure(pod, k.evictions.Conditions())
+	if res == nil {
+		res = admit(node, pod, k.admittedPods(pod.UID), k.cfg.AllowedUnsafeSysctls)
 	}
-	refreshAt, err := k.prepareVolumes(ctx, pod, sb.Ip)
-	if err == nil {
-		w.mu.Lock()
-		st.volumesRefreshAt = refreshAt
-		w.mu.Unlock()
-	} else {
-		msg := err.Error()
-		reason, eventReason, eventMsg := reasonCreateContainerConfigError, "Failed", "Error: "+msg
-		var me *mountError
-		if errors.As(err, &me) {
-			// Not the container's fault: the volume is not there yet.
-			reason, eventReason, eventMsg = "ContainerCreating", "FailedMount", msg
+	if res != nil {
+		k.log.Info("pod rejected", "pod", pod.Namespace+"/"+pod.Name, "reason", res.Reason, "message", res.Message)
+	}
+	return res
+}
+
+func (w *podWorker) createSandbox(ctx context.Context, pod *corev1.Pod, attempt uint32) error {
+	k := w.k
+	if err := os.MkdirAll(k.podDir(string(pod.UID)), 0o755); err != nil {
+		return err
+	}
+	if err := k.writeSandboxFiles(pod); err != nil {
+		w.event(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		return err
+	}
+	cfg := k.sandboxConfig(pod)
+	cfg.Metadata.Attempt = attempt
+	start := time.Now()
+	_, err := k.rt.RunPodSandbox(ctx, cfg)
+	k.log.Debug("RunPodSandbox", "pod", pod.Namespace+"/"+pod.Name, "took", time.Since(start), "err", err)
+	if err != nil {
+		w.event(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+	}
+	return err
+}
+
+// killContainers stops the containers of consecutive KillContainer
+// actions at once.
+func (w *podWorker) killContainers(ctx context.Context, kills []podstep.Action) ([]podstep.Event, error) {
+	var wg sync.WaitGroup
+	errs := make([]error, len(kills))
+	for i, a := range kills {
+		kc := a.(podstep.KillContainer)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.k.rt.StopContainer(ctx, kc.ID, kc.Grace)
+		}()
+	}
+	wg.Wait()
+	var out []podstep.Event
+	for i, a := range kills {
+		if errs[i] == nil {
+			out = append(out, podstep.ContainerKilled{ID: a.(podstep.KillContainer).ID})
 		}
-		w.mu.Lock()
-		for _, s := range a.Start {
-			st.waiting[s.Container.Name] = waiting{Reason: reason, Message: msg, Until: k.cfg.Clock.Now().Add(2 * time.Second)}
-		}
-		w.mu.Unlock()
-		w.event(pod, corev1.EventTypeWarning, eventReason, "%s", eventMsg)
-		return nil
 	}
-	sbCfg := k.sandboxConfig(pod)
-	for _, s := range a.Start {
-		w.startContainer(ctx, pod, obs, sb, sbCfg, s)
+	return out, errors.Join(errs...)
+}
+
+// runPreStop runs a preStop exec hook; a failure is an event, and the
+// container is stopped all the same.
+func (w *podWorker) runPreStop(ctx context.Context, pod *corev1.Pod, a podstep.RunPreStop) {
+	hctx, cancel := context.WithTimeout(ctx, time.Duration(a.TimeoutSeconds)*time.Second)
+	defer cancel()
+	resp, err := w.k.rt.ExecSync(hctx, a.ID, a.Command, a.TimeoutSeconds)
+	if err == nil && resp.ExitCode != 0 {
+		err = fmt.Errorf("command %q exited with %d: %s", strings.Join(a.Command, " "), resp.ExitCode, strings.TrimSpace(string(resp.Stdout)+string(resp.Stderr)))
+	}
+	if err != nil {
+		w.event(pod, corev1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed: %v", err)
+	}
+}
+
+// refreshTokens rewrites the pod's projected token volumes; a failure
+// leaves the containers the old token, valid until it expires.
+func (w *podWorker) refreshTokens(ctx context.Context, pod *corev1.Pod, obs *runtime.Pod) podstep.Event {
+	k := w.k
+	podIP := ""
+	if sb := obs.ReadySandbox(); sb != nil {
+		podIP = sb.Ip
+	}
+	at, err := k.volumes.RefreshTokens(ctx, pod, podIP)
+	if err != nil {
+		k.log.Warn("refreshing service account token volumes", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		w.event(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for the service account token: %v", err)
+		return podstep.TokensRefreshed{}
+	}
+	return podstep.TokensRefreshed{RefreshAt: at}
+}
+
+// deletePod deletes the API object of a pod whose containers are gone,
+// with grace 0 and its UID as precondition (gone, or replaced by a pod
+// of the same name, counts as done).
+func (w *podWorker) deletePod(ctx context.Context, pod *corev1.Pod) error {
+	uid := pod.UID
+	err := w.k.cfg.Client.Pods().Delete(ctx, pod.Namespace, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return err
 	}
 	return nil
 }
 
-// refreshTokens rewrites the pod's projected token volumes and records
-// when they are due next; a failure is retried after tokenRetry (the
-// containers keep the old token, valid until it expires).
-func (w *podWorker) refreshTokens(ctx context.Context, pod *corev1.Pod, obs *observed) {
-	k := w.k
-	podIP := ""
-	if sb := obs.readySandbox(); sb != nil {
-		podIP = sb.Ip
-	}
-	at, err := k.refreshTokenVolumes(ctx, pod, podIP)
-	if err != nil {
-		k.log.Warn("refreshing service account token volumes", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-		w.event(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for the service account token: %v", err)
-		at = k.cfg.Clock.Now().Add(tokenRetry)
-	}
-	w.mu.Lock()
-	w.state.volumesRefreshAt = at
-	w.mu.Unlock()
-}
-
-func imageOf(pod *corev1.Pod, name string) string {
-	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		if c.Name == name {
-			return c.Image
-		}
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		if c.Name == name {
-			return c.Image
-		}
-	}
-	return ""
-}
-
-// fail records why a container could not start; it is retried after d.
-func (w *podWorker) fail(pod *corev1.Pod, name, reason, msg string, d time.Duration) {
-	w.mu.Lock()
-	w.state.waiting[name] = waiting{Reason: reason, Message: msg, Until: w.k.cfg.Clock.Now().Add(d)}
-	w.mu.Unlock()
+// startFailed records why a container could not start and says so to the step.
+func (w *podWorker) startFailed(pod *corev1.Pod, name, reason, msg string) podstep.Event {
 	w.event(pod, corev1.EventTypeWarning, "Failed", "Error: %s", reason)
+	return podstep.StartFailed{Name: name, Reason: reason, Message: msg}
 }
 
-func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *observed, sb *cri.PodSandbox, sbCfg *cri.PodSandboxConfig, s startContainer) {
+func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *runtime.Pod, sb *cri.PodSandbox, sbCfg *cri.PodSandboxConfig, s podstep.StartContainer) podstep.Event {
 	k := w.k
 	c := s.Container
-	img, ok := w.ensureImage(ctx, pod, c)
-	if !ok {
-		return
+	img, failure := w.ensureImage(ctx, pod, c)
+	if failure != nil {
+		return failure
 	}
 	// Keep one dead instance (for --previous and lastState), no more.
 	for _, old := range obs.Containers {
@@ -379,26 +404,21 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *ob
 	}
 	cfg, err := k.containerConfig(ctx, pod, c, s.Init, s.RestartCount, sb.Ip, img)
 	if err == nil && s.Target != "" {
-		if t, _ := obs.latest(s.Target); t != nil && t.State == cri.ContainerState_CONTAINER_RUNNING {
+		if t, _ := obs.Latest(s.Target); t != nil && t.State == cri.ContainerState_CONTAINER_RUNNING {
 			cfg.TargetContainerId = t.Id
 		}
 	}
 	if err != nil {
-		var ce *configError
-		if errors.As(err, &ce) {
-			w.fail(pod, c.Name, reasonCreateContainerConfigError, err.Error(), 2*time.Second)
+		if ce := (*podstep.ConfigError)(nil); errors.As(err, &ce) {
 			w.event(pod, corev1.EventTypeWarning, "Failed", "Error: %s", err)
-		} else {
-			w.fail(pod, c.Name, reasonCreateContainerConfigError, err.Error(), 2*time.Second)
 		}
-		return
+		return w.startFailed(pod, c.Name, podstep.ReasonCreateContainerConfigError, err.Error())
 	}
 	t0 := time.Now()
 	id, err := k.rt.CreateContainer(ctx, sb.Id, cfg, sbCfg)
 	k.log.Debug("CreateContainer", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "took", time.Since(t0), "err", err)
 	if err != nil {
-		w.fail(pod, c.Name, reasonCreateContainerError, err.Error(), 2*time.Second)
-		return
+		return w.startFailed(pod, c.Name, podstep.ReasonCreateContainerError, err.Error())
 	}
 	w.event(pod, corev1.EventTypeNormal, "Created", "Created container %s", c.Name)
 	t0 = time.Now()
@@ -406,34 +426,25 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *ob
 	k.log.Debug("StartContainer", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "took", time.Since(t0), "err", err)
 	if err != nil {
 		w.event(pod, corev1.EventTypeWarning, "Failed", "Error: failed to start container %q: %v", c.Name, err)
-		w.mu.Lock()
-		w.state.waiting[c.Name] = waiting{Reason: reasonRunContainerError, Message: err.Error(), Until: k.cfg.Clock.Now().Add(2 * time.Second)}
-		w.mu.Unlock()
 		_ = k.rt.RemoveContainer(ctx, id)
-		return
+		return podstep.StartFailed{Name: c.Name, Reason: podstep.ReasonRunContainerError, Message: err.Error()}
 	}
 	w.event(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
-	w.mu.Lock()
-	delete(w.state.waiting, c.Name)
-	delete(w.state.backOff, "pull:"+c.Name)
-	if s.Previous != nil {
-		w.state.backOff[c.Name] = nextBackOff(w.state.backOff[c.Name], s.Previous)
-	}
-	w.mu.Unlock()
+	return podstep.ContainerStarted{Name: c.Name, Previous: s.Previous}
 }
 
 // ensureImage makes the container's image present according to its pull
-// policy. Images loaded from an archive (local) are never pulled.
-func (w *podWorker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (*cri.Image, bool) {
+// policy; it returns the image, or the StartFailed event that says why
+// not. Images loaded from an archive (local) are never pulled.
+func (w *podWorker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (*cri.Image, podstep.Event) {
 	k := w.k
 	if _, err := runtime.NormalizeImage(c.Image); err != nil {
-		w.fail(pod, c.Name, reasonInvalidImageName, fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: invalid reference format", c.Image, c.Image), time.Minute)
-		return nil, false
+		return nil, w.startFailed(pod, c.Name, podstep.ReasonInvalidImageName,
+			fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: invalid reference format", c.Image, c.Image))
 	}
 	img, err := k.rt.ImageStatus(ctx, c.Image)
 	if err != nil {
-		w.fail(pod, c.Name, reasonErrImagePull, err.Error(), 2*time.Second)
-		return nil, false
+		return nil, w.startFailed(pod, c.Name, podstep.ReasonErrImagePull, err.Error())
 	}
 	policy := c.ImagePullPolicy
 	if policy == "" {
@@ -445,46 +456,28 @@ func (w *podWorker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.
 	switch {
 	case policy == corev1.PullNever && img == nil:
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-		w.mu.Lock()
-		w.state.waiting[c.Name] = waiting{Reason: reasonErrImageNeverPull, Message: msg, Until: k.cfg.Clock.Now().Add(5 * time.Second)}
-		w.mu.Unlock()
-		w.event(pod, corev1.EventTypeWarning, reasonErrImageNeverPull, "%s", msg)
-		return nil, false
+		w.event(pod, corev1.EventTypeWarning, podstep.ReasonErrImageNeverPull, "%s", msg)
+		return nil, podstep.StartFailed{Name: c.Name, Reason: podstep.ReasonErrImageNeverPull, Message: msg}
 	case img != nil && (policy != corev1.PullAlways || img.Local):
 		w.event(pod, corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
-		return img, true
+		return img, nil
 	}
 	w.event(pod, corev1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := time.Now()
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	_, err = k.rt.PullImage(pctx, c.Image, k.insecureRegistry(c.Image))
 	cancel()
-	w.mu.Lock()
 	w.pulling += time.Since(start)
-	w.mu.Unlock()
 	if err != nil {
 		w.event(pod, corev1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
-		w.mu.Lock()
-		key := "pull:" + c.Name
-		d := w.state.backOff[key]
-		if d == 0 {
-			d = initialBackOff
-		} else {
-			d = min(2*d, maxBackOff)
-		}
-		w.state.backOff[key] = d
-		w.state.waiting[c.Name] = waiting{Reason: reasonErrImagePull, Message: err.Error(), Until: k.cfg.Clock.Now().Add(d)}
-		w.mu.Unlock()
-		w.event(pod, corev1.EventTypeWarning, "Failed", "Error: %s", reasonErrImagePull)
-		return nil, false
+		return nil, w.startFailed(pod, c.Name, podstep.ReasonErrImagePull, err.Error())
 	}
 	w.event(pod, corev1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, time.Since(start).Round(time.Millisecond))
 	img, err = k.rt.ImageStatus(ctx, c.Image)
 	if err != nil || img == nil {
-		w.fail(pod, c.Name, reasonErrImagePull, fmt.Sprintf("image %q missing after pull: %v", c.Image, err), 2*time.Second)
-		return nil, false
+		return nil, w.startFailed(pod, c.Name, podstep.ReasonErrImagePull, fmt.Sprintf("image %q missing after pull: %v", c.Image, err))
 	}
-	return img, true
+	return img, nil
 }
 
 func (k *Kubelet) insecureRegistry(image string) bool {
@@ -496,83 +489,32 @@ func (k *Kubelet) insecureRegistry(image string) bool {
 	return slices.Contains(k.cfg.InsecureRegistries, host)
 }
 
-// terminate stops a deleted pod's containers within its grace period,
-// removes them, and then removes the pod object.
-func (w *podWorker) terminate(ctx context.Context, pod *corev1.Pod, removed bool) (time.Time, bool) {
-	k := w.k
-	grace := gracePeriod(pod)
-	obs, err := k.observe(ctx, pod.UID)
-	if err != nil {
-		return k.cfg.Clock.Now().Add(time.Second), false
-	}
-	var wg sync.WaitGroup
-	for _, c := range obs.Containers {
-		if c.State != cri.ContainerState_CONTAINER_RUNNING {
-			continue
-		}
-		w.event(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Metadata.GetName())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := k.rt.StopContainer(ctx, c.Id, grace); err != nil {
-				k.log.Warn("stopping container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Metadata.GetName(), "err", err)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, sb := range obs.Sandboxes {
-		if err := k.rt.StopPodSandbox(ctx, sb.Id); err != nil {
-			k.log.Warn("stopping sandbox", "err", err)
-			return k.cfg.Clock.Now().Add(time.Second), false
-		}
-	}
-	// Every container is stopped: the pod no longer holds the node's
-	// resources, so admission stops counting it before the API object
-	// goes (the scheduler binds the next pod as soon as it does).
+// evict sends the eviction to the step; the returned channel is closed
+// once the pod's containers are stopped and its volumes removed.
+func (w *podWorker) evict(f podstep.Failure) <-chan struct{} {
 	w.mu.Lock()
-	w.state.terminal = true
+	if w.cleanedUp == nil {
+		w.cleanedUp = make(chan struct{})
+	}
+	done := w.cleanedUp
+	w.inbox = append(w.inbox, podstep.Evict{Failure: f})
 	w.mu.Unlock()
-	k.probes.removePod(pod.UID)
-	k.tokens.forgetPod(pod.UID)
-	// Volumes go before the pod object, as in the kubelet: a pod is gone
-	// from the API only once its resources are reclaimed.
-	if err := k.removeVolumes(string(pod.UID)); err != nil {
-		k.log.Warn("removing volumes", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-		return k.cfg.Clock.Now().Add(time.Second), false
-	}
-	w.markCleanedUp()
-	w.mu.Lock()
-	static := w.static
-	w.mu.Unlock()
-	if !removed && !static {
-		// The containers are gone: the pod object can go now.
-		uid := pod.UID
-		err := k.cfg.Client.Pods().Delete(ctx, pod.Namespace, pod.Name, metav1.DeleteOptions{
-			GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			k.log.Warn("deleting pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-			return k.cfg.Clock.Now().Add(time.Second), false
-		}
-	}
-	for _, sb := range obs.Sandboxes {
-		if err := k.rt.RemovePodSandbox(ctx, sb.Id); err != nil {
-			k.log.Warn("removing sandbox", "err", err)
-		}
-	}
-	_ = os.RemoveAll(k.podDir(string(pod.UID)))
-	_ = os.RemoveAll(k.logDir(pod))
-	return time.Time{}, true
+	w.wake()
+	return done
 }
 
-// markCleanedUp records that the pod's volumes are gone and tells the
-// eviction manager, if it waits.
-func (w *podWorker) markCleanedUp() {
+// closeCleanedUp tells the eviction loop, if it waits, that the pod is
+// cleaned up.
+func (w *podWorker) closeCleanedUp() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.state.cleanedUp != nil && !w.state.volumesRemoved {
-		close(w.state.cleanedUp)
+	if w.cleanedUp != nil {
+		select {
+		case <-w.cleanedUp:
+		default:
+			close(w.cleanedUp)
+		}
 	}
-	w.state.volumesRemoved = true
 }
 
 // pushStatus sends the pod's status when it changed.
@@ -580,7 +522,7 @@ func (w *podWorker) pushStatus(ctx context.Context, pod *corev1.Pod, status core
 	w.mu.Lock()
 	last, static := w.lastStatus, w.static
 	w.mu.Unlock()
-	if last != nil && statusEqual(*last, status) {
+	if last != nil && podstep.StatusEqual(*last, status) {
 		return nil
 	}
 	ns, name, uid := pod.Namespace, pod.Name, pod.UID

@@ -27,6 +27,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/clock"
 
 	"minik/client"
 	"minik/client/informer"
@@ -58,7 +59,7 @@ type Config struct {
 	// Default 0: seeded from the time.
 	Seed uint64
 	// Clock drives backoff and requeue timers. Default: real time.
-	Clock queue.Clock
+	Clock clock.Clock
 	// InitialBackoff and MaxBackoff bound the wait after a failure.
 	// Defaults 1s and 10s.
 	InitialBackoff, MaxBackoff time.Duration

@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"minik/client"
 )
@@ -248,23 +248,17 @@ func next[V any](t *testing.T, ch <-chan V, what string) V {
 
 // fakeClock records every wait the informer asks for. Waits of length
 // resync are fired by the test through tick; all others fire at once, so
-// backoff costs no real time.
+// backoff costs no real time. Now moves only with advance.
 type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	waits  chan time.Duration
-	resync time.Duration
-	tick   chan time.Time
+	*testingclock.FakeClock // Now, Since and the rest; After is this type's
+	waits                   chan time.Duration
+	resync                  time.Duration
+	tick                    chan time.Time
 }
 
 func newFakeClock(resync time.Duration) *fakeClock {
-	return &fakeClock{now: time.Unix(1_000_000, 0), waits: make(chan time.Duration, 100), resync: resync, tick: make(chan time.Time)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
+	return &fakeClock{FakeClock: testingclock.NewFakeClock(time.Unix(1_000_000, 0)),
+		waits: make(chan time.Duration, 100), resync: resync, tick: make(chan time.Time)}
 }
 
 func (c *fakeClock) After(d time.Duration) <-chan time.Time {
@@ -278,11 +272,7 @@ func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 }
 
 // advance moves Now forward, as if a watch had been open that long.
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func (c *fakeClock) advance(d time.Duration) { c.Step(d) }
 
 // drainWaits returns the waits recorded so far.
 func (c *fakeClock) drainWaits() []time.Duration {

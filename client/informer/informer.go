@@ -29,6 +29,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 
 	"minik/client"
 )
@@ -45,17 +46,6 @@ type Handler[T any] struct {
 	// OnDelete gets the last state the informer knew.
 	OnDelete func(obj *T)
 }
-
-// Clock is the time source for backoff waits, resyncs and watch ages.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Config configures an Informer. The zero value watches all namespaces,
 // never resyncs and uses the defaults below.
@@ -80,7 +70,7 @@ type Config struct {
 	// Backoff spaces retries after failed lists and dropped watches.
 	Backoff Backoff
 	// Clock defaults to the real time.
-	Clock Clock
+	Clock clock.Clock
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -121,7 +111,7 @@ func New[T any](src *client.Typed[T], cfg Config) *Informer[T] {
 		cfg.WatchTimeout = 5 * time.Minute
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -66,6 +66,8 @@ func dnsCommand() *cobra.Command {
 				return err
 			}
 			cfg.Client = c
+			cfg.Ready = make(chan struct{})
+			go releaseStartupMemory(cmd.Context(), cfg.Ready)
 			d, err := dns.New(cfg)
 			if err != nil {
 				return err

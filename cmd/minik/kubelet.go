@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -229,23 +230,29 @@ func runKubelet(ctx context.Context, o *kubeletOptions) error {
 		}
 		cfg.ServingAddress = net.JoinHostPort(ip, fmt.Sprint(o.port))
 	}
-	// A kubelet runs a small part of the multi-call binary: once it runs,
-	// unmap what start-up touched (every component's init, TLS set-up,
-	// the image import), so that only the code it goes on using is mapped.
 	cfg.Ready = make(chan struct{})
-	go func() {
-		select {
-		case <-cfg.Ready:
-		case <-ctx.Done():
-			return
-		}
-		if n, err := procmem.DropStartupPages(); err != nil {
-			slog.Warn("could not unmap the binary's start-up pages", "err", err)
-		} else {
-			slog.Debug("unmapped the binary's start-up pages", "advised_bytes", n)
-		}
-	}()
+	go releaseStartupMemory(ctx, cfg.Ready)
 	return kubelet.Run(ctx, cfg)
+}
+
+// releaseStartupMemory gives back, once ready is closed, what start-up
+// took and no longer needs: the pages of the multi-call binary it
+// touched (every component's init, TLS set-up), of which a process that
+// runs one small component (a kubelet, the DNS) goes on using a small
+// part, and the heap the first lists used and freed, which Go would
+// otherwise return to the kernel only slowly.
+func releaseStartupMemory(ctx context.Context, ready <-chan struct{}) {
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return
+	}
+	debug.FreeOSMemory()
+	if n, err := procmem.DropStartupPages(); err != nil {
+		slog.Warn("could not unmap the binary's start-up pages", "err", err)
+	} else {
+		slog.Debug("unmapped the binary's start-up pages", "advised_bytes", n)
+	}
 }
 
 // openRuntime returns the kubelet's Runtime: a mini-CRI socket when

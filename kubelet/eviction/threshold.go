@@ -2,7 +2,8 @@
 // Kubernetes defines it: the eviction signals, hard thresholds in the
 // kubelet's flag syntax, the node conditions they raise, admission under
 // pressure, and the order in which pods are evicted. Everything here is
-// pure except host.go, which reads the node's signals from the host.
+// pure except host.go, which reads the node's signals from the host,
+// and loop.go, the driver that runs it every monitoring interval.
 package eviction
 
 import (

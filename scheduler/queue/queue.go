@@ -26,20 +26,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/sets"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/utils/clock"
 
 	"minik/scheduler/framework"
 )
-
-// Clock is the time source; tests inject a fake one.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Event is a cluster change that may make unschedulable pods schedulable.
 type Event string
@@ -65,7 +55,7 @@ type Config struct {
 	// is retried anyway. Default 60s.
 	UnschedulableFlush time.Duration
 	// Clock defaults to the real time.
-	Clock Clock
+	Clock clock.Clock
 }
 
 // QueuedPodInfo is a pod in the queue with its scheduling history.
@@ -121,7 +111,7 @@ func New(cfg Config) *Queue {
 		cfg.UnschedulableFlush = 60 * time.Second
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+		cfg.Clock = clock.RealClock{}
 	}
 	q := &Queue{
 		cfg:           cfg,

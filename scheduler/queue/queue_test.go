@@ -3,58 +3,19 @@ package queue
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"minik/scheduler/internal/st"
 )
 
-// fakeClock is a Clock that moves only when told to.
-type fakeClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []waiter
-}
-
-type waiter struct {
-	at time.Time
-	c  chan time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
-
-func (f *fakeClock) After(d time.Duration) <-chan time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c := make(chan time.Time, 1)
-	f.waiters = append(f.waiters, waiter{f.now.Add(d), c})
-	return c
-}
-
-// Step moves the clock and fires the timers that are due.
-func (f *fakeClock) Step(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.now = f.now.Add(d)
-	kept := f.waiters[:0]
-	for _, w := range f.waiters {
-		if !w.at.After(f.now) {
-			w.c <- f.now
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	f.waiters = kept
+// newFakeClock is a clock that moves only when a test steps it.
+func newFakeClock() *testingclock.FakeClock {
+	return testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 func pop(t *testing.T, q *Queue) *QueuedPodInfo {

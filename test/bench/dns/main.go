@@ -57,6 +57,8 @@ type options struct {
 	clients   int
 	duration  time.Duration
 	warmup    time.Duration
+	minik     string // the minik binary, for the side-by-side run ("": skip it)
+	coredns   string // the CoreDNS binary, its peer ("": minik alone)
 }
 
 func main() {
@@ -68,6 +70,8 @@ func main() {
 	flag.IntVar(&o.clients, "clients", 16, "concurrent UDP clients, one question in flight each")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of the QPS measurement")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "load before measuring")
+	flag.StringVar(&o.minik, "minik", "", "minik binary: also measure `minik dns` fed by a real apiserver (minik up) holding the same objects")
+	flag.StringVar(&o.coredns, "coredns", "", "CoreDNS binary (test/bench/dns/coredns.sh builds it): measure it beside minik dns, same apiserver, same load")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -77,6 +81,9 @@ func main() {
 		err = serve(ctx, o)
 	} else {
 		err = run(ctx, o)
+		if err == nil && o.minik != "" {
+			err = peer(ctx, o, o.minik, o.coredns)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-dns:", err)
@@ -363,18 +370,22 @@ func load(ctx context.Context, addr string, qs []question, o options) (result, e
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // rssMB reads a process's resident set from /proc.
-func rssMB(pid int) (float64, error) {
+func rssMB(pid int) (float64, error) { return statusMB(pid, "VmRSS") }
+
+// statusMB reads one memory line of /proc/PID/status (VmRSS, RssAnon,
+// RssFile), in MB.
+func statusMB(pid int, field string) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for l := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(l, field+":"); ok {
 			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
 			return float64(kb) / 1024, err
 		}
 	}
-	return 0, errors.New("no VmRSS")
+	return 0, errors.New("no " + field)
 }
 
 // cpuTime is a process's user + system CPU time, from /proc/PID/stat.
