@@ -86,9 +86,13 @@ func run(ctx context.Context, bin string, settle time.Duration, keep bool) error
 	args := []string{"up", "--data-dir", filepath.Join(dir, "data"), "--listen", listen, "--nodes", node, "--preload-images", archive}
 	var podCIDR string
 	defer func() {
-		// What the node leaves on the host once its pods are gone.
+		// What the node leaves on the host once its pods are gone: its
+		// bridge and rules, the proxy's table, the run dirs of its
+		// runtime and containerd (under ctdrt.RunRoot).
 		ctdrt.RemoveNodeNetwork(ctdrt.NamespaceFor(node), podCIDR)
 		_ = proxy.DeleteTable(context.WithoutCancel(ctx))
+		os.RemoveAll(ctdrt.RunDirFor(filepath.Join(dir, "data", "kubelet", node, "runtime")))
+		os.RemoveAll(ctdrt.DaemonStateDir(filepath.Join(dir, "data", "containerd")))
 		if !keep {
 			os.RemoveAll(dir)
 		}
@@ -124,7 +128,8 @@ func run(ctx context.Context, bin string, settle time.Duration, keep bool) error
 }
 
 // startup waits, from exec, for the apiserver, creates a pod, and waits
-// until the node is Ready and the pod Running.
+// until the node is Ready (its Lease renewed since exec) and the pod
+// Running.
 func startup(ctx context.Context, up *benchkit.Proc, dataDir, listen string) (*client.Client, time.Duration, error) {
 	var c *client.Client
 	if err := poll(ctx, up, 60*time.Second, func() bool {
@@ -140,10 +145,19 @@ func startup(ctx context.Context, up *benchkit.Proc, dataDir, listen string) (*c
 	}); err != nil {
 		return nil, 0, err
 	}
-	if err := createPod(ctx, c, "p0"); err != nil {
+	// The first pod may come before its namespace's default service
+	// account does (the ServiceAccount admission then refuses it), as a
+	// user's first kubectl run may.
+	if err := poll(ctx, up, 60*time.Second, func() bool { return createPod(ctx, c, "p0") == nil }); err != nil {
 		return nil, 0, err
 	}
 	err := poll(ctx, up, 60*time.Second, func() bool {
+		// On a restart the Node is still Ready from the last run: only
+		// a Lease renewed by this run's kubelet counts.
+		l, err := c.Leases().Get(ctx, corev1.NamespaceNodeLease, node, metav1.GetOptions{})
+		if err != nil || l.Spec.RenewTime == nil || l.Spec.RenewTime.Time.Before(up.Started) {
+			return false
+		}
 		n, err := c.Nodes().Get(ctx, "", node, metav1.GetOptions{})
 		if err != nil || !ready(n) {
 			return false
