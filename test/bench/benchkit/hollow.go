@@ -13,9 +13,9 @@ import (
 	"minik/client"
 )
 
-// StartHollowNodes runs `minik hollow --nodes n` as hollow.User and
-// waits until the n nodes are Ready.
-func (cp *ControlPlane) StartHollowNodes(ctx context.Context, n int) (*Proc, error) {
+// StartHollowNodes runs `minik hollow --nodes n --start-spread spread`
+// as hollow.User and waits until the n nodes are Ready.
+func (cp *ControlPlane) StartHollowNodes(ctx context.Context, n int, spread time.Duration) (*Proc, error) {
 	kc, err := cp.HollowKubeconfig(ctx)
 	if err != nil {
 		return nil, err
@@ -24,7 +24,8 @@ func (cp *ControlPlane) StartHollowNodes(ctx context.Context, n int) (*Proc, err
 	if err != nil {
 		return nil, err
 	}
-	p, err := Start("hollow", cp.bin, filepath.Join(cp.Dir, "hollow.log"), "hollow", "--kubeconfig", kc, "--nodes", strconv.Itoa(n))
+	p, err := Start("hollow", cp.bin, filepath.Join(cp.Dir, "hollow.log"), "hollow", "--kubeconfig", kc, "--nodes", strconv.Itoa(n),
+		"--start-spread", spread.String())
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,7 @@ type options struct {
 	latencyPods           int
 	latencyQPS            float64
 	plot                  string
+	spread                time.Duration
 	keep                  bool
 	timeout               time.Duration
 }
@@ -70,6 +71,7 @@ func main() {
 	flag.IntVar(&o.latencyPods, "latency-pods", 500, "latency pods, one Deployment of 1 each, after saturation")
 	flag.Float64Var(&o.latencyQPS, "latency-qps", 10, "latency Deployments created per second")
 	flag.StringVar(&o.plot, "plot", "", "write the pod startup latency CDF to this PNG file")
+	flag.DurationVar(&o.spread, "start-spread", 10*time.Second, "the hollow nodes start evenly over this time (minik hollow --start-spread)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (the components' logs are in it)")
 	flag.DurationVar(&o.timeout, "timeout", 25*time.Minute, "give up after this long")
 	flag.Parse()
@@ -101,7 +103,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	h, err := cp.StartHollowNodes(ctx, o.nodes)
+	h, err := cp.StartHollowNodes(ctx, o.nodes, o.spread)
 	if err != nil {
 		return err
 	}

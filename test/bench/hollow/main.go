@@ -28,6 +28,7 @@ type options struct {
 	nodes  int
 	idle   time.Duration
 	settle time.Duration
+	spread time.Duration
 	keep   bool
 }
 
@@ -37,6 +38,7 @@ func main() {
 	flag.IntVar(&o.nodes, "nodes", 5000, "hollow nodes")
 	flag.DurationVar(&o.idle, "idle", 60*time.Second, "idle window over which CPU is measured")
 	flag.DurationVar(&o.settle, "settle", 30*time.Second, "wait after every node is Ready before the idle window (the first status rounds)")
+	flag.DurationVar(&o.spread, "start-spread", 10*time.Second, "the hollow nodes start evenly over this time (minik hollow --start-spread)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (the components' logs are in it)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -62,7 +64,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	h, err := cp.StartHollowNodes(ctx, o.nodes)
+	h, err := cp.StartHollowNodes(ctx, o.nodes, o.spread)
 	if err != nil {
 		return err
 	}

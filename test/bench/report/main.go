@@ -43,15 +43,15 @@ type bench struct {
 // module (test/bench/dns/coredns.sh). Quick runs drop the arguments with
 // a placeholder but {out} and {bin}: they are measurements apart.
 var benches = []bench{
-	{"apiserver", []string{"-bin", "{bin}"}, []string{"-duration", "500ms", "-list-pods", "2000", "-list-runs", "1", "-watchers", "10"}},
+	{"apiserver", []string{"-bin", "{bin}"}, []string{"-duration", "500ms", "-list-pods", "2000", "-list-runs", "1"}},
 	{"scheduler", []string{"-bin", "{bin}", "-plot", "{out}/scheduling-basic.png"}, []string{"-scale", "0.05"}},
 	{"controller", []string{"-bin", "{bin}"}, []string{"-replicas", "300", "-nodes", "20"}},
 	{"kubelet", []string{"-bin", "{bin}"}, []string{"-pods", "5", "-idle", "2s", "-idle-cpu-window", "5s"}},
 	{"dns", []string{"-minik", "{bin}", "-coredns", "{coredns}"}, []string{"-services", "500", "-duration", "1s", "-warmup", "200ms"}},
 	{"services", nil, []string{"-changes", "50", "-runs", "100x10"}},
-	{"hollow", []string{"-bin", "{bin}"}, []string{"-nodes", "200", "-idle", "10s", "-settle", "5s"}},
+	{"hollow", []string{"-bin", "{bin}"}, []string{"-nodes", "200", "-idle", "5s", "-settle", "2s", "-start-spread", "2s"}},
 	{"density", []string{"-bin", "{bin}", "-plot", "{out}/density-startup-cdf.png"},
-		[]string{"-nodes", "50", "-pods-per-node", "10", "-replicas", "100", "-latency-pods", "20"}},
+		[]string{"-nodes", "50", "-pods-per-node", "10", "-replicas", "100", "-latency-pods", "20", "-start-spread", "2s"}},
 	{"footprint", []string{"-bin", "{bin}"}, []string{"-settle", "3s"}},
 }
 
