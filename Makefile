@@ -36,6 +36,7 @@ test: build
 	set -o pipefail; MINIK_BIN=$(CURDIR)/bin/minik $(GO) test -count=1 -timeout 30m ./... 2>&1 | tee $(TESTLOG) || \
 	  { echo "=== why each test failed (from $(TESTLOG)):"; awk -f test/faildigest.awk $(TESTLOG); exit 1; }
 	$(MAKE) fuzz
+	$(MAKE) bench-quick
 
 ## fuzz: each fuzz target (request decoding and admission, patches) for
 ## FUZZTIME; a crasher is kept under apiserver/testdata/fuzz and then runs
