@@ -13,6 +13,25 @@ import (
 	"minik/client"
 )
 
+// StartWithHollowNodes starts a control plane in dir and n hollow nodes
+// on it (StartHollowNodes), and returns them with an admin's client.
+// Stop the hollow nodes, then the control plane.
+func StartWithHollowNodes(ctx context.Context, bin, dir string, o ControlPlaneOptions, n int, spread time.Duration) (*ControlPlane, *Proc, *client.Client, error) {
+	cp, err := StartControlPlane(ctx, bin, dir, o)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := cp.Client("bench")
+	if err == nil {
+		var h *Proc
+		if h, err = cp.StartHollowNodes(ctx, n, spread); err == nil {
+			return cp, h, c, nil
+		}
+	}
+	cp.Stop()
+	return nil, nil, nil, err
+}
+
 // StartHollowNodes runs `minik hollow --nodes n --start-spread spread`
 // as hollow.User and waits until the n nodes are Ready.
 func (cp *ControlPlane) StartHollowNodes(ctx context.Context, n int, spread time.Duration) (*Proc, error) {

@@ -94,19 +94,11 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer cleanup()
-	cp, err := benchkit.StartControlPlane(ctx, o.bin, dir, benchkit.ControlPlaneOptions{Scheduler: true, Controller: true})
+	cp, h, c, err := benchkit.StartWithHollowNodes(ctx, o.bin, dir, benchkit.ControlPlaneOptions{Scheduler: true, Controller: true}, o.nodes, o.spread)
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
-	c, err := cp.Client("bench")
-	if err != nil {
-		return err
-	}
-	h, err := cp.StartHollowNodes(ctx, o.nodes, o.spread)
-	if err != nil {
-		return err
-	}
 	defer h.Stop()
 	fmt.Fprintf(os.Stderr, "%d nodes Ready after %.1fs\n", o.nodes, time.Since(h.Started).Seconds())
 	if _, err := c.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {

@@ -55,19 +55,11 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer cleanup()
-	cp, err := benchkit.StartControlPlane(ctx, o.bin, dir, benchkit.ControlPlaneOptions{Controller: true})
+	cp, h, c, err := benchkit.StartWithHollowNodes(ctx, o.bin, dir, benchkit.ControlPlaneOptions{Controller: true}, o.nodes, o.spread)
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
-	c, err := cp.Client("bench")
-	if err != nil {
-		return err
-	}
-	h, err := cp.StartHollowNodes(ctx, o.nodes, o.spread)
-	if err != nil {
-		return err
-	}
 	defer h.Stop()
 	registered := time.Since(h.Started)
 
