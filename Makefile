@@ -7,7 +7,7 @@ ARGS    ?=
 IMAGES  ?= bin/images
 TESTLOG ?= bin/test.log
 
-.PHONY: deps build images up test race fuzz unit conformance bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns bench-services compose-images compose-up compose-down compose-kubeconfig compose-load clean
+.PHONY: deps build images up test race fuzz unit conformance bench bench-quick bench-apiserver bench-kubelet bench-controller bench-scheduler bench-dns bench-services bench-hollow bench-density bench-footprint compose-images compose-up compose-down compose-kubeconfig compose-load clean
 
 ## build: bin/minik, static (no cgo) and without containerd's Go-plugin
 ## loader (its import of package plugin exports every symbol dynamically:
@@ -37,6 +37,7 @@ test: build
 	  { echo "=== why each test failed (from $(TESTLOG)):"; awk -f test/faildigest.awk $(TESTLOG); exit 1; }
 	$(MAKE) race
 	$(MAKE) fuzz
+	$(MAKE) bench-quick
 
 ## race: the tests that start no cluster, container or kernel rule
 ## (test/racepkgs.sh lists them), again under the race detector.
@@ -86,6 +87,31 @@ ifeq ($(PEER),1)
 else
 	$(GO) run ./test/bench/scheduler -bin bin/minik $(BENCH_ARGS)
 endif
+
+## bench: every benchmark, one after the other (about 30 minutes; root),
+## each figure a JSON line on stdout; bench/REPORT.md gets the table of
+## figures, targets, anchors and same-run baselines, and the plots.
+## BENCH_QUICK=1 runs small sizes in a few minutes (the harness, not the numbers).
+bench: build
+	$(GO) run ./test/bench/report -bin bin/minik -out bench
+
+## bench-quick: every benchmark at small sizes, into bin/bench-quick;
+## fails if a figure of the report is missing (never on the numbers).
+## `make test` runs it, so that the harness keeps working.
+bench-quick: build
+	BENCH_QUICK=1 $(GO) run ./test/bench/report -bin bin/minik -out bin/bench-quick -check
+
+## bench-hollow: 5,000 hollow nodes in one process held Ready by a control plane: their RSS and idle CPU, the apiserver's; one JSON line.
+bench-hollow: build
+	$(GO) run ./test/bench/hollow -bin bin/minik
+
+## bench-density: 1,000 hollow nodes, 30 pods each through Deployments, then latency pods: pod startup and API call latency SLIs, peak RSS per component, etcd size.
+bench-density: build
+	$(GO) run ./test/bench/density -bin bin/minik
+
+## bench-footprint: minik up from exec to a Ready node with a Running pod, its idle RSS/PSS with 10 pods (containerd apart), the binary's size; needs root.
+bench-footprint: build
+	$(GO) run ./test/bench/footprint -bin bin/minik
 
 ## bench-dns: the cluster DNS holding 5,000 Services: store updates, QPS and p99 from UDP clients on loopback, RSS; then
 ## `minik dns` and CoreDNS (built from its Go module by test/bench/dns/coredns.sh) side by side, each fed by one real apiserver; one JSON line each.

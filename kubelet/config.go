@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"minik/client"
+	"minik/client/informer"
 	"minik/kubelet/eviction"
 	"minik/kubelet/runtime"
 )
@@ -110,6 +111,44 @@ type Config struct {
 	// Ready, if set, is closed once the node is registered and pods are
 	// being watched.
 	Ready chan struct{}
+	// Shared, if set, gives the kubelet its pods, its Node and the
+	// Services from list-watches shared by every kubelet of the process
+	// (hollow nodes) instead of three of its own. Default nil: its own.
+	Shared SharedInformers
+}
+
+// SharedInformers hands each kubelet of a process child informers of
+// list-watches they share (informer.Split): the hollow package's one
+// watch of pods, of nodes and of Services for thousands of hollow nodes.
+// Each call returns a new informer, which the kubelet runs.
+type SharedInformers interface {
+	Pods(nodeName string) *informer.Informer[corev1.Pod]
+	Node(nodeName string) *informer.Informer[corev1.Node]
+	Services() *informer.Informer[corev1.Service]
+}
+
+// podInformer is the informer of the pods bound to this node.
+func (c *Config) podInformer(log *slog.Logger) *informer.Informer[corev1.Pod] {
+	if c.Shared != nil {
+		return c.Shared.Pods(c.NodeName)
+	}
+	return informer.New(c.Client.Pods(), informer.Config{FieldSelector: "spec.nodeName=" + c.NodeName, Logger: log})
+}
+
+// serviceSource is the source of the Services for the pods' environment.
+func (c *Config) serviceSource(log *slog.Logger) *serviceSource {
+	if c.Shared != nil {
+		return sharedServiceSource(c.Shared.Services(), c.Clock, log)
+	}
+	return newServiceSource(c.Client, c.Clock, log)
+}
+
+// nodeInformer is the informer of this node's Node.
+func (c *Config) nodeInformer(log *slog.Logger) *informer.Informer[corev1.Node] {
+	if c.Shared != nil {
+		return c.Shared.Node(c.NodeName)
+	}
+	return informer.New(c.Client.Nodes(), informer.Config{FieldSelector: "metadata.name=" + c.NodeName, Logger: log})
 }
 
 // NoResolvConf is Config.ResolvConf for no host resolver file (the

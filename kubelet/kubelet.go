@@ -129,7 +129,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// Watch our own Node, as Kubernetes' kubelet does, so that admission
 	// sees taints and labels that others change (kubectl taint, the node
 	// lifecycle controller) at once, not at the next status update.
-	nodes := informer.New(cfg.Client.Nodes(), informer.Config{FieldSelector: "metadata.name=" + cfg.NodeName, Logger: k.log})
+	nodes := cfg.nodeInformer(k.log)
 	nodes.AddHandler(informer.Handler[corev1.Node]{
 		OnAdd:    k.nodes.Observe,
 		OnUpdate: func(_, n *corev1.Node) { k.nodes.Observe(n) },
@@ -138,10 +138,10 @@ func Run(ctx context.Context, cfg Config) error {
 
 	// Services for the pods' environment variables: listed beside the pods,
 	// so that the first containers need not wait for them.
-	k.services = newServiceSource(cfg.Client, cfg.Clock, k.log)
+	k.services = cfg.serviceSource(k.log)
 	goRun(k.services.run)
 
-	k.pods = informer.New(cfg.Client.Pods(), informer.Config{FieldSelector: "spec.nodeName=" + cfg.NodeName, Logger: k.log})
+	k.pods = cfg.podInformer(k.log)
 	k.pods.AddHandler(informer.Handler[corev1.Pod]{
 		OnAdd:    func(p *corev1.Pod) { k.podUpdated(ctx, p) },
 		OnUpdate: func(_, p *corev1.Pod) { k.podUpdated(ctx, p) },

@@ -51,18 +51,32 @@ func newServiceSource(c *client.Client, clock clock.Clock, log *slog.Logger) *se
 	typed := client.For[corev1.Service](c, servicesResource)
 	inf := informer.New(typed, informer.Config{Logger: log})
 	// The environment variables need the name, cluster IP and ports only.
-	inf.SetTransform(func(svc *corev1.Service) *corev1.Service {
-		svc.ManagedFields, svc.Annotations, svc.Labels, svc.Status = nil, nil, nil, corev1.ServiceStatus{}
-		return svc
-	})
+	inf.SetTransform(TrimService)
 	return &serviceSource{typed: typed, inf: inf, clock: clock, log: log, ready: make(chan struct{})}
+}
+
+// sharedServiceSource is a serviceSource on a child of a shared informer
+// (Config.Shared), which trims the Services for every kubelet; it does no
+// probe of its own.
+func sharedServiceSource(inf *informer.Informer[corev1.Service], clock clock.Clock, log *slog.Logger) *serviceSource {
+	return &serviceSource{inf: inf, clock: clock, log: log, ready: make(chan struct{})}
 }
 
 func (s *serviceSource) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
 
-// run probes until the apiserver lists services, then runs the informer
-// until ctx ends.
+// TrimService drops what the pods' environment variables do not need of
+// a Service (they need its name, cluster IP and ports), before it is cached.
+func TrimService(svc *corev1.Service) *corev1.Service {
+	svc.ManagedFields, svc.Annotations, svc.Labels, svc.Status = nil, nil, nil, corev1.ServiceStatus{}
+	return svc
+}
+
+// run probes until the apiserver lists services (unless the informer is
+// shared), then runs the informer until ctx ends.
 func (s *serviceSource) run(ctx context.Context) error {
+	if s.typed == nil {
+		return s.runInformer(ctx)
+	}
 	backoff := informer.Backoff{Initial: time.Second, Max: time.Minute}
 	saidNotServed, saidFailing := false, false
 	for {
@@ -93,6 +107,12 @@ func (s *serviceSource) run(ctx context.Context) error {
 	if saidNotServed {
 		s.log.Info("the apiserver serves services now")
 	}
+	return s.runInformer(ctx)
+}
+
+// runInformer runs the informer until ctx ends; the source is ready once
+// the informer is synced.
+func (s *serviceSource) runInformer(ctx context.Context) error {
 	go func() {
 		select {
 		case <-s.inf.Synced():

@@ -86,10 +86,12 @@ type Informer[T any] struct {
 	cfg Config
 	// transformFn is SetTransform's function, nil for none.
 	transformFn func(*T) *T
-	log         *slog.Logger
-	store       *Store[T]
-	handlers    []Handler[T]
-	queue       queue[T]
+	// fed is set on a child of a Split, which has no src of its own.
+	fed      *feed
+	log      *slog.Logger
+	store    *Store[T]
+	handlers []Handler[T]
+	queue    queue[T]
 
 	started atomic.Bool
 	synced  chan struct{} // closed once handlers got the first list
@@ -117,9 +119,12 @@ func New[T any](src *client.Typed[T], cfg Config) *Informer[T] {
 	inf := &Informer[T]{
 		src:    src,
 		cfg:    cfg,
-		log:    cfg.Logger.With("informer", src.Resource().Resource, "namespace", cfg.Namespace),
+		log:    cfg.Logger,
 		store:  newStore[T](),
 		synced: make(chan struct{}),
+	}
+	if src != nil {
+		inf.log = cfg.Logger.With("informer", src.Resource().Resource, "namespace", cfg.Namespace)
 	}
 	inf.queue.signal = make(chan struct{}, 1)
 	inf.lastRV.Store("")
@@ -172,6 +177,10 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { inf.dispatch(ctx) })
 	defer wg.Wait()
+	if inf.fed != nil {
+		inf.runFed(ctx)
+		return nil
+	}
 
 	backoff := inf.cfg.Backoff
 	rv := "" // "" means: list first
@@ -350,17 +359,9 @@ func (inf *Informer[T]) apply(ev client.Event[T]) {
 	ev.Object = inf.transform(ev.Object)
 	switch ev.Type {
 	case watch.Added, watch.Modified:
-		if old := inf.store.upsert(ev.Object); old != nil {
-			inf.queue.push(notification[T]{kind: kindUpdate, old: old, new: ev.Object})
-		} else {
-			inf.queue.push(notification[T]{kind: kindAdd, new: ev.Object})
-		}
+		inf.feedUpsert(ev.Object)
 	case watch.Deleted:
-		// Handlers get the server's final state, but only for objects
-		// they were told about.
-		if old := inf.store.remove(KeyOf(ev.Object)); old != nil {
-			inf.queue.push(notification[T]{kind: kindDelete, old: ev.Object})
-		}
+		inf.feedDelete(ev.Object)
 	case watch.Bookmark:
 		// Only moves the resourceVersion on.
 	}

@@ -37,7 +37,7 @@ func main() {
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 	}
 	root.AddCommand(upCommand(), apiserverCommand(), etcdCommand(), schedulerCommand(), controllerCommand(),
-		kubeletCommand(), criCommand(), imageCommand(), explainCommand(), uiCommand(), dnsCommand(), proxyCommand(), certsCommand(), routesCommand(), resetCommand())
+		kubeletCommand(), criCommand(), imageCommand(), explainCommand(), uiCommand(), dnsCommand(), proxyCommand(), certsCommand(), routesCommand(), resetCommand(), hollowCommand())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -269,36 +269,35 @@ func (m *Manager) StatusLoop(ctx context.Context) error {
 	}
 }
 
-// updateNodeStatus computes the Node's status and writes it when it
-// changed (or when force is set, to renew the heartbeat times). It
-// starts from the Node as last seen (watched or written), as the kubelet
-// reads it from the apiserver's cache first, so that an idle node's
-// status pass costs no read. A conflict (the node controller wrote the
-// Node in between: its podCIDR just after registration, or a taint) is
-// retried at once on a fresh read, a few times, instead of waiting for
-// the next round.
+// updateNodeStatus reads the Node, computes its status and writes it when
+// it changed (or when force is set, to renew the heartbeat times). A
+// conflict (the node controller wrote the Node in between: its podCIDR
+// just after registration, or a taint) is retried at once on a fresh
+// read, a few times, instead of waiting for the next round.
+//
+// The first try starts from the Node the kubelet last saw (its watch, or
+// its own last write) instead of reading it, as the kubelet reads it from
+// the apiserver's cache: every 10s on every node, a read would cost more
+// than the rare conflict it avoids.
 func (m *Manager) updateNodeStatus(ctx context.Context, force bool) error {
 	for attempt := 0; ; attempt++ {
-		err := m.tryUpdateNodeStatus(ctx, force, attempt == 0)
+		err := m.tryUpdateNodeStatus(ctx, force, attempt > 0)
 		if !apierrors.IsConflict(err) || attempt == 4 {
 			return err
 		}
 	}
 }
 
-func (m *Manager) tryUpdateNodeStatus(ctx context.Context, force, fromCache bool) error {
+func (m *Manager) tryUpdateNodeStatus(ctx context.Context, force, read bool) error {
 	nodes := m.cfg.Client.Nodes()
-	var node *corev1.Node
-	if fromCache {
-		node = m.Node()
-	}
-	if node == nil {
+	node := m.Node()
+	if read || node == nil {
 		var err error
 		if node, err = nodes.Get(ctx, "", m.cfg.NodeName, metav1.GetOptions{}); err != nil {
 			return err
 		}
+		m.setNode(node)
 	}
-	m.setNode(node)
 	want := m.nodeStatus(ctx, node.Status)
 	if !force && apiequality.Semantic.DeepEqual(stripHeartbeats(want), stripHeartbeats(node.Status)) {
 		return nil
@@ -329,7 +328,7 @@ func (m *Manager) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.
 	now := metav1.NewTime(m.cfg.Clock.Now().Truncate(time.Second))
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
-		corev1.ResourceMemory: *resource.NewQuantity(memTotal(), resource.BinarySI),
+		corev1.ResourceMemory: *resource.NewQuantity(host().memTotal, resource.BinarySI),
 		corev1.ResourcePods:   *resource.NewQuantity(int64(m.cfg.MaxPods), resource.DecimalSI),
 	}
 	var fs syscall.Statfs_t
@@ -345,8 +344,8 @@ func (m *Manager) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.
 		},
 		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: m.cfg.ServingPort}},
 		NodeInfo: corev1.NodeSystemInfo{
-			MachineID: readTrim("/etc/machine-id"), BootID: readTrim("/proc/sys/kernel/random/boot_id"),
-			KernelVersion: readTrim("/proc/sys/kernel/osrelease"), OSImage: osImage(),
+			MachineID: host().machineID, BootID: host().bootID,
+			KernelVersion: host().kernel, OSImage: host().osImage,
 			ContainerRuntimeVersion: m.cfg.RuntimeVersion, KubeletVersion: KubeletVersion, KubeProxyVersion: "",
 			OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH,
 		},
@@ -425,6 +424,21 @@ func (m *Manager) recordConditionEvents(old, cur []corev1.NodeCondition) {
 	}
 }
 
+// hostFacts are what the node status reports of the host that cannot
+// change while the kubelet runs, read once per process as the kubelet
+// reads cAdvisor's machine info once: rereading five files every 10s is
+// most of an idle kubelet's status work, and thousands of hollow
+// kubelets in one process would each do it.
+type hostFacts struct {
+	machineID, bootID, kernel, osImage string
+	memTotal                           int64 // bytes
+}
+
+var host = sync.OnceValue(func() hostFacts {
+	return hostFacts{machineID: readTrim("/etc/machine-id"), bootID: readTrim("/proc/sys/kernel/random/boot_id"),
+		kernel: readTrim("/proc/sys/kernel/osrelease"), osImage: osImage(), memTotal: memTotal()}
+})
+
 func readTrim(path string) string {
 	b, _ := os.ReadFile(path)
 	return strings.TrimSpace(string(b))
@@ -453,8 +467,8 @@ func memTotal() int64 {
 
 // LeaseLoop renews the node's Lease in kube-node-lease every
 // LeaseRenewInterval: the node lifecycle controller's heartbeat. As the
-// kubelet's lease controller, it renews the copy its last write returned
-// (one request a renewal) and reads the Lease again only after a failure.
+// kubelet's lease controller, it renews the Lease it last wrote without
+// reading it first, and reads it again only when that write fails.
 func (m *Manager) LeaseLoop(ctx context.Context) error {
 	leases := m.cfg.Client.Leases()
 	var last *coordinationv1.Lease
@@ -471,8 +485,8 @@ func (m *Manager) LeaseLoop(ctx context.Context) error {
 	}
 }
 
-// renewLease renews last, the Lease as last written (nil: read it, or
-// create it). It returns the Lease as written, nil after a failure.
+// renewLease renews last (the Lease as last written, nil for none) and
+// returns the Lease written, nil after a failure.
 func (m *Manager) renewLease(ctx context.Context, leases interface {
 	Get(context.Context, string, string, metav1.GetOptions) (*coordinationv1.Lease, error)
 	Create(context.Context, *coordinationv1.Lease, metav1.CreateOptions) (*coordinationv1.Lease, error)
@@ -481,31 +495,27 @@ func (m *Manager) renewLease(ctx context.Context, leases interface {
 	now := metav1.NewMicroTime(m.cfg.Clock.Now())
 	holder := m.cfg.NodeName
 	dur := int32(m.cfg.LeaseDuration / time.Second)
-	lease := last.DeepCopy()
-	if lease == nil {
-		var err error
-		lease, err = leases.Get(ctx, leaseNamespace, m.cfg.NodeName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			lease = &coordinationv1.Lease{
-				ObjectMeta: metav1.ObjectMeta{Name: m.cfg.NodeName, Namespace: leaseNamespace},
-				Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, RenewTime: &now},
-			}
-			if n := m.Node(); n != nil && n.UID != "" {
-				lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
-			}
-			return written(leases.Create(ctx, lease, metav1.CreateOptions{}))
-		} else if err != nil {
-			return nil, err
+	if last != nil {
+		lease := last.DeepCopy()
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &holder, &dur, &now
+		if written, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err == nil {
+			return written, nil
 		}
+		// Changed or gone meanwhile: read it as it is now.
 	}
-	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &holder, &dur, &now
-	return written(leases.Update(ctx, lease, metav1.UpdateOptions{}))
-}
-
-// written is a write's Lease, nil when the write failed.
-func written(l *coordinationv1.Lease, err error) (*coordinationv1.Lease, error) {
-	if err != nil {
+	lease, err := leases.Get(ctx, leaseNamespace, m.cfg.NodeName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: m.cfg.NodeName, Namespace: leaseNamespace},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, RenewTime: &now},
+		}
+		if n := m.Node(); n != nil && n.UID != "" {
+			lease.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
+		}
+		return leases.Create(ctx, lease, metav1.CreateOptions{})
+	} else if err != nil {
 		return nil, err
 	}
-	return l, nil
+	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &holder, &dur, &now
+	return leases.Update(ctx, lease, metav1.UpdateOptions{})
 }

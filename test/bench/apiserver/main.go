@@ -33,7 +33,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -54,7 +53,7 @@ import (
 	"minik/client"
 	"minik/client/kubeconfig"
 	"minik/internal/etcd"
-	"minik/internal/testcluster"
+	"minik/test/bench/benchkit"
 )
 
 type options struct {
@@ -316,56 +315,12 @@ type minik struct {
 	log        *os.File
 }
 
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.HasPrefix(data, []byte("module minik\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run me inside the minik module (no go.mod with `module minik` above the working directory)")
-		}
-		dir = parent
-	}
-}
-
-func binary(bin string) (string, error) {
-	if bin != "" {
-		return bin, nil
-	}
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
-	bin = filepath.Join(root, "bin", "minik")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	fmt.Fprintln(os.Stderr, "building", bin)
-	cmd := testcluster.BuildCommand(root, bin)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	return bin, cmd.Run()
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 func startMinik(ctx context.Context, bin, dir string) (*minik, error) {
-	bin, err := binary(bin)
+	bin, err := benchkit.Binary(bin)
 	if err != nil {
 		return nil, err
 	}
-	listen, err := freeAddr()
+	listen, err := benchkit.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -428,17 +383,7 @@ func (m *minik) stop() {
 }
 
 // cpu returns the CPU time (user + system) minik up has used so far.
-func (m *minik) cpu() time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses.
-	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ is 100 on Linux
-}
+func (m *minik) cpu() time.Duration { return benchkit.ProcCPU(m.cmd.Process.Pid) }
 
 // ---------------------------------------------------------------- creates
 

@@ -53,9 +53,8 @@ import (
 	"minik/client"
 	"minik/client/kubeconfig"
 	"minik/controller"
+	"minik/hollow"
 	"minik/internal/testcluster"
-	"minik/kubelet"
-	"minik/kubelet/runtime/fake"
 	"minik/scheduler"
 )
 
@@ -181,7 +180,7 @@ func run(ctx context.Context, o options) error {
 	var nodes []string
 	if o.real {
 		// Real components: the kubelets register their nodes themselves.
-		if nodes, err = startHollow(ctx, &wg, dir, newClient, o.nodes, log); err != nil {
+		if nodes, err = startHollow(ctx, &wg, newClient, o.nodes, log); err != nil {
 			return err
 		}
 	} else {
@@ -287,7 +286,7 @@ func run(ctx context.Context, o options) error {
 func registerNodes(ctx context.Context, c *client.Client, n int) ([]string, error) {
 	names := make([]string, n)
 	for i := range n {
-		names[i] = fmt.Sprintf("hollow-%03d", i)
+		names[i] = hollow.NodeName("hollow-", i)
 		node, err := c.Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}, metav1.CreateOptions{})
 		if err != nil {
 			return nil, err
@@ -381,9 +380,10 @@ func simulate(ctx context.Context, wg *sync.WaitGroup, c *client.Client, nodes [
 	return nil
 }
 
-// startHollow runs minik's scheduler and n kubelets with the fake runtime
-// in this process, and waits until every node is registered.
-func startHollow(ctx context.Context, wg *sync.WaitGroup, dir string, newClient func(string) (*client.Client, error), n int, log *slog.Logger) ([]string, error) {
+// startHollow runs minik's scheduler and n hollow nodes (kubelets on the
+// fake runtime, hollow.Run) in this process, and waits until every node
+// is registered.
+func startHollow(ctx context.Context, wg *sync.WaitGroup, newClient func(string) (*client.Client, error), n int, log *slog.Logger) ([]string, error) {
 	sc, err := newClient("minik-scheduler")
 	if err != nil {
 		return nil, err
@@ -393,40 +393,27 @@ func startHollow(ctx context.Context, wg *sync.WaitGroup, dir string, newClient 
 			fmt.Fprintln(os.Stderr, "scheduler:", err)
 		}
 	})
-	// A hollow node has no disk of its own: its pod dirs go on tmpfs when
-	// there is one, so that the bench measures the control plane rather than
-	// the host filesystem's journal (mkdir and write per pod).
-	kubeletsDir := filepath.Join(dir, "kubelets")
-	if shm, err := os.MkdirTemp("/dev/shm", "minik-bench-"); err == nil {
-		kubeletsDir = shm
-		wg.Go(func() { <-ctx.Done(); _ = os.RemoveAll(shm) })
-	}
-	names := make([]string, n)
-	for i := range n {
-		names[i] = fmt.Sprintf("hollow-%03d", i)
-		kc, err := newClient("minik-kubelet")
-		if err != nil {
-			return nil, err
-		}
-		cfg := kubelet.Config{NodeName: names[i], Client: kc, Runtime: fake.New(fake.Config{}), RootDir: filepath.Join(kubeletsDir, names[i]),
-			NodeIP: "127.0.0.1", Logger: log, MaxPods: 110}
-		wg.Go(func() {
-			if err := kubelet.Run(ctx, cfg); err != nil && ctx.Err() == nil {
-				fmt.Fprintln(os.Stderr, "kubelet:", err)
-			}
-		})
-	}
-	c, err := newClient("bench")
+	hc, err := newClient("minik-hollow")
 	if err != nil {
 		return nil, err
 	}
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		l, err := c.Nodes().List(ctx, "", metav1.ListOptions{})
-		if err == nil && len(l.Items) >= n {
-			return names, nil
-		}
+	registered := make(chan struct{})
+	failed := make(chan error, 1)
+	wg.Go(func() {
+		failed <- hollow.Run(ctx, hollow.Config{Client: hc, Nodes: n, StartSpread: time.Second, Logger: log, Registered: registered})
+	})
+	select {
+	case <-registered:
+	case err := <-failed:
+		return nil, fmt.Errorf("hollow nodes: %w", err)
+	case <-time.After(60 * time.Second):
+		return nil, errors.New("hollow nodes did not register within 60s")
 	}
-	return nil, errors.New("hollow nodes did not register within 60s")
+	names := make([]string, n)
+	for i := range n {
+		names[i] = hollow.NodeName("hollow-", i)
+	}
+	return names, nil
 }
 
 // countRunning counts pods that became Running.

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"minik/test/bench/benchkit"
 )
 
 // A cpuMeter reads a cumulative CPU time; a measurement reports what it
@@ -71,32 +73,6 @@ func smallProcCPU(pid int) time.Duration {
 	return children
 }
 
-// findProcs returns the processes whose command line contains all of
-// words.
-func findProcs(words ...string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil {
-			continue
-		}
-		line := strings.ReplaceAll(string(cmd), "\x00", " ")
-		all := true
-		for _, w := range words {
-			all = all && strings.Contains(line, w)
-		}
-		if all {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
 // nodeMeters measures the processes of one node: the kubelet (pid),
 // minik up (upPid), and runtimeMeters.
 func nodeMeters(kubeletPid, upPid int, containerdDir, namespace string) []cpuMeter {
@@ -112,10 +88,10 @@ func nodeMeters(kubeletPid, upPid int, containerdDir, namespace string) []cpuMet
 // namespace.
 func runtimeMeters(containerdDir, namespace string) []cpuMeter {
 	ms := []cpuMeter{{"host", hostBusy}}
-	if pids := findProcs("containerd", "--config", containerdDir); len(pids) == 1 {
+	if pids := benchkit.FindProcs("containerd", "--config", containerdDir); len(pids) == 1 {
 		ms = append(ms, cpuMeter{"containerd", func() time.Duration { return procCPU(pids[0]) }})
 	}
-	shims := func() []int { return findProcs("containerd-shim", "-namespace "+namespace+" ") }
+	shims := func() []int { return benchkit.FindProcs("containerd-shim", "-namespace "+namespace+" ") }
 	ms = append(ms, cpuMeter{"shims", growth(shims, smallProcCPU)})
 	return ms
 }

@@ -69,6 +69,7 @@ import (
 	"minik/internal/pki"
 	"minik/internal/testcluster"
 	ctdrt "minik/kubelet/runtime/containerd"
+	"minik/test/bench/benchkit"
 )
 
 const (
@@ -136,19 +137,6 @@ func (p *proc) stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
-}
-
-// memMB reads a "Key:   N kB" field of /proc/PID/FILE in MB.
-func memMB(pid int, file, key string) float64 {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			var kb float64
-			fmt.Sscanf(strings.TrimSpace(v), "%f", &kb)
-			return kb / 1024
-		}
-	}
-	return 0
 }
 
 // hostBusy is the CPU time the whole machine has spent outside idle and
@@ -384,9 +372,9 @@ const idlePods = 10
 
 // reportIdleRSS reports the idle kubelet's memory with pods running.
 func reportIdleRSS(pid, pods int) {
-	report(map[string]any{"bench": "kubelet_idle_rss", "pods": pods, "rss_mb": round(memMB(pid, "status", "VmRSS")),
-		"anon_mb": round(memMB(pid, "status", "RssAnon")), "file_mb": round(memMB(pid, "status", "RssFile")),
-		"pss_mb": round(memMB(pid, "smaps_rollup", "Pss"))})
+	report(map[string]any{"bench": "kubelet_idle_rss", "pods": pods, "rss_mb": round(benchkit.MemMB(pid, "status", "VmRSS")),
+		"anon_mb": round(benchkit.MemMB(pid, "status", "RssAnon")), "file_mb": round(benchkit.MemMB(pid, "status", "RssFile")),
+		"pss_mb": round(benchkit.MemMB(pid, "smaps_rollup", "Pss"))})
 }
 
 func report(v map[string]any) {

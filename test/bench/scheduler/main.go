@@ -46,6 +46,7 @@ import (
 	"minik/client/informer"
 	"minik/client/kubeconfig"
 	"minik/scheduler"
+	"minik/test/bench/benchkit"
 )
 
 // workload is one scheduler_perf test case.
@@ -135,6 +136,7 @@ func main() {
 		rounds  = flag.Int("rounds", 1, "peer mode: how many times to run every workload under each scheduler")
 		compare = flag.Bool("compare", true, "peer mode: compare the two schedulers' placements of edge-case pods first")
 	)
+	flag.StringVar(&plotFile, "plot", "", "draw the pods scheduled over time in SchedulingBasic to this PNG file")
 	flag.BoolVar(&sendEvents, "events", true, "send the scheduler's events (Scheduled, FailedScheduling) to the apiserver")
 	flag.Parse()
 	if *prof != "" {
@@ -204,6 +206,9 @@ func scaled(n int, f float64) int {
 	return max(1, int(float64(n)*f))
 }
 
+// plotFile is the -plot flag.
+var plotFile string
+
 // sendEvents is the -events flag.
 var sendEvents = true
 
@@ -260,7 +265,7 @@ func run(bin string, w workload) (*result, error) {
 		if err := createPods(ctx, c, w.InitialPods, "initial", "bench-init", w.initialPod); err != nil {
 			return nil, err
 		}
-		if _, err := schedule(ctx, c, "bench-init", w.InitialPods); err != nil {
+		if _, _, err := schedule(ctx, c, "bench-init", w.InitialPods); err != nil {
 			return nil, fmt.Errorf("initial pods: %w", err)
 		}
 	}
@@ -268,9 +273,19 @@ func run(bin string, w workload) (*result, error) {
 	if err := createPods(ctx, c, w.MeasuredPods, "measured", "bench", w.measuredPod); err != nil {
 		return nil, err
 	}
-	d, err := schedule(ctx, c, "bench", w.MeasuredPods)
+	d, binds, err := schedule(ctx, c, "bench", w.MeasuredPods)
 	if err != nil {
 		return nil, fmt.Errorf("measured pods: %w", err)
+	}
+	if plotFile != "" && w.Name == "SchedulingBasic" {
+		xs, ys := make([]float64, len(binds)), make([]float64, len(binds))
+		for i, t := range binds {
+			xs[i], ys[i] = t.Seconds(), float64(i+1)
+		}
+		title := fmt.Sprintf("SchedulingBasic: %d pods on %d nodes", w.MeasuredPods, w.Nodes)
+		if err := benchkit.PlotSeries(plotFile, title, "seconds since the scheduler's caches synced", "pods scheduled", xs, ys); err != nil {
+			return nil, err
+		}
 	}
 	return &result{Workload: w.Name, Nodes: w.Nodes, Pods: w.MeasuredPods, PodsPerS: round(float64(w.MeasuredPods) / d.Seconds()), Seconds: round(d.Seconds())}, nil
 }
@@ -293,14 +308,29 @@ func createPods(ctx context.Context, c *client.Client, n int, role, schedulerNam
 // schedule runs a scheduler named name until want of its pods are bound,
 // and returns the time from its caches being synced to the last bind
 // being seen through its watch.
-func schedule(ctx context.Context, c *client.Client, name string, want int) (time.Duration, error) {
+func schedule(ctx context.Context, c *client.Client, name string, want int) (time.Duration, []time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var bound atomic.Int64
 	done := make(chan struct{})
 	var once sync.Once
+	var (
+		mu    sync.Mutex
+		start time.Time
+		binds []time.Duration // when each bind was seen, from start
+	)
 	count := func(p *corev1.Pod) {
-		if p.Spec.SchedulerName == name && p.Spec.NodeName != "" && int(bound.Add(1)) >= want {
+		if p.Spec.SchedulerName != name || p.Spec.NodeName == "" {
+			return
+		}
+		mu.Lock()
+		var at time.Duration // a bind seen before start was noted came at once
+		if !start.IsZero() {
+			at = time.Since(start)
+		}
+		binds = append(binds, at)
+		mu.Unlock()
+		if int(bound.Add(1)) >= want {
 			once.Do(func() { close(done) })
 		}
 	}
@@ -324,14 +354,19 @@ func schedule(ctx context.Context, c *client.Client, name string, want int) (tim
 	select {
 	case <-s.Synced():
 	case err := <-errc:
-		return 0, err
+		return 0, nil, err
 	}
-	start := time.Now()
+	mu.Lock()
+	start = time.Now()
+	mu.Unlock()
 	select {
 	case <-done:
-		return time.Since(start), nil
+		d := time.Since(start)
+		mu.Lock()
+		defer mu.Unlock()
+		return d, binds, nil
 	case <-time.After(10 * time.Minute):
-		return 0, fmt.Errorf("only %d of %d pods bound after 10 minutes", bound.Load(), want)
+		return 0, nil, fmt.Errorf("only %d of %d pods bound after 10 minutes", bound.Load(), want)
 	}
 }
 
