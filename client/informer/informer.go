@@ -69,6 +69,13 @@ type Config struct {
 	WatchTimeout time.Duration
 	// Backoff spaces retries after failed lists and dropped watches.
 	Backoff Backoff
+	// KeysOnly makes the cache keep each object's key and resourceVersion,
+	// not the object, for a reader that keeps what it needs from the
+	// handlers itself (the DNS keeps records, not Services). Store() then
+	// finds no object; OnUpdate's old object, and OnDelete's after a
+	// relist, are stand-ins holding only namespace, name and
+	// resourceVersion; a resync has nothing to replay.
+	KeysOnly bool
 	// Clock defaults to the real time.
 	Clock clock.Clock
 	// Logger defaults to slog.Default().
@@ -122,6 +129,9 @@ func New[T any](src *client.Typed[T], cfg Config) *Informer[T] {
 		log:    cfg.Logger,
 		store:  newStore[T](),
 		synced: make(chan struct{}),
+	}
+	if cfg.KeysOnly {
+		inf.store = newKeysOnlyStore[T]()
 	}
 	if src != nil {
 		inf.log = cfg.Logger.With("informer", src.Resource().Resource, "namespace", cfg.Namespace)

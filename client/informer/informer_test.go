@@ -60,10 +60,19 @@ func sortedKeys(s *Store[corev1.Pod]) []string {
 	return keys
 }
 
-func TestEventsReachHandlersInOrder(t *testing.T) {
+// cacheModes runs a test with the informer keeping objects, and keeping
+// only keys (Config.KeysOnly): handlers must see the same calls.
+func cacheModes(t *testing.T, test func(t *testing.T, keysOnly bool)) {
+	t.Run("objects cached", func(t *testing.T) { test(t, false) })
+	t.Run("keys only", func(t *testing.T) { test(t, true) })
+}
+
+func TestEventsReachHandlersInOrder(t *testing.T) { cacheModes(t, eventsReachHandlersInOrder) }
+
+func eventsReachHandlersInOrder(t *testing.T, keysOnly bool) {
 	f, c := newFakeAPI(t)
 	clock := newFakeClock(0)
-	inf, rec := newPodInformer(t, c, Config{LabelSelector: "app=web", FieldSelector: "spec.nodeName=n1", Clock: clock})
+	inf, rec := newPodInformer(t, c, Config{LabelSelector: "app=web", FieldSelector: "spec.nodeName=n1", Clock: clock, KeysOnly: keysOnly})
 	f.lists <- listPage{rv: "10", pods: []*corev1.Pod{makePod("a").RV("10").Obj()}}
 	f.watches <- watchScript{frames: []string{
 		added(makePod("b").RV("11").Obj()),
@@ -91,7 +100,11 @@ func TestEventsReachHandlersInOrder(t *testing.T) {
 	if got := sortedKeys(inf.Store()); !slices.Equal(got, []string{"default/a"}) {
 		t.Errorf("store keys %v, want [default/a]", got)
 	}
-	if a, _ := inf.Store().Get("default", "a"); a.ResourceVersion != "13" {
+	a, found := inf.Store().Get("default", "a")
+	switch {
+	case keysOnly && (found || len(inf.Store().List()) != 0):
+		t.Errorf("a keys-only cache holds objects: %v", inf.Store().List())
+	case !keysOnly && a.ResourceVersion != "13":
 		t.Errorf("cached a has resourceVersion %s, want 13", a.ResourceVersion)
 	}
 }
@@ -107,36 +120,38 @@ func TestGoneCausesARelistThatReconcilesTheCache(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, c := newFakeAPI(t)
-			clock := newFakeClock(0)
-			inf, rec := newPodInformer(t, c, Config{Clock: clock})
-			f.lists <- listPage{rv: "10", pods: []*corev1.Pod{makePod("a").RV("10").Obj(), makePod("b").RV("10").Obj(), makePod("c").RV("10").Obj()}}
-			f.watches <- tt.watch
-			// The new list: a unchanged, b gone, c changed, d new.
-			f.lists <- listPage{rv: "20", pods: []*corev1.Pod{makePod("a").RV("10").Obj(), makePod("c").RV("15").Obj(), makePod("d").RV("20").Obj()}}
-			f.watches <- watchScript{end: endHold}
-			start(t, inf)
+			cacheModes(t, func(t *testing.T, keysOnly bool) {
+				f, c := newFakeAPI(t)
+				clock := newFakeClock(0)
+				inf, rec := newPodInformer(t, c, Config{Clock: clock, KeysOnly: keysOnly})
+				f.lists <- listPage{rv: "10", pods: []*corev1.Pod{makePod("a").RV("10").Obj(), makePod("b").RV("10").Obj(), makePod("c").RV("10").Obj()}}
+				f.watches <- tt.watch
+				// The new list: a unchanged, b gone, c changed, d new.
+				f.lists <- listPage{rv: "20", pods: []*corev1.Pod{makePod("a").RV("10").Obj(), makePod("c").RV("15").Obj(), makePod("d").RV("20").Obj()}}
+				f.watches <- watchScript{end: endHold}
+				start(t, inf)
 
-			rec.expect(t, "add default/a@10", "add default/b@10", "add default/c@10",
-				"update default/c@10->15", "add default/d@20", "delete default/b@10")
-			next(t, f.listReqs, "first list")
-			next(t, f.listReqs, "second list")
-			if w := next(t, f.watchReqs, "first watch"); w.Get("resourceVersion") != "10" {
-				t.Errorf("first watch from %q, want 10", w.Get("resourceVersion"))
-			}
-			if w := next(t, f.watchReqs, "watch after the relist"); w.Get("resourceVersion") != "20" {
-				t.Errorf("watch after the relist from %q, want 20", w.Get("resourceVersion"))
-			}
-			if got := sortedKeys(inf.Store()); !slices.Equal(got, []string{"default/a", "default/c", "default/d"}) {
-				t.Errorf("store keys %v, want a, c and d", got)
-			}
-			if got := inf.LastResourceVersion(); got != "20" {
-				t.Errorf("LastResourceVersion %q, want 20", got)
-			}
-			if waits := clock.drainWaits(); len(waits) != 0 {
-				t.Errorf("relist waited %v; 410 must relist at once", waits)
-			}
-			rec.expectNone(t)
+				rec.expect(t, "add default/a@10", "add default/b@10", "add default/c@10",
+					"update default/c@10->15", "add default/d@20", "delete default/b@10")
+				next(t, f.listReqs, "first list")
+				next(t, f.listReqs, "second list")
+				if w := next(t, f.watchReqs, "first watch"); w.Get("resourceVersion") != "10" {
+					t.Errorf("first watch from %q, want 10", w.Get("resourceVersion"))
+				}
+				if w := next(t, f.watchReqs, "watch after the relist"); w.Get("resourceVersion") != "20" {
+					t.Errorf("watch after the relist from %q, want 20", w.Get("resourceVersion"))
+				}
+				if got := sortedKeys(inf.Store()); !slices.Equal(got, []string{"default/a", "default/c", "default/d"}) {
+					t.Errorf("store keys %v, want a, c and d", got)
+				}
+				if got := inf.LastResourceVersion(); got != "20" {
+					t.Errorf("LastResourceVersion %q, want 20", got)
+				}
+				if waits := clock.drainWaits(); len(waits) != 0 {
+					t.Errorf("relist waited %v; 410 must relist at once", waits)
+				}
+				rec.expectNone(t)
+			})
 		})
 	}
 }

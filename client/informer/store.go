@@ -2,6 +2,9 @@ package informer
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,11 +46,36 @@ func resourceVersion[T any](obj *T) string { return meta(obj).GetResourceVersion
 // indexes. It is safe for concurrent use. Objects in it are shared: treat
 // them as read-only, and DeepCopy one before changing it.
 type Store[T any] struct {
-	mu       sync.RWMutex
-	items    map[string]*T
+	mu    sync.RWMutex
+	items map[string]*T
+	// versions, in a keys-only store (Config.KeysOnly), is what it keeps
+	// instead of items: each key's resourceVersion.
+	versions map[string]string
 	indexers map[string]IndexFunc[T]
 	// indices maps index name → indexed value → set of keys.
 	indices map[string]map[string]map[string]struct{}
+}
+
+// newKeysOnlyStore returns a store that keeps each object's key and
+// resourceVersion, not the object: Get, List and ByIndex find nothing,
+// and what upsert and remove return in place of the old object is a
+// stand-in holding only its namespace, name and resourceVersion.
+func newKeysOnlyStore[T any]() *Store[T] {
+	return &Store[T]{versions: map[string]string{}, indexers: map[string]IndexFunc[T]{}, indices: map[string]map[string]map[string]struct{}{}}
+}
+
+// standIn is a keys-only store's stand-in for the object at key.
+func standIn[T any](key, resourceVersion string) *T {
+	obj := new(T)
+	m := meta(obj)
+	if ns, name, ok := strings.Cut(key, "/"); ok {
+		m.SetNamespace(ns)
+		m.SetName(name)
+	} else {
+		m.SetName(key)
+	}
+	m.SetResourceVersion(resourceVersion)
+	return obj
 }
 
 func newStore[T any]() *Store[T] {
@@ -91,18 +119,17 @@ func (s *Store[T]) List() []*T {
 func (s *Store[T]) Keys() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]string, 0, len(s.items))
-	for k := range s.items {
-		out = append(out, k)
+	if s.versions != nil {
+		return slices.Collect(maps.Keys(s.versions))
 	}
-	return out
+	return slices.Collect(maps.Keys(s.items))
 }
 
 // Len returns the number of objects.
 func (s *Store[T]) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.items)
+	return len(s.items) + len(s.versions)
 }
 
 // ByIndex returns the objects that index name maps to value, in no
@@ -138,6 +165,13 @@ func (s *Store[T]) upsert(obj *T) (old *T) {
 	key := KeyOf(obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.versions != nil {
+		if rv, ok := s.versions[key]; ok {
+			old = standIn[T](key, rv)
+		}
+		s.versions[key] = resourceVersion(obj)
+		return old
+	}
 	old = s.items[key]
 	if old != nil {
 		s.unindex(key, old)
@@ -153,6 +187,13 @@ func (s *Store[T]) upsert(obj *T) (old *T) {
 func (s *Store[T]) remove(key string) (old *T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.versions != nil {
+		if rv, ok := s.versions[key]; ok {
+			delete(s.versions, key)
+			return standIn[T](key, rv)
+		}
+		return nil
+	}
 	old = s.items[key]
 	if old != nil {
 		s.unindex(key, old)

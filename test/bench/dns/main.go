@@ -34,7 +34,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -47,6 +46,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"minik/dns"
+	"minik/test/bench/benchkit"
 )
 
 type options struct {
@@ -250,25 +250,22 @@ func run(ctx context.Context, o options) error {
 		BuildMs: ms(time.Duration(buildNs)), PerUpdateUs: float64(buildNs) / 1e3 / float64(updates)})
 
 	time.Sleep(time.Second) // let the heap settle after the build
-	rss, err := rssMB(pid)
-	if err != nil {
-		return err
-	}
+	rss := benchkit.MemMB(pid, "status", "VmRSS")
 
 	qs := mix(o)
-	cpu0, _ := cpuTime(pid)
+	cpu0 := benchkit.ProcCPU(pid)
 	res, err := load(ctx, addr, qs, o)
 	if err != nil {
 		return err
 	}
-	cpu1, _ := cpuTime(pid)
+	cpu1 := benchkit.ProcCPU(pid)
 	res.CPUPerQueryU = float64((cpu1 - cpu0).Microseconds()) / float64(res.Queries)
 	res.ServerCPU = (cpu1 - cpu0).Seconds() / o.duration.Seconds()
 	res.Target = 20000
 	res.Pass = ptr.To(res.QPS >= res.Target && res.Timeouts == 0 && res.WrongRcode == 0)
 	_ = out.Encode(res)
 
-	after, _ := rssMB(pid)
+	after := benchkit.MemMB(pid, "status", "VmRSS")
 	coredns := float64(o.services+o.services*o.endpoints)/1000 + 54
 	_ = out.Encode(result{Bench: "dns_rss", Services: o.services, Slices: o.services, Endpoints: o.services * o.endpoints,
 		RSSMB: rss, RSSAfterMB: after, CoreDNSMB: coredns, TargetMB: coredns / 2, Pass: ptr.To(max(rss, after) < coredns/2)})
@@ -368,35 +365,3 @@ func load(ctx context.Context, addr string, qs []question, o options) (result, e
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// rssMB reads a process's resident set from /proc.
-func rssMB(pid int) (float64, error) { return statusMB(pid, "VmRSS") }
-
-// statusMB reads one memory line of /proc/PID/status (VmRSS, RssAnon,
-// RssFile), in MB.
-func statusMB(pid int, field string) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, field+":"); ok {
-			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
-			return float64(kb) / 1024, err
-		}
-	}
-	return 0, errors.New("no " + field)
-}
-
-// cpuTime is a process's user + system CPU time, from /proc/PID/stat.
-func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name, which is in parentheses.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / 100, nil // USER_HZ is 100 on Linux
-}

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	miekg "github.com/miekg/dns"
@@ -18,16 +16,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/client"
-	"minik/test/bench/internal/upcluster"
+	"minik/test/bench/benchkit"
 )
 
 // The side-by-side run (-minik, and -coredns for the peer): one real
-// apiserver (`minik up` without kubelets) holds the Services and
+// apiserver (minik apiserver and etcd, as processes) holds the Services and
 // EndpointSlices; `minik dns` and then CoreDNS (its kubernetes plugin,
 // kubeadm's Corefile) each list-watch them from it, as they would in a
 // cluster, and answer the same load:
 //
-//	bench ── creates N Services + N slices ──▶ apiserver (minik up)
+//	bench ── creates N Services + N slices ──▶ apiserver + etcd (benchkit's control plane)
 //	             ▲ list-watch                        ▲ list-watch
 //	        minik dns (process)               coredns (process)
 //	             ▲ UDP                               ▲ UDP
@@ -63,13 +61,17 @@ func peer(ctx context.Context, o options, minikBin, corednsBin string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cl, err := upcluster.Start(ctx, minikBin, dir, "--dns=false", "--disable-admission-plugins=ServiceAccount")
+	cp, err := benchkit.StartControlPlane(ctx, minikBin, dir, benchkit.ControlPlaneOptions{})
 	if err != nil {
 		return err
 	}
-	defer cl.Stop()
+	defer cp.Stop()
+	admin, err := cp.Client("bench-dns")
+	if err != nil {
+		return err
+	}
 	start := time.Now()
-	if err := populate(ctx, cl.Client, o); err != nil {
+	if err := populate(ctx, admin, o); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "bench-dns: %d Services and slices created through the apiserver in %v\n", o.services, time.Since(start).Round(time.Millisecond))
@@ -78,14 +80,14 @@ func peer(ctx context.Context, o options, minikBin, corednsBin string) error {
 		name string
 		args func(addr string) (bin string, args []string, err error)
 	}{{"minik", func(addr string) (string, []string, error) {
-		return minikBin, []string{"dns", "--kubeconfig", cl.Kubeconfig, "--listen", addr, "--register=false"}, nil
+		return minikBin, []string{"dns", "--kubeconfig", cp.Admin, "--listen", addr, "--register=false"}, nil
 	}}}
 	if corednsBin != "" {
 		servers = append(servers, struct {
 			name string
 			args func(addr string) (string, []string, error)
 		}{"coredns", func(addr string) (string, []string, error) {
-			corefile, err := writeCorefile(dir, addr, cl.Kubeconfig)
+			corefile, err := writeCorefile(dir, addr, cp.Admin)
 			return corednsBin, []string{"-conf", corefile}, err
 		}})
 	}
@@ -208,46 +210,33 @@ func writeCorefile(dir, addr, kubeconfig string) (string, error) {
 // measureServer starts one DNS server, waits until it answers for the
 // last Service (its caches hold them all), and measures it.
 func measureServer(ctx context.Context, o options, name, addr, bin string, args []string, logPath string) (peerResult, error) {
-	logFile, err := os.Create(logPath)
+	proc, err := benchkit.Start(name, bin, logPath, args...)
 	if err != nil {
 		return peerResult{}, err
 	}
-	defer logFile.Close()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return peerResult{}, err
-	}
-	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	defer proc.Stop()
+	start := proc.Started
 
 	last := o.services - 1
 	if last%o.headless == 0 {
 		last--
 	}
 	ns, svc := serviceName(last)
-	if err := waitForAnswer(ctx, addr, svc+"."+ns+".svc.cluster.local.", 2*time.Minute); err != nil {
+	if err := waitForAnswer(ctx, proc, addr, svc+"."+ns+".svc.cluster.local.", 2*time.Minute); err != nil {
 		return peerResult{}, fmt.Errorf("%w (log: %s)", err, logPath)
 	}
 	r := peerResult{Bench: "dns_peer", Server: name, Services: o.services, Endpoints: o.services * o.endpoints,
 		SyncMs: ms(time.Since(start))}
 	time.Sleep(time.Second) // let the heap settle after the initial lists
-	pid := cmd.Process.Pid
-	if r.RSSMB, err = rssMB(pid); err != nil {
-		return r, err
-	}
-	r.AnonMB, _ = statusMB(pid, "RssAnon")
-	r.FileMB, _ = statusMB(pid, "RssFile")
-	cpu0, _ := cpuTime(pid)
+	pid := proc.PID()
+	r.RSSMB, r.AnonMB, r.FileMB = rss(pid)
+	cpu0 := proc.CPU()
 	res, err := load(ctx, addr, mix(o), o)
 	if err != nil {
 		return r, err
 	}
-	cpu1, _ := cpuTime(pid)
-	r.RSSAfterMB, _ = rssMB(pid)
-	r.AnonAfterMB, _ = statusMB(pid, "RssAnon")
-	r.FileAfterMB, _ = statusMB(pid, "RssFile")
+	cpu1 := proc.CPU()
+	r.RSSAfterMB, r.AnonAfterMB, r.FileAfterMB = rss(pid)
 	r.QPS, r.P50Ms, r.P99Ms, r.Timeouts, r.WrongRcode = res.QPS, res.P50Ms, res.P99Ms, res.Timeouts, res.WrongRcode
 	if res.Queries > 0 {
 		r.CPUPerQueryU = float64((cpu1 - cpu0).Microseconds()) / float64(res.Queries)
@@ -255,8 +244,14 @@ func measureServer(ctx context.Context, o options, name, addr, bin string, args 
 	return r, nil
 }
 
+// rss is a process's resident set, and its anonymous (heap, stacks) and
+// file-backed (the binary's pages) parts, in MB.
+func rss(pid int) (total, anon, file float64) {
+	return benchkit.MemMB(pid, "status", "VmRSS"), benchkit.MemMB(pid, "status", "RssAnon"), benchkit.MemMB(pid, "status", "RssFile")
+}
+
 // waitForAnswer asks for name's A record until it gets one.
-func waitForAnswer(ctx context.Context, addr, name string, within time.Duration) error {
+func waitForAnswer(ctx context.Context, proc *benchkit.Proc, addr, name string, within time.Duration) error {
 	c := &miekg.Client{Timeout: 500 * time.Millisecond}
 	q := new(miekg.Msg).SetQuestion(name, miekg.TypeA)
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); {
@@ -266,6 +261,8 @@ func waitForAnswer(ctx context.Context, addr, name string, within time.Duration)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-proc.Done():
+			return fmt.Errorf("%s exited", proc.Name)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
