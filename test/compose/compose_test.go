@@ -234,7 +234,7 @@ func (c *cluster) antiAffinity() {
 		ok := len(running) == 2 && len(pending) == 2 && strings.Contains(strings.Join(running, ","), "node01") && strings.Contains(strings.Join(running, ","), "node02")
 		return ok, fmt.Sprintf("running on %v, pending %v", running, pending)
 	})
-	c.eventually(60*time.Second, "a FailedScheduling event naming the taint and the anti-affinity rule", func() (bool, string) {
+	c.eventually(60*time.Second, "a FailedScheduling event naming the untolerated taint and the anti-affinity rule", func() (bool, string) {
 		evs, err := c.cs.CoreV1().Events("default").List(ctx(20*time.Second), metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
 		if err != nil {
 			return false, err.Error()
@@ -242,7 +242,7 @@ func (c *cluster) antiAffinity() {
 		var msgs []string
 		for _, e := range evs.Items {
 			if strings.HasPrefix(e.InvolvedObject.Name, "spread-") {
-				if strings.Contains(e.Message, "node-role.kubernetes.io/control-plane") && strings.Contains(e.Message, "anti-affinity") {
+				if strings.Contains(e.Message, "1 node(s) had untolerated taint(s)") && strings.Contains(e.Message, "2 node(s) didn't match pod anti-affinity rules") {
 					c.step("   FailedScheduling: %s", e.Message)
 					return true, ""
 				}
