@@ -2,7 +2,6 @@ package endpoints
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -32,6 +31,10 @@ type Controller struct {
 	log       *slog.Logger
 	queue     *framework.Queue
 
+	// sink performs a sync's write for Service svc (nil once deleted):
+	// apiSink; a FakeSink in tests.
+	sink func(svc *corev1.Service) framework.Sink[Action]
+
 	mu       sync.Mutex
 	triggers map[string]*svcutil.TriggerState
 }
@@ -42,6 +45,7 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, log *
 	ec := &Controller{api: client.For[corev1.Endpoints](c, framework.EndpointsResource), services: inf.Services,
 		pods: inf.Pods, endpoints: inf.Endpoints, rec: rec, log: log.With("controller", Name),
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name}), triggers: map[string]*svcutil.TriggerState{}}
+	ec.sink = func(svc *corev1.Service) framework.Sink[Action] { return apiSink{ec: ec, svc: svc} }
 	inf.Services.AddHandler(informer.Handler[corev1.Service]{
 		OnAdd:    func(s *corev1.Service) { ec.queue.Add(framework.KeyOf(s)) },
 		OnUpdate: func(_, s *corev1.Service) { ec.queue.Add(framework.KeyOf(s)) },
@@ -96,30 +100,43 @@ func (ec *Controller) sync(ctx context.Context, key string) (framework.Result, e
 		ec.triggers[key] = st
 		ec.mu.Unlock()
 	}
-	plan := Plan(Input{Service: svc, Pods: pods, Current: cur, TriggerTime: trigger})
-	switch {
-	case plan.Delete != nil:
-		err := ec.api.Delete(ctx, ns, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &plan.Delete.UID}})
+	out := Plan(Input{Service: svc, Pods: pods, Current: cur, TriggerTime: trigger})
+	return framework.Result{}, framework.Execute(ctx, ec.sink(svc), out.Actions)
+}
+
+// apiSink writes the Endpoints of Service svc through the apiserver and
+// reports failed writes as events on it, as Kubernetes does.
+type apiSink struct {
+	ec  *Controller
+	svc *corev1.Service
+}
+
+func (s apiSink) Do(ctx context.Context, a Action) error {
+	api, ep := s.ec.api, a.Endpoints
+	switch a.Type {
+	case DeleteEndpoints:
+		uid := ep.UID
+		err := api.Delete(ctx, ep.Namespace, ep.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return framework.Result{}, fmt.Errorf("delete endpoints: %w", err)
+			return err
 		}
-	case plan.Create != nil:
-		if _, err := ec.api.Create(ctx, plan.Create, metav1.CreateOptions{}); err != nil {
+	case CreateEndpoints:
+		if _, err := api.Create(ctx, ep, metav1.CreateOptions{}); err != nil {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-				return framework.Result{}, nil
+				return nil
 			}
-			ec.rec.Eventf(svc, corev1.EventTypeWarning, "FailedToCreateEndpoint",
-				"Failed to create endpoint for service %s/%s: %v", ns, name, err)
-			return framework.Result{}, fmt.Errorf("create endpoints: %w", err)
+			s.ec.rec.Eventf(s.svc, corev1.EventTypeWarning, "FailedToCreateEndpoint",
+				"Failed to create endpoint for service %s/%s: %v", ep.Namespace, ep.Name, err)
+			return err
 		}
-	case plan.Update != nil:
-		if _, err := ec.api.Update(ctx, plan.Update, metav1.UpdateOptions{}); err != nil {
+	case UpdateEndpoints:
+		if _, err := api.Update(ctx, ep, metav1.UpdateOptions{}); err != nil {
 			if !apierrors.IsConflict(err) {
-				ec.rec.Eventf(svc, corev1.EventTypeWarning, "FailedToUpdateEndpoint",
-					"Failed to update endpoint %s/%s: %v", ns, name, err)
+				s.ec.rec.Eventf(s.svc, corev1.EventTypeWarning, "FailedToUpdateEndpoint",
+					"Failed to update endpoint %s/%s: %v", ep.Namespace, ep.Name, err)
 			}
-			return framework.Result{}, fmt.Errorf("update endpoints: %w", err)
+			return err
 		}
 	}
-	return framework.Result{}, nil
+	return nil
 }

@@ -49,11 +49,34 @@ type Input struct {
 	TriggerTime time.Time
 }
 
+// ActionType says what an Action does.
+type ActionType string
+
+const (
+	// CreateEndpoints creates Endpoints.
+	CreateEndpoints ActionType = "CreateEndpoints"
+	// UpdateEndpoints writes Endpoints, a changed copy of the current one.
+	UpdateEndpoints ActionType = "UpdateEndpoints"
+	// DeleteEndpoints deletes Endpoints (its Service is gone), if it still
+	// has the same UID.
+	DeleteEndpoints ActionType = "DeleteEndpoints"
+)
+
+// Action is one write of a Service's Endpoints.
+type Action struct {
+	Type      ActionType
+	Endpoints *corev1.Endpoints
+}
+
+func (a Action) String() string {
+	return string(a.Type) + " " + a.Endpoints.Namespace + "/" + a.Endpoints.Name
+}
+
 // Output is at most one write.
-type Output struct {
-	Create *corev1.Endpoints
-	Update *corev1.Endpoints
-	Delete *corev1.Endpoints
+type Output = framework.Output[Action]
+
+func write(t ActionType, ep *corev1.Endpoints) Output {
+	return Output{Actions: []Action{{Type: t, Endpoints: ep}}}
 }
 
 // Plan computes the Endpoints of in.Service. It is pure.
@@ -61,7 +84,7 @@ func Plan(in Input) Output {
 	svc, cur := in.Service, in.Current
 	if svc == nil {
 		if cur != nil {
-			return Output{Delete: cur}
+			return write(DeleteEndpoints, cur)
 		}
 		return Output{}
 	}
@@ -95,9 +118,9 @@ func Plan(in Input) Output {
 		delete(ep.Annotations, corev1.EndpointsOverCapacity)
 	}
 	if cur == nil {
-		return Output{Create: ep}
+		return write(CreateEndpoints, ep)
 	}
-	return Output{Update: ep}
+	return write(UpdateEndpoints, ep)
 }
 
 // endpointsLabels are the Service's labels, this controller's mark, and

@@ -66,15 +66,19 @@ func TestPlan(t *testing.T) {
 			for i, pods := range tc.steps {
 				p := Plan(Input{Service: tc.svc, Pods: pods, Current: cur, TriggerTime: T0.Add(time.Duration(i) * time.Minute)})
 				fmt.Fprintf(&out, "# step %d: %d pods\n", i+1, len(pods))
-				switch {
-				case p.Create != nil:
-					out.WriteString("create:\n" + indent(p.Create))
-					cur = p.Create
-				case p.Update != nil:
-					out.WriteString("update:\n" + indent(p.Update))
-					cur = p.Update
-				case p.Delete != nil:
-					t.Fatalf("step %d deletes", i+1)
+				if len(p.Actions) > 1 {
+					t.Fatalf("step %d writes %d times: %v", i+1, len(p.Actions), p.Actions)
+				}
+				for _, a := range p.Actions {
+					switch a.Type {
+					case CreateEndpoints:
+						out.WriteString("create:\n" + indent(a.Endpoints))
+					case UpdateEndpoints:
+						out.WriteString("update:\n" + indent(a.Endpoints))
+					default:
+						t.Fatalf("step %d: %v", i+1, a)
+					}
+					cur = a.Endpoints
 				}
 			}
 			golden(t, tc.name, out.String())
@@ -82,12 +86,22 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-func TestReconcileDeletesTheEndpointsOfADeletedService(t *testing.T) {
-	cur := Plan(Input{Service: Service("web").Selector("app", "web").Obj()}).Create
-	if p := Plan(Input{Current: cur}); p.Delete != cur || p.Create != nil || p.Update != nil {
-		t.Fatalf("plan %+v, want the delete of the Endpoints", p)
+// only returns the Endpoints of p's one action of type t, failing the
+// test if p is anything else.
+func only(t *testing.T, p Output, typ ActionType) *corev1.Endpoints {
+	t.Helper()
+	if len(p.Actions) != 1 || p.Actions[0].Type != typ {
+		t.Fatalf("plan %v, want one %s", p.Actions, typ)
 	}
-	if p := Plan(Input{}); p != (Output{}) {
+	return p.Actions[0].Endpoints
+}
+
+func TestReconcileDeletesTheEndpointsOfADeletedService(t *testing.T) {
+	cur := only(t, Plan(Input{Service: Service("web").Selector("app", "web").Obj()}), CreateEndpoints)
+	if del := only(t, Plan(Input{Current: cur}), DeleteEndpoints); del != cur {
+		t.Fatalf("deletes %v, want the Endpoints of the Service", del)
+	}
+	if p := Plan(Input{}); len(p.Actions) != 0 || p.RequeueAfter != 0 {
 		t.Fatalf("plan %+v with neither Service nor Endpoints, want nothing", p)
 	}
 }
@@ -126,7 +140,7 @@ func TestReconcileTruncatesAtCapacity(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ep := Plan(Input{Service: web, Pods: pods(tc.ready, tc.notReady)}).Create
+			ep := only(t, Plan(Input{Service: web, Pods: pods(tc.ready, tc.notReady)}), CreateEndpoints)
 			r, n := count(ep)
 			if r != tc.wantReady || n != tc.wantNotRdy {
 				t.Errorf("%d ready, %d not ready; want %d, %d", r, n, tc.wantReady, tc.wantNotRdy)
@@ -134,11 +148,11 @@ func TestReconcileTruncatesAtCapacity(t *testing.T) {
 			if got := ep.Annotations[corev1.EndpointsOverCapacity] == Truncated; got != tc.truncated {
 				t.Errorf("annotation %q, want truncated=%v", ep.Annotations[corev1.EndpointsOverCapacity], tc.truncated)
 			}
-			if again := Plan(Input{Service: web, Pods: pods(tc.ready, tc.notReady), Current: ep}); again != (Output{}) {
-				t.Errorf("a second sync writes again: %+v", again)
+			if again := Plan(Input{Service: web, Pods: pods(tc.ready, tc.notReady), Current: ep}); len(again.Actions) != 0 {
+				t.Errorf("a second sync writes again: %v", again.Actions)
 			}
 			if tc.truncated {
-				fewer := Plan(Input{Service: web, Pods: pods(10, 0), Current: ep}).Update
+				fewer := only(t, Plan(Input{Service: web, Pods: pods(10, 0), Current: ep}), UpdateEndpoints)
 				if _, ok := fewer.Annotations[corev1.EndpointsOverCapacity]; ok {
 					t.Errorf("the annotation stays once back under capacity")
 				}
