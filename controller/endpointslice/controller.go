@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/client"
 	"minik/client/informer"
@@ -37,6 +37,9 @@ type Controller struct {
 	queue    *framework.Queue
 	maxPer   int
 	tracker  *svcutil.SliceTracker
+	// sink performs the writes of a sync of Service svc, queued as key
+	// (a svcutil.SliceSink; a FakeSink in tests).
+	sink func(key string, svc *corev1.Service) framework.Sink[Action]
 
 	mu       sync.Mutex
 	triggers map[string]*svcutil.TriggerState // by Service key
@@ -50,6 +53,9 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, maxPe
 		services: inf.Services, pods: inf.Pods, nodes: inf.Nodes, slices: inf.EndpointSlices, rec: rec,
 		log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{Name: Name}), maxPer: maxPerSlice,
 		tracker: svcutil.NewSliceTracker(), triggers: map[string]*svcutil.TriggerState{}}
+	ec.sink = func(key string, svc *corev1.Service) framework.Sink[Action] {
+		return svcutil.SliceSink{API: ec.api, Tracker: ec.tracker, Key: key, Rec: rec, Object: svc}
+	}
 	inf.Services.AddHandler(informer.Handler[corev1.Service]{
 		OnAdd:    func(s *corev1.Service) { ec.queue.Add(framework.KeyOf(s)) },
 		OnUpdate: func(_, s *corev1.Service) { ec.queue.Add(framework.KeyOf(s)) },
@@ -100,50 +106,29 @@ func (ec *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	ec.triggers[key] = state
 	ec.mu.Unlock()
 
+	// The nodes the plan finds missing are those of the pods it left out.
+	missing := map[string]bool{}
 	plan := Plan(Input{Service: svc, Pods: pods, Slices: existing, TriggerTime: trigger, MaxEndpointsPerSlice: ec.maxPer,
 		Node: func(name string) *corev1.Node {
-			n, _ := ec.nodes.Store().Get("", name)
+			n, ok := ec.nodes.Store().Get("", name)
+			if !ok {
+				missing[name] = true
+			}
 			return n
 		}})
-	if err := ec.apply(ctx, key, plan); err != nil {
+	err := framework.Execute(ctx, ec.sink(key, svc), plan.Actions)
+	if errors.Is(err, svcutil.ErrNamespaceTerminating) {
+		return framework.Result{}, nil // its namespace is going: so are the Service and the pods
+	}
+	if err != nil {
 		ec.rec.Eventf(svc, corev1.EventTypeWarning, "FailedToUpdateEndpointSlices",
 			"Error updating Endpoint Slices for Service %s/%s: %v", ns, name, err)
 		return framework.Result{}, err
 	}
-	if len(plan.MissingNodes) > 0 {
-		return framework.Result{}, fmt.Errorf("pods on nodes %v left out: no such Node yet", plan.MissingNodes)
+	if len(missing) > 0 {
+		return framework.Result{}, fmt.Errorf("pods on nodes %v left out: no such Node yet", slices.Sorted(maps.Keys(missing)))
 	}
 	return framework.Result{}, nil
-}
-
-// apply writes a plan: creates, then updates, then deletes, so the
-// Service never lists fewer endpoints on the way.
-func (ec *Controller) apply(ctx context.Context, key string, plan Output) error {
-	for _, s := range plan.Create {
-		got, err := ec.api.Create(ctx, s, metav1.CreateOptions{})
-		if err != nil {
-			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-				return nil // its namespace is going: so are the Service and the pods
-			}
-			return fmt.Errorf("create slice: %w", err)
-		}
-		ec.tracker.Expect(key, got)
-	}
-	for _, s := range plan.Update {
-		got, err := ec.api.Update(ctx, s, metav1.UpdateOptions{})
-		if err != nil {
-			return fmt.Errorf("update slice %s: %w", s.Name, err)
-		}
-		ec.tracker.Expect(key, got)
-	}
-	for _, s := range plan.Delete {
-		err := ec.api.Delete(ctx, s.Namespace, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete slice %s: %w", s.Name, err)
-		}
-		ec.tracker.ExpectDeletion(key, s)
-	}
-	return nil
 }
 
 func (ec *Controller) forget(key string) {

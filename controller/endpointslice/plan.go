@@ -38,7 +38,9 @@ type Input struct {
 	Service *corev1.Service
 	// Pods are the pods of its namespace its selector matches.
 	Pods []*corev1.Pod
-	// Node returns a node by name, or nil if there is none (yet).
+	// Node returns a node by name, or nil if there is none (yet): the
+	// pods on it are left out, and the driver retries the sync, as
+	// Kubernetes does.
 	Node func(name string) *corev1.Node
 	// Slices are the existing slices labelled with the Service's name and
 	// managed by this controller.
@@ -50,16 +52,16 @@ type Input struct {
 	MaxEndpointsPerSlice int
 }
 
-// Output is what a sync writes. Creates have no name (generateName);
+// Action is one slice write: creates have no name (generateName);
 // updates are changed copies of existing slices.
-type Output struct {
-	Create []*discoveryv1.EndpointSlice
-	Update []*discoveryv1.EndpointSlice
-	Delete []*discoveryv1.EndpointSlice
-	// MissingNodes are nodes of pods that were left out because their
-	// Node is not known yet: the sync is retried, as in Kubernetes.
-	MissingNodes []string
-}
+type Action = svcutil.SliceAction
+
+// ActionType says what an Action does (svcutil.CreateSlice, UpdateSlice,
+// DeleteSlice).
+type ActionType = svcutil.SliceActionType
+
+// Output is what a sync writes: creates, then updates, then deletes.
+type Output = framework.Output[Action]
 
 // Plan computes the slices of in.Service. It is pure: no IO, no clock.
 //
@@ -76,7 +78,7 @@ func Plan(in Input) Output {
 		maxPer = DefaultMaxEndpointsPerSlice
 	}
 	svc := in.Service
-	var plan Output
+	var plan svcutil.SliceWrites
 
 	// Desired endpoints, grouped by their ports.
 	type group struct {
@@ -84,7 +86,6 @@ func Plan(in Input) Output {
 		desired map[string]*discoveryv1.Endpoint // by endpointKey
 	}
 	groups := map[string]*group{}
-	missing := map[string]bool{}
 	for _, pod := range in.Pods {
 		if !svcutil.ShouldPodBeInEndpoints(pod, true) {
 			continue
@@ -92,7 +93,6 @@ func Plan(in Input) Output {
 		var node *corev1.Node
 		if pod.Spec.NodeName != "" && in.Node != nil {
 			if node = in.Node(pod.Spec.NodeName); node == nil {
-				missing[pod.Spec.NodeName] = true
 				continue
 			}
 		}
@@ -109,7 +109,6 @@ func Plan(in Input) Output {
 		}
 		g.desired[endpointKey(&ep)] = &ep
 	}
-	plan.MissingNodes = slices.Sorted(maps.Keys(missing))
 
 	// Existing slices: ours by port group; others (of an older Service of
 	// the same name, or of another address type) go.
@@ -172,7 +171,7 @@ func Plan(in Input) Output {
 	for _, s := range plan.Update {
 		setTriggerTime(s, in.TriggerTime)
 	}
-	return plan
+	return Output{Actions: plan.Actions()}
 }
 
 // reconcilePorts reconciles the slices of one port group.

@@ -17,6 +17,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"minik/controller/internal/svcutil"
 	. "minik/controller/internal/testutil"
 )
 
@@ -36,23 +37,31 @@ type cluster struct {
 }
 
 func (c *cluster) apply(p Output) {
-	for _, s := range p.Delete {
-		delete(c.slices, s.Name)
-	}
-	for _, s := range p.Update {
+	for _, a := range p.Actions {
+		s := a.Slice.DeepCopy()
+		switch a.Type {
+		case svcutil.DeleteSlice:
+			delete(c.slices, s.Name)
+			continue
+		case svcutil.CreateSlice:
+			c.n++
+			s.Name = s.GenerateName + strconv.Itoa(c.n)
+		}
 		c.rv++
-		s = s.DeepCopy()
 		s.ResourceVersion = strconv.Itoa(c.rv)
 		c.slices[s.Name] = s
 	}
-	for _, s := range p.Create {
-		c.n++
-		c.rv++
-		s = s.DeepCopy()
-		s.Name = s.GenerateName + strconv.Itoa(c.n)
-		s.ResourceVersion = strconv.Itoa(c.rv)
-		c.slices[s.Name] = s
+}
+
+// count is how many actions of p are of type t.
+func count(p Output, t ActionType) int {
+	n := 0
+	for _, a := range p.Actions {
+		if a.Type == t {
+			n++
+		}
 	}
+	return n
 }
 
 func (c *cluster) list() []*discoveryv1.EndpointSlice { return slices.Collect(maps.Values(c.slices)) }
@@ -97,9 +106,9 @@ func TestPlan(t *testing.T) {
 		{name: "pods without IP, finished pods and pods on a node not known yet are left out",
 			svc: web, steps: []step{{pods: []*corev1.Pod{ready("a", "10.0.0.1"), Pod("no-ip").Label("app", "web").Node("n1").Ready(t1).Obj(),
 				webPod("done", "10.0.0.3").Phase(corev1.PodSucceeded).Obj(), webPod("lost", "10.0.0.4").Node("n9").Ready(t1).Obj()}}},
-			check: func(t *testing.T, plans []Output, _ []*discoveryv1.EndpointSlice) {
-				if !slices.Equal(plans[0].MissingNodes, []string{"n9"}) {
-					t.Errorf("MissingNodes = %v, want [n9]", plans[0].MissingNodes)
+			check: func(t *testing.T, plans []Output, final []*discoveryv1.EndpointSlice) {
+				if len(final) != 1 || len(final[0].Endpoints) != 1 || final[0].Endpoints[0].TargetRef.Name != "a" {
+					t.Errorf("final slices %v, want one listing only a", final)
 				}
 			}},
 		{name: "a pod turning not ready stays in its slice, not ready and not serving, updated in place",
@@ -124,7 +133,7 @@ func TestPlan(t *testing.T) {
 		{name: "250 endpoints make three slices of at most 100, and an unchanged sync writes nothing",
 			svc: web, steps: []step{{pods: many(250)}, {pods: many(250)}},
 			check: func(t *testing.T, plans []Output, final []*discoveryv1.EndpointSlice) {
-				if n := len(plans[0].Create); n != 3 {
+				if n := count(plans[0], svcutil.CreateSlice); n != 3 {
 					t.Errorf("created %d slices, want 3", n)
 				}
 				for _, s := range final {
@@ -132,18 +141,18 @@ func TestPlan(t *testing.T) {
 						t.Errorf("slice %s has %d endpoints", s.Name, len(s.Endpoints))
 					}
 				}
-				if p := plans[1]; len(p.Create)+len(p.Update)+len(p.Delete) != 0 {
-					t.Errorf("second sync wrote %+v", p)
+				if p := plans[1]; len(p.Actions) != 0 {
+					t.Errorf("second sync wrote %v", p.Actions)
 				}
 			}},
 		{name: "new endpoints fill the existing slice closest to full before any new slice is made",
 			svc: web, steps: []step{{pods: many(150)}, {pods: many(190)}, {pods: many(201)}},
 			check: func(t *testing.T, plans []Output, final []*discoveryv1.EndpointSlice) {
-				if p := plans[1]; len(p.Create) != 0 || len(p.Update) != 1 {
-					t.Errorf("150→190: %d creates, %d updates; want 0, 1", len(p.Create), len(p.Update))
+				if p := plans[1]; count(p, svcutil.CreateSlice) != 0 || count(p, svcutil.UpdateSlice) != 1 {
+					t.Errorf("150→190: %v; want 1 update", p.Actions)
 				}
-				if p := plans[2]; len(p.Create) != 1 || len(p.Update) != 0 {
-					t.Errorf("190→201: %d creates, %d updates; want 1, 0 (the full slices stay as they are)", len(p.Create), len(p.Update))
+				if p := plans[2]; count(p, svcutil.CreateSlice) != 1 || count(p, svcutil.UpdateSlice) != 0 {
+					t.Errorf("190→201: %v; want 1 create (the full slices stay as they are)", p.Actions)
 				}
 				if n := countEndpoints(final); n != 201 {
 					t.Errorf("%d endpoints in all, want 201", n)
@@ -152,8 +161,8 @@ func TestPlan(t *testing.T) {
 		{name: "removed endpoints leave their slices in place, an emptied slice is deleted",
 			svc: web, steps: []step{{pods: many(150)}, {pods: many(150)[:90]}, {pods: many(150)[:5]}},
 			check: func(t *testing.T, plans []Output, final []*discoveryv1.EndpointSlice) {
-				if p := plans[1]; len(p.Delete) != 1 || len(p.Update) != 1 || len(p.Create) != 0 {
-					t.Errorf("150→90: %d deletes, %d updates, %d creates; want 1, 1, 0", len(p.Delete), len(p.Update), len(p.Create))
+				if p := plans[1]; count(p, svcutil.DeleteSlice) != 1 || count(p, svcutil.UpdateSlice) != 1 || count(p, svcutil.CreateSlice) != 0 {
+					t.Errorf("150→90: %v; want 1 update, 1 delete", p.Actions)
 				}
 				if len(final) != 1 || countEndpoints(final) != 5 {
 					t.Errorf("final: %d slices with %d endpoints, want 1 with 5", len(final), countEndpoints(final))
@@ -191,8 +200,8 @@ func TestPlan(t *testing.T) {
 				return s
 			}(), steps: []step{{pods: []*corev1.Pod{ready("a", "10.0.0.1")}}},
 			check: func(t *testing.T, plans []Output, _ []*discoveryv1.EndpointSlice) {
-				if len(plans[0].Create) != 0 {
-					t.Errorf("created %d slices", len(plans[0].Create))
+				if n := count(plans[0], svcutil.CreateSlice); n != 0 {
+					t.Errorf("created %d slices", n)
 				}
 			}},
 	}
@@ -207,10 +216,19 @@ func TestPlan(t *testing.T) {
 					svc = st.svc
 				}
 				trigger := T0.Add(time.Duration(i) * time.Minute)
+				missing := map[string]bool{} // the nodes of the pods left out
 				p := Plan(Input{Service: svc, Pods: st.pods, Slices: c.list(), TriggerTime: trigger,
-					Node: func(name string) *corev1.Node { return nodes[name] }})
+					Node: func(name string) *corev1.Node {
+						if nodes[name] == nil {
+							missing[name] = true
+						}
+						return nodes[name]
+					}})
 				plans = append(plans, p)
 				fmt.Fprintf(&out, "# step %d: %d pods\n%s", i+1, len(st.pods), render(p))
+				if len(missing) > 0 {
+					fmt.Fprintf(&out, "missing nodes %v\n", slices.Sorted(maps.Keys(missing)))
+				}
 				c.apply(p)
 				checkInvariants(t, svc, c.list())
 			}
@@ -285,17 +303,17 @@ func render(p Output) string {
 				strings.Join(ep.Addresses, ","), deref(ep.NodeName), deref(ep.Zone), deref(ep.Hostname), *c.Ready, *c.Serving, *c.Terminating)
 		}
 	}
-	for _, s := range p.Create {
-		one("create", s)
-	}
-	for _, s := range p.Update {
-		one("update", s)
-	}
-	for _, s := range p.Delete {
-		fmt.Fprintf(&b, "delete %s\n", s.Name)
-	}
-	if len(p.MissingNodes) > 0 {
-		fmt.Fprintf(&b, "missing nodes %v\n", p.MissingNodes)
+	for _, a := range p.Actions {
+		switch a.Type {
+		case svcutil.CreateSlice:
+			one("create", a.Slice)
+		case svcutil.UpdateSlice:
+			one("update", a.Slice)
+		case svcutil.DeleteSlice:
+			fmt.Fprintf(&b, "delete %s\n", a.Slice.Name)
+		default:
+			fmt.Fprintf(&b, "%v\n", a)
+		}
 	}
 	return b.String()
 }
