@@ -3,13 +3,10 @@ package endpointslicemirroring
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/client"
 	"minik/client/informer"
@@ -30,6 +27,9 @@ type Controller struct {
 	log       *slog.Logger
 	queue     *framework.Queue
 	tracker   *svcutil.SliceTracker
+	// sink performs the writes of a sync of key, whose Endpoints (nil if
+	// gone) takes the events: a svcutil.SliceSink; a FakeSink in tests.
+	sink func(key string, ep *corev1.Endpoints) framework.Sink[Action]
 }
 
 // New wires the controller to the shared informers, which must include
@@ -38,6 +38,9 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, log *
 	mc := &Controller{api: client.For[discoveryv1.EndpointSlice](c, framework.EndpointSlicesResource),
 		services: inf.Services, endpoints: inf.Endpoints, slices: inf.EndpointSlices, rec: rec,
 		log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{Name: Name}), tracker: svcutil.NewSliceTracker()}
+	mc.sink = func(key string, ep *corev1.Endpoints) framework.Sink[Action] {
+		return svcutil.SliceSink{API: mc.api, Tracker: mc.tracker, Key: key, Rec: rec, Object: ep}
+	}
 	// Only selectorless Services matter, and a Service whose selector
 	// comes or goes.
 	inf.Services.AddHandler(informer.Handler[corev1.Service]{
@@ -106,39 +109,10 @@ func (mc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	if mc.tracker.Stale(key, existing) {
 		return framework.Result{}, errStale
 	}
-	plan := Plan(Input{Endpoints: ep, Service: svc, Slices: existing})
-	if ep != nil && plan.Invalid > 0 {
-		mc.rec.Eventf(ep, corev1.EventTypeWarning, "InvalidIPAddress",
-			"Skipped %d invalid IP addresses when mirroring to EndpointSlices", plan.Invalid)
+	out := Plan(Input{Endpoints: ep, Service: svc, Slices: existing})
+	err := framework.Execute(ctx, mc.sink(key, ep), out.Actions)
+	if errors.Is(err, svcutil.ErrNamespaceTerminating) {
+		return framework.Result{}, nil // its namespace is going: so are the Endpoints
 	}
-	if ep != nil && plan.Skipped > 0 {
-		mc.rec.Eventf(ep, corev1.EventTypeWarning, "TooManyAddressesToMirror",
-			"A max of %d addresses can be mirrored to EndpointSlices per Endpoints subset. %d addresses were skipped",
-			DefaultMaxEndpointsPerSubset, plan.Skipped)
-	}
-	for _, s := range plan.Create {
-		got, err := mc.api.Create(ctx, s, metav1.CreateOptions{})
-		if err != nil {
-			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-				return framework.Result{}, nil
-			}
-			return framework.Result{}, fmt.Errorf("create slice: %w", err)
-		}
-		mc.tracker.Expect(key, got)
-	}
-	for _, s := range plan.Update {
-		got, err := mc.api.Update(ctx, s, metav1.UpdateOptions{})
-		if err != nil {
-			return framework.Result{}, fmt.Errorf("update slice %s: %w", s.Name, err)
-		}
-		mc.tracker.Expect(key, got)
-	}
-	for _, s := range plan.Delete {
-		err := mc.api.Delete(ctx, s.Namespace, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return framework.Result{}, fmt.Errorf("delete slice %s: %w", s.Name, err)
-		}
-		mc.tracker.ExpectDeletion(key, s)
-	}
-	return framework.Result{}, nil
+	return framework.Result{}, err
 }

@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/controller/endpoints"
+	"minik/controller/framework"
+	"minik/controller/internal/svcutil"
 )
 
 const (
@@ -47,13 +49,22 @@ type Input struct {
 	MaxEndpointsPerSubset int
 }
 
-// Output is what a sync writes.
-type Output struct {
-	Create, Update, Delete []*discoveryv1.EndpointSlice
-	// Invalid counts addresses that are not IPs; Skipped those past the
-	// per-subset maximum. Both are reported as events.
-	Invalid, Skipped int
-}
+// Action is one write: a slice created, updated or deleted, or a
+// Warning event on the Endpoints.
+type Action = svcutil.SliceAction
+
+// ActionType says what an Action does.
+type ActionType = svcutil.SliceActionType
+
+// Output is what a sync writes: the warnings, then the creates, updates
+// and deletes.
+type Output = framework.Output[Action]
+
+// The reasons of the Warning events on a mirrored Endpoints.
+const (
+	ReasonInvalidIPAddress         = "InvalidIPAddress"
+	ReasonTooManyAddressesToMirror = "TooManyAddressesToMirror"
+)
 
 // ShouldMirror reports whether ep is mirrored at all: not marked
 // endpointslice.kubernetes.io/skip-mirror (the apiserver marks the
@@ -77,13 +88,16 @@ func ShouldMirror(ep *corev1.Endpoints) bool {
 func Plan(in Input) Output {
 	ep, svc := in.Endpoints, in.Service
 	if !ShouldMirror(ep) || svc == nil || svc.Spec.Selector != nil {
-		return Output{Delete: slices.Clone(in.Slices)}
+		return Output{Actions: svcutil.SliceWrites{Delete: slices.Clone(in.Slices)}.Actions()}
 	}
 	maxPer := in.MaxEndpointsPerSubset
 	if maxPer <= 0 {
 		maxPer = DefaultMaxEndpointsPerSubset
 	}
-	var plan Output
+	var plan svcutil.SliceWrites
+	// invalid counts addresses that are not IPs; skipped those past the
+	// per-subset maximum.
+	var invalid, skipped int
 	type group struct {
 		addrType discoveryv1.AddressType
 		ports    []discoveryv1.EndpointPort
@@ -95,12 +109,12 @@ func Plan(in Input) Output {
 		added := 0
 		add := func(a corev1.EndpointAddress, ready bool) {
 			if added >= maxPer {
-				plan.Skipped++
+				skipped++
 				return
 			}
 			e, addrType, ok := addressToEndpoint(a, ready)
 			if !ok {
-				plan.Invalid++
+				invalid++
 				return
 			}
 			k := string(addrType) + "-" + portsKey(ports)
@@ -166,7 +180,18 @@ func Plan(in Input) Output {
 	if ep.DeletionTimestamp != nil {
 		plan.Create = nil
 	}
-	return plan
+	var out Output
+	if invalid > 0 {
+		out.Actions = append(out.Actions, Action{Type: svcutil.Warn, Reason: ReasonInvalidIPAddress,
+			Message: fmt.Sprintf("Skipped %d invalid IP addresses when mirroring to EndpointSlices", invalid)})
+	}
+	if skipped > 0 {
+		out.Actions = append(out.Actions, Action{Type: svcutil.Warn, Reason: ReasonTooManyAddressesToMirror,
+			Message: fmt.Sprintf("A max of %d addresses can be mirrored to EndpointSlices per Endpoints subset. %d addresses were skipped",
+				DefaultMaxEndpointsPerSubset, skipped)})
+	}
+	out.Actions = append(out.Actions, plan.Actions()...)
+	return out
 }
 
 // upToDate reports whether s already mirrors ep with eps: the same

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"minik/controller/internal/svcutil"
 	. "minik/controller/internal/testutil"
 )
 
@@ -51,18 +52,29 @@ type store struct {
 }
 
 func (st *store) apply(p Output) {
-	for _, s := range p.Delete {
-		delete(st.slices, s.Name)
+	for _, a := range p.Actions {
+		switch a.Type {
+		case svcutil.DeleteSlice:
+			delete(st.slices, a.Slice.Name)
+		case svcutil.UpdateSlice:
+			st.slices[a.Slice.Name] = a.Slice.DeepCopy()
+		case svcutil.CreateSlice:
+			st.n++
+			s := a.Slice.DeepCopy()
+			s.Name = s.GenerateName + strconv.Itoa(st.n)
+			st.slices[s.Name] = s
+		}
 	}
-	for _, s := range p.Update {
-		st.slices[s.Name] = s.DeepCopy()
+}
+
+// warned returns the message of p's Warning event with reason, or "".
+func warned(p Output, reason string) string {
+	for _, a := range p.Actions {
+		if a.Type == svcutil.Warn && a.Reason == reason {
+			return a.Message
+		}
 	}
-	for _, s := range p.Create {
-		st.n++
-		s = s.DeepCopy()
-		s.Name = s.GenerateName + strconv.Itoa(st.n)
-		st.slices[s.Name] = s
-	}
+	return ""
 }
 
 func TestPlan(t *testing.T) {
@@ -82,8 +94,8 @@ func TestPlan(t *testing.T) {
 		{"IPv4 and IPv6 addresses go in slices of their address type; an address that is no IP is skipped",
 			[]step{{makeEndpoints("db", subset([]string{"192.0.2.10", "2001:db8::1", "db.example.com"}, nil, 5432)), external}},
 			func(t *testing.T, plans []Output) {
-				if plans[0].Invalid != 1 {
-					t.Errorf("Invalid = %d, want 1", plans[0].Invalid)
+				if got, want := warned(plans[0], ReasonInvalidIPAddress), "Skipped 1 invalid IP addresses when mirroring to EndpointSlices"; got != want {
+					t.Errorf("InvalidIPAddress event %q, want %q", got, want)
 				}
 			}},
 		{"a changed address updates the slice in place; an unchanged sync writes nothing",
@@ -103,8 +115,18 @@ func TestPlan(t *testing.T) {
 		{"at most 1000 addresses of a subset are mirrored, ready ones first",
 			[]step{{makeEndpoints("db", subset(ips(990, 0), ips(20, 1000), 5432)), external}},
 			func(t *testing.T, plans []Output) {
-				if plans[0].Skipped != 10 || len(plans[0].Create) != 1 || len(plans[0].Create[0].Endpoints) != 1000 {
-					t.Errorf("skipped %d, %d creates; want 10 skipped, one slice of 1000", plans[0].Skipped, len(plans[0].Create))
+				want := "A max of 1000 addresses can be mirrored to EndpointSlices per Endpoints subset. 10 addresses were skipped"
+				if got := warned(plans[0], ReasonTooManyAddressesToMirror); got != want {
+					t.Errorf("TooManyAddressesToMirror event %q, want %q", got, want)
+				}
+				var sizes []int
+				for _, a := range plans[0].Actions {
+					if a.Type == svcutil.CreateSlice {
+						sizes = append(sizes, len(a.Slice.Endpoints))
+					}
+				}
+				if !slices.Equal(sizes, []int{1000}) {
+					t.Errorf("created slices of %v endpoints, want one slice of 1000", sizes)
 				}
 			}},
 	}
@@ -152,14 +174,17 @@ func render(p Output) string {
 		}
 		b.WriteString("  " + strings.ReplaceAll(strings.TrimRight(string(y), "\n"), "\n", "\n  ") + "\n")
 	}
-	for _, s := range p.Create {
-		one("create", s)
-	}
-	for _, s := range p.Update {
-		one("update", s)
-	}
-	for _, s := range p.Delete {
-		fmt.Fprintf(&b, "delete %s\n", s.Name)
+	for _, a := range p.Actions {
+		switch a.Type {
+		case svcutil.Warn:
+			fmt.Fprintf(&b, "warning %s: %s\n", a.Reason, a.Message)
+		case svcutil.CreateSlice:
+			one("create", a.Slice)
+		case svcutil.UpdateSlice:
+			one("update", a.Slice)
+		case svcutil.DeleteSlice:
+			fmt.Fprintf(&b, "delete %s\n", a.Slice.Name)
+		}
 	}
 	return b.String()
 }
