@@ -32,12 +32,16 @@ type Controller struct {
 	clock  clock.Clock
 	queue  *framework.Queue
 	expect *framework.Expectations
+	// sink performs the actions of a sync of job, queued as key (apiSink;
+	// a FakeSink in tests).
+	sink func(key string, job *batchv1.Job) framework.Sink[Action]
 }
 
 // New registers the controller.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
 	jc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), expect: framework.NewExpectations(clk)}
+	jc.sink = func(key string, job *batchv1.Job) framework.Sink[Action] { return &apiSink{jc: jc, key: key, job: job} }
 	inf.Jobs.AddHandler(framework.Handler[batchv1.Job](jc.queue))
 	inf.Pods.AddHandler(framework.OwnedPodHandler("Job", jc.queue, jc.expect))
 	return jc
@@ -64,58 +68,105 @@ func (jc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 		return framework.Result{}, nil // the informer has not caught up with our writes
 	}
 	pods := jc.inf.Pods.Store().ByIndex(framework.ControllerUIDIndex, string(job.UID))
-	plan := Plan(job, pods, jc.clock.Now())
-	res := framework.Result{RequeueAfter: plan.RequeueAfter}
-	if plan.DeleteJob {
+	out := Plan(job, pods, jc.clock.Now())
+	if adds, uids := podChanges(out.Actions); adds > 0 || len(uids) > 0 {
+		// Before any is issued: the informer may see them at once.
+		jc.expect.Expect(key, adds, uids)
+	}
+	// Unlike framework.Execute, a failed action does not end the others:
+	// after failed creates or deletes the status is written all the same,
+	// as in Kubernetes.
+	sink := jc.sink(key, job)
+	var errs []error
+	for _, a := range out.Actions {
+		if err := sink.Do(ctx, a); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", a, err))
+		}
+	}
+	return framework.Result{RequeueAfter: out.RequeueAfter}, errors.Join(errs...)
+}
+
+// podChanges returns the pods actions create and the UIDs they delete.
+func podChanges(actions []Action) (adds int, uids []types.UID) {
+	for _, a := range actions {
+		adds += len(a.Create)
+		for _, p := range a.Delete {
+			uids = append(uids, p.UID)
+		}
+	}
+	return adds, uids
+}
+
+// apiSink performs the actions of one sync of job through the apiserver,
+// with their events.
+type apiSink struct {
+	jc  *Controller
+	key string
+	job *batchv1.Job
+	// failedCreates counts the pods CreatePods could not create: they do
+	// not run, so the status written next does not count them.
+	failedCreates int
+}
+
+func (s *apiSink) Do(ctx context.Context, a Action) error {
+	jc, job := s.jc, s.job
+	switch a.Type {
+	case DeleteJob:
 		fg := metav1.DeletePropagationForeground
 		uid := job.UID
-		jc.log.Info("deleting finished job after ttlSecondsAfterFinished", "job", key)
-		err := jc.c.Jobs().Delete(ctx, ns, name, metav1.DeleteOptions{PropagationPolicy: &fg, Preconditions: &metav1.Preconditions{UID: &uid}})
+		jc.log.Info("deleting finished job after ttlSecondsAfterFinished", "job", s.key)
+		err := jc.c.Jobs().Delete(ctx, job.Namespace, job.Name, metav1.DeleteOptions{PropagationPolicy: &fg, Preconditions: &metav1.Preconditions{UID: &uid}})
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			err = nil
+			return nil
 		}
-		return res, err
+		return err
+	case CreatePods:
+		failed, err := jc.createPods(ctx, s.key, job, a.Create)
+		s.failedCreates += failed
+		return err
+	case DeletePods:
+		return framework.DeletePods(ctx, jc.c, jc.rec, job, s.key, jc.expect, a.Delete)
+	case UpdateStatus:
+		return s.updateStatus(ctx, *a.Status)
 	}
-	var errs []error
-	if len(plan.Create) > 0 || len(plan.Delete) > 0 {
-		failedCreates, err := jc.manage(ctx, key, job, plan)
-		// Pods that could not be created do not run.
-		plan.Status.Active -= int32(failedCreates)
-		errs = append(errs, err)
+	return nil
+}
+
+// updateStatus writes st, less the failed creates, if it differs from
+// the Job's, and reports the Job's failure or completion.
+func (s *apiSink) updateStatus(ctx context.Context, st batchv1.JobStatus) error {
+	jc, job := s.jc, s.job
+	st.Active -= int32(s.failedCreates)
+	if apiequality.Semantic.DeepEqual(job.Status, st) {
+		return nil
 	}
-	if !apiequality.Semantic.DeepEqual(job.Status, plan.Status) {
-		cp := job.DeepCopy()
-		cp.Status = plan.Status
-		if _, err := jc.c.Jobs().UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("update status: %w", err))
+	cp := job.DeepCopy()
+	cp.Status = st
+	_, err := jc.c.Jobs().UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		err = nil
+	}
+	for _, c := range st.Conditions {
+		if c.Type == batchv1.JobFailed && hasConditionIn(job.Status, batchv1.JobFailed) == nil {
+			jc.rec.Eventf(job, corev1.EventTypeWarning, c.Reason, "%s", c.Message)
 		}
-		for _, c := range plan.Status.Conditions {
-			if c.Type == batchv1.JobFailed && hasConditionIn(job.Status, batchv1.JobFailed) == nil {
-				jc.rec.Eventf(job, corev1.EventTypeWarning, c.Reason, "%s", c.Message)
-			}
-			if c.Type == batchv1.JobComplete && hasConditionIn(job.Status, batchv1.JobComplete) == nil {
-				jc.rec.Eventf(job, corev1.EventTypeNormal, "Completed", "Job completed")
-			}
+		if c.Type == batchv1.JobComplete && hasConditionIn(job.Status, batchv1.JobComplete) == nil {
+			jc.rec.Eventf(job, corev1.EventTypeNormal, "Completed", "Job completed")
 		}
 	}
-	return res, errors.Join(errs...)
+	return err
 }
 
 func hasConditionIn(st batchv1.JobStatus, t batchv1.JobConditionType) *batchv1.JobCondition {
 	return hasCondition(st, t)
 }
 
-// manage creates and deletes the plan's pods and returns how many
+// createPods creates the pods of specs at once and returns how many
 // creations failed.
-func (jc *Controller) manage(ctx context.Context, key string, job *batchv1.Job, plan Output) (int, error) {
-	uids := make([]types.UID, len(plan.Delete))
-	for i, p := range plan.Delete {
-		uids[i] = p.UID
-	}
-	jc.expect.Expect(key, len(plan.Create), uids)
+func (jc *Controller) createPods(ctx context.Context, key string, job *batchv1.Job, specs []PodToCreate) (int, error) {
 	var wg sync.WaitGroup
-	errc := make(chan error, len(plan.Create))
-	for _, spec := range plan.Create {
+	errc := make(chan error, len(specs))
+	for _, spec := range specs {
 		wg.Go(func() {
 			p, err := jc.c.Pods().Create(ctx, NewPod(job, spec), metav1.CreateOptions{})
 			if err != nil {
@@ -129,10 +180,9 @@ func (jc *Controller) manage(ctx context.Context, key string, job *batchv1.Job, 
 	}
 	wg.Wait()
 	close(errc)
-	failedCreates := len(errc)
-	errs := []error{framework.DeletePods(ctx, jc.c, jc.rec, job, key, jc.expect, plan.Delete)}
+	var errs []error
 	for err := range errc {
 		errs = append(errs, err)
 	}
-	return failedCreates, errors.Join(errs...)
+	return len(errs), errors.Join(errs...)
 }

@@ -73,7 +73,7 @@ func withIndexFailures(p *corev1.Pod, counted int) *corev1.Pod {
 	return p
 }
 
-func createdIndexes(plan Output) []int {
+func createdIndexes(plan decision) []int {
 	var out []int
 	for _, c := range plan.Create {
 		out = append(out, c.Index)
@@ -134,7 +134,7 @@ func TestReconcileIndexed(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Plan(tc.job, tc.pods, now)
+			plan := decided(tc.job, tc.pods, now)
 			if got := createdIndexes(plan); !slices.Equal(got, tc.wantCreate) {
 				t.Errorf("created indexes %v, want %v", got, tc.wantCreate)
 			}
@@ -214,7 +214,7 @@ func TestReconcileBackoffLimitPerIndex(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Plan(tc.job, tc.pods, now)
+			plan := decided(tc.job, tc.pods, now)
 			if !slices.Equal(plan.Create, tc.wantCreate) {
 				t.Errorf("create %+v, want %+v", plan.Create, tc.wantCreate)
 			}

@@ -15,6 +15,9 @@
 //	   succeeded ≥ completions          ─▶ SuccessCriteriaMet ─▶ Complete (+ completionTime)
 //	   ─▶ status: active, ready, terminating, succeeded, failed, startTime,
 //	      completedIndexes ("1,3-5"), failedIndexes
+//	─▶ Output{Actions}: CreatePods or DeletePods (one batch, sent at once), then UpdateStatus; or DeleteJob
+//	─▶ driver: expectations raised, then every action through the sink (apiSink; a FakeSink in
+//	   tests), a failure not ending the others: the status written lacks the pods not created
 //
 // Failures count failed pods (restartPolicy Never: a failed pod is
 // replaced, and more failures than backoffLimit fail the Job); under
@@ -37,13 +40,16 @@
 package job
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -63,11 +69,74 @@ const (
 	defaultBackoffLimit        = 6
 )
 
-// Output is what one sync does.
-type Output struct {
+// ActionType says what an Action does.
+type ActionType string
+
+const (
+	// CreatePods creates the pods of Create, all at once.
+	CreatePods ActionType = "CreatePods"
+	// DeletePods deletes the pods of Delete, all at once.
+	DeletePods ActionType = "DeletePods"
+	// UpdateStatus writes Status, less the pods whose creation failed.
+	UpdateStatus ActionType = "UpdateStatus"
+	// DeleteJob deletes the Job (foreground): its
+	// ttlSecondsAfterFinished ran out.
+	DeleteJob ActionType = "DeleteJob"
+)
+
+// Action is one write of a sync of a Job. The pods of a sync are
+// created (or deleted) as one batch, as in Kubernetes.
+type Action struct {
+	Type   ActionType
 	Create []PodToCreate
 	Delete []*corev1.Pod
-	// Status is the new status (compare with the old to decide a write).
+	Status *batchv1.JobStatus
+}
+
+func (a Action) String() string {
+	var b strings.Builder
+	b.WriteString(string(a.Type))
+	switch a.Type {
+	case CreatePods:
+		fmt.Fprintf(&b, " %d", len(a.Create))
+		if ixs := indexesToCreate(a.Create); len(ixs) > 0 {
+			fmt.Fprintf(&b, " indexes %v", ixs)
+		}
+	case DeletePods:
+		for _, p := range a.Delete {
+			b.WriteString(" " + p.Name)
+		}
+	case UpdateStatus:
+		st := a.Status
+		fmt.Fprintf(&b, " active=%d succeeded=%d failed=%d", st.Active, st.Succeeded, st.Failed)
+		for _, c := range st.Conditions {
+			if c.Status == corev1.ConditionTrue {
+				b.WriteString(" " + string(c.Type))
+			}
+		}
+	}
+	return b.String()
+}
+
+func indexesToCreate(specs []PodToCreate) []int {
+	var out []int
+	for _, spec := range specs {
+		if spec.Index != NoIndex {
+			out = append(out, spec.Index)
+		}
+	}
+	return out
+}
+
+// Output is what one sync does: the pods to create or delete, then the
+// status; or the Job's deletion.
+type Output = framework.Output[Action]
+
+// decision is a sync's outcome before it becomes actions.
+type decision struct {
+	Create []PodToCreate
+	Delete []*corev1.Pod
+	// Status is the new status.
 	Status batchv1.JobStatus
 	// DeleteJob says ttlSecondsAfterFinished ran out.
 	DeleteJob    bool
@@ -192,7 +261,30 @@ func onlyReplaceFailedPods(job *batchv1.Job) bool {
 
 // Plan plans one sync of job, given its pods.
 func Plan(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Output {
-	var plan Output
+	d := decide(job, pods, now)
+	out := Output{RequeueAfter: d.RequeueAfter}
+	if d.DeleteJob {
+		out.Actions = []Action{{Type: DeleteJob}}
+		return out
+	}
+	if len(d.Create) > 0 {
+		out.Actions = append(out.Actions, Action{Type: CreatePods, Create: d.Create})
+	}
+	if len(d.Delete) > 0 {
+		out.Actions = append(out.Actions, Action{Type: DeletePods, Delete: d.Delete})
+	}
+	// Creates that fail lower status.active again, perhaps to the status
+	// the Job has: the status goes with every create, and the driver
+	// writes it only if it still differs.
+	if len(d.Create) > 0 || !apiequality.Semantic.DeepEqual(job.Status, d.Status) {
+		out.Actions = append(out.Actions, Action{Type: UpdateStatus, Status: &d.Status})
+	}
+	return out
+}
+
+// decide works out one sync of job, given its pods.
+func decide(job *batchv1.Job, pods []*corev1.Pod, now time.Time) decision {
+	var plan decision
 	st := *job.Status.DeepCopy()
 	if at, done := Finished(st); done {
 		plan.Status = st
@@ -364,7 +456,7 @@ func succeeded(job *batchv1.Job, st batchv1.JobStatus, active int) bool {
 // manage plans the pods of a running Job: first the deletion of pods it
 // has too many of; only when there are none, the creation of those it
 // lacks, once the failure backoff allows.
-func manage(job *batchv1.Job, o observed, succeeded int32, now time.Time, plan *Output) {
+func manage(job *batchv1.Job, o observed, succeeded int32, now time.Time, plan *decision) {
 	parallelism := ptr.Deref(job.Spec.Parallelism, 1)
 	var want int32
 	switch c := job.Spec.Completions; {

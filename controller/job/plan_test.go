@@ -30,6 +30,26 @@ func succeededAt(n string, at time.Time) *corev1.Pod {
 	return testutil.Pod(n).Exited(corev1.PodSucceeded, 0, at).Obj()
 }
 
+// decided runs Plan and reads its actions back into a decision, for the
+// tables: the status is the one written, else the Job's own.
+func decided(job *batchv1.Job, pods []*corev1.Pod, now time.Time) decision {
+	out := Plan(job, pods, now)
+	d := decision{Status: job.Status, RequeueAfter: out.RequeueAfter}
+	for _, a := range out.Actions {
+		switch a.Type {
+		case CreatePods:
+			d.Create = a.Create
+		case DeletePods:
+			d.Delete = a.Delete
+		case UpdateStatus:
+			d.Status = *a.Status
+		case DeleteJob:
+			d.DeleteJob = true
+		}
+	}
+	return d
+}
+
 func cond(st batchv1.JobStatus, t batchv1.JobConditionType) string {
 	if c := hasCondition(st, t); c != nil {
 		return c.Reason
@@ -94,7 +114,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Plan(tc.job, tc.pods, now)
+			plan := decided(tc.job, tc.pods, now)
 			if len(plan.Create) != tc.wantCreate || len(plan.Delete) != tc.wantDelete || plan.DeleteJob != tc.wantDeleted {
 				t.Errorf("create %d delete %d deleteJob %v, want %d %d %v", len(plan.Create), len(plan.Delete), plan.DeleteJob, tc.wantCreate, tc.wantDelete, tc.wantDeleted)
 			}
@@ -156,7 +176,7 @@ func TestReconcilePodFailureBackoff(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Plan(job(), tc.pods, now)
+			plan := decided(job(), tc.pods, now)
 			if len(plan.Create) != tc.wantCreate || plan.RequeueAfter != tc.wantRequeue {
 				t.Fatalf("create %d requeue %v, want %d %v", len(plan.Create), plan.RequeueAfter, tc.wantCreate, tc.wantRequeue)
 			}

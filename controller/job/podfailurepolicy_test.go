@@ -160,7 +160,7 @@ func TestReconcilePodFailurePolicy(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Plan(tc.job, tc.pods, now)
+			plan := decided(tc.job, tc.pods, now)
 			st := plan.Status
 			if len(plan.Create) != tc.wantCreate || !slices.Equal(testutil.Names(plan.Delete), tc.wantDelete) {
 				t.Errorf("create %d delete %v, want %d %v", len(plan.Create), testutil.Names(plan.Delete), tc.wantCreate, tc.wantDelete)
@@ -195,7 +195,7 @@ func TestReconcileFailIndex(t *testing.T) {
 	long := testutil.T0.Add(-time.Hour)
 	fatal := withIndexFailures(indexPod("fatal", 0).Exited(corev1.PodFailed, 3, long).Obj(), 0)
 	evicted := withCondition(withIndexFailures(indexPod("evicted", 1).Exited(corev1.PodFailed, 137, long).Obj(), 0), corev1.DisruptionTarget, corev1.ConditionTrue)
-	plan := Plan(j, []*corev1.Pod{fatal, evicted}, testutil.T0)
+	plan := decided(j, []*corev1.Pod{fatal, evicted}, testutil.T0)
 	if got := ptr.Deref(plan.Status.FailedIndexes, ""); got != "0" {
 		t.Errorf("failedIndexes %q, want 0 (FailIndex fails it within the limit)", got)
 	}

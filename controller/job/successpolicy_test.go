@@ -128,7 +128,7 @@ func TestReconcileSuccessPolicy(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Plan(tc.job, tc.pods, now)
+			plan := decided(tc.job, tc.pods, now)
 			if got := createdIndexes(plan); !slices.Equal(got, tc.wantCreate) {
 				t.Errorf("created indexes %v, want %v", got, tc.wantCreate)
 			}

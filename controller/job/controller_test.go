@@ -1,0 +1,98 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"minik/client"
+	"minik/controller/framework"
+	"minik/controller/internal/testutil"
+)
+
+// TestSyncRunsThePlanThroughTheSink drives the controller's sync over
+// caches filled by hand and a FakeSink: no apiserver.
+func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
+	now := testutil.T0
+	i32 := testutil.Int32
+	job := makeJob(i32(3), i32(2), corev1.RestartPolicyNever)
+	own := func(p *corev1.Pod) *corev1.Pod {
+		p.OwnerReferences = []metav1.OwnerReference{framework.ControllerRef(job, "batch/v1", "Job")}
+		return p
+	}
+	finished := job.DeepCopy()
+	finished.Spec.TTLSecondsAfterFinished = i32(10)
+	finished.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}}
+	cases := []struct {
+		name     string
+		jobs     []*batchv1.Job
+		pods     []*corev1.Pod
+		pending  bool       // creations of an earlier sync not seen yet
+		fail     ActionType // the sink refuses this action
+		wantDone []string
+		wantErr  string
+		// wantExpecting: the sync left creations or deletions expected.
+		wantExpecting bool
+	}{
+		{name: "a new Job creates parallelism pods, then writes its status",
+			jobs:     []*batchv1.Job{job},
+			wantDone: []string{"CreatePods 2", "UpdateStatus active=2 succeeded=0 failed=0"}, wantExpecting: true},
+		{name: "a Job past its backoff limit deletes its running pods and becomes FailureTarget",
+			jobs: []*batchv1.Job{job},
+			pods: []*corev1.Pod{own(failedAt("a", now.Add(-3*time.Hour))), own(failedAt("b", now.Add(-2*time.Hour))),
+				own(failedAt("c", now.Add(-time.Hour))), own(running("d"))},
+			wantDone:      []string{"DeletePods d", "UpdateStatus active=0 succeeded=0 failed=4 FailureTarget"},
+			wantExpecting: true},
+		{name: "a finished Job past its ttlSecondsAfterFinished is deleted",
+			jobs: []*batchv1.Job{finished}, wantDone: []string{"DeleteJob"}},
+		{name: "a Job waits until the informer saw the pods it created",
+			jobs: []*batchv1.Job{job}, pending: true, wantExpecting: true},
+		{name: "a refused create does not stop the status write, and the sync returns its error",
+			jobs: []*batchv1.Job{job}, fail: CreatePods,
+			wantDone: []string{"UpdateStatus active=2 succeeded=0 failed=0"}, wantErr: "refused", wantExpecting: true},
+		{name: "a Job gone from the cache is nothing to do, and its expectations go", pending: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			inf := framework.NewInformers(&client.Client{}, slog.New(slog.DiscardHandler))
+			inf.Jobs.Replace(tc.jobs)
+			inf.Pods.Replace(tc.pods)
+			sink := &framework.FakeSink[Action]{Fail: func(a Action) error {
+				if a.Type == tc.fail {
+					return errors.New("refused")
+				}
+				return nil
+			}}
+			clk := testingclock.NewFakeClock(now)
+			jc := &Controller{inf: inf, clock: clk, expect: framework.NewExpectations(clk),
+				sink: func(string, *batchv1.Job) framework.Sink[Action] { return sink }}
+			if tc.pending {
+				jc.expect.Expect("default/j", 1, nil)
+			}
+			_, err := jc.sync(context.Background(), "default/j")
+			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("sync error %v, want one containing %q", err, tc.wantErr)
+			}
+			var done []string
+			for _, a := range sink.Done() {
+				done = append(done, a.String())
+			}
+			if !slices.Equal(done, tc.wantDone) {
+				t.Errorf("actions done %v, want %v", done, tc.wantDone)
+			}
+			if expecting := !jc.expect.Satisfied("default/j"); expecting != tc.wantExpecting {
+				t.Errorf("expecting pod changes: %v, want %v", expecting, tc.wantExpecting)
+			}
+		})
+	}
+}
