@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,26 +49,12 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			inf.Services.Replace(tc.services)
 			inf.Pods.Replace(tc.pods)
 			inf.Endpoints.Replace(tc.endpoints)
-			sink := &framework.FakeSink[Action]{Fail: func(a Action) error {
-				if a.Type == tc.fail {
-					return errors.New("refused")
-				}
-				return nil
-			}}
+			sink := &framework.FakeSink[Action]{Fail: Refuse(func(a Action) bool { return a.Type == tc.fail }, errors.New("refused"))}
 			ec := &Controller{services: inf.Services, pods: inf.Pods, endpoints: inf.Endpoints,
 				triggers: map[string]*svcutil.TriggerState{},
 				sink:     func(*corev1.Service) framework.Sink[Action] { return sink }}
 			_, err := ec.sync(context.Background(), "default/web")
-			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("sync error %v, want one containing %q", err, tc.wantErr)
-			}
-			var done []string
-			for _, a := range sink.Done() {
-				done = append(done, a.String())
-			}
-			if !slices.Equal(done, tc.wantDone) {
-				t.Errorf("actions done %v, want %v", done, tc.wantDone)
-			}
+			CheckSync(t, err, tc.wantErr, sink.Done(), tc.wantDone)
 		})
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,12 +69,7 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			inf.Pods.Replace(tc.pods)
 			inf.Nodes.Replace([]*corev1.Node{Node("n1").Obj()})
 			inf.EndpointSlices.Replace(tc.slices)
-			sink := &framework.FakeSink[Action]{Fail: func(a Action) error {
-				if a.Type == tc.fail {
-					return tc.failErr
-				}
-				return nil
-			}}
+			sink := &framework.FakeSink[Action]{Fail: Refuse(func(a Action) bool { return a.Type == tc.fail }, tc.failErr)}
 			ec := &Controller{services: inf.Services, pods: inf.Pods, nodes: inf.Nodes, slices: inf.EndpointSlices,
 				rec: record.NewRecorder(&client.Client{}, Name, "test"), tracker: svcutil.NewSliceTracker(),
 				triggers: map[string]*svcutil.TriggerState{},
@@ -85,16 +78,7 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 				ec.tracker.Expect("default/web", tc.wrote)
 			}
 			_, err := ec.sync(context.Background(), "default/web")
-			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("sync error %v, want one containing %q", err, tc.wantErr)
-			}
-			var done []string
-			for _, a := range sink.Done() {
-				done = append(done, a.String())
-			}
-			if !slices.Equal(done, tc.wantDone) {
-				t.Errorf("actions done %v, want %v", done, tc.wantDone)
-			}
+			CheckSync(t, err, tc.wantErr, sink.Done(), tc.wantDone)
 		})
 	}
 }

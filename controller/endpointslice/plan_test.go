@@ -303,16 +303,12 @@ func render(p Output) string {
 				strings.Join(ep.Addresses, ","), deref(ep.NodeName), deref(ep.Zone), deref(ep.Hostname), *c.Ready, *c.Serving, *c.Terminating)
 		}
 	}
+	verb := map[ActionType]string{svcutil.CreateSlice: "create", svcutil.UpdateSlice: "update"}
 	for _, a := range p.Actions {
-		switch a.Type {
-		case svcutil.CreateSlice:
-			one("create", a.Slice)
-		case svcutil.UpdateSlice:
-			one("update", a.Slice)
-		case svcutil.DeleteSlice:
+		if a.Type == svcutil.DeleteSlice {
 			fmt.Fprintf(&b, "delete %s\n", a.Slice.Name)
-		default:
-			fmt.Fprintf(&b, "%v\n", a)
+		} else {
+			one(verb[a.Type], a.Slice)
 		}
 	}
 	return b.String()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,26 +61,12 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			inf.Services.Replace(tc.services)
 			inf.Endpoints.Replace(tc.endpoints)
 			inf.EndpointSlices.Replace(tc.slices)
-			sink := &framework.FakeSink[Action]{Fail: func(a Action) error {
-				if a.Type == tc.fail {
-					return tc.failErr
-				}
-				return nil
-			}}
+			sink := &framework.FakeSink[Action]{Fail: Refuse(func(a Action) bool { return a.Type == tc.fail }, tc.failErr)}
 			mc := &Controller{services: inf.Services, endpoints: inf.Endpoints, slices: inf.EndpointSlices,
 				tracker: svcutil.NewSliceTracker(),
 				sink:    func(string, *corev1.Endpoints) framework.Sink[Action] { return sink }}
 			_, err := mc.sync(context.Background(), "default/db")
-			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("sync error %v, want one containing %q", err, tc.wantErr)
-			}
-			var done []string
-			for _, a := range sink.Done() {
-				done = append(done, a.String())
-			}
-			if !slices.Equal(done, tc.wantDone) {
-				t.Errorf("actions done %v, want %v", done, tc.wantDone)
-			}
+			CheckSync(t, err, tc.wantErr, sink.Done(), tc.wantDone)
 		})
 	}
 }

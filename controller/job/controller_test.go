@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -67,12 +65,7 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			inf := framework.NewInformers(&client.Client{}, slog.New(slog.DiscardHandler))
 			inf.Jobs.Replace(tc.jobs)
 			inf.Pods.Replace(tc.pods)
-			sink := &framework.FakeSink[Action]{Fail: func(a Action) error {
-				if a.Type == tc.fail {
-					return errors.New("refused")
-				}
-				return nil
-			}}
+			sink := &framework.FakeSink[Action]{Fail: testutil.Refuse(func(a Action) bool { return a.Type == tc.fail }, errors.New("refused"))}
 			clk := testingclock.NewFakeClock(now)
 			jc := &Controller{inf: inf, clock: clk, expect: framework.NewExpectations(clk),
 				sink: func(string, *batchv1.Job) framework.Sink[Action] { return sink }}
@@ -80,16 +73,7 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 				jc.expect.Expect("default/j", 1, nil)
 			}
 			_, err := jc.sync(context.Background(), "default/j")
-			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("sync error %v, want one containing %q", err, tc.wantErr)
-			}
-			var done []string
-			for _, a := range sink.Done() {
-				done = append(done, a.String())
-			}
-			if !slices.Equal(done, tc.wantDone) {
-				t.Errorf("actions done %v, want %v", done, tc.wantDone)
-			}
+			testutil.CheckSync(t, err, tc.wantErr, sink.Done(), tc.wantDone)
 			if expecting := !jc.expect.Satisfied("default/j"); expecting != tc.wantExpecting {
 				t.Errorf("expecting pod changes: %v, want %v", expecting, tc.wantExpecting)
 			}
