@@ -2,7 +2,8 @@
 // controllers share, as Kubernetes' k8s.io/endpointslice/util and
 // pkg/controller/util/endpoint hold them: which pods are endpoints, which
 // port a Service port resolves to on a pod, when a pod change matters, and
-// the last-change-trigger-time of a sync.
+// the last-change-trigger-time of a sync; and the slice writes (SliceAction,
+// SliceSink) of the EndpointSlice and mirroring controllers.
 package svcutil
 
 import (
