@@ -1,6 +1,7 @@
 package job
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -190,5 +191,40 @@ func TestFailureBackoffDoublesUpToSixMinutes(t *testing.T) {
 		if got := failureBackoff(failures); got != w {
 			t.Errorf("%d failures: %v, want %v", failures, got, w)
 		}
+	}
+}
+
+// TestPlanActions: the pods go first, then the status; the status goes
+// with every create, even when it is the Job's already, since creates
+// that fail lower it again.
+func TestPlanActions(t *testing.T) {
+	now := testutil.T0
+	start := metav1.NewTime(now.Add(-time.Minute))
+	zero := int32(0)
+	// job runs 2 of its 3 completions at once and says so in its status.
+	job := makeJob(testutil.Int32(3), testutil.Int32(2), corev1.RestartPolicyNever)
+	job.Status = batchv1.JobStatus{Active: 2, StartTime: &start, Ready: &zero, Terminating: &zero}
+	cases := []struct {
+		name string
+		pods []*corev1.Pod
+		want []string
+	}{
+		{"a Job running what it should writes nothing", []*corev1.Pod{running("a"), running("b")}, nil},
+		{"a lost pod is replaced, and the unchanged status goes with the create", []*corev1.Pod{running("a")},
+			[]string{"CreatePods 1", "UpdateStatus active=2 succeeded=0 failed=0"}},
+		{"a pod too many (the pending one) is deleted, then the status says so",
+			[]*corev1.Pod{running("a"), running("b"), phase("c", corev1.PodPending)},
+			[]string{"DeletePods c", "UpdateStatus active=2 succeeded=0 failed=0"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, a := range Plan(job, tc.pods, now).Actions {
+				got = append(got, a.String())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("actions %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
