@@ -2,10 +2,7 @@ package cronjob
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 
 	"minik/client"
 	"minik/controller/framework"
+	"minik/controller/internal/synctest"
 )
 
 // TestSyncRunsThePlanThroughTheSink drives the controller's sync over
@@ -62,25 +60,11 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 				inf.CronJobs.Replace([]*batchv1.CronJob{tc.cj})
 			}
 			inf.Jobs.Replace(tc.jobs)
-			sink := &framework.FakeSink[Action]{Fail: func(a Action) error {
-				if a.Type == tc.fail {
-					return errors.New("refused")
-				}
-				return nil
-			}}
+			sink := synctest.Refusing(func(a Action) bool { return a.Type == tc.fail })
 			cc := New(&client.Client{}, inf, nil, testingclock.NewFakeClock(t0), slog.New(slog.DiscardHandler))
 			cc.sink = func(*batchv1.CronJob) framework.Sink[Action] { return sink }
 			_, err := cc.sync(context.Background(), "default/backup")
-			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("sync error %v, want one containing %q", err, tc.wantErr)
-			}
-			var done []string
-			for _, a := range sink.Done() {
-				done = append(done, a.String())
-			}
-			if !slices.Equal(done, tc.wantDone) {
-				t.Errorf("actions done %v, want %v", done, tc.wantDone)
-			}
+			synctest.Check(t, err, tc.wantErr, sink, tc.wantDone)
 		})
 	}
 }

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"minik/controller/internal/synctest"
 )
 
 // t0 is 12:00:30 UTC; the CronJobs of the tests were made an hour before.
@@ -267,14 +269,9 @@ func TestPlan(t *testing.T) {
 func split(t *testing.T, cj *batchv1.CronJob, out Output) decisions {
 	t.Helper()
 	d := decisions{Status: cj.Status, RequeueAfter: out.RequeueAfter}
-	order := []ActionType{RecordEvent, DeleteReplacedJob, CreateJob, UpdateStatus, DeleteFinishedJob}
-	last, wroteStatus := 0, false
+	synctest.CheckOrder(t, out.Actions, actionType, []ActionType{RecordEvent, DeleteReplacedJob, CreateJob, UpdateStatus, DeleteFinishedJob})
+	wroteStatus := false
 	for _, a := range out.Actions {
-		i := slices.Index(order, a.Type)
-		if i < last {
-			t.Fatalf("actions %v out of order", out.Actions)
-		}
-		last = i
 		switch a.Type {
 		case RecordEvent:
 			d.Events = append(d.Events, a.Event)
@@ -293,6 +290,8 @@ func split(t *testing.T, cj *batchv1.CronJob, out Output) decisions {
 	}
 	return d
 }
+
+func actionType(a Action) ActionType { return a.Type }
 
 func nonNil(s []string) []string {
 	if s == nil {

@@ -2,10 +2,7 @@ package daemonset
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"slices"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +12,7 @@ import (
 	"minik/client"
 	"minik/controller/framework"
 	"minik/controller/internal/history"
+	"minik/controller/internal/synctest"
 	"minik/controller/internal/testutil"
 )
 
@@ -61,28 +59,14 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			inf.ControllerRevisions.Replace([]*appsv1.ControllerRevision{rev})
 			inf.Nodes.Replace(tc.nodes)
 			inf.Pods.Replace(tc.pods)
-			sink := &framework.FakeSink[Action]{Fail: func(a Action) error {
-				if a.Type == tc.fail {
-					return errors.New("refused")
-				}
-				return nil
-			}}
+			sink := synctest.Refusing(func(a Action) bool { return a.Type == tc.fail })
 			dc := New(&client.Client{}, inf, nil, testingclock.NewFakeClock(testutil.T0), slog.New(slog.DiscardHandler))
 			dc.sink = func(*appsv1.DaemonSet, string) framework.Sink[Action] { return sink }
 			if tc.expecting {
 				dc.expect.Expect("default/agent", 1, nil)
 			}
 			_, err := dc.sync(context.Background(), "default/agent")
-			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("sync error %v, want one containing %q", err, tc.wantErr)
-			}
-			var done []string
-			for _, a := range sink.Done() {
-				done = append(done, a.String())
-			}
-			if !slices.Equal(done, tc.wantDone) {
-				t.Errorf("actions done %v, want %v", done, tc.wantDone)
-			}
+			synctest.Check(t, err, tc.wantErr, sink, tc.wantDone)
 		})
 	}
 }

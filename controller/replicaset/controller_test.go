@@ -2,10 +2,7 @@ package replicaset
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +14,7 @@ import (
 
 	"minik/client"
 	"minik/controller/framework"
+	"minik/controller/internal/synctest"
 	"minik/controller/internal/testutil"
 )
 
@@ -58,28 +56,14 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			inf := framework.NewInformers(&client.Client{}, slog.New(slog.DiscardHandler))
 			inf.ReplicaSets.Replace(tc.rs)
 			inf.Pods.Replace(tc.pods)
-			sink := &framework.FakeSink[Action]{Fail: func(a Action) error {
-				if a.Type == tc.fail {
-					return errors.New("refused")
-				}
-				return nil
-			}}
+			sink := synctest.Refusing(func(a Action) bool { return a.Type == tc.fail })
 			rc := NewReplicaSets(&client.Client{}, inf, nil, testingclock.NewFakeClock(testutil.T0), slog.New(slog.DiscardHandler))
 			rc.sink = func(*appsv1.ReplicaSet, time.Time) framework.Sink[Action] { return sink }
 			if tc.expecting {
 				rc.expect.Expect("default/web", 1, nil)
 			}
 			_, err := rc.sync(context.Background(), "default/web")
-			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("sync error %v, want one containing %q", err, tc.wantErr)
-			}
-			var done []string
-			for _, a := range sink.Done() {
-				done = append(done, a.String())
-			}
-			if !slices.Equal(done, tc.wantDone) {
-				t.Errorf("actions done %v, want %v", done, tc.wantDone)
-			}
+			synctest.Check(t, err, tc.wantErr, sink, tc.wantDone)
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"minik/controller/internal/synctest"
 	"minik/controller/internal/testutil"
 )
 
@@ -104,9 +105,8 @@ type planned struct {
 func split(t *testing.T, out Output) planned {
 	t.Helper()
 	var p planned
-	var order []ActionType
+	synctest.CheckOrder(t, out.Actions, func(a Action) ActionType { return a.Type }, []ActionType{AdoptPod, ReleasePod, CreatePods, DeletePods, UpdateStatus})
 	for _, a := range out.Actions {
-		order = append(order, a.Type)
 		switch a.Type {
 		case AdoptPod:
 			p.adopt = append(p.adopt, a.Pod)
@@ -118,12 +118,8 @@ func split(t *testing.T, out Output) planned {
 			p.status = a
 		}
 	}
-	if len(order) == 0 || order[len(order)-1] != UpdateStatus || slices.Index(order, UpdateStatus) != len(order)-1 {
+	if n := len(out.Actions); n == 0 || slices.IndexFunc(out.Actions, func(a Action) bool { return a.Type == UpdateStatus }) != n-1 {
 		t.Fatalf("actions %v: the status must come once, last", out.Actions)
-	}
-	if i := slices.IndexFunc(order, func(t ActionType) bool { return t == CreatePods || t == DeletePods }); i >= 0 &&
-		slices.ContainsFunc(order[i:], func(t ActionType) bool { return t == AdoptPod || t == ReleasePod }) {
-		t.Fatalf("actions %v: claims must come before creates and deletes", out.Actions)
 	}
 	return p
 }

@@ -2,10 +2,7 @@ package statefulset
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"slices"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +12,7 @@ import (
 	"minik/client"
 	"minik/controller/framework"
 	"minik/controller/internal/history"
+	"minik/controller/internal/synctest"
 )
 
 // TestSyncRunsThePlanThroughTheSink drives the controller's sync over
@@ -71,28 +69,14 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 				}
 				inf.ControllerRevisions.Replace(revs)
 			}
-			sink := &framework.FakeSink[Action]{Fail: func(a Action) error {
-				if a.Type == tc.fail {
-					return errors.New("refused")
-				}
-				return nil
-			}}
+			sink := synctest.Refusing(func(a Action) bool { return a.Type == tc.fail })
 			sc := New(&client.Client{}, inf, nil, testingclock.NewFakeClock(now), slog.New(slog.DiscardHandler))
 			sc.sink = func(*appsv1.StatefulSet) framework.Sink[Action] { return sink }
 			if tc.expecting {
 				sc.expect.Expect("default/kv", 1, nil)
 			}
 			_, err := sc.sync(context.Background(), "default/kv")
-			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("sync error %v, want one containing %q", err, tc.wantErr)
-			}
-			var done []string
-			for _, a := range sink.Done() {
-				done = append(done, a.String())
-			}
-			if !slices.Equal(done, tc.wantDone) {
-				t.Errorf("actions done %v, want %v", done, tc.wantDone)
-			}
+			synctest.Check(t, err, tc.wantErr, sink, tc.wantDone)
 		})
 	}
 }

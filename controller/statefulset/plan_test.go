@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"minik/controller/internal/history"
+	"minik/controller/internal/synctest"
 	"minik/controller/internal/testutil"
 )
 
@@ -380,14 +381,8 @@ func TestPlan(t *testing.T) {
 func split(t *testing.T, set *appsv1.StatefulSet, out Output) decisions {
 	t.Helper()
 	d := decisions{Status: set.Status, RequeueAfter: out.RequeueAfter}
-	order := []ActionType{RecordEvent, CreateClaim, UpdateClaim, ManagePods, DeleteRevision, UpdateStatus}
-	last := 0
+	synctest.CheckOrder(t, out.Actions, actionType, []ActionType{RecordEvent, CreateClaim, UpdateClaim, ManagePods, DeleteRevision, UpdateStatus})
 	for _, a := range out.Actions {
-		i := slices.Index(order, a.Type)
-		if i < last {
-			t.Fatalf("actions %v out of order", out.Actions)
-		}
-		last = i
 		switch a.Type {
 		case RecordEvent:
 			d.Events = append(d.Events, a.Event)
@@ -403,6 +398,8 @@ func split(t *testing.T, set *appsv1.StatefulSet, out Output) decisions {
 	}
 	return d
 }
+
+func actionType(a Action) ActionType { return a.Type }
 
 func nonNil(s []string) []string {
 	if s == nil {
