@@ -59,6 +59,7 @@ type Action struct {
 	Status    batchv1.CronJobStatus
 }
 
+// String names the action by its type and target, for errors and tests.
 func (a Action) String() string {
 	switch a.Type {
 	case RecordEvent:

@@ -114,6 +114,7 @@ type Action struct {
 	Status appsv1.DaemonSetStatus
 }
 
+// String names the action by its type and target, for errors and tests.
 func (a Action) String() string {
 	if a.Type == ManagePods {
 		names := make([]string, len(a.Pods))

@@ -122,6 +122,7 @@ type Action struct {
 	Diff int
 }
 
+// String names the action by its type and target, for errors and tests.
 func (a Action) String() string {
 	switch a.Type {
 	case AdoptPod, ReleasePod:

@@ -80,6 +80,7 @@ type Action struct {
 	Status         appsv1.StatefulSetStatus
 }
 
+// String names the action by its type and target, for errors and tests.
 func (a Action) String() string {
 	switch a.Type {
 	case RecordEvent:
