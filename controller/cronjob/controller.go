@@ -2,9 +2,9 @@ package cronjob
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,12 +30,16 @@ type Controller struct {
 	log   *slog.Logger
 	clock clock.Clock
 	queue *framework.Queue
+	// sink performs the actions of a sync of cj (apiSink; a FakeSink in
+	// tests).
+	sink func(cj *batchv1.CronJob) framework.Sink[Action]
 }
 
 // New registers the controller's handlers.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
 	cc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk})}
+	cc.sink = func(cj *batchv1.CronJob) framework.Sink[Action] { return &apiSink{cc: cc, cj: cj} }
 	inf.CronJobs.AddHandler(framework.Handler[batchv1.CronJob](cc.queue))
 	owner := func(j *batchv1.Job) {
 		if ref := metav1.GetControllerOfNoCopy(j); ref != nil && ref.Kind == "CronJob" {
@@ -62,51 +66,70 @@ func (cc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 		return framework.Result{}, nil
 	}
 	jobs := cc.inf.Jobs.Store().ByIndex(framework.ControllerUIDIndex, string(cj.UID))
-	plan := Plan(cj, jobs, cc.clock.Now())
-	for _, ev := range plan.Events {
-		cc.rec.Eventf(cj, ev.Type, ev.Reason, "%s", ev.Message)
-	}
-	var errs []error
-	background := metav1.DeletePropagationBackground
-	deleteJob := func(j *batchv1.Job) {
-		uid := j.UID
-		err := cc.c.Jobs().Delete(ctx, j.Namespace, j.Name, metav1.DeleteOptions{PropagationPolicy: &background,
+	out := Plan(cj, jobs, cc.clock.Now())
+	// A failed create or delete holds back none of the others, and the
+	// status is written whatever they did.
+	err := framework.ExecuteAll(ctx, cc.sink(cj), out.Actions)
+	return framework.Result{RequeueAfter: out.RequeueAfter}, err
+}
+
+// apiSink performs the actions of one sync of cj through the apiserver,
+// and records their events.
+type apiSink struct {
+	cc *Controller
+	cj *batchv1.CronJob
+	// created is the Job this sync made, for scheduled; the status adds it.
+	created   *batchv1.Job
+	scheduled time.Time
+}
+
+func (s *apiSink) Do(ctx context.Context, a Action) error {
+	cc, cj := s.cc, s.cj
+	switch a.Type {
+	case RecordEvent:
+		cc.rec.Eventf(cj, a.Event.Type, a.Event.Reason, "%s", a.Event.Message)
+		return nil
+	case DeleteReplacedJob, DeleteFinishedJob:
+		background := metav1.DeletePropagationBackground
+		uid := a.Job.UID
+		err := cc.c.Jobs().Delete(ctx, a.Job.Namespace, a.Job.Name, metav1.DeleteOptions{PropagationPolicy: &background,
 			Preconditions: &metav1.Preconditions{UID: &uid}})
 		switch {
 		case err == nil:
-			cc.rec.Eventf(cj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted job %v", j.Name)
+			cc.rec.Eventf(cj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted job %v", a.Job.Name)
 		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
-			errs = append(errs, fmt.Errorf("delete job %s: %w", j.Name, err))
+			return err
 		}
-	}
-	for _, j := range plan.ReplaceJobs {
-		deleteJob(j)
-	}
-	st := plan.Status
-	if plan.Create != nil {
-		created, err := cc.c.Jobs().Create(ctx, plan.Create, metav1.CreateOptions{})
+		return nil
+	case CreateJob:
+		created, err := cc.c.Jobs().Create(ctx, a.Job, metav1.CreateOptions{})
 		switch {
 		case err == nil:
 			cc.rec.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %v", created.Name)
-			st.Active = append(st.Active, jobRef(created))
-			st.LastScheduleTime = &metav1.Time{Time: plan.Scheduled}
+			s.created, s.scheduled = created, a.Scheduled
 		case apierrors.IsAlreadyExists(err):
 			// Made by an earlier sync whose status write was lost: the
 			// Job's informer event adds it to the active list.
 		default:
 			cc.rec.Eventf(cj, corev1.EventTypeWarning, "FailedCreate", "Error creating job: %v", err)
-			errs = append(errs, err)
+			return err
 		}
-	}
-	if !apiequality.Semantic.DeepEqual(st, cj.Status) {
+		return nil
+	case UpdateStatus:
+		st := *a.Status.DeepCopy()
+		if s.created != nil {
+			st.Active = append(st.Active, jobRef(s.created))
+			st.LastScheduleTime = &metav1.Time{Time: s.scheduled}
+		}
+		if apiequality.Semantic.DeepEqual(st, cj.Status) {
+			return nil
+		}
 		cp := cj.DeepCopy()
 		cp.Status = st
 		if _, err := cc.c.CronJobs().UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("update status: %w", err))
+			return err
 		}
+		return nil
 	}
-	for _, j := range plan.HistoryJobs {
-		deleteJob(j)
-	}
-	return framework.Result{RequeueAfter: plan.RequeueAfter}, errors.Join(errs...)
+	return fmt.Errorf("unknown action %s", a.Type)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -31,19 +32,59 @@ const nextSlack = 100 * time.Millisecond
 // Event is an event the plan asks for.
 type Event struct{ Type, Reason, Message string }
 
-// Output is one sync's work: first delete ReplaceJobs, then create Create
-// (adding it to Status.Active and setting LastScheduleTime when that
-// works), write Status, then delete HistoryJobs.
-type Output struct {
+// ActionType says what an Action does.
+type ActionType string
+
+const (
+	// RecordEvent records Event on the CronJob.
+	RecordEvent ActionType = "RecordEvent"
+	// DeleteReplacedJob deletes Job, an active one that policy Replace
+	// replaces.
+	DeleteReplacedJob ActionType = "DeleteReplacedJob"
+	// CreateJob creates Job for the schedule time Scheduled.
+	CreateJob ActionType = "CreateJob"
+	// UpdateStatus writes Status, with the Job CreateJob made (if it did)
+	// added to the active list and its time as lastScheduleTime.
+	UpdateStatus ActionType = "UpdateStatus"
+	// DeleteFinishedJob deletes Job, beyond the history limits.
+	DeleteFinishedJob ActionType = "DeleteFinishedJob"
+)
+
+// Action is one write of a sync.
+type Action struct {
+	Type      ActionType
+	Event     Event
+	Job       *batchv1.Job
+	Scheduled time.Time
+	Status    batchv1.CronJobStatus
+}
+
+// String names the action by its type and target, for errors and tests.
+func (a Action) String() string {
+	switch a.Type {
+	case RecordEvent:
+		return fmt.Sprintf("%s %s", a.Type, a.Event.Reason)
+	case UpdateStatus:
+		return fmt.Sprintf("%s active=%d", a.Type, len(a.Status.Active))
+	}
+	return fmt.Sprintf("%s %s", a.Type, a.Job.Name)
+}
+
+// Output is one sync's writes, in the order the driver performs them:
+// events, replaced Jobs deleted, the new Job, the status, finished Jobs
+// deleted. RequeueAfter is the wait until the next schedule time (0:
+// none, the CronJob is suspended or its schedule is unusable).
+type Output = framework.Output[Action]
+
+// decisions is what a sync decides, before Plan orders it as actions.
+type decisions struct {
 	ReplaceJobs []*batchv1.Job
 	Create      *batchv1.Job
 	// Scheduled is the schedule time Create is for.
-	Scheduled   time.Time
-	HistoryJobs []*batchv1.Job
-	Events      []Event
-	Status      batchv1.CronJobStatus
-	// RequeueAfter is the wait until the next schedule time (0: none,
-	// the CronJob is suspended or its schedule is unusable).
+	Scheduled    time.Time
+	HistoryJobs  []*batchv1.Job
+	Events       []Event
+	Status       batchv1.CronJobStatus
 	RequeueAfter time.Duration
 }
 
@@ -132,9 +173,31 @@ func finished(j *batchv1.Job) (batchv1.JobConditionType, bool) {
 	return "", false
 }
 
-// Plan plans one sync of cj, given the Jobs it controls.
+// Plan plans one sync of cj, given the Jobs it controls. The status is
+// written if it changes, or a Job is to be created (which adds to it).
 func Plan(cj *batchv1.CronJob, jobs []*batchv1.Job, now time.Time) Output {
-	var plan Output
+	d := decide(cj, jobs, now)
+	out := Output{RequeueAfter: d.RequeueAfter}
+	for _, ev := range d.Events {
+		out.Actions = append(out.Actions, Action{Type: RecordEvent, Event: ev})
+	}
+	for _, j := range d.ReplaceJobs {
+		out.Actions = append(out.Actions, Action{Type: DeleteReplacedJob, Job: j})
+	}
+	if d.Create != nil {
+		out.Actions = append(out.Actions, Action{Type: CreateJob, Job: d.Create, Scheduled: d.Scheduled})
+	}
+	if d.Create != nil || !apiequality.Semantic.DeepEqual(d.Status, cj.Status) {
+		out.Actions = append(out.Actions, Action{Type: UpdateStatus, Status: d.Status})
+	}
+	for _, j := range d.HistoryJobs {
+		out.Actions = append(out.Actions, Action{Type: DeleteFinishedJob, Job: j})
+	}
+	return out
+}
+
+func decide(cj *batchv1.CronJob, jobs []*batchv1.Job, now time.Time) decisions {
+	var plan decisions
 	st := cj.Status.DeepCopy()
 	byName := map[string]*batchv1.Job{}
 	for _, j := range jobs {

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"minik/controller/internal/synctest"
 )
 
 // t0 is 12:00:30 UTC; the CronJobs of the tests were made an hour before.
@@ -93,13 +95,13 @@ func TestPlan(t *testing.T) {
 		wantHistory []string
 		wantEvents  []string
 		wantRequeue time.Duration
-		check       func(t *testing.T, p Output)
+		check       func(t *testing.T, p decisions)
 	}{
 		{
 			name: "a due schedule time starts a Job named after its minute, and requeues for the next time",
 			cj:   makeCJ("*/5 * * * *", lastScheduled(noon.Add(-5*time.Minute))), now: t0,
 			wantCreate: minute(noon), wantRequeue: 4*time.Minute + 30*time.Second + nextSlack,
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				if got := p.Create.Annotations[ScheduledTimestampAnnotation]; got != "2026-03-02T12:00:00Z" {
 					t.Errorf("scheduled-timestamp %q", got)
 				}
@@ -122,7 +124,7 @@ func TestPlan(t *testing.T) {
 				cj.Spec.TimeZone = ptr.To("Europe/Berlin") // 13:00 in Berlin is 12:00 UTC in March
 			}), now: t0,
 			wantCreate: minute(noon), wantRequeue: 24*time.Hour - 30*time.Second + nextSlack,
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				if got := p.Create.Annotations[ScheduledTimestampAnnotation]; got != "2026-03-02T13:00:00+01:00" {
 					t.Errorf("scheduled-timestamp %q, want it in the CronJob's zone", got)
 				}
@@ -176,7 +178,7 @@ func TestPlan(t *testing.T) {
 			}),
 			jobs: []*batchv1.Job{job("backup-old", running, noon.Add(-5*time.Minute))}, now: t0,
 			wantCreate: minute(noon), wantReplace: []string{"backup-old"}, wantRequeue: 4*time.Minute + 30*time.Second + nextSlack,
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				if len(p.Status.Active) != 0 {
 					t.Errorf("active %v", p.Status.Active)
 				}
@@ -193,7 +195,7 @@ func TestPlan(t *testing.T) {
 			cj:   makeCJ("*/5 * * * *", lastScheduled(noon), active("backup-1")),
 			jobs: []*batchv1.Job{job("backup-1", complete, noon)}, now: t0,
 			wantEvents: []string{"SawCompletedJob"}, wantRequeue: 4*time.Minute + 30*time.Second + nextSlack,
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				if len(p.Status.Active) != 0 || p.Status.LastSuccessfulTime == nil || !p.Status.LastSuccessfulTime.Time.Equal(noon.Add(10*time.Second)) {
 					t.Errorf("status %+v", p.Status)
 				}
@@ -204,7 +206,7 @@ func TestPlan(t *testing.T) {
 			cj:   makeCJ("*/5 * * * *", lastScheduled(noon), active("gone")),
 			jobs: []*batchv1.Job{job("backup-2", running, noon)}, now: t0,
 			wantRequeue: 4*time.Minute + 30*time.Second + nextSlack,
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				if len(p.Status.Active) != 1 || p.Status.Active[0].Name != "backup-2" {
 					t.Errorf("active %v", p.Status.Active)
 				}
@@ -234,7 +236,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := Plan(tc.cj, tc.jobs, tc.now)
+			p := split(t, tc.cj, Plan(tc.cj, tc.jobs, tc.now))
 			got := ""
 			if p.Create != nil {
 				got = p.Create.Name
@@ -260,6 +262,36 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+// split sorts out's actions back into decisions, checking their order:
+// events, replaced Jobs, the create, the status (written when it changes
+// or a Job is created), finished Jobs.
+func split(t *testing.T, cj *batchv1.CronJob, out Output) decisions {
+	t.Helper()
+	d := decisions{Status: cj.Status, RequeueAfter: out.RequeueAfter}
+	synctest.CheckOrder(t, out.Actions, actionType, []ActionType{RecordEvent, DeleteReplacedJob, CreateJob, UpdateStatus, DeleteFinishedJob})
+	wroteStatus := false
+	for _, a := range out.Actions {
+		switch a.Type {
+		case RecordEvent:
+			d.Events = append(d.Events, a.Event)
+		case DeleteReplacedJob:
+			d.ReplaceJobs = append(d.ReplaceJobs, a.Job)
+		case CreateJob:
+			d.Create, d.Scheduled = a.Job, a.Scheduled
+		case UpdateStatus:
+			d.Status, wroteStatus = a.Status, true
+		case DeleteFinishedJob:
+			d.HistoryJobs = append(d.HistoryJobs, a.Job)
+		}
+	}
+	if d.Create != nil && !wroteStatus {
+		t.Errorf("actions %v: a create must be followed by the status", out.Actions)
+	}
+	return d
+}
+
+func actionType(a Action) ActionType { return a.Type }
 
 func nonNil(s []string) []string {
 	if s == nil {

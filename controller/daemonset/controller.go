@@ -34,12 +34,18 @@ type Controller struct {
 	clock  clock.Clock
 	queue  *framework.Queue
 	expect *framework.Expectations
+	// sink performs the actions of a sync of ds, whose template has hash
+	// (apiSink; a FakeSink in tests).
+	sink func(ds *appsv1.DaemonSet, hash string) framework.Sink[Action]
 }
 
 // New registers the controller.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
 	dc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), expect: framework.NewExpectations(clk)}
+	dc.sink = func(ds *appsv1.DaemonSet, hash string) framework.Sink[Action] {
+		return &apiSink{dc: dc, ds: ds, hash: hash}
+	}
 	inf.DaemonSets.AddHandler(framework.Handler[appsv1.DaemonSet](dc.queue))
 	all := func() {
 		for _, key := range inf.DaemonSets.Store().Keys() {
@@ -102,34 +108,47 @@ func (dc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	if retry, err := dc.syncRevisions(ctx, ds, hash, byNode); err != nil || retry {
 		return framework.Result{}, err
 	}
-	plan := Plan(ds, dc.inf.Nodes.Store().List(), byNode, hash, dc.clock.Now())
-	var errs []error
-	if dc.expect.Satisfied(key) {
-		errs = append(errs, dc.apply(ctx, key, ds, plan, hash))
-	}
-	st := plan.Status
-	if st.DesiredNumberScheduled != ds.Status.DesiredNumberScheduled || st.CurrentNumberScheduled != ds.Status.CurrentNumberScheduled ||
-		st.NumberMisscheduled != ds.Status.NumberMisscheduled || st.NumberReady != ds.Status.NumberReady ||
-		st.UpdatedNumberScheduled != ds.Status.UpdatedNumberScheduled || st.NumberAvailable != ds.Status.NumberAvailable ||
-		st.NumberUnavailable != ds.Status.NumberUnavailable || st.ObservedGeneration != ds.Status.ObservedGeneration {
-		cp := ds.DeepCopy()
-		cp.Status = st
-		if _, err := dc.c.DaemonSets().UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("update status: %w", err))
-		}
-	}
-	return framework.Result{RequeueAfter: plan.RequeueAfter}, errors.Join(errs...)
+	out := Plan(ds, dc.inf.Nodes.Store().List(), byNode, hash, dc.expect.Satisfied(key), dc.clock.Now())
+	// The status is written whatever the creates and deletes did.
+	err := framework.ExecuteAll(ctx, dc.sink(ds, hash), out.Actions)
+	return framework.Result{RequeueAfter: out.RequeueAfter}, err
 }
 
-func (dc *Controller) apply(ctx context.Context, key string, ds *appsv1.DaemonSet, plan Output, hash string) error {
-	uids := make([]types.UID, len(plan.Delete))
-	for i, p := range plan.Delete {
+// apiSink performs the actions of one sync of ds through the apiserver,
+// and records their events.
+type apiSink struct {
+	dc   *Controller
+	ds   *appsv1.DaemonSet
+	hash string
+}
+
+func (s *apiSink) Do(ctx context.Context, a Action) error {
+	switch a.Type {
+	case ManagePods:
+		return s.dc.manage(ctx, s.ds, s.hash, a.CreateOn, a.Pods)
+	case UpdateStatus:
+		cp := s.ds.DeepCopy()
+		cp.Status = a.Status
+		if _, err := s.dc.c.DaemonSets().UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown action %s", a.Type)
+}
+
+// manage raises the expectations of all its creates and deletes, then
+// creates the pods of createOn in parallel, then deletes del.
+func (dc *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, hash string, createOn []string, del []*corev1.Pod) error {
+	key := framework.KeyOf(ds)
+	uids := make([]types.UID, len(del))
+	for i, p := range del {
 		uids[i] = p.UID
 	}
-	dc.expect.Expect(key, len(plan.CreateOn), uids)
+	dc.expect.Expect(key, len(createOn), uids)
 	var wg sync.WaitGroup
-	errc := make(chan error, len(plan.CreateOn)+len(plan.Delete))
-	for _, node := range plan.CreateOn {
+	errc := make(chan error, len(createOn)+len(del))
+	for _, node := range createOn {
 		wg.Go(func() {
 			p, err := dc.c.Pods().Create(ctx, NewPod(ds, node, hash), metav1.CreateOptions{})
 			if err != nil {
@@ -143,7 +162,7 @@ func (dc *Controller) apply(ctx context.Context, key string, ds *appsv1.DaemonSe
 	}
 	wg.Wait()
 	close(errc)
-	errs := []error{framework.DeletePods(ctx, dc.c, dc.rec, ds, key, dc.expect, plan.Delete)}
+	errs := []error{framework.DeletePods(ctx, dc.c, dc.rec, ds, key, dc.expect, del)}
 	for err := range errc {
 		errs = append(errs, err)
 	}

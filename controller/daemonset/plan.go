@@ -10,12 +10,18 @@
 //	   maxSurge                ─▶ start the updated pod beside the old one on up to maxSurge nodes;
 //	                              delete the old one once the new is available (minReadySeconds)
 //	   ─▶ status (desired/current/misscheduled/ready/available/updated; a node's oldest pod counts)
+//	─▶ actions ManagePods (creates and deletes together; none while expectations are
+//	   unmet), UpdateStatus (if it changed) ─▶ framework.ExecuteAll(apiSink): expectations,
+//	   creates in parallel (SuccessfulCreate / FailedCreate), deletes, status
+//	(before the plan, the driver keeps the ControllerRevisions: syncRevisions)
 package daemonset
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -87,22 +93,54 @@ func untolerated(tols []corev1.Toleration, taints []corev1.Taint, effect corev1.
 	return found
 }
 
-// Output is what one sync does.
-type Output struct {
+// ActionType says what an Action does.
+type ActionType string
+
+const (
+	// ManagePods creates a pod on each node of CreateOn and deletes Pods,
+	// all at once: the expectations cover them together.
+	ManagePods ActionType = "ManagePods"
+	// UpdateStatus writes Status.
+	UpdateStatus ActionType = "UpdateStatus"
+)
+
+// Action is one write of a sync.
+type Action struct {
+	Type ActionType
 	// CreateOn lists the nodes that need a pod.
 	CreateOn []string
-	Delete   []*corev1.Pod
-	Status   appsv1.DaemonSetStatus
-	// RequeueAfter is when a ready pod becomes available.
-	RequeueAfter time.Duration
+	// Pods are the pods to delete.
+	Pods   []*corev1.Pod
+	Status appsv1.DaemonSetStatus
 }
+
+// String names the action by its type and target, for errors and tests.
+func (a Action) String() string {
+	if a.Type == ManagePods {
+		names := make([]string, len(a.Pods))
+		for i, p := range a.Pods {
+			names[i] = p.Name
+		}
+		return fmt.Sprintf("%s create on [%s] delete [%s]", a.Type, strings.Join(a.CreateOn, ","), strings.Join(names, ","))
+	}
+	return fmt.Sprintf("%s desired=%d updated=%d", a.Type, a.Status.DesiredNumberScheduled, a.Status.UpdatedNumberScheduled)
+}
+
+// Output is the plan of one sync; RequeueAfter is when a ready pod
+// becomes available.
+type Output = framework.Output[Action]
 
 // Plan plans ds over nodes; podsByNode are its pods keyed by the node
 // they are on (or pinned to). As in Kubernetes, a sync first makes every
 // node run the right number of pods (the manage step); only when that has
-// nothing to do does it take one step of a RollingUpdate.
-func Plan(ds *appsv1.DaemonSet, nodes []*corev1.Node, podsByNode map[string][]*corev1.Pod, hash string, now time.Time) Output {
-	var plan Output
+// nothing to do does it take one step of a RollingUpdate. With
+// unsatisfied expectations it creates and deletes nothing (its pods may
+// be stale) but still writes the status.
+func Plan(ds *appsv1.DaemonSet, nodes []*corev1.Node, podsByNode map[string][]*corev1.Pod, hash string, expectationsSatisfied bool, now time.Time) Output {
+	var plan struct {
+		createOn []string
+		delete   []*corev1.Pod
+	}
 	st := appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, CollisionCount: ds.Status.CollisionCount,
 		Conditions: ds.Status.Conditions}
 	minReady := ds.Spec.MinReadySeconds
@@ -120,7 +158,7 @@ func Plan(ds *appsv1.DaemonSet, nodes []*corev1.Node, podsByNode map[string][]*c
 			switch {
 			case p.DeletionTimestamp != nil:
 			case p.Status.Phase == corev1.PodFailed:
-				plan.Delete = append(plan.Delete, p) // replaced on a later sync
+				plan.delete = append(plan.delete, p) // replaced on a later sync
 			default:
 				active = append(active, p)
 			}
@@ -131,19 +169,19 @@ func Plan(ds *appsv1.DaemonSet, nodes []*corev1.Node, podsByNode map[string][]*c
 		}
 		switch {
 		case !shouldContinue:
-			plan.Delete = append(plan.Delete, active...)
+			plan.delete = append(plan.delete, active...)
 			if len(active) > 0 {
 				st.NumberMisscheduled++
 			}
 			continue
 		case len(active) == 0:
 			if shouldRun {
-				plan.CreateOn = append(plan.CreateOn, node.Name)
+				plan.createOn = append(plan.createOn, node.Name)
 			}
 			continue
 		}
 		running[node.Name] = active
-		plan.Delete = append(plan.Delete, extraPods(active, hash, surge, minReady, now)...)
+		plan.delete = append(plan.delete, extraPods(active, hash, surge, minReady, now)...)
 		if !shouldRun {
 			st.NumberMisscheduled++
 			continue
@@ -174,13 +212,13 @@ func Plan(ds *appsv1.DaemonSet, nodes []*corev1.Node, podsByNode map[string][]*c
 		if !known[node] {
 			for _, p := range ps {
 				if p.DeletionTimestamp == nil {
-					plan.Delete = append(plan.Delete, p)
+					plan.delete = append(plan.delete, p)
 				}
 			}
 		}
 	}
 
-	if len(plan.CreateOn) == 0 && len(plan.Delete) == 0 && ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
+	if len(plan.createOn) == 0 && len(plan.delete) == 0 && ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
 		desired := int(st.DesiredNumberScheduled)
 		maxSurge, maxUnavailable := surgeCount(ds, desired), unavailableCount(ds, desired)
 		if desired > 0 && maxSurge == 0 && maxUnavailable == 0 {
@@ -188,14 +226,29 @@ func Plan(ds *appsv1.DaemonSet, nodes []*corev1.Node, podsByNode map[string][]*c
 			maxUnavailable = 1
 		}
 		if surge {
-			plan.CreateOn, plan.Delete = surgeStep(running, shouldRunOn, hash, maxSurge, desired, minReady, now)
+			plan.createOn, plan.delete = surgeStep(running, shouldRunOn, hash, maxSurge, desired, minReady, now)
 		} else {
-			plan.Delete = unavailableStep(running, hash, maxUnavailable, minReady, now)
+			plan.delete = unavailableStep(running, hash, maxUnavailable, minReady, now)
 		}
 	}
-	plan.RequeueAfter = framework.NextAvailableIn(all, minReady, now)
-	plan.Status = st
-	return plan
+	var out Output
+	if expectationsSatisfied && len(plan.createOn)+len(plan.delete) > 0 {
+		out.Actions = append(out.Actions, Action{Type: ManagePods, CreateOn: plan.createOn, Pods: plan.delete})
+	}
+	if statusChanged(ds.Status, st) {
+		out.Actions = append(out.Actions, Action{Type: UpdateStatus, Status: st})
+	}
+	out.RequeueAfter = framework.NextAvailableIn(all, minReady, now)
+	return out
+}
+
+// statusChanged reports whether the counts the plan computes differ
+// from the object's.
+func statusChanged(cur, st appsv1.DaemonSetStatus) bool {
+	return st.DesiredNumberScheduled != cur.DesiredNumberScheduled || st.CurrentNumberScheduled != cur.CurrentNumberScheduled ||
+		st.NumberMisscheduled != cur.NumberMisscheduled || st.NumberReady != cur.NumberReady ||
+		st.UpdatedNumberScheduled != cur.UpdatedNumberScheduled || st.NumberAvailable != cur.NumberAvailable ||
+		st.NumberUnavailable != cur.NumberUnavailable || st.ObservedGeneration != cur.ObservedGeneration
 }
 
 // olderPod orders a node's pods oldest first, as Kubernetes keeps the

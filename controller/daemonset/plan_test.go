@@ -86,7 +86,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Plan(tc.ds, tc.nodes, tc.pods, "h", now)
+			plan := split(Plan(tc.ds, tc.nodes, tc.pods, "h", true, now))
 			if !slices.Equal(plan.CreateOn, tc.wantCreate) {
 				t.Errorf("create on %v, want %v", plan.CreateOn, tc.wantCreate)
 			}
@@ -99,6 +99,40 @@ func TestPlan(t *testing.T) {
 				t.Errorf("status %+v, want %+v", plan.Status, tc.wantStatus)
 			}
 		})
+	}
+}
+
+// planned is a plan's pod work and status.
+type planned struct {
+	CreateOn []string
+	Delete   []*corev1.Pod
+	Status   appsv1.DaemonSetStatus
+}
+
+func split(out Output) planned {
+	var p planned
+	for _, a := range out.Actions {
+		switch a.Type {
+		case ManagePods:
+			p.CreateOn, p.Delete = a.CreateOn, a.Pods
+		case UpdateStatus:
+			p.Status = a.Status
+		}
+	}
+	return p
+}
+
+func TestPlanWithUnmetExpectationsOrNoChangeWritesLess(t *testing.T) {
+	ds := makeDS()
+	nodes := []*corev1.Node{testutil.Node("n1").Obj()}
+	out := Plan(ds, nodes, nil, "h", false, testutil.T0)
+	if len(out.Actions) != 1 || out.Actions[0].Type != UpdateStatus {
+		t.Fatalf("unmet expectations: actions %v, want the status alone", out.Actions)
+	}
+	ds.Status = out.Actions[0].Status
+	out = Plan(ds, nodes, nil, "h", true, testutil.T0)
+	if len(out.Actions) != 1 || out.Actions[0].Type != ManagePods {
+		t.Fatalf("status unchanged: actions %v, want the create alone", out.Actions)
 	}
 }
 
@@ -216,7 +250,8 @@ func TestReconcileSurge(t *testing.T) {
 			if ns == nil {
 				ns = nodes()
 			}
-			plan := Plan(tc.ds, ns, tc.pods, "h", now)
+			out := Plan(tc.ds, ns, tc.pods, "h", true, now)
+			plan := split(out)
 			if !slices.Equal(plan.CreateOn, tc.wantCreate) {
 				t.Errorf("create on %v, want %v", plan.CreateOn, tc.wantCreate)
 			}
@@ -228,8 +263,8 @@ func TestReconcileSurge(t *testing.T) {
 			if plan.Status.UpdatedNumberScheduled != tc.wantUpdated {
 				t.Errorf("updatedNumberScheduled %d, want %d (a node's oldest pod counts)", plan.Status.UpdatedNumberScheduled, tc.wantUpdated)
 			}
-			if plan.RequeueAfter != tc.wantRequeue {
-				t.Errorf("requeue %v, want %v", plan.RequeueAfter, tc.wantRequeue)
+			if out.RequeueAfter != tc.wantRequeue {
+				t.Errorf("requeue %v, want %v", out.RequeueAfter, tc.wantRequeue)
 			}
 		})
 	}

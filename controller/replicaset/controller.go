@@ -3,11 +3,11 @@ package replicaset
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +54,9 @@ type Controller[T any] struct {
 	clock  clock.Clock
 	queue  *framework.Queue
 	expect *framework.Expectations
+	// sink performs the actions of a sync of obj at now (apiSink; a
+	// FakeSink in tests).
+	sink func(obj *T, now time.Time) framework.Sink[Action]
 
 	mu sync.Mutex
 	// slowStart is the first batch size of the next creation per key: 1
@@ -66,6 +69,7 @@ func NewController[T any](kind Kind[T], c *client.Client, inf *framework.Informe
 	rc := &Controller[T]{kind: kind, c: c, pods: inf.Pods, rec: rec, log: log.With("controller", kind.Name), clock: clk,
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), expect: framework.NewExpectations(clk),
 		slowStart: map[string]int{}}
+	rc.sink = func(obj *T, now time.Time) framework.Sink[Action] { return &apiSink[T]{rc: rc, obj: obj, now: now} }
 	kind.Informer.AddHandler(informer.Handler[T]{
 		OnAdd:    func(o *T) { rc.queue.Add(framework.KeyOf(meta(o))) },
 		OnUpdate: func(_, o *T) { rc.queue.Add(framework.KeyOf(meta(o))) },
@@ -162,29 +166,12 @@ func (rc *Controller[T]) sync(ctx context.Context, key string) (framework.Result
 			pods = append(pods, p)
 		}
 	}
-	satisfied := rc.expect.Satisfied(key)
 	now := rc.clock.Now()
-	plan := Plan(w, pods, satisfied, now)
-
-	var errs []error
-	errs = append(errs, rc.claim(ctx, obj, plan)...)
-	var manageErr error
-	switch {
-	case plan.Create > 0:
-		manageErr = rc.create(ctx, key, obj, plan.Create)
-	case len(plan.Delete) > 0:
-		manageErr = rc.delete(ctx, key, obj, plan.Delete)
-	}
-	plan.Status.ReplicaFailure = ReplicaFailureAfter(w.ReplicaFailure, manageErr, plan.Diff, now)
-	if manageErr != nil {
-		errs = append(errs, fmt.Errorf("manage pods: %w", manageErr))
-	}
-	if st, changed := applyStatus(rc.kind.Status(obj), plan.Status); changed {
-		if _, err := rc.kind.API.UpdateStatus(ctx, rc.kind.WithStatus(obj, st), metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("update status: %w", err))
-		}
-	}
-	return framework.Result{RequeueAfter: plan.RequeueAfter}, errors.Join(errs...)
+	out := Plan(w, pods, rc.expect.Satisfied(key), now)
+	// Each write stands on its own, as the status must be written (with
+	// the ReplicaFailure condition) whatever the creates did.
+	err = framework.ExecuteAll(ctx, rc.sink(obj, now), out.Actions)
+	return framework.Result{RequeueAfter: out.RequeueAfter}, err
 }
 
 // workload is the step's input for obj, with its ReplicaFailure condition.
@@ -194,28 +181,56 @@ func (rc *Controller[T]) workload(obj *T) (Workload, error) {
 	return w, err
 }
 
-func (rc *Controller[T]) claim(ctx context.Context, obj *T, plan Output) []error {
-	var errs []error
-	m := meta(obj)
-	for _, p := range plan.Adopt {
-		ref := framework.ControllerRef(m, rc.kind.APIVersion, rc.kind.Kind)
-		refs := append(append([]metav1.OwnerReference(nil), p.OwnerReferences...), ref)
-		if err := patchOwnerRefs(ctx, rc.c, p, refs); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("adopt pod %s: %w", p.Name, err))
-		}
-	}
-	for _, p := range plan.Release {
+// apiSink performs the actions of one sync of obj through the
+// apiserver, and records their events.
+type apiSink[T any] struct {
+	rc  *Controller[T]
+	obj *T
+	now time.Time
+	// manageErr is the failure of this sync's creates or deletes, which
+	// the status reports.
+	manageErr error
+}
+
+func (s *apiSink[T]) Do(ctx context.Context, a Action) error {
+	rc, m := s.rc, meta(s.obj)
+	key := framework.KeyOf(m)
+	switch a.Type {
+	case AdoptPod:
+		refs := append(append([]metav1.OwnerReference(nil), a.Pod.OwnerReferences...), framework.ControllerRef(m, rc.kind.APIVersion, rc.kind.Kind))
+		return ignoreNotFound(patchOwnerRefs(ctx, rc.c, a.Pod, refs))
+	case ReleasePod:
 		var refs []metav1.OwnerReference
-		for _, r := range p.OwnerReferences {
+		for _, r := range a.Pod.OwnerReferences {
 			if r.UID != m.GetUID() {
 				refs = append(refs, r)
 			}
 		}
-		if err := patchOwnerRefs(ctx, rc.c, p, refs); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("release pod %s: %w", p.Name, err))
+		return ignoreNotFound(patchOwnerRefs(ctx, rc.c, a.Pod, refs))
+	case CreatePods:
+		s.manageErr = rc.create(ctx, key, s.obj, a.Count)
+		return s.manageErr
+	case DeletePods:
+		s.manageErr = rc.delete(ctx, key, s.obj, a.Pods)
+		return s.manageErr
+	case UpdateStatus:
+		st := a.Status
+		st.ReplicaFailure = ReplicaFailureAfter(st.ReplicaFailure, s.manageErr, a.Diff, s.now)
+		next, changed := applyStatus(rc.kind.Status(s.obj), st)
+		if !changed {
+			return nil
 		}
+		_, err := rc.kind.API.UpdateStatus(ctx, rc.kind.WithStatus(s.obj, next), metav1.UpdateOptions{})
+		return ignoreNotFound(err)
 	}
-	return errs
+	return fmt.Errorf("unknown action %s", a.Type)
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // patchOwnerRefs sets p's ownerReferences, guarded by its UID and

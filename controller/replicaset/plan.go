@@ -2,14 +2,18 @@
 // ReplicationController running:
 //
 //	rs/pod event ─▶ queue(rs key) ─▶ expectations met?
-//	   ─▶ Plan(workload, pods in namespace, now): adopt, release, create N, delete ranked
-//	   ─▶ driver: patch ownerReferences, create in slow-start batches, delete
-//	   ─▶ status: replicas, fullyLabeled, ready, available, observedGeneration,
-//	      condition ReplicaFailure (FailedCreate/FailedDelete) while creates or deletes fail
+//	   ─▶ Plan(workload, pods in namespace, now) ─▶ actions:
+//	      AdoptPod / ReleasePod, CreatePods N or DeletePods (ranked), UpdateStatus
+//	   ─▶ framework.ExecuteAll(apiSink): patch ownerReferences, create in slow-start
+//	      batches, delete, then the status: replicas, fullyLabeled, ready, available,
+//	      observedGeneration, condition ReplicaFailure (FailedCreate/FailedDelete)
+//	      while creates or deletes fail
 package replicaset
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,23 +87,68 @@ type Status struct {
 	ReplicaFailure *ReplicaFailure
 }
 
-// Output is what one sync should do.
-type Output struct {
-	Adopt, Release []*corev1.Pod
-	// Create is the number of pods to create.
-	Create int
-	// Delete are the pods to delete, best candidates first.
-	Delete []*corev1.Pod
+// ActionType says what an Action does.
+type ActionType string
+
+const (
+	// AdoptPod makes the workload Pod's controller.
+	AdoptPod ActionType = "AdoptPod"
+	// ReleasePod removes the workload from Pod's owners.
+	ReleasePod ActionType = "ReleasePod"
+	// CreatePods creates Count pods, in slow-start batches.
+	CreatePods ActionType = "CreatePods"
+	// DeletePods deletes Pods.
+	DeletePods ActionType = "DeletePods"
+	// UpdateStatus writes Status, with the ReplicaFailure condition this
+	// sync's creates or deletes leave (ReplicaFailureAfter), if that
+	// changes the object's status.
+	UpdateStatus ActionType = "UpdateStatus"
+)
+
+// Action is one write of a sync.
+type Action struct {
+	Type ActionType
+	// Pod is the pod to adopt or release.
+	Pod *corev1.Pod
+	// Count is the number of pods to create.
+	Count int
+	// Pods are the pods to delete, best candidates first.
+	Pods []*corev1.Pod
+	// Status is the status to write; its ReplicaFailure is the object's
+	// before the sync.
 	Status Status
-	// RequeueAfter is when a ready pod becomes available (minReadySeconds).
-	RequeueAfter time.Duration
-	// Diff is the active pods minus spec.replicas, before the plan.
+	// Diff is the active pods minus spec.replicas before the sync: the
+	// reason of a ReplicaFailure this sync sets.
 	Diff int
 }
 
+// String names the action by its type and target, for errors and tests.
+func (a Action) String() string {
+	switch a.Type {
+	case AdoptPod, ReleasePod:
+		return fmt.Sprintf("%s %s", a.Type, a.Pod.Name)
+	case CreatePods:
+		return fmt.Sprintf("%s %d", a.Type, a.Count)
+	case DeletePods:
+		names := make([]string, len(a.Pods))
+		for i, p := range a.Pods {
+			names[i] = p.Name
+		}
+		return fmt.Sprintf("%s %s", a.Type, strings.Join(names, ","))
+	}
+	return fmt.Sprintf("%s replicas=%d ready=%d", a.Type, a.Status.Replicas, a.Status.ReadyReplicas)
+}
+
+// Output is the plan of one sync: adoptions and releases, then creates
+// or deletes, then the status; RequeueAfter is when a ready pod becomes
+// available (minReadySeconds).
+type Output = framework.Output[Action]
+
 // Plan compares w with pods (every pod of its namespace) at now.
 // With unsatisfied expectations it only claims pods and computes status:
-// its pod count may be stale, so it must not create or delete.
+// its pod count may be stale, so it must not create or delete. The
+// status is always planned: whether it changes depends on the outcome of
+// the creates or deletes.
 func Plan(w Workload, pods []*corev1.Pod, expectationsSatisfied bool, now time.Time) Output {
 	claim := framework.ClaimPods(w.Meta, w.Selector, pods)
 	var active []*corev1.Pod
@@ -108,19 +157,25 @@ func Plan(w Workload, pods []*corev1.Pod, expectationsSatisfied bool, now time.T
 			active = append(active, p)
 		}
 	}
-	plan := Output{Adopt: claim.Adopt, Release: claim.Release, Diff: len(active) - int(w.Replicas)}
+	var out Output
+	for _, p := range claim.Adopt {
+		out.Actions = append(out.Actions, Action{Type: AdoptPod, Pod: p})
+	}
+	for _, p := range claim.Release {
+		out.Actions = append(out.Actions, Action{Type: ReleasePod, Pod: p})
+	}
+	diff := len(active) - int(w.Replicas)
 	if expectationsSatisfied && w.Meta.GetDeletionTimestamp() == nil {
-		diff := len(active) - int(w.Replicas)
 		switch {
 		case diff < 0:
-			plan.Create = min(-diff, BurstReplicas)
+			out.Actions = append(out.Actions, Action{Type: CreatePods, Count: min(-diff, BurstReplicas)})
 		case diff > 0:
-			plan.Delete = podsToDelete(active, pods, min(diff, BurstReplicas))
+			out.Actions = append(out.Actions, Action{Type: DeletePods, Pods: podsToDelete(active, pods, min(diff, BurstReplicas))})
 		}
 	}
-	plan.Status = status(w, active, now)
-	plan.RequeueAfter = framework.NextAvailableIn(active, w.MinReadySeconds, now)
-	return plan
+	out.Actions = append(out.Actions, Action{Type: UpdateStatus, Status: status(w, active, now), Diff: diff})
+	out.RequeueAfter = framework.NextAvailableIn(active, w.MinReadySeconds, now)
+	return out
 }
 
 // podsToDelete ranks active by DeletionLess, where a pod's rank is the

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"minik/controller/internal/synctest"
 	"minik/controller/internal/testutil"
 )
 
@@ -71,24 +72,56 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Plan(tc.w, tc.pods, tc.satisfied, now)
-			if plan.Create != tc.wantCreate {
-				t.Errorf("create %d, want %d", plan.Create, tc.wantCreate)
+			out := Plan(tc.w, tc.pods, tc.satisfied, now)
+			plan := split(t, out)
+			if plan.create != tc.wantCreate {
+				t.Errorf("create %d, want %d", plan.create, tc.wantCreate)
 			}
-			if got := testutil.Names(plan.Delete); !slices.Equal(got, tc.wantDelete) && len(got)+len(tc.wantDelete) > 0 {
+			if got := testutil.Names(plan.delete); !slices.Equal(got, tc.wantDelete) && len(got)+len(tc.wantDelete) > 0 {
 				t.Errorf("delete %v, want %v", got, tc.wantDelete)
 			}
-			if got := testutil.Names(plan.Adopt); !slices.Equal(got, tc.wantAdopt) && len(got)+len(tc.wantAdopt) > 0 {
+			if got := testutil.Names(plan.adopt); !slices.Equal(got, tc.wantAdopt) && len(got)+len(tc.wantAdopt) > 0 {
 				t.Errorf("adopt %v, want %v", got, tc.wantAdopt)
 			}
-			if plan.Status != tc.wantStatus {
-				t.Errorf("status %+v, want %+v", plan.Status, tc.wantStatus)
+			if plan.status.Status != tc.wantStatus {
+				t.Errorf("status %+v, want %+v", plan.status.Status, tc.wantStatus)
 			}
-			if plan.RequeueAfter != tc.wantRequeue {
-				t.Errorf("requeue %v, want %v", plan.RequeueAfter, tc.wantRequeue)
+			if out.RequeueAfter != tc.wantRequeue {
+				t.Errorf("requeue %v, want %v", out.RequeueAfter, tc.wantRequeue)
 			}
 		})
 	}
+}
+
+// planned is a plan's actions by kind.
+type planned struct {
+	create        int
+	delete, adopt []*corev1.Pod
+	status        Action
+}
+
+// split sorts out's actions by kind, checking they come in the order
+// the driver needs: claims, then creates or deletes, then the status.
+func split(t *testing.T, out Output) planned {
+	t.Helper()
+	var p planned
+	synctest.CheckOrder(t, out.Actions, func(a Action) ActionType { return a.Type }, []ActionType{AdoptPod, ReleasePod, CreatePods, DeletePods, UpdateStatus})
+	for _, a := range out.Actions {
+		switch a.Type {
+		case AdoptPod:
+			p.adopt = append(p.adopt, a.Pod)
+		case CreatePods:
+			p.create = a.Count
+		case DeletePods:
+			p.delete = a.Pods
+		case UpdateStatus:
+			p.status = a
+		}
+	}
+	if n := len(out.Actions); n == 0 || slices.IndexFunc(out.Actions, func(a Action) bool { return a.Type == UpdateStatus }) != n-1 {
+		t.Fatalf("actions %v: the status must come once, last", out.Actions)
+	}
+	return p
 }
 
 func TestSlowStartBatches(t *testing.T) {
@@ -141,12 +174,12 @@ func TestReplicaFailureAfter(t *testing.T) {
 	}
 }
 
-func TestReconcileReportsDiffAndKeepsTheCondition(t *testing.T) {
+func TestPlanReportsDiffAndKeepsTheCondition(t *testing.T) {
 	w := workload(3, 0)
 	w.ReplicaFailure = &ReplicaFailure{Reason: ReasonFailedCreate, Message: "m"}
-	plan := Plan(w, []*corev1.Pod{pod("a").Obj()}, true, testutil.T0)
-	if plan.Diff != -2 || plan.Status.ReplicaFailure != w.ReplicaFailure {
-		t.Fatalf("diff %d failure %+v", plan.Diff, plan.Status.ReplicaFailure)
+	st := split(t, Plan(w, []*corev1.Pod{pod("a").Obj()}, true, testutil.T0)).status
+	if st.Diff != -2 || st.Status.ReplicaFailure != w.ReplicaFailure {
+		t.Fatalf("diff %d failure %+v", st.Diff, st.Status.ReplicaFailure)
 	}
 }
 

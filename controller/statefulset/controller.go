@@ -10,7 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,12 +35,16 @@ type Controller struct {
 	clock  clock.Clock
 	queue  *framework.Queue
 	expect *framework.Expectations
+	// sink performs the actions of a sync of set (apiSink; a FakeSink in
+	// tests).
+	sink func(set *appsv1.StatefulSet) framework.Sink[Action]
 }
 
 // New registers the controller's handlers.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
 	sc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), expect: framework.NewExpectations(clk)}
+	sc.sink = func(set *appsv1.StatefulSet) framework.Sink[Action] { return &apiSink{sc: sc, set: set} }
 	inf.StatefulSets.AddHandler(framework.Handler[appsv1.StatefulSet](sc.queue))
 	inf.Pods.AddHandler(framework.OwnedPodHandler("StatefulSet", sc.queue, sc.expect))
 	owner := func(r *appsv1.ControllerRevision) {
@@ -101,21 +104,11 @@ func (sc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 			}
 		}
 	}
-	plan := Plan(set, revs, obs, sc.clock.Now())
-	var errs []error
-	if sc.expect.Satisfied(key) {
-		errs = append(errs, sc.apply(ctx, key, set, plan))
-	}
-	errs = append(errs, sc.prune(ctx, set, revs, obs.Pods))
-	st := plan.Status
-	if !apiequality.Semantic.DeepEqual(st, set.Status) {
-		cp := set.DeepCopy()
-		cp.Status = st
-		if _, err := sc.c.StatefulSets().UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("update status: %w", err))
-		}
-	}
-	return framework.Result{RequeueAfter: plan.RequeueAfter}, errors.Join(errs...)
+	out := Plan(set, revs, obs, sc.expect.Satisfied(key), sc.clock.Now())
+	// A failed write holds back none of the others (but the pods whose
+	// claims failed), and the status is written whatever they did.
+	err = framework.ExecuteAll(ctx, sc.sink(set), out.Actions)
+	return framework.Result{RequeueAfter: out.RequeueAfter}, err
 }
 
 func startOf(set *appsv1.StatefulSet) int {
@@ -164,7 +157,7 @@ func (sc *Controller) revisions(ctx context.Context, set *appsv1.StatefulSet) (R
 			current = r
 		}
 	}
-	revs := Revisions{Current: current, Update: update}
+	revs := Revisions{Owned: owned, Current: current, Update: update}
 	if revs.UpdateTemplate, err = history.Template(update); err != nil {
 		return Revisions{}, false, err
 	}
@@ -174,59 +167,74 @@ func (sc *Controller) revisions(ctx context.Context, set *appsv1.StatefulSet) (R
 	return revs, false, nil
 }
 
-// prune deletes the revisions beyond revisionHistoryLimit that neither
-// the status nor a pod refers to.
-func (sc *Controller) prune(ctx context.Context, set *appsv1.StatefulSet, revs Revisions, pods []*corev1.Pod) error {
-	live := map[string]bool{revs.Current.Name: true, revs.Update.Name: true}
-	for _, p := range pods {
-		live[revisionOf(p)] = true
-	}
-	owned := sc.inf.ControllerRevisions.Store().ByIndex(framework.ControllerUIDIndex, string(set.UID))
-	var errs []error
-	for _, r := range history.Prune(owned, live, ptr.Deref(set.Spec.RevisionHistoryLimit, 10)) {
-		if err := sc.c.ControllerRevisions().Delete(ctx, r.Namespace, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+// apiSink performs the actions of one sync of set through the
+// apiserver, and records their events.
+type apiSink struct {
+	sc  *Controller
+	set *appsv1.StatefulSet
+	// failedClaims are the pods whose claims this sync could not make:
+	// they are not created.
+	failedClaims map[string]bool
 }
 
-func (sc *Controller) apply(ctx context.Context, key string, set *appsv1.StatefulSet, plan Output) error {
-	for _, ev := range plan.Events {
-		sc.rec.Eventf(set, ev.Type, ev.Reason, "%s", ev.Message)
-	}
-	var errs []error
-	claims := sc.c.PersistentVolumeClaims()
-	failedClaims := map[string]bool{} // pods whose claims could not be made
-	for _, c := range plan.CreateClaims {
-		pod := podOfClaim(set, c.Name)
-		_, err := claims.Create(ctx, c, metav1.CreateOptions{})
+func (s *apiSink) Do(ctx context.Context, a Action) error {
+	sc, set := s.sc, s.set
+	switch a.Type {
+	case RecordEvent:
+		sc.rec.Eventf(set, a.Event.Type, a.Event.Reason, "%s", a.Event.Message)
+	case CreateClaim:
+		c, pod := a.Claim, podOfClaim(set, a.Claim.Name)
+		_, err := sc.c.PersistentVolumeClaims().Create(ctx, c, metav1.CreateOptions{})
 		switch {
 		case err == nil:
 			sc.rec.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "create Claim %s Pod %s in StatefulSet %s success", c.Name, pod, set.Name)
 		case apierrors.IsAlreadyExists(err):
 		default:
-			failedClaims[pod] = true
-			errs = append(errs, err)
+			if s.failedClaims == nil {
+				s.failedClaims = map[string]bool{}
+			}
+			s.failedClaims[pod] = true
 			sc.rec.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s in StatefulSet %s failed error: %s", c.Name, pod, set.Name, err)
+			return err
 		}
-	}
-	for _, c := range plan.UpdateClaims {
-		if _, err := claims.Update(ctx, c, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("update claim %s: %w", c.Name, err))
+	case UpdateClaim:
+		if _, err := sc.c.PersistentVolumeClaims().Update(ctx, a.Claim, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
 		}
-	}
-	var creates []*corev1.Pod
-	for _, p := range plan.CreatePods {
-		if !failedClaims[p.Name] {
-			creates = append(creates, p)
+	case ManagePods:
+		var creates []*corev1.Pod
+		for _, p := range a.Create {
+			if !s.failedClaims[p.Name] {
+				creates = append(creates, p)
+			}
 		}
+		return sc.managePods(ctx, set, creates, a.Delete)
+	case DeleteRevision:
+		if err := sc.c.ControllerRevisions().Delete(ctx, a.Revision.Namespace, a.Revision.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	case UpdateStatus:
+		cp := set.DeepCopy()
+		cp.Status = a.Status
+		if _, err := sc.c.StatefulSets().UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown action %s", a.Type)
 	}
-	uids := make([]types.UID, len(plan.DeletePods))
-	for i, p := range plan.DeletePods {
+	return nil
+}
+
+// managePods raises the expectations of all its creates and deletes,
+// then makes them in parallel.
+func (sc *Controller) managePods(ctx context.Context, set *appsv1.StatefulSet, creates, deletes []*corev1.Pod) error {
+	key := framework.KeyOf(set)
+	uids := make([]types.UID, len(deletes))
+	for i, p := range deletes {
 		uids[i] = p.UID
 	}
 	sc.expect.Expect(key, len(creates), uids)
+	var errs []error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, p := range creates {
@@ -246,7 +254,7 @@ func (sc *Controller) apply(ctx context.Context, key string, set *appsv1.Statefu
 			sc.rec.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "create Pod %s in StatefulSet %s successful", p.Name, set.Name)
 		})
 	}
-	for _, p := range plan.DeletePods {
+	for _, p := range deletes {
 		wg.Go(func() {
 			uid := p.UID
 			err := sc.c.Pods().Delete(ctx, p.Namespace, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})

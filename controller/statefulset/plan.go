@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -30,6 +31,8 @@ const (
 // Revisions are the set's two revisions: pods below the partition keep
 // Current, the others get Update. Both hold a pod template.
 type Revisions struct {
+	// Owned are the set's revisions in the cache, for pruning.
+	Owned           []*appsv1.ControllerRevision
 	Current, Update *appsv1.ControllerRevision
 	CurrentTemplate *corev1.PodTemplateSpec
 	UpdateTemplate  *corev1.PodTemplateSpec
@@ -46,14 +49,69 @@ type Observed struct {
 // reported by the driver).
 type Event struct{ Type, Reason, Message string }
 
-// Output is one sync's work, in the order the driver performs it: claims
-// before the pods that mount them, then pod creations, claim owner
-// changes, and deletions.
-type Output struct {
+// ActionType says what an Action does.
+type ActionType string
+
+const (
+	// RecordEvent records Event on the set.
+	RecordEvent ActionType = "RecordEvent"
+	// CreateClaim creates Claim, before the pod that mounts it.
+	CreateClaim ActionType = "CreateClaim"
+	// UpdateClaim writes Claim's ownerReferences (the retention policy):
+	// the set owns it with whenDeleted=Delete, a condemned pod with
+	// whenScaled=Delete.
+	UpdateClaim ActionType = "UpdateClaim"
+	// ManagePods creates Create (but those whose claim failed) and
+	// deletes Delete, all at once: the expectations cover them together.
+	ManagePods ActionType = "ManagePods"
+	// DeleteRevision deletes Revision, beyond revisionHistoryLimit.
+	DeleteRevision ActionType = "DeleteRevision"
+	// UpdateStatus writes Status.
+	UpdateStatus ActionType = "UpdateStatus"
+)
+
+// Action is one write of a sync.
+type Action struct {
+	Type           ActionType
+	Event          Event
+	Claim          *corev1.PersistentVolumeClaim
+	Create, Delete []*corev1.Pod
+	Revision       *appsv1.ControllerRevision
+	Status         appsv1.StatefulSetStatus
+}
+
+// String names the action by its type and target, for errors and tests.
+func (a Action) String() string {
+	switch a.Type {
+	case RecordEvent:
+		return fmt.Sprintf("%s %s", a.Type, a.Event.Reason)
+	case CreateClaim, UpdateClaim:
+		return fmt.Sprintf("%s %s", a.Type, a.Claim.Name)
+	case ManagePods:
+		names := func(ps []*corev1.Pod) string {
+			out := make([]string, len(ps))
+			for i, p := range ps {
+				out[i] = p.Name
+			}
+			return strings.Join(out, ",")
+		}
+		return fmt.Sprintf("%s create [%s] delete [%s]", a.Type, names(a.Create), names(a.Delete))
+	case DeleteRevision:
+		return fmt.Sprintf("%s %s", a.Type, a.Revision.Name)
+	}
+	return fmt.Sprintf("%s replicas=%d ready=%d updated=%d", a.Type, a.Status.Replicas, a.Status.ReadyReplicas, a.Status.UpdatedReplicas)
+}
+
+// Output is one sync's writes, in the order the driver performs them:
+// events, claims before the pods that mount them, claim owner changes,
+// pod creations and deletions, old revisions pruned, the status.
+// RequeueAfter is when a pod becomes available (minReadySeconds).
+type Output = framework.Output[Action]
+
+// decisions is what a sync decides about pods and claims, before Plan
+// orders it as actions.
+type decisions struct {
 	CreateClaims []*corev1.PersistentVolumeClaim
-	// UpdateClaims are claims whose ownerReferences must change (the
-	// retention policy): the set owns them with whenDeleted=Delete, a
-	// condemned pod with whenScaled=Delete.
 	UpdateClaims []*corev1.PersistentVolumeClaim
 	CreatePods   []*corev1.Pod
 	DeletePods   []*corev1.Pod
@@ -206,9 +264,42 @@ func isHealthy(p *corev1.Pod) bool { return isRunningAndReady(p) && p.DeletionTi
 
 func revisionOf(p *corev1.Pod) string { return p.Labels[history.HashLabel] }
 
-// Plan plans one sync of set.
-func Plan(set *appsv1.StatefulSet, revs Revisions, obs Observed, now time.Time) Output {
-	var plan Output
+// Plan plans one sync of set. With unsatisfied expectations it creates
+// and deletes nothing (its pods may be stale) but still prunes revisions
+// and writes the status (if it changed).
+func Plan(set *appsv1.StatefulSet, revs Revisions, obs Observed, expectationsSatisfied bool, now time.Time) Output {
+	d := decide(set, revs, obs, now)
+	out := Output{RequeueAfter: d.RequeueAfter}
+	if expectationsSatisfied {
+		for _, ev := range d.Events {
+			out.Actions = append(out.Actions, Action{Type: RecordEvent, Event: ev})
+		}
+		for _, c := range d.CreateClaims {
+			out.Actions = append(out.Actions, Action{Type: CreateClaim, Claim: c})
+		}
+		for _, c := range d.UpdateClaims {
+			out.Actions = append(out.Actions, Action{Type: UpdateClaim, Claim: c})
+		}
+		if len(d.CreatePods)+len(d.DeletePods) > 0 {
+			out.Actions = append(out.Actions, Action{Type: ManagePods, Create: d.CreatePods, Delete: d.DeletePods})
+		}
+	}
+	// Revisions neither the status nor a pod refers to go beyond the limit.
+	live := map[string]bool{revs.Current.Name: true, revs.Update.Name: true}
+	for _, p := range obs.Pods {
+		live[revisionOf(p)] = true
+	}
+	for _, r := range history.Prune(revs.Owned, live, ptr.Deref(set.Spec.RevisionHistoryLimit, 10)) {
+		out.Actions = append(out.Actions, Action{Type: DeleteRevision, Revision: r})
+	}
+	if !apiequality.Semantic.DeepEqual(d.Status, set.Status) {
+		out.Actions = append(out.Actions, Action{Type: UpdateStatus, Status: d.Status})
+	}
+	return out
+}
+
+func decide(set *appsv1.StatefulSet, revs Revisions, obs Observed, now time.Time) decisions {
+	var plan decisions
 	replicaCount := int(ptr.Deref(set.Spec.Replicas, 1))
 	start := 0
 	if set.Spec.Ordinals != nil {

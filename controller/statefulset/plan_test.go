@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"minik/controller/internal/history"
+	"minik/controller/internal/synctest"
 	"minik/controller/internal/testutil"
 )
 
@@ -99,7 +100,7 @@ func TestPlan(t *testing.T) {
 		wantDelete  []string
 		wantClaims  []string
 		wantRequeue time.Duration
-		check       func(t *testing.T, p Output)
+		check       func(t *testing.T, p decisions)
 	}{
 		{
 			name: "OrderedReady creates only the lowest missing ordinal", set: makeSet(3), sameRev: true,
@@ -130,7 +131,7 @@ func TestPlan(t *testing.T) {
 			name: "a claim per template and ordinal is made before the pod, labelled from the template and the selector",
 			set:  makeSet(1, withClaims), sameRev: true,
 			wantCreate: []string{"kv-0"}, wantClaims: []string{"data-kv-0"},
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				c := p.CreateClaims[0]
 				if c.Labels["tier"] != "db" || c.Labels["app"] != "kv" || len(c.OwnerReferences) != 0 {
 					t.Errorf("claim labels %v owners %v; want template+selector labels and no owner (Retain)", c.Labels, c.OwnerReferences)
@@ -152,7 +153,7 @@ func TestPlan(t *testing.T) {
 				s.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
 			}), sameRev: true,
 			wantCreate: []string{"kv-0"}, wantClaims: []string{"data-kv-0"},
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				if o := p.CreateClaims[0].OwnerReferences; len(o) != 1 || o[0].UID != "set-uid" {
 					t.Errorf("owners %v; want the set", o)
 				}
@@ -161,7 +162,7 @@ func TestPlan(t *testing.T) {
 		{
 			name: "pods get hostname, subdomain, ordinal labels and their revision",
 			set:  makeSet(1), sameRev: true, wantCreate: []string{"kv-0"},
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				pd := p.CreatePods[0]
 				if pd.Spec.Hostname != "kv-0" || pd.Spec.Subdomain != "kv" {
 					t.Errorf("hostname %q subdomain %q", pd.Spec.Hostname, pd.Spec.Subdomain)
@@ -219,7 +220,7 @@ func TestPlan(t *testing.T) {
 				return []*corev1.Pod{ready(s, 0, "kv-old"), ready(s, 1, "kv-old")}
 			},
 			wantDelete: []string{"kv-1"},
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				if len(p.UpdateClaims) != 0 {
 					t.Errorf("claims updated: %v", names(p.UpdateClaims))
 				}
@@ -234,7 +235,7 @@ func TestPlan(t *testing.T) {
 				return []*corev1.Pod{ready(s, 0, "kv-old"), ready(s, 1, "kv-old")}
 			},
 			wantDelete: []string{"kv-1"},
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				if len(p.UpdateClaims) != 1 || p.UpdateClaims[0].Name != "data-kv-1" {
 					t.Fatalf("claims updated: %v; want data-kv-1", names(p.UpdateClaims))
 				}
@@ -250,7 +251,7 @@ func TestPlan(t *testing.T) {
 				return []*corev1.Pod{pod(s, 0, "kv-old").Phase(corev1.PodFailed).Obj(), ready(s, 1, "kv-old")}
 			},
 			wantDelete: []string{"kv-0"},
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				if len(p.Events) != 1 || p.Events[0].Reason != "RecreatingFailedPod" {
 					t.Errorf("events %+v", p.Events)
 				}
@@ -271,7 +272,7 @@ func TestPlan(t *testing.T) {
 				return []*corev1.Pod{ready(s, 0, "kv-old"), ready(s, 1, "kv-old")}
 			},
 			wantCreate: []string{"kv-2"},
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				if p.CreatePods[0].Labels[history.HashLabel] != "kv-new" || p.CreatePods[0].Spec.Containers[0].Image != "kv:2" {
 					t.Errorf("kv-2 made from %s with %s", p.CreatePods[0].Labels[history.HashLabel], p.CreatePods[0].Spec.Containers[0].Image)
 				}
@@ -290,7 +291,7 @@ func TestPlan(t *testing.T) {
 			pods: func(s *appsv1.StatefulSet) []*corev1.Pod {
 				return []*corev1.Pod{ready(s, 0, "kv-old"), ready(s, 1, "kv-old"), ready(s, 2, "kv-new")}
 			},
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				if p.Status.CurrentRevision != "kv-old" || p.Status.UpdatedReplicas != 1 || p.Status.CurrentReplicas != 2 {
 					t.Errorf("status %+v", p.Status)
 				}
@@ -301,7 +302,7 @@ func TestPlan(t *testing.T) {
 			set:        makeSet(2, partition(1)),
 			pods:       func(s *appsv1.StatefulSet) []*corev1.Pod { return []*corev1.Pod{ready(s, 1, "kv-new")} },
 			wantCreate: []string{"kv-0"},
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				if p.CreatePods[0].Labels[history.HashLabel] != "kv-old" {
 					t.Errorf("kv-0 on %s", p.CreatePods[0].Labels[history.HashLabel])
 				}
@@ -332,7 +333,7 @@ func TestPlan(t *testing.T) {
 			pods: func(s *appsv1.StatefulSet) []*corev1.Pod {
 				return []*corev1.Pod{ready(s, 0, "kv-new"), ready(s, 1, "kv-new")}
 			},
-			check: func(t *testing.T, p Output) {
+			check: func(t *testing.T, p decisions) {
 				want := appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
 					CurrentReplicas: 2, UpdatedReplicas: 2, CurrentRevision: "kv-new", UpdateRevision: "kv-new"}
 				if p.Status.String() != want.String() {
@@ -355,7 +356,7 @@ func TestPlan(t *testing.T) {
 			for _, c := range tc.claims {
 				obs.Claims[c] = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: "default"}}
 			}
-			p := Plan(tc.set, revs(tc.set, tc.sameRev), obs, now)
+			p := split(t, tc.set, Plan(tc.set, revs(tc.set, tc.sameRev), obs, true, now))
 			if got := names(p.CreatePods); !slices.Equal(got, nonNil(tc.wantCreate)) {
 				t.Errorf("created %v, want %v", got, tc.wantCreate)
 			}
@@ -374,6 +375,31 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+// split sorts out's actions back into decisions, checking their order:
+// events, new claims, claim owners, pods, revisions, the status.
+func split(t *testing.T, set *appsv1.StatefulSet, out Output) decisions {
+	t.Helper()
+	d := decisions{Status: set.Status, RequeueAfter: out.RequeueAfter}
+	synctest.CheckOrder(t, out.Actions, actionType, []ActionType{RecordEvent, CreateClaim, UpdateClaim, ManagePods, DeleteRevision, UpdateStatus})
+	for _, a := range out.Actions {
+		switch a.Type {
+		case RecordEvent:
+			d.Events = append(d.Events, a.Event)
+		case CreateClaim:
+			d.CreateClaims = append(d.CreateClaims, a.Claim)
+		case UpdateClaim:
+			d.UpdateClaims = append(d.UpdateClaims, a.Claim)
+		case ManagePods:
+			d.CreatePods, d.DeletePods = a.Create, a.Delete
+		case UpdateStatus:
+			d.Status = a.Status
+		}
+	}
+	return d
+}
+
+func actionType(a Action) ActionType { return a.Type }
 
 func nonNil(s []string) []string {
 	if s == nil {
