@@ -2,7 +2,6 @@ package endpoints
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"testing"
 
@@ -12,6 +11,7 @@ import (
 	"minik/client"
 	"minik/controller/framework"
 	"minik/controller/internal/svcutil"
+	"minik/controller/internal/synctest"
 	. "minik/controller/internal/testutil"
 )
 
@@ -49,12 +49,12 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			inf.Services.Replace(tc.services)
 			inf.Pods.Replace(tc.pods)
 			inf.Endpoints.Replace(tc.endpoints)
-			sink := &framework.FakeSink[Action]{Fail: Refuse(func(a Action) bool { return a.Type == tc.fail }, errors.New("refused"))}
+			sink := synctest.Refusing(func(a Action) bool { return a.Type == tc.fail })
 			ec := &Controller{services: inf.Services, pods: inf.Pods, endpoints: inf.Endpoints,
 				triggers: map[string]*svcutil.TriggerState{},
 				sink:     func(*corev1.Service) framework.Sink[Action] { return sink }}
 			_, err := ec.sync(context.Background(), "default/web")
-			CheckSync(t, err, tc.wantErr, sink.Done(), tc.wantDone)
+			synctest.Check(t, err, tc.wantErr, sink, tc.wantDone)
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"minik/client/record"
 	"minik/controller/framework"
 	"minik/controller/internal/svcutil"
+	"minik/controller/internal/synctest"
 	. "minik/controller/internal/testutil"
 )
 
@@ -69,7 +70,7 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			inf.Pods.Replace(tc.pods)
 			inf.Nodes.Replace([]*corev1.Node{Node("n1").Obj()})
 			inf.EndpointSlices.Replace(tc.slices)
-			sink := &framework.FakeSink[Action]{Fail: Refuse(func(a Action) bool { return a.Type == tc.fail }, tc.failErr)}
+			sink := synctest.RefusingWith(func(a Action) bool { return a.Type == tc.fail }, tc.failErr)
 			ec := &Controller{services: inf.Services, pods: inf.Pods, nodes: inf.Nodes, slices: inf.EndpointSlices,
 				rec: record.NewRecorder(&client.Client{}, Name, "test"), tracker: svcutil.NewSliceTracker(),
 				triggers: map[string]*svcutil.TriggerState{},
@@ -78,7 +79,7 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 				ec.tracker.Expect("default/web", tc.wrote)
 			}
 			_, err := ec.sync(context.Background(), "default/web")
-			CheckSync(t, err, tc.wantErr, sink.Done(), tc.wantDone)
+			synctest.Check(t, err, tc.wantErr, sink, tc.wantDone)
 		})
 	}
 }

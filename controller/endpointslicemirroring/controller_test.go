@@ -13,6 +13,7 @@ import (
 	"minik/client"
 	"minik/controller/framework"
 	"minik/controller/internal/svcutil"
+	"minik/controller/internal/synctest"
 	. "minik/controller/internal/testutil"
 )
 
@@ -61,12 +62,12 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			inf.Services.Replace(tc.services)
 			inf.Endpoints.Replace(tc.endpoints)
 			inf.EndpointSlices.Replace(tc.slices)
-			sink := &framework.FakeSink[Action]{Fail: Refuse(func(a Action) bool { return a.Type == tc.fail }, tc.failErr)}
+			sink := synctest.RefusingWith(func(a Action) bool { return a.Type == tc.fail }, tc.failErr)
 			mc := &Controller{services: inf.Services, endpoints: inf.Endpoints, slices: inf.EndpointSlices,
 				tracker: svcutil.NewSliceTracker(),
 				sink:    func(string, *corev1.Endpoints) framework.Sink[Action] { return sink }}
 			_, err := mc.sync(context.Background(), "default/db")
-			CheckSync(t, err, tc.wantErr, sink.Done(), tc.wantDone)
+			synctest.Check(t, err, tc.wantErr, sink, tc.wantDone)
 		})
 	}
 }

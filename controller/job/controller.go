@@ -3,7 +3,6 @@ package job
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 
@@ -73,17 +72,10 @@ func (jc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 		// Before any is issued: the informer may see them at once.
 		jc.expect.Expect(key, adds, uids)
 	}
-	// Unlike framework.Execute, a failed action does not end the others:
-	// after failed creates or deletes the status is written all the same,
-	// as in Kubernetes.
-	sink := jc.sink(key, job)
-	var errs []error
-	for _, a := range out.Actions {
-		if err := sink.Do(ctx, a); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", a, err))
-		}
-	}
-	return framework.Result{RequeueAfter: out.RequeueAfter}, errors.Join(errs...)
+	// A failed action does not end the others: after failed creates or
+	// deletes the status is written all the same, as in Kubernetes.
+	err := framework.ExecuteAll(ctx, jc.sink(key, job), out.Actions)
+	return framework.Result{RequeueAfter: out.RequeueAfter}, err
 }
 
 // podChanges returns the pods actions create and the UIDs they delete.

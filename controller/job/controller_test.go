@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"minik/client"
 	"minik/controller/framework"
+	"minik/controller/internal/synctest"
 	"minik/controller/internal/testutil"
 )
 
@@ -65,7 +65,7 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			inf := framework.NewInformers(&client.Client{}, slog.New(slog.DiscardHandler))
 			inf.Jobs.Replace(tc.jobs)
 			inf.Pods.Replace(tc.pods)
-			sink := &framework.FakeSink[Action]{Fail: testutil.Refuse(func(a Action) bool { return a.Type == tc.fail }, errors.New("refused"))}
+			sink := synctest.Refusing(func(a Action) bool { return a.Type == tc.fail })
 			clk := testingclock.NewFakeClock(now)
 			jc := &Controller{inf: inf, clock: clk, expect: framework.NewExpectations(clk),
 				sink: func(string, *batchv1.Job) framework.Sink[Action] { return sink }}
@@ -73,7 +73,7 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 				jc.expect.Expect("default/j", 1, nil)
 			}
 			_, err := jc.sync(context.Background(), "default/j")
-			testutil.CheckSync(t, err, tc.wantErr, sink.Done(), tc.wantDone)
+			synctest.Check(t, err, tc.wantErr, sink, tc.wantDone)
 			if expecting := !jc.expect.Satisfied("default/j"); expecting != tc.wantExpecting {
 				t.Errorf("expecting pod changes: %v, want %v", expecting, tc.wantExpecting)
 			}

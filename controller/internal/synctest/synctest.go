@@ -15,9 +15,15 @@ import (
 // Refusing returns a FakeSink that refuses the actions refuse picks,
 // with the error "refused".
 func Refusing[A any](refuse func(A) bool) *framework.FakeSink[A] {
+	return RefusingWith(refuse, errors.New("refused"))
+}
+
+// RefusingWith returns a FakeSink that refuses the actions refuse picks
+// with err (an apiserver's error, for the drivers that tell them apart).
+func RefusingWith[A any](refuse func(A) bool, err error) *framework.FakeSink[A] {
 	return &framework.FakeSink[A]{Fail: func(a A) error {
 		if refuse(a) {
-			return errors.New("refused")
+			return err
 		}
 		return nil
 	}}
