@@ -293,8 +293,8 @@ var builders = []struct {
 	{nodelifecycle.Name, "node-controller", func(d deps) (runnable, error) {
 		return nodelifecycle.New(d.client, d.inf, d.rec, d.cfg.Clock,
 			nodelifecycle.Config{GracePeriod: d.cfg.NodeMonitorGracePeriod, StartupGracePeriod: d.cfg.NodeStartupGracePeriod,
-				Eviction: *d.cfg.Eviction},
-			d.cfg.NodeMonitorPeriod, d.log), nil
+				MonitorPeriod: d.cfg.NodeMonitorPeriod, Eviction: *d.cfg.Eviction},
+			d.log), nil
 	}},
 	{tainteviction.Name, "taint-eviction-controller", func(d deps) (runnable, error) {
 		return tainteviction.New(d.client, d.inf, d.rec, d.cfg.Clock, d.log), nil

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
 
 	"minik/client"
@@ -31,12 +30,15 @@ type Controller struct {
 	log   *slog.Logger
 	clock clock.Clock
 	queue *framework.Queue
+	// sink performs the actions (apiSink; a FakeSink in tests).
+	sink framework.Sink[Action]
 }
 
 // New registers the controller.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
 	dc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk})}
+	dc.sink = apiSink{dc}
 	inf.PodDisruptionBudgets.AddHandler(framework.Handler[policyv1.PodDisruptionBudget](dc.queue))
 	onPod := func(p *corev1.Pod) { dc.enqueueFor(p.Namespace, p.Labels) }
 	inf.Pods.AddHandler(informer.Handler[corev1.Pod]{OnAdd: onPod, OnDelete: onPod,
@@ -90,26 +92,23 @@ func (dc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 		}
 	}
 	scale, scaleErr := dc.controllerScale(pods)
-	if scaleErr != nil && (pdb.Spec.MaxUnavailable != nil || pdb.Spec.MinAvailable != nil && pdb.Spec.MinAvailable.Type != intstr.Int) {
-		dc.rec.Eventf(pdb, corev1.EventTypeWarning, "NoControllers", "%v", scaleErr)
-	}
-	now := dc.clock.Now()
-	st := Compute(Input{PDB: pdb, Pods: pods, ControllerScale: scale, ScaleErr: scaleErr, Now: now})
-	var res framework.Result
-	for _, t := range st.DisruptedPods {
-		if d := t.Add(DisruptedPodTimeout).Sub(now); res.RequeueAfter == 0 || d < res.RequeueAfter {
-			res.RequeueAfter = d
+	out := Plan(Input{PDB: pdb, Pods: pods, ControllerScale: scale, ScaleErr: scaleErr, Now: dc.clock.Now()})
+	return framework.Result{RequeueAfter: out.RequeueAfter}, framework.Execute(ctx, dc.sink, out.Actions)
+}
+
+// apiSink performs the actions through the apiserver.
+type apiSink struct{ dc *Controller }
+
+func (s apiSink) Do(ctx context.Context, a Action) error {
+	switch a.Type {
+	case RecordNoControllers:
+		s.dc.rec.Eventf(a.PDB, corev1.EventTypeWarning, "NoControllers", "%s", a.Message)
+	case UpdateStatus:
+		if _, err := s.dc.c.PodDisruptionBudgets().UpdateStatus(ctx, a.PDB, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
 		}
 	}
-	if Equal(pdb.Status, st) {
-		return res, nil
-	}
-	cp := pdb.DeepCopy()
-	cp.Status = st
-	if _, err := dc.c.PodDisruptionBudgets().UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return res, err
-	}
-	return res, nil
+	return nil
 }
 
 // controllerScale sums spec.replicas over the distinct controllers of

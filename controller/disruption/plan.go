@@ -4,9 +4,11 @@
 //	pdb/pod event ─▶ queue(pdb) ─▶ pods matching its selector
 //	   ─▶ expected pods: minAvailable as a number → the matching pods;
 //	      otherwise → the scale of their controllers (RS, Deployment, RC)
-//	   ─▶ Compute: desiredHealthy, currentHealthy (ready, not being deleted),
+//	   ─▶ Plan: event NoControllers when a percentage or maxUnavailable needs a scale it lacks;
+//	      Compute: desiredHealthy, currentHealthy (ready, not being deleted),
 //	      disruptionsAllowed = max(0, current − desired), condition DisruptionAllowed
-//	   ─▶ update status
+//	   ─▶ the actions through a framework.Sink: the event, UpdateStatus if the status changed
+//	   ─▶ requeue when a recorded eviction times out
 package disruption
 
 import (
@@ -43,6 +45,54 @@ type Input struct {
 	ControllerScale int32
 	ScaleErr        error
 	Now             time.Time
+}
+
+// ActionType says what an Action does.
+type ActionType string
+
+// The actions of a sync.
+const (
+	// RecordNoControllers records the event NoControllers: the budget
+	// needs its pods' controllers' scale, which Message says is unknown.
+	RecordNoControllers ActionType = "RecordNoControllers"
+	// UpdateStatus writes PDB, which has its new status.
+	UpdateStatus ActionType = "UpdateStatus"
+)
+
+// Action is one step for the driver, about PDB.
+type Action struct {
+	Type    ActionType
+	PDB     *policyv1.PodDisruptionBudget
+	Message string
+}
+
+// String names the action and its budget.
+func (a Action) String() string { return string(a.Type) + " " + a.PDB.Namespace + "/" + a.PDB.Name }
+
+// Output is what to do about one budget, and when to look again.
+type Output = framework.Output[Action]
+
+// Plan returns the writes for in.PDB: the new status if it changed,
+// after the event of a scale it needed and lacked; and to look again
+// when the first eviction the apiserver recorded times out.
+func Plan(in Input) Output {
+	var out Output
+	pdb := in.PDB
+	if in.ScaleErr != nil && (pdb.Spec.MaxUnavailable != nil || pdb.Spec.MinAvailable != nil && pdb.Spec.MinAvailable.Type != intstr.Int) {
+		out.Actions = append(out.Actions, Action{Type: RecordNoControllers, PDB: pdb, Message: in.ScaleErr.Error()})
+	}
+	st := Compute(in)
+	for _, t := range st.DisruptedPods {
+		if d := t.Add(DisruptedPodTimeout).Sub(in.Now); out.RequeueAfter == 0 || d < out.RequeueAfter {
+			out.RequeueAfter = d
+		}
+	}
+	if !Equal(pdb.Status, st) {
+		cp := pdb.DeepCopy()
+		cp.Status = st
+		out.Actions = append(out.Actions, Action{Type: UpdateStatus, PDB: cp})
+	}
+	return out
 }
 
 // Compute returns the new status of in.PDB.

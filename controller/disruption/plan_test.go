@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -56,6 +57,44 @@ func TestCompute(t *testing.T) {
 			}
 			if st.ObservedGeneration != 2 || len(st.Conditions) != 1 || st.Conditions[0].Reason != tc.wantReason {
 				t.Errorf("observedGeneration %d conditions %+v, want reason %s", st.ObservedGeneration, st.Conditions, tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestPlan(t *testing.T) {
+	now := testutil.T0
+	three := []*corev1.Pod{testutil.Pod("a").Ready(now).Obj(), testutil.Pod("b").Ready(now).Obj(), testutil.Pod("c").Ready(now).Obj()}
+	current := pdb(ip(intstr.FromInt32(2)), nil)
+	current.Status = Compute(Input{PDB: current, Pods: three, Now: now})
+	evicted := pdb(ip(intstr.FromInt32(1)), nil)
+	evicted.Status.DisruptedPods = map[string]metav1.Time{"a": metav1.NewTime(now.Add(-30 * time.Second)), "b": metav1.NewTime(now.Add(-time.Minute))}
+	noControllers := errors.New(`found no controllers for pod "a"`)
+	cases := []struct {
+		name        string
+		in          Input
+		want        []ActionType
+		wantRequeue time.Duration
+	}{
+		{"a new budget gets its status", Input{PDB: pdb(ip(intstr.FromInt32(2)), nil), Pods: three}, []ActionType{UpdateStatus}, 0},
+		{"a budget whose status is current is not written", Input{PDB: current, Pods: three}, nil, 0},
+		{"a percentage without controllers reports NoControllers, then the failed status",
+			Input{PDB: pdb(ip(intstr.FromString("50%")), nil), Pods: three, ScaleErr: noControllers}, []ActionType{RecordNoControllers, UpdateStatus}, 0},
+		{"a whole minAvailable needs no controllers: no event",
+			Input{PDB: pdb(ip(intstr.FromInt32(2)), nil), Pods: three, ScaleErr: noControllers}, []ActionType{UpdateStatus}, 0},
+		{"recorded evictions bring a look when the first times out",
+			Input{PDB: evicted, Pods: three}, []ActionType{UpdateStatus}, time.Minute},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Now = now
+			out := Plan(tc.in)
+			var got []ActionType
+			for _, a := range out.Actions {
+				got = append(got, a.Type)
+			}
+			if !slices.Equal(got, tc.want) || out.RequeueAfter != tc.wantRequeue {
+				t.Errorf("actions %v requeue %v, want %v requeue %v", got, out.RequeueAfter, tc.want, tc.wantRequeue)
 			}
 		})
 	}

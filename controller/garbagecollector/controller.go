@@ -3,7 +3,6 @@ package garbagecollector
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -33,6 +32,9 @@ type Controller struct {
 	byGVK     map[schema.GroupKind]*framework.Resource
 	byName    map[string]*framework.Resource
 	custom    *framework.CustomResources
+
+	// sink performs the plans' actions (apiSink; a FakeSink in tests).
+	sink framework.Sink[Action]
 }
 
 // New wires the collector to every resource of inf, and to the custom
@@ -40,6 +42,7 @@ type Controller struct {
 func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controller {
 	gc := &Controller{c: c, log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{Name: Name}),
 		byGVK: map[schema.GroupKind]*framework.Resource{}, byName: map[string]*framework.Resource{}}
+	gc.sink = apiSink{gc}
 	for _, r := range inf.Resources() {
 		gc.addResource(r)
 	}
@@ -196,12 +199,7 @@ func (gc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 			item.Owners[ref.UID] = st
 		}
 	}
-	for _, a := range Plan(item) {
-		if err := gc.do(ctx, a); err != nil {
-			return framework.Result{}, fmt.Errorf("%s %s/%s: %w", a.Type, a.Target.GetNamespace(), a.Target.GetName(), err)
-		}
-	}
-	return framework.Result{}, nil
+	return framework.Result{}, framework.Execute(ctx, gc.sink, Plan(item).Actions)
 }
 
 // ownerState classifies one owner, reading the API when the cache does
@@ -237,7 +235,12 @@ func (gc *Controller) ownerState(ctx context.Context, ns string, ref metav1.Owne
 	return classify(&live), nil
 }
 
-func (gc *Controller) do(ctx context.Context, a Action) error {
+// apiSink performs an action through the apiserver (Enqueue: on the
+// collector's own queue).
+type apiSink struct{ gc *Controller }
+
+func (s apiSink) Do(ctx context.Context, a Action) error {
+	gc := s.gc
 	r := gc.resourceOf(a.Target)
 	if a.Type == Enqueue {
 		if r != nil {

@@ -8,8 +8,8 @@
 //	            from its dependents ─▶ finalizer removed
 //
 // Each object is judged by Plan, a pure function of the object, the state
-// of each of its owners and its dependents; the controller turns the
-// actions into API calls.
+// of each of its owners and its dependents; the controller performs the
+// actions through a framework.Sink (apiSink: the API calls), in order.
 package garbagecollector
 
 import (
@@ -17,6 +17,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"minik/controller/framework"
 )
 
 // OwnerState is what the collector knows of one owner of an object.
@@ -59,6 +61,14 @@ type Action struct {
 	Policy    metav1.DeletionPropagation
 }
 
+// String names the action and its target, as "Delete default/web-1".
+func (a Action) String() string {
+	return string(a.Type) + " " + a.Target.GetNamespace() + "/" + a.Target.GetName()
+}
+
+// Output is what to do about one object.
+type Output = framework.Output[Action]
+
 // Item is an object with what the collector found about it.
 type Item struct {
 	Object metav1.Object
@@ -68,8 +78,13 @@ type Item struct {
 	Dependents []metav1.Object
 }
 
-// Plan returns what to do about item.
-func Plan(item Item) []Action {
+// Plan returns what to do about item, in order. It never asks to look
+// again later: the informers' events bring every change.
+func Plan(item Item) Output {
+	return Output{Actions: plan(item)}
+}
+
+func plan(item Item) []Action {
 	obj := item.Object
 	if obj.GetDeletionTimestamp() != nil {
 		return planDeleting(item)

@@ -81,7 +81,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := summary(Plan(tc.item))
+			got := summary(Plan(tc.item).Actions)
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %q, want %q", got, tc.want)
 			}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,13 +29,12 @@ const zonesKey = "zones"
 
 // Controller is the node lifecycle controller.
 type Controller struct {
-	c      *client.Client
-	inf    *framework.Informers
-	rec    *record.Recorder
-	log    *slog.Logger
-	clock  clock.WithTicker
-	cfg    Config
-	period time.Duration
+	c     *client.Client
+	inf   *framework.Informers
+	rec   *record.Recorder
+	log   *slog.Logger
+	clock clock.WithTicker
+	cfg   Config
 	// queue holds node names; zoneQueue holds zonesKey.
 	queue     *framework.Queue
 	zoneQueue *framework.Queue
@@ -44,14 +43,17 @@ type Controller struct {
 	healths    map[string]Health
 	zoneStates map[string]ZoneState
 	tainting   *TaintQueue
+
+	// sink performs the actions (apiSink; a FakeSink in tests).
+	sink framework.Sink[Action]
 }
 
-// New registers the controller. period is how often every node is
-// checked.
-func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.WithTicker, cfg Config, period time.Duration, log *slog.Logger) *Controller {
-	nc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk, cfg: cfg, period: period,
+// New registers the controller.
+func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.WithTicker, cfg Config, log *slog.Logger) *Controller {
+	nc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk, cfg: cfg,
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), zoneQueue: framework.NewQueue(framework.QueueConfig{Clock: clk}),
 		healths: map[string]Health{}, zoneStates: map[string]ZoneState{}, tainting: NewTaintQueue(cfg.Eviction.Rate)}
+	nc.sink = apiSink{nc}
 	inf.Nodes.AddHandler(informer.Handler[corev1.Node]{
 		OnAdd: func(n *corev1.Node) {
 			nc.observe(n.Name)
@@ -96,7 +98,7 @@ func (nc *Controller) observe(name string) {
 func (nc *Controller) Run(ctx context.Context, workers int) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := nc.clock.NewTicker(nc.period)
+		t := nc.clock.NewTicker(nc.cfg.MonitorPeriod)
 		defer t.Stop()
 		for {
 			select {
@@ -139,75 +141,32 @@ func (nc *Controller) sync(ctx context.Context, name string) (framework.Result, 
 	nc.mu.Lock()
 	h := Observe(nc.healths[name], node, lease, now)
 	nc.healths[name] = h
+	queuedIn, queued := nc.tainting.ZoneOf(name)
 	nc.mu.Unlock()
 
-	plan := Plan(node, h, nc.cfg, now)
-	nc.log.Debug("node checked", "node", name, "silentFor", now.Sub(h.ProbeTime), "taints", plan.TaintsChanged, "status", plan.Status != nil, "rv", node.ResourceVersion)
-	if plan.BecameNotReady {
-		nc.rec.Eventf(node, corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", name)
+	out := Plan(Input{Node: node, Health: h, Pods: nc.inf.Pods.Store().ByIndex(informer.NodeNameIndex, name),
+		Queued: queued, QueuedIn: queuedIn}, nc.cfg, now)
+	nc.log.Debug("node checked", "node", name, "silentFor", now.Sub(h.ProbeTime), "actions", len(out.Actions), "rv", node.ResourceVersion)
+	// The node's own actions go in order, the first failure ends them;
+	// then every pod is marked whatever became of the others, so one
+	// refused write does not leave the rest Ready.
+	own, pods := out.Actions, []Action(nil)
+	if i := slices.IndexFunc(own, func(a Action) bool { return a.Type == MarkPodNotReady }); i >= 0 {
+		own, pods = own[:i], own[i:]
 	}
-	if plan.Status != nil {
-		// The rest waits for the update to come back through the
-		// informer, so the zone pass judges the node as the cache shows.
-		nc.log.Info("node stopped reporting", "node", name, "silentFor", now.Sub(h.ProbeTime).Round(time.Second))
-		if _, err := nc.c.Nodes().UpdateStatus(ctx, plan.Status, metav1.UpdateOptions{}); err != nil {
-			return framework.Result{}, fmt.Errorf("update status: %w", err)
-		}
-		return framework.Result{}, nil
+	if err := framework.Execute(ctx, nc.sink, own); err != nil {
+		return framework.Result{}, err
 	}
-	if plan.TaintsChanged {
-		cp := node.DeepCopy()
-		cp.Spec.Taints = plan.Taints
-		if _, err := nc.c.Nodes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-			return framework.Result{}, fmt.Errorf("update taints: %w", err)
-		}
-	}
-	nc.mu.Lock()
-	queued := false
-	if plan.AwaitNoExecute {
-		queued = nc.tainting.Add(ZoneKey(node), name)
-	} else {
-		nc.tainting.Remove(name)
-	}
-	nc.mu.Unlock()
-	if queued {
-		nc.zoneQueue.Add(zonesKey)
-	}
-	var errs []error
-	if plan.MarkPodsNotReady {
-		errs = append(errs, nc.markPodsNotReady(ctx, name))
-	}
-	// Check again when the grace period would run out.
-	grace := nc.cfg.GracePeriod
-	if condition(node, corev1.NodeReady) == nil {
-		grace = nc.cfg.StartupGracePeriod
-	}
-	next := h.ProbeTime.Add(grace).Sub(now) + time.Millisecond
-	if next <= 0 {
-		next = nc.period
-	}
-	return framework.Result{RequeueAfter: next}, errors.Join(errs...)
+	return framework.Result{RequeueAfter: out.RequeueAfter}, nc.doEach(ctx, pods)
 }
 
-// markPodsNotReady sets Ready=False on every pod of node that says Ready.
-func (nc *Controller) markPodsNotReady(ctx context.Context, node string) error {
+// doEach performs every action, past failures, and returns them joined.
+func (nc *Controller) doEach(ctx context.Context, actions []Action) error {
 	var errs []error
-	for _, p := range nc.inf.Pods.Store().ByIndex(informer.NodeNameIndex, node) {
-		if !framework.IsPodReady(p) || framework.IsPodTerminal(p) {
-			continue
+	for _, a := range actions {
+		if err := nc.sink.Do(ctx, a); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", a, err))
 		}
-		cp := p.DeepCopy()
-		for i := range cp.Status.Conditions {
-			if cp.Status.Conditions[i].Type == corev1.PodReady {
-				cp.Status.Conditions[i].Status = corev1.ConditionFalse
-				cp.Status.Conditions[i].LastTransitionTime = metav1.NewTime(nc.clock.Now())
-			}
-		}
-		if _, err := nc.c.Pods().UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("mark pod %s/%s not ready: %w", p.Namespace, p.Name, err))
-			continue
-		}
-		nc.rec.Eventf(p, corev1.EventTypeWarning, "NodeNotReady", "Node is not ready")
 	}
 	return errors.Join(errs...)
 }
@@ -248,41 +207,57 @@ func (nc *Controller) syncZones(ctx context.Context, _ string) (framework.Result
 			nc.log.Info("zone state changed", "zone", zone, "state", st, "rate", d.Rates[zone])
 		}
 	}
-	var errs []error
 	switch {
 	case d.EnteredFullDisruption:
 		nc.log.Info("no node is Ready: entering full disruption mode, NoExecute taints withheld")
-		for _, n := range nodes {
-			errs = append(errs, nc.setTaints(ctx, n.Name, withoutNoExecute))
-		}
 	case d.LeftFullDisruption:
 		nc.log.Info("some nodes are Ready: leaving full disruption mode")
 	}
 	for _, name := range due {
 		nc.log.Info("tainting not-ready node NoExecute", "node", name)
-		errs = append(errs, nc.setTaints(ctx, name, func(n *corev1.Node) ([]corev1.Taint, bool) {
-			taints, changed, _ := desiredTaints(n, now, true)
-			return taints, changed
-		}))
 	}
-	return framework.Result{RequeueAfter: next}, errors.Join(errs...)
+	// Every node's taints are written whatever became of the others':
+	// the due nodes spent their zone's tokens.
+	return framework.Result{RequeueAfter: next}, nc.doEach(ctx, ZoneTaints(nodes, d.EnteredFullDisruption, due, now))
 }
 
-// setTaints writes the taints change returns for the cached node name,
-// if it changes them.
-func (nc *Controller) setTaints(ctx context.Context, name string, change func(*corev1.Node) ([]corev1.Taint, bool)) error {
-	n, ok := nc.inf.Nodes.Store().Get("", name)
-	if !ok {
-		return nil
-	}
-	taints, changed := change(n)
-	if !changed {
-		return nil
-	}
-	cp := n.DeepCopy()
-	cp.Spec.Taints = taints
-	if _, err := nc.c.Nodes().Update(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("update taints of %s: %w", name, err)
+// apiSink performs the actions through the apiserver and the
+// controller's TaintQueue.
+type apiSink struct{ nc *Controller }
+
+func (s apiSink) Do(ctx context.Context, a Action) error {
+	nc := s.nc
+	switch a.Type {
+	case ReportNotReady:
+		nc.rec.Eventf(a.Node, corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", a.Node.Name)
+	case UpdateNodeStatus:
+		nc.log.Info("node stopped reporting", "node", a.Node.Name)
+		_, err := nc.c.Nodes().UpdateStatus(ctx, a.Node, metav1.UpdateOptions{})
+		return err
+	case UpdateTaints:
+		// A node deleted meanwhile needs no taints.
+		if _, err := nc.c.Nodes().Update(ctx, a.Node, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	case AwaitNoExecute:
+		nc.mu.Lock()
+		queued := nc.tainting.Add(a.Zone, a.Node.Name)
+		nc.mu.Unlock()
+		if queued {
+			nc.zoneQueue.Add(zonesKey)
+		}
+	case CancelNoExecute:
+		nc.mu.Lock()
+		nc.tainting.Remove(a.Node.Name)
+		nc.mu.Unlock()
+	case MarkPodNotReady:
+		if _, err := nc.c.Pods().UpdateStatus(ctx, a.Pod, metav1.UpdateOptions{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		nc.rec.Eventf(a.Pod, corev1.EventTypeWarning, "NodeNotReady", "Node is not ready")
 	}
 	return nil
 }

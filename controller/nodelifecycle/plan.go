@@ -3,18 +3,19 @@
 // turns silence and conditions into status and taints:
 //
 //	lease/node event ─▶ Observe: heartbeat changed? probe time := now (our clock)
-//	every monitor period, per node ─▶ Plan(node, health, now)
-//	   silent > grace ─▶ Ready/MemoryPressure/DiskPressure/PIDPressure := Unknown
-//	   Ready False    ─▶ taint node.kubernetes.io/not-ready:NoSchedule, and queue for :NoExecute
+//	every monitor period, per node ─▶ Plan(node, health, its pods, queued?, now) ─▶ actions:
+//	   silent > grace ─▶ UpdateNodeStatus: Ready/MemoryPressure/DiskPressure/PIDPressure := Unknown
+//	                     (alone: the rest waits for it to come back through the informer)
+//	   Ready False    ─▶ UpdateTaints node.kubernetes.io/not-ready:NoSchedule, AwaitNoExecute
 //	   Ready Unknown  ─▶ the same with node.kubernetes.io/unreachable
-//	   Ready True     ─▶ the NoExecute taints come off, out of the queue
+//	   Ready True     ─▶ the NoExecute taints come off, CancelNoExecute (out of the TaintQueue)
 //	   conditions     ─▶ matching NoSchedule taints (memory/disk/pid pressure, ...)
-//	   not Ready      ─▶ its pods get Ready=False
+//	   not Ready      ─▶ MarkPodNotReady for each of its Ready pods
 //	every monitor period, and when a node is queued ─▶ zone pass:
 //	   JudgeZones(nodes by topology.kubernetes.io/zone): Normal / PartialDisruption / FullDisruption
 //	      ─▶ per zone rate: --node-eviction-rate; partial: --secondary-node-eviction-rate, 0 if small
-//	      ─▶ every zone fully disrupted: no NoExecute taint anywhere (the taints come off)
-//	   TaintQueue.Pop(now) ─▶ the nodes whose turn came get their NoExecute taint
+//	      ─▶ every zone fully disrupted: no NoExecute taint anywhere (ZoneTaints takes them off)
+//	   TaintQueue.Pop(now) ─▶ ZoneTaints: the nodes whose turn came get their NoExecute taint
 //	   ─▶ requeue when the next token is due
 //
 // The NoExecute taint is what evicts a node's pods (see tainteviction),
@@ -24,6 +25,9 @@
 //
 // Silence is judged by when this controller saw the heartbeat change,
 // not by the timestamps in it, so the clocks of nodes do not matter.
+//
+// The driver performs the actions through a framework.Sink (apiSink:
+// the API writes, the events and the TaintQueue); a FakeSink in tests.
 package nodelifecycle
 
 import (
@@ -33,6 +37,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik/controller/framework"
 )
 
 // Health is what the controller remembers of one node's heartbeats.
@@ -66,6 +72,8 @@ type Config struct {
 	GracePeriod time.Duration
 	// StartupGracePeriod is how long a node that never reported may be.
 	StartupGracePeriod time.Duration
+	// MonitorPeriod is how often every node is checked, and the zones.
+	MonitorPeriod time.Duration
 	// Eviction rate limits the NoExecute taints per zone, every field as
 	// given (DefaultEvictionConfig has Kubernetes' defaults).
 	Eviction EvictionConfig
@@ -82,35 +90,75 @@ const (
 	TaintUnschedulable      = corev1.TaintNodeUnschedulable
 )
 
-// Output is what to write for one node.
-type Output struct {
-	// Status, if not nil, is the node with its conditions set to Unknown.
-	Status *corev1.Node
-	// TaintsChanged says Taints is the node's new taint list (maybe empty).
-	TaintsChanged bool
-	Taints        []corev1.Taint
-	// MarkPodsNotReady says the node is not Ready: its pods must not be.
-	MarkPodsNotReady bool
-	// BecameNotReady says Ready just left True (for an event).
-	BecameNotReady bool
-	// AwaitNoExecute says the node should get a NoExecute taint it lacks:
-	// it waits for its turn in its zone's TaintQueue.
-	AwaitNoExecute bool
+// ActionType says what an Action does.
+type ActionType string
+
+// The actions of a node's sync and of the zone pass.
+const (
+	// ReportNotReady records the event NodeNotReady: Ready just left True.
+	ReportNotReady ActionType = "ReportNotReady"
+	// UpdateNodeStatus writes Node, its conditions set to Unknown.
+	UpdateNodeStatus ActionType = "UpdateNodeStatus"
+	// UpdateTaints writes Node with its new taint list (maybe empty).
+	UpdateTaints ActionType = "UpdateTaints"
+	// AwaitNoExecute queues Node in Zone's TaintQueue: it needs a
+	// NoExecute taint it lacks, and waits for its zone's turn.
+	AwaitNoExecute ActionType = "AwaitNoExecute"
+	// CancelNoExecute takes Node out of the TaintQueue: it no longer
+	// needs the taint.
+	CancelNoExecute ActionType = "CancelNoExecute"
+	// MarkPodNotReady writes Pod's status with Ready=False: its node is
+	// not Ready.
+	MarkPodNotReady ActionType = "MarkPodNotReady"
+)
+
+// Action is one step for the driver.
+type Action struct {
+	Type ActionType
+	Node *corev1.Node
+	Zone string
+	Pod  *corev1.Pod
+}
+
+// String names the action and its target, as "UpdateTaints n1".
+func (a Action) String() string {
+	if a.Pod != nil {
+		return string(a.Type) + " " + a.Pod.Namespace + "/" + a.Pod.Name
+	}
+	return string(a.Type) + " " + a.Node.Name
+}
+
+// Output is what to do about one node, and when to look again.
+type Output = framework.Output[Action]
+
+// Input is what Plan judges one node by.
+type Input struct {
+	Node   *corev1.Node
+	Health Health
+	// Pods are the pods bound to Node.
+	Pods []*corev1.Pod
+	// Queued says Node waits in the TaintQueue, in zone QueuedIn.
+	Queued   bool
+	QueuedIn string
 }
 
 // unknownConditions are set to Unknown when a node goes silent.
 var unknownConditions = []corev1.NodeConditionType{corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure}
 
-// Plan plans the status and taints of node at now.
-func Plan(node *corev1.Node, h Health, cfg Config, now time.Time) Output {
-	var plan Output
-	n := node
+// Plan plans the status and taints of a node at now. Conditions going
+// Unknown are written alone: the rest waits for the write to come back
+// through the informer, so the zone pass judges the node as the cache
+// shows. Otherwise it looks again when the grace period would run out.
+func Plan(in Input, cfg Config, now time.Time) Output {
+	var out Output
+	node, h := in.Node, in.Health
 	ready := condition(node, corev1.NodeReady)
 	grace := cfg.GracePeriod
 	if ready == nil {
 		grace = cfg.StartupGracePeriod
 	}
 	wasReady := ready != nil && ready.Status == corev1.ConditionTrue
+	var status *corev1.Node
 	if now.Sub(h.ProbeTime) > grace {
 		cp := node.DeepCopy()
 		changed := false
@@ -128,17 +176,79 @@ func Plan(node *corev1.Node, h Health, cfg Config, now time.Time) Output {
 			}
 		}
 		if changed {
-			plan.Status = cp
-			n = cp
+			status = cp
 		}
 	}
-	ready = condition(n, corev1.NodeReady)
-	if ready == nil || ready.Status != corev1.ConditionTrue {
-		plan.MarkPodsNotReady = ready != nil
-		plan.BecameNotReady = wasReady
+	act := func(a Action) { out.Actions = append(out.Actions, a) }
+	if wasReady && status != nil {
+		act(Action{Type: ReportNotReady, Node: node})
 	}
-	plan.Taints, plan.TaintsChanged, plan.AwaitNoExecute = desiredTaints(n, now, false)
-	return plan
+	if status != nil {
+		act(Action{Type: UpdateNodeStatus, Node: status})
+		return out
+	}
+	taints, changed, await := desiredTaints(node, now, false)
+	if changed {
+		cp := node.DeepCopy()
+		cp.Spec.Taints = taints
+		act(Action{Type: UpdateTaints, Node: cp})
+	}
+	switch zone := ZoneKey(node); {
+	case await && !(in.Queued && in.QueuedIn == zone):
+		act(Action{Type: AwaitNoExecute, Node: node, Zone: zone})
+	case !await && in.Queued:
+		act(Action{Type: CancelNoExecute, Node: node})
+	}
+	if ready != nil && ready.Status != corev1.ConditionTrue {
+		for _, p := range in.Pods {
+			if !framework.IsPodReady(p) || framework.IsPodTerminal(p) {
+				continue
+			}
+			cp := p.DeepCopy()
+			for i := range cp.Status.Conditions {
+				if cp.Status.Conditions[i].Type == corev1.PodReady {
+					cp.Status.Conditions[i].Status = corev1.ConditionFalse
+					cp.Status.Conditions[i].LastTransitionTime = metav1.NewTime(now)
+				}
+			}
+			act(Action{Type: MarkPodNotReady, Node: node, Pod: cp})
+		}
+	}
+	out.RequeueAfter = h.ProbeTime.Add(grace).Sub(now) + time.Millisecond
+	if out.RequeueAfter <= 0 {
+		out.RequeueAfter = cfg.MonitorPeriod
+	}
+	return out
+}
+
+// ZoneTaints returns the taint writes of a zone pass at now, from the
+// cached nodes: when the cluster just became all fully disrupted, every
+// node's NoExecute taints come off; the due nodes (their zone's turn
+// came) get theirs.
+func ZoneTaints(nodes []*corev1.Node, enteredFullDisruption bool, due []string, now time.Time) []Action {
+	var out []Action
+	update := func(n *corev1.Node, taints []corev1.Taint) {
+		cp := n.DeepCopy()
+		cp.Spec.Taints = taints
+		out = append(out, Action{Type: UpdateTaints, Node: cp})
+	}
+	if enteredFullDisruption {
+		for _, n := range nodes {
+			if taints, had := withoutNoExecute(n); had {
+				update(n, taints)
+			}
+		}
+	}
+	for _, name := range due {
+		i := slices.IndexFunc(nodes, func(n *corev1.Node) bool { return n.Name == name })
+		if i < 0 {
+			continue // gone
+		}
+		if taints, changed, _ := desiredTaints(nodes[i], now, true); changed {
+			update(nodes[i], taints)
+		}
+	}
+	return out
 }
 
 // noExecuteKey returns the NoExecute taint n's Ready condition calls for:

@@ -71,6 +71,16 @@ func (q *TaintQueue) Remove(node string) bool {
 	return false
 }
 
+// ZoneOf returns the zone node is queued in, if it is.
+func (q *TaintQueue) ZoneOf(node string) (zone string, queued bool) {
+	for name, z := range q.zones {
+		if slices.Contains(z.nodes, node) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
 // Waiting returns the nodes queued in zone, in order.
 func (q *TaintQueue) Waiting(zone string) []string {
 	if z, ok := q.zones[zone]; ok {

@@ -12,7 +12,6 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -42,6 +41,10 @@ type Controller struct {
 
 	mu     sync.Mutex
 	states map[string]State // by HPA key: the step's own state
+
+	// sink performs a sync's actions on an HPA whose target's scale was
+	// read at path (apiSink; a FakeSink in tests).
+	sink func(hpa *autoscalingv2.HorizontalPodAutoscaler, path string, scale *autoscalingv1.Scale) framework.Sink[Action]
 }
 
 // New registers the controller. Its HPA informer is its own (only it
@@ -52,6 +55,9 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk c
 		queue:  framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}),
 		hpas:   informer.New(client.For[autoscalingv2.HorizontalPodAutoscaler](c, client.HorizontalPodAutoscalers), informer.Config{Logger: log}),
 		states: map[string]State{}}
+	hc.sink = func(hpa *autoscalingv2.HorizontalPodAutoscaler, path string, scale *autoscalingv1.Scale) framework.Sink[Action] {
+		return apiSink{hc: hc, hpa: hpa, path: path, scale: scale}
+	}
 	// A new HPA or a changed spec is synced at once; the status updates
 	// the controller itself makes wait for the next period, as upstream's
 	// queue delays every HPA by the sync period.
@@ -89,29 +95,24 @@ func (hc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	}
 	hpa := cached.DeepCopy()
 	hpa.APIVersion, hpa.Kind = "autoscaling/v2", "HorizontalPodAutoscaler"
-	next := framework.Result{RequeueAfter: hc.cfg.SyncPeriod}
-	now := hc.clock.Now()
+	in := Input{HPA: hpa, Now: hc.clock.Now(), Config: hc.cfg}
+	hc.mu.Lock()
+	in.State = hc.states[key]
+	hc.mu.Unlock()
 
 	scalePath, err := scalePath(hpa)
 	var scale autoscalingv1.Scale
 	if err == nil {
 		err = hc.c.Do(ctx, http.MethodGet, scalePath, nil, nil, &scale)
 	}
-	if err != nil {
-		hc.rec.Eventf(hpa, corev1.EventTypeWarning, "FailedGetScale", "%v", err)
-		st := hpa.Status.DeepCopy()
-		setCondition(st, autoscalingv2.AbleToScale, corev1.ConditionFalse, "FailedGetScale",
-			"the HPA controller was unable to get the target's current scale: "+err.Error(), metav1.NewTime(now))
-		return next, hc.updateStatus(ctx, hpa, *st)
-	}
-	in := Input{HPA: hpa, SpecReplicas: scale.Spec.Replicas, StatusReplicas: scale.Status.Replicas, Now: now, Config: hc.cfg}
-	hc.mu.Lock()
-	in.State = hc.states[key]
-	hc.mu.Unlock()
-	sel, err := labels.Parse(scale.Status.Selector)
-	if err != nil || scale.Status.Selector == "" {
+	in.ScaleErr = err
+	in.SpecReplicas, in.StatusReplicas = scale.Spec.Replicas, scale.Status.Replicas
+	switch sel, err := labels.Parse(scale.Status.Selector); {
+	case in.ScaleErr != nil:
+		// Plan only reports it.
+	case err != nil || scale.Status.Selector == "":
 		in.UsageErr = fmt.Errorf("the target's scale has no valid selector %q", scale.Status.Selector)
-	} else {
+	default:
 		for _, p := range hc.inf.Pods.Store().ByIndex(informer.NamespaceIndex, ns) {
 			if sel.Matches(labels.Set(p.Labels)) {
 				in.Pods = append(in.Pods, p)
@@ -119,47 +120,46 @@ func (hc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 		}
 		in.Usage, in.UsageErr = hc.podUsage(ctx, ns, sel.String())
 	}
-	out := Plan(in)
+	out, state := Plan(in)
 	hc.mu.Lock()
-	hc.states[key] = out.State
+	hc.states[key] = state
 	hc.mu.Unlock()
-	status := out.Status
-	if out.Rescale {
-		scale.Spec.Replicas = out.Replicas
-		err := hc.c.Do(ctx, http.MethodPut, scalePath, nil, &scale, nil)
-		ScaleUpdated(&status, out.Replicas, err, now)
-		if err != nil {
-			hc.rec.Eventf(hpa, corev1.EventTypeWarning, "FailedRescale", "New size: %d; reason: %s; error: %v", out.Replicas, out.Reason, err)
-			status.DesiredReplicas, status.LastScaleTime = scale.Status.Replicas, hpa.Status.LastScaleTime
-			out.Events = dropRescale(out.Events)
-		}
+	sink, actions := hc.sink(hpa, scalePath, &scale), out.Actions
+	if len(actions) > 0 && actions[0].Type == Rescale {
+		// A failed rescale does not end the sync: its outcome goes into
+		// the status and events that follow, as upstream reports it.
+		actions = Rescaled(in, actions[0], actions[1:], sink.Do(ctx, actions[0]))
 	}
-	for _, e := range out.Events {
-		hc.rec.Eventf(hpa, e.Type, e.Reason, "%s", e.Message)
-	}
-	return next, hc.updateStatus(ctx, hpa, status)
+	return framework.Result{RequeueAfter: out.RequeueAfter}, framework.Execute(ctx, sink, actions)
 }
 
-func dropRescale(events []Event) []Event {
-	var out []Event
-	for _, e := range events {
-		if e.Reason != "SuccessfulRescale" {
-			out = append(out, e)
-		}
-	}
-	return out
+// apiSink performs one sync's actions on hpa through the apiserver; the
+// target's scale, as read at path, is what a Rescale writes back.
+type apiSink struct {
+	hc    *Controller
+	hpa   *autoscalingv2.HorizontalPodAutoscaler
+	path  string
+	scale *autoscalingv1.Scale
 }
 
-func (hc *Controller) updateStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, st autoscalingv2.HorizontalPodAutoscalerStatus) error {
-	if apiequality.Semantic.DeepEqual(hpa.Status, st) {
-		return nil
+func (s apiSink) Do(ctx context.Context, a Action) error {
+	switch a.Type {
+	case Rescale:
+		scale := s.scale.DeepCopy()
+		scale.Spec.Replicas = a.Replicas
+		return s.hc.c.Do(ctx, http.MethodPut, s.path, nil, scale, nil)
+	case RecordEvent:
+		s.hc.rec.Eventf(s.hpa, a.Event.Type, a.Event.Reason, "%s", a.Event.Message)
+	case UpdateStatus:
+		hpa := s.hpa.DeepCopy()
+		hpa.Status = *a.Status
+		_, err := client.For[autoscalingv2.HorizontalPodAutoscaler](s.hc.c, client.HorizontalPodAutoscalers).UpdateStatus(ctx, hpa, metav1.UpdateOptions{})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil // deleted, or changed meanwhile: the next sync sees it
+		}
+		return err
 	}
-	hpa.Status = st
-	_, err := client.For[autoscalingv2.HorizontalPodAutoscaler](hc.c, client.HorizontalPodAutoscalers).UpdateStatus(ctx, hpa, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil // deleted, or changed meanwhile: the next sync sees it
-	}
-	return err
+	return nil
 }
 
 // podUsage reads the selected pods' usage from metrics.k8s.io: per pod

@@ -1,7 +1,12 @@
 // Package podautoscaler is the HorizontalPodAutoscaler controller: every
 // sync period it reads the target's scale and its pods' usage from
 // metrics.k8s.io, plans the replica count with Kubernetes' algorithm
-// (Plan, pure) and sets it through the target's scale subresource.
+// (Plan, pure) and sets it through the target's scale subresource:
+//
+//	every sync period ─▶ GET the target's scale, the pods' usage (metrics.k8s.io)
+//	   ─▶ Plan(HPA, scale, pods, usage, state, now) ─▶ Output{[Rescale], events, [UpdateStatus]}, state
+//	   ─▶ Rescale through the Sink ─▶ Rescaled: its outcome into the status and events
+//	   ─▶ framework.Execute(the rest)
 package podautoscaler
 
 import (
@@ -11,8 +16,11 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik/controller/framework"
 )
 
 // Config holds the controller's settings, with kube-controller-manager's
@@ -84,6 +92,9 @@ type Input struct {
 	// be read.
 	Usage    map[corev1.ResourceName]map[string]PodUsage
 	UsageErr error
+	// ScaleErr is why the target's scale could not be read: the sync
+	// only reports it.
+	ScaleErr error
 	State    State
 	Now      time.Time
 	Config   Config
@@ -94,30 +105,135 @@ type Event struct {
 	Type, Reason, Message string
 }
 
-// Output is the plan: the replica count to set (when Rescale), the new
-// status, events and the state to keep.
-type Output struct {
-	Rescale  bool
+// ActionType says what an Action does.
+type ActionType string
+
+// The steps of a sync, in the order Plan gives them.
+const (
+	// Rescale sets the target's spec.replicas to Replicas through its
+	// scale subresource.
+	Rescale ActionType = "Rescale"
+	// RecordEvent records Event on the HPA.
+	RecordEvent ActionType = "RecordEvent"
+	// UpdateStatus writes Status as the HPA's status.
+	UpdateStatus ActionType = "UpdateStatus"
+)
+
+// Action is one step for the driver, about the HPA named HPA
+// ("namespace/name").
+type Action struct {
+	Type     ActionType
+	HPA      string
 	Replicas int32
 	// Reason is why the count changes ("cpu resource utilization
 	// (percentage of request) above target").
 	Reason string
-	Status autoscalingv2.HorizontalPodAutoscalerStatus
-	Events []Event
-	State  State
+	Event  Event
+	Status *autoscalingv2.HorizontalPodAutoscalerStatus
+}
+
+// String names the action and its HPA, and an event's reason.
+func (a Action) String() string {
+	if a.Type == RecordEvent {
+		return string(a.Type) + " " + a.HPA + " " + a.Event.Reason
+	}
+	return string(a.Type) + " " + a.HPA
+}
+
+// Output is the plan of one sync: a rescale, the events, the new status;
+// the next sync comes after the sync period.
+type Output = framework.Output[Action]
+
+// decision is what one sync decided, before it is put as actions.
+type decision struct {
+	Rescale  bool
+	Replicas int32
+	Reason   string
+	Status   autoscalingv2.HorizontalPodAutoscalerStatus
+	Events   []Event
+	State    State
 }
 
 // Plan decides one sync of an HPA, as upstream's reconcileAutoscaler: a
 // target outside [min, max] is brought inside; otherwise each metric
 // proposes a count (the largest wins), stabilized over the recent
-// recommendations and limited by the scaling policies. SucceededRescale
-// is not set here: the driver sets AbleToScale from the outcome of its
-// scale update (ScaleUpdated).
-func Plan(in Input) Output {
+// recommendations and limited by the scaling policies. It returns the
+// actions and the state to keep for the next sync. A Rescale comes first,
+// and the status after it does not say yet how it went: the driver feeds
+// its outcome back with Rescaled.
+func Plan(in Input) (Output, State) {
 	cfg := in.Config
 	cfg.defaults()
 	hpa := in.HPA
-	out := Output{State: in.State}
+	key := hpa.Namespace + "/" + hpa.Name
+	out := Output{RequeueAfter: cfg.SyncPeriod}
+	event := func(e Event) { out.Actions = append(out.Actions, Action{Type: RecordEvent, HPA: key, Event: e}) }
+	if in.ScaleErr != nil {
+		event(Event{corev1.EventTypeWarning, "FailedGetScale", in.ScaleErr.Error()})
+		st := hpa.Status.DeepCopy()
+		setCondition(st, autoscalingv2.AbleToScale, corev1.ConditionFalse, "FailedGetScale",
+			"the HPA controller was unable to get the target's current scale: "+in.ScaleErr.Error(), metav1.NewTime(in.Now))
+		out.Actions = append(out.Actions, statusUpdate(hpa, *st)...)
+		return out, in.State
+	}
+	d := decide(in)
+	if d.Rescale {
+		out.Actions = append(out.Actions, Action{Type: Rescale, HPA: key, Replicas: d.Replicas, Reason: d.Reason})
+	}
+	for _, e := range d.Events {
+		event(e)
+	}
+	if d.Rescale {
+		// Rescaled compares it once it says how the rescale went.
+		out.Actions = append(out.Actions, Action{Type: UpdateStatus, HPA: key, Status: &d.Status})
+	} else {
+		out.Actions = append(out.Actions, statusUpdate(hpa, d.Status)...)
+	}
+	return out, d.State
+}
+
+// Rescaled returns the actions after a Rescale (rest) with its outcome
+// fed back: AbleToScale says whether the target scale was updated; a
+// failure records FailedRescale instead of SuccessfulRescale and leaves
+// the desired count and lastScaleTime as they were.
+func Rescaled(in Input, rescale Action, rest []Action, err error) []Action {
+	var out []Action
+	if err != nil {
+		out = append(out, Action{Type: RecordEvent, HPA: rescale.HPA, Event: Event{corev1.EventTypeWarning, "FailedRescale",
+			fmt.Sprintf("New size: %d; reason: %s; error: %v", rescale.Replicas, rescale.Reason, err)}})
+	}
+	for _, a := range rest {
+		switch {
+		case a.Type == RecordEvent && a.Event.Reason == "SuccessfulRescale" && err != nil:
+			continue
+		case a.Type == UpdateStatus:
+			st := a.Status.DeepCopy()
+			ScaleUpdated(st, rescale.Replicas, err, in.Now)
+			if err != nil {
+				st.DesiredReplicas, st.LastScaleTime = in.StatusReplicas, in.HPA.Status.LastScaleTime
+			}
+			out = append(out, statusUpdate(in.HPA, *st)...)
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// statusUpdate writes st unless the HPA has it already.
+func statusUpdate(hpa *autoscalingv2.HorizontalPodAutoscaler, st autoscalingv2.HorizontalPodAutoscalerStatus) []Action {
+	if apiequality.Semantic.DeepEqual(hpa.Status, st) {
+		return nil
+	}
+	return []Action{{Type: UpdateStatus, HPA: hpa.Namespace + "/" + hpa.Name, Status: &st}}
+}
+
+// decide is the reasoning of Plan, before it is put as actions.
+func decide(in Input) decision {
+	cfg := in.Config
+	cfg.defaults()
+	hpa := in.HPA
+	out := decision{State: in.State}
 	st := hpa.Status.DeepCopy()
 	st.ObservedGeneration = &hpa.Generation
 	now := metav1.NewTime(in.Now)
@@ -284,7 +400,7 @@ func metricReplicas(in Input, m autoscalingv2.MetricSpec, current int32, cfg Con
 // normalize is the path of an HPA without behavior: the highest
 // recommendation of the downscale stabilization window, then a scale up
 // of at most max(2×current, 4), within [min, max].
-func (out *Output) normalize(st *autoscalingv2.HorizontalPodAutoscalerStatus, current, proposal, minR, maxR int32, cfg Config, now time.Time) int32 {
+func (out *decision) normalize(st *autoscalingv2.HorizontalPodAutoscalerStatus, current, proposal, minR, maxR int32, cfg Config, now time.Time) int32 {
 	stabilized := proposal
 	cutoff := now.Add(-cfg.DownscaleStabilization)
 	for _, r := range out.State.Recommendations {
@@ -321,7 +437,7 @@ func (out *Output) normalize(st *autoscalingv2.HorizontalPodAutoscalerStatus, cu
 // recommendation held between the lowest of the scale-up window and the
 // highest of the scale-down window, then limited by the policies of the
 // direction over their periods' past changes, within [min, max].
-func (out *Output) normalizeWithBehavior(st *autoscalingv2.HorizontalPodAutoscalerStatus, b *autoscalingv2.HorizontalPodAutoscalerBehavior,
+func (out *decision) normalizeWithBehavior(st *autoscalingv2.HorizontalPodAutoscalerStatus, b *autoscalingv2.HorizontalPodAutoscalerBehavior,
 	current, proposal, minR, maxR int32, cfg Config, now time.Time) int32 {
 	up, down := rulesOrDefault(b.ScaleUp, true), rulesOrDefault(b.ScaleDown, false)
 	upWindow := time.Duration(deref(up.StabilizationWindowSeconds, 0)) * time.Second

@@ -211,7 +211,8 @@ func TestPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.in.Now = t0
-			out := Plan(tt.in)
+			planned, _ := Plan(tt.in)
+			out := summarize(tt.in.HPA, planned)
 			if out.Rescale != tt.rescale || (tt.rescale && out.Replicas != tt.replicas) {
 				t.Errorf("rescale %v to %d, want %v to %d", out.Rescale, out.Replicas, tt.rescale, tt.replicas)
 			}
@@ -251,18 +252,43 @@ func TestPlanRemembersRecommendationsAndScaleEvents(t *testing.T) {
 		ScaleUp: rules(0, autoscalingv2.MaxChangePolicySelect, autoscalingv2.HPAScalingPolicy{Type: autoscalingv2.PodsScalingPolicy, Value: 1, PeriodSeconds: 60})})
 	pods := []*corev1.Pod{makePod("a", "100m").Obj(), makePod("b", "100m").Obj()}
 	in := Input{HPA: hpa, SpecReplicas: 2, StatusReplicas: 2, Pods: pods, Usage: cpuUsage(map[string]int64{"a": 200, "b": 200}), Now: t0}
-	first := Plan(in)
-	if !first.Rescale || first.Replicas != 3 || len(first.State.ScaleUps) != 1 || len(first.State.Recommendations) != 1 {
-		t.Fatalf("first sync: rescale %v to %d, state %+v; want 3 and the change remembered", first.Rescale, first.Replicas, first.State)
+	planned, state := Plan(in)
+	first := summarize(hpa, planned)
+	if !first.Rescale || first.Replicas != 3 || len(state.ScaleUps) != 1 || len(state.Recommendations) != 1 {
+		t.Fatalf("first sync: rescale %v to %d, state %+v; want 3 and the change remembered", first.Rescale, first.Replicas, state)
 	}
-	in.SpecReplicas, in.State, in.Now = 3, first.State, t0.Add(15*time.Second)
-	if second := Plan(in); second.Rescale {
-		t.Errorf("15s later the policy allowed another scale up to %d, want none within its 60s period", second.Replicas)
+	in.SpecReplicas, in.State, in.Now = 3, state, t0.Add(15*time.Second)
+	if planned, _ := Plan(in); summarize(hpa, planned).Rescale {
+		t.Errorf("15s later the policy allowed another scale up to %d, want none within its 60s period", summarize(hpa, planned).Replicas)
 	}
 	in.Now = t0.Add(61 * time.Second)
-	if third := Plan(in); !third.Rescale || third.Replicas != 4 {
-		t.Errorf("61s later: rescale %v to %d, want 4", third.Rescale, third.Replicas)
+	if planned, _ := Plan(in); summarize(hpa, planned).Replicas != 4 {
+		t.Errorf("61s later: %v, want a rescale to 4", planned.Actions)
 	}
+}
+
+// summary is what a plan does, read from its actions.
+type summary struct {
+	Rescale  bool
+	Replicas int32
+	// Status is the status written, the HPA's own if none is.
+	Status autoscalingv2.HorizontalPodAutoscalerStatus
+	Events []Event
+}
+
+func summarize(hpa *autoscalingv2.HorizontalPodAutoscaler, out Output) summary {
+	s := summary{Status: hpa.Status}
+	for _, a := range out.Actions {
+		switch a.Type {
+		case Rescale:
+			s.Rescale, s.Replicas = true, a.Replicas
+		case RecordEvent:
+			s.Events = append(s.Events, a.Event)
+		case UpdateStatus:
+			s.Status = *a.Status
+		}
+	}
+	return s
 }
 
 func TestSetConditionKeepsTransitionTimeWhileStatusHolds(t *testing.T) {
@@ -275,5 +301,67 @@ func TestSetConditionKeepsTransitionTimeWhileStatusHolds(t *testing.T) {
 	setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionFalse, "C", "c", metav1.NewTime(t0.Add(2*time.Minute)))
 	if c := st.Conditions[0]; !c.LastTransitionTime.Time.Equal(t0.Add(2 * time.Minute)) {
 		t.Errorf("condition %+v, want a new transition time on a status change", c)
+	}
+}
+
+func TestPlanPutsTheSyncAsActions(t *testing.T) {
+	pods2 := []*corev1.Pod{makePod("a", "100m").Obj(), makePod("b", "100m").Obj()}
+	scaleUp := Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 2, StatusReplicas: 2, Pods: pods2,
+		Usage: cpuUsage(map[string]int64{"a": 100, "b": 100}), Now: t0}
+	settled, _ := Plan(Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 2, StatusReplicas: 2, Pods: pods2,
+		Usage: cpuUsage(map[string]int64{"a": 50, "b": 50}), Now: t0})
+	unchanged := scaleUp
+	unchanged.HPA = makeHPA(1, 10, 50)
+	unchanged.HPA.Status = *settled.Actions[len(settled.Actions)-1].Status
+	unchanged.Usage = cpuUsage(map[string]int64{"a": 50, "b": 50})
+	noScale := scaleUp
+	noScale.ScaleErr = errors.New("deployments.apps \"web\" not found")
+	cases := []struct {
+		name       string
+		in         Input
+		rescaleErr error // fed back through Rescaled, if the plan rescales
+		want       []string
+		conditions map[autoscalingv2.HorizontalPodAutoscalerConditionType]string
+		desired    int32
+	}{
+		{name: "a scale up is the rescale, its event, then the status saying it succeeded",
+			in: scaleUp, want: []string{"Rescale default/web", "RecordEvent default/web SuccessfulRescale", "UpdateStatus default/web"},
+			conditions: map[autoscalingv2.HorizontalPodAutoscalerConditionType]string{autoscalingv2.AbleToScale: "True/SucceededRescale"}, desired: 4},
+		{name: "a failed rescale is reported by FailedRescale instead, and the desired count stays the target's",
+			in: scaleUp, rescaleErr: errors.New("conflict"),
+			want:       []string{"Rescale default/web", "RecordEvent default/web FailedRescale", "UpdateStatus default/web"},
+			conditions: map[autoscalingv2.HorizontalPodAutoscalerConditionType]string{autoscalingv2.AbleToScale: "False/FailedUpdateScale"}, desired: 2},
+		{name: "a scale that cannot be read is reported, and the status says so",
+			in: noScale, want: []string{"RecordEvent default/web FailedGetScale", "UpdateStatus default/web"},
+			conditions: map[autoscalingv2.HorizontalPodAutoscalerConditionType]string{autoscalingv2.AbleToScale: "False/FailedGetScale"}},
+		{name: "a status the HPA has already is not written again", in: unchanged, want: nil, desired: 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _ := Plan(tc.in)
+			actions := out.Actions
+			if out.RequeueAfter != 15*time.Second {
+				t.Errorf("requeue after %v, want the sync period", out.RequeueAfter)
+			}
+			if len(actions) > 0 && actions[0].Type == Rescale {
+				actions = append([]Action{actions[0]}, Rescaled(tc.in, actions[0], actions[1:], tc.rescaleErr)...)
+			}
+			var got []string
+			for _, a := range actions {
+				got = append(got, a.String())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("actions %q, want %q", got, tc.want)
+			}
+			st := summarize(tc.in.HPA, Output{Actions: actions}).Status
+			for ct, want := range tc.conditions {
+				if got := condition(st, ct); got != want {
+					t.Errorf("condition %s = %s, want %s", ct, got, want)
+				}
+			}
+			if st.DesiredReplicas != tc.desired {
+				t.Errorf("desiredReplicas %d, want %d", st.DesiredReplicas, tc.desired)
+			}
+		})
 	}
 }

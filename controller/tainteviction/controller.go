@@ -2,7 +2,6 @@ package tainteviction
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -33,12 +32,16 @@ type Controller struct {
 
 	mu        sync.Mutex
 	countdown map[string]time.Time // pod key → when its countdown began
+
+	// sink performs the actions (apiSink; a FakeSink in tests).
+	sink framework.Sink[Action]
 }
 
 // New registers the controller.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller {
 	tc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk,
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), countdown: map[string]time.Time{}}
+	tc.sink = apiSink{tc}
 	inf.Pods.AddHandler(informer.Handler[corev1.Pod]{
 		OnAdd: func(p *corev1.Pod) {
 			if p.Spec.NodeName != "" {
@@ -92,69 +95,55 @@ func (tc *Controller) Run(ctx context.Context, workers int) {
 
 func (tc *Controller) sync(ctx context.Context, key string) (framework.Result, error) {
 	ns, name := framework.SplitKey(key)
-	pod, ok := tc.inf.Pods.Store().Get(ns, name)
+	pod, _ := tc.inf.Pods.Store().Get(ns, name) // nil: gone
 	var taints []corev1.Taint
-	if ok && pod.Spec.NodeName != "" {
+	if pod != nil && pod.Spec.NodeName != "" {
 		if n, found := tc.inf.Nodes.Store().Get("", pod.Spec.NodeName); found {
 			taints = n.Spec.Taints
 		}
 	}
 	tc.mu.Lock()
-	since, counting := tc.countdown[key]
+	since := tc.countdown[key]
 	tc.mu.Unlock()
-	if !ok {
-		tc.forget(key)
-		return framework.Result{}, nil
+	out, keep := Plan(pod, taints, since, tc.clock.Now())
+	// The countdown changes once the actions are done: a failed delete
+	// is retried with the countdown that ran out.
+	if err := framework.Execute(ctx, tc.sink, out.Actions); err != nil {
+		return framework.Result{}, err
 	}
-	now := tc.clock.Now()
-	d := Decide(pod, taints, since, now)
-	switch d.Verdict {
-	case Keep:
-		tc.forget(key)
-		if counting && pod.DeletionTimestamp == nil {
-			tc.rec.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Cancelling deletion of Pod %s", key)
-		}
-		return framework.Result{}, nil
-	case Wait:
-		tc.mu.Lock()
-		tc.countdown[key] = d.Since
-		tc.mu.Unlock()
-		return framework.Result{RequeueAfter: d.At.Sub(now)}, nil
-	}
-	return framework.Result{}, tc.evict(ctx, key, pod)
-}
-
-func (tc *Controller) forget(key string) {
 	tc.mu.Lock()
-	delete(tc.countdown, key)
+	if keep.IsZero() {
+		delete(tc.countdown, key)
+	} else {
+		tc.countdown[key] = keep
+	}
 	tc.mu.Unlock()
+	return framework.Result{RequeueAfter: out.RequeueAfter}, nil
 }
 
-// evict marks pod as a disruption target and deletes it.
-func (tc *Controller) evict(ctx context.Context, key string, pod *corev1.Pod) error {
-	tc.log.Info("evicting pod from tainted node", "pod", key, "node", pod.Spec.NodeName)
-	tc.rec.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s", key)
-	cp := pod.DeepCopy()
-	now := metav1.NewTime(tc.clock.Now())
-	cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager",
-		Message: "Taint manager: deleting due to NoExecute taint", LastTransitionTime: now}
-	replaced := false
-	for i := range cp.Status.Conditions {
-		if cp.Status.Conditions[i].Type == corev1.DisruptionTarget {
-			cp.Status.Conditions[i], replaced = cond, true
+// apiSink performs the actions through the apiserver. An eviction of a
+// pod gone or replaced meanwhile is done.
+type apiSink struct{ tc *Controller }
+
+func (s apiSink) Do(ctx context.Context, a Action) error {
+	tc, pod := s.tc, a.Pod
+	key := pod.Namespace + "/" + pod.Name
+	switch a.Type {
+	case CancelEviction:
+		tc.rec.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Cancelling deletion of Pod %s", key)
+	case MarkForDeletion:
+		tc.log.Info("evicting pod from tainted node", "pod", key, "node", pod.Spec.NodeName)
+		tc.rec.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s", key)
+	case SetDisruptionTarget:
+		if _, err := tc.c.Pods().UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			tc.log.Debug("could not set DisruptionTarget", "pod", key, "err", err)
+		}
+	case DeletePod:
+		uid := pod.UID
+		err := tc.c.Pods().Delete(ctx, pod.Namespace, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return err
 		}
 	}
-	if !replaced {
-		cp.Status.Conditions = append(cp.Status.Conditions, cond)
-	}
-	if _, err := tc.c.Pods().UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		tc.log.Debug("could not set DisruptionTarget", "pod", key, "err", err)
-	}
-	uid := pod.UID
-	err := tc.c.Pods().Delete(ctx, pod.Namespace, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("delete: %w", err)
-	}
-	tc.forget(key)
 	return nil
 }

@@ -1,11 +1,14 @@
 // Package tainteviction deletes pods from nodes with NoExecute taints they
 // do not tolerate, at once, or when their tolerationSeconds run out:
 //
-//	pod/node event ─▶ queue(pod) ─▶ Decide(pod, node's NoExecute taints, scheduled?, now)
+//	pod/node event ─▶ queue(pod) ─▶ Plan ─▶ Decide(pod, node's NoExecute taints, countdown, now)
 //	   not tolerated             ─▶ evict now
-//	   tolerated for N seconds   ─▶ schedule at first-seen + N (requeue then)
-//	   tolerated forever / taint gone ─▶ cancel
-//	evict ─▶ condition DisruptionTarget, delete, event TaintManagerEviction
+//	   tolerated for N seconds   ─▶ countdown from first-seen, evict at + N (requeue then)
+//	   tolerated forever / taint gone ─▶ forget the countdown, event (if one ran) CancelEviction
+//	evict ─▶ event TaintManagerEviction, condition DisruptionTarget, delete
+//
+// The driver performs Plan's actions through a framework.Sink (apiSink;
+// a FakeSink in tests), then keeps the countdown Plan returns.
 package tainteviction
 
 import (
@@ -13,7 +16,74 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik/controller/framework"
 )
+
+// ActionType says what an Action does.
+type ActionType string
+
+// The actions of a sync, about one pod.
+const (
+	// CancelEviction records that a countdown ended without an eviction.
+	CancelEviction ActionType = "CancelEviction"
+	// MarkForDeletion records the eviction about to happen.
+	MarkForDeletion ActionType = "MarkForDeletion"
+	// SetDisruptionTarget writes Pod, whose status has the condition
+	// DisruptionTarget; a failure does not stop the eviction.
+	SetDisruptionTarget ActionType = "SetDisruptionTarget"
+	// DeletePod deletes Pod (its UID as precondition).
+	DeletePod ActionType = "DeletePod"
+)
+
+// Action is one step for the driver.
+type Action struct {
+	Type ActionType
+	Pod  *corev1.Pod
+}
+
+// String names the action and its pod.
+func (a Action) String() string { return string(a.Type) + " " + a.Pod.Namespace + "/" + a.Pod.Name }
+
+// Output is what to do about one pod, and when to look again.
+type Output = framework.Output[Action]
+
+// Plan decides about pod (nil: gone) on a node with taints at now, given
+// since, when its countdown began (zero if none). It returns the actions
+// and the countdown to keep once they are done (zero: none).
+func Plan(pod *corev1.Pod, taints []corev1.Taint, since, now time.Time) (Output, time.Time) {
+	var out Output
+	if pod == nil {
+		return out, time.Time{}
+	}
+	d := Decide(pod, taints, since, now)
+	switch d.Verdict {
+	case Keep:
+		if !since.IsZero() && pod.DeletionTimestamp == nil {
+			out.Actions = append(out.Actions, Action{Type: CancelEviction, Pod: pod})
+		}
+		return out, time.Time{}
+	case Wait:
+		out.RequeueAfter = d.At.Sub(now)
+		return out, d.Since
+	}
+	cp := pod.DeepCopy()
+	cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager",
+		Message: "Taint manager: deleting due to NoExecute taint", LastTransitionTime: metav1.NewTime(now)}
+	replaced := false
+	for i := range cp.Status.Conditions {
+		if cp.Status.Conditions[i].Type == corev1.DisruptionTarget {
+			cp.Status.Conditions[i], replaced = cond, true
+		}
+	}
+	if !replaced {
+		cp.Status.Conditions = append(cp.Status.Conditions, cond)
+	}
+	out.Actions = append(out.Actions, Action{Type: MarkForDeletion, Pod: pod}, Action{Type: SetDisruptionTarget, Pod: cp},
+		Action{Type: DeletePod, Pod: pod})
+	return out, time.Time{}
+}
 
 // Verdict is what to do with one pod.
 type Verdict int

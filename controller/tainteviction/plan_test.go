@@ -1,6 +1,7 @@
 package tainteviction
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -42,6 +43,46 @@ func TestDecide(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Decide(tc.pod, tc.taints, tc.since, now); got != tc.want {
 				t.Fatalf("Decide = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlan(t *testing.T) {
+	now := testutil.T0.Add(time.Minute)
+	unreachable := []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}
+	tolerating := testutil.Pod("p").Tolerate(corev1.TaintNodeUnreachable, testutil.Int64(300)).Obj()
+	cases := []struct {
+		name        string
+		pod         *corev1.Pod
+		taints      []corev1.Taint
+		since       time.Time
+		want        []string
+		wantRequeue time.Duration
+		wantKeep    time.Time
+	}{
+		{name: "an untolerated taint: the eviction is recorded, the pod marked, then deleted", pod: testutil.Pod("p").Obj(), taints: unreachable,
+			want: []string{"MarkForDeletion default/p", "SetDisruptionTarget default/p", "DeletePod default/p"}},
+		{name: "tolerationSeconds: nothing to do but wait, counting down from now", pod: tolerating, taints: unreachable,
+			wantRequeue: 300 * time.Second, wantKeep: now},
+		{name: "a countdown whose taint went is cancelled", pod: tolerating, since: now.Add(-time.Second),
+			want: []string{"CancelEviction default/p"}},
+		{name: "a pod gone forgets its countdown", since: now.Add(-time.Second)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, keep := Plan(tc.pod, tc.taints, tc.since, now)
+			var got []string
+			for _, a := range out.Actions {
+				got = append(got, a.String())
+			}
+			if !slices.Equal(got, tc.want) || out.RequeueAfter != tc.wantRequeue || !keep.Equal(tc.wantKeep) {
+				t.Errorf("actions %v requeue %v countdown %v, want %v requeue %v countdown %v", got, out.RequeueAfter, keep, tc.want, tc.wantRequeue, tc.wantKeep)
+			}
+			for _, a := range out.Actions {
+				if a.Type == SetDisruptionTarget && (len(a.Pod.Status.Conditions) != 1 || a.Pod.Status.Conditions[0].Reason != "DeletionByTaintManager") {
+					t.Errorf("conditions %+v, want DisruptionTarget by the taint manager", a.Pod.Status.Conditions)
+				}
 			}
 		})
 	}

@@ -25,7 +25,7 @@ const Name = "persistentvolume-binder"
 // place.
 const passKey = "all"
 
-// Controller drives Plan and ProtectionPlan from the shared informers.
+// Controller drives Plan from the shared informers.
 type Controller struct {
 	c     *client.Client
 	inf   *framework.Informers
@@ -35,12 +35,17 @@ type Controller struct {
 
 	mu     sync.Mutex
 	events map[string]string // object uid + reason → last message sent, so a repeated pass is quiet
+
+	// sink returns the performer of one pass's actions (apiSink; a
+	// FakeSink in tests).
+	sink func() framework.Sink[Action]
 }
 
 // New registers the controller's handlers.
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, log *slog.Logger) *Controller {
 	vc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name),
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name}), events: map[string]string{}}
+	vc.sink = func() framework.Sink[Action] { return apiSink{vc: vc, rv: map[string]string{}} }
 	kick := func() { vc.queue.Add(passKey) }
 	inf.PersistentVolumeClaims.AddHandler(informer.Handler[corev1.PersistentVolumeClaim]{
 		OnAdd: func(*corev1.PersistentVolumeClaim) { kick() }, OnUpdate: func(_, _ *corev1.PersistentVolumeClaim) { kick() },
@@ -80,11 +85,14 @@ func (vc *Controller) sync(ctx context.Context, _ string) (framework.Result, err
 	for _, n := range vc.inf.Nodes.Store().List() {
 		s.Nodes[n.Name] = n
 	}
-	acts := append(Plan(s), ProtectionPlan(s.Claims, s.Volumes, vc.inf.Pods.Store().List())...)
+	s.Pods = vc.inf.Pods.Store().List()
+	sink := vc.sink()
+	// Unlike framework.Execute, a pass goes on past a failed write, so
+	// one refused object does not hold back the other claims and
+	// volumes; only a conflict ends it.
 	var firstErr error
-	rv := map[string]string{} // uid → resourceVersion of our last write: a plan may write one object twice
-	for _, a := range acts {
-		if err := vc.do(ctx, a, rv); err != nil {
+	for _, a := range Plan(s).Actions {
+		if err := sink.Do(ctx, a); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue // gone meanwhile: its delete event brings a new pass
 			}
@@ -99,7 +107,16 @@ func (vc *Controller) sync(ctx context.Context, _ string) (framework.Result, err
 	return framework.Result{}, firstErr
 }
 
-func (vc *Controller) do(ctx context.Context, a Action, rv map[string]string) error {
+// apiSink performs one pass's actions through the apiserver.
+type apiSink struct {
+	vc *Controller
+	// rv holds, by uid, the resourceVersion of our last write: a pass
+	// may write one object twice.
+	rv map[string]string
+}
+
+func (s apiSink) Do(ctx context.Context, a Action) error {
+	vc, rv := s.vc, s.rv
 	opts := metav1.UpdateOptions{}
 	var err error
 	var written client.Object
@@ -109,7 +126,7 @@ func (vc *Controller) do(ctx context.Context, a Action, rv map[string]string) er
 	if a.Volume != nil && rv[string(a.Volume.UID)] != "" {
 		a.Volume.ResourceVersion = rv[string(a.Volume.UID)]
 	}
-	switch a.Op {
+	switch a.Type {
 	case UpdateClaim:
 		written, err = vc.c.PersistentVolumeClaims().Update(ctx, a.Claim, opts)
 	case UpdateClaimStatus:
@@ -149,6 +166,6 @@ func (vc *Controller) event(a Action) {
 	vc.events[key] = a.Message
 	vc.mu.Unlock()
 	if !repeat {
-		vc.rec.Eventf(obj, a.Type, a.Reason, "%s", a.Message)
+		vc.rec.Eventf(obj, a.EventType, a.Reason, "%s", a.Message)
 	}
 }

@@ -2,7 +2,8 @@
 // to volumes, phases, reclaim), the local-path provisioner's control-plane
 // half (the PV object; the kubelet makes the directory) and the protection
 // controller (the pvc- and pv-protection finalizers). Each is a pure plan
-// over the informers' objects; Controller performs the plans' actions.
+// over the informers' objects; Controller performs the plans' actions
+// through a framework.Sink (apiSink; a FakeSink in tests).
 package volume
 
 import (
@@ -14,6 +15,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"minik/controller/framework"
 	"minik/internal/volumeutil"
 )
 
@@ -41,61 +43,72 @@ type Snapshot struct {
 	Volumes []*corev1.PersistentVolume
 	Classes map[string]*storagev1.StorageClass
 	Nodes   map[string]*corev1.Node
+	// Pods are every pod: the claims they use are protected.
+	Pods []*corev1.Pod
 }
 
-// Op is what an Action does.
-type Op string
+// ActionType says what an Action does.
+type ActionType string
 
 const (
-	UpdateClaim        Op = "UpdateClaim"        // spec or metadata
-	UpdateClaimStatus  Op = "UpdateClaimStatus"  // status
-	UpdateVolume       Op = "UpdateVolume"       // spec or metadata
-	UpdateVolumeStatus Op = "UpdateVolumeStatus" // status
-	CreateVolume       Op = "CreateVolume"
-	RecordEvent        Op = "Event"
+	UpdateClaim        ActionType = "UpdateClaim"        // spec or metadata
+	UpdateClaimStatus  ActionType = "UpdateClaimStatus"  // status
+	UpdateVolume       ActionType = "UpdateVolume"       // spec or metadata
+	UpdateVolumeStatus ActionType = "UpdateVolumeStatus" // status
+	CreateVolume       ActionType = "CreateVolume"
+	RecordEvent        ActionType = "Event"
 )
 
 // Action is one write; Claim or Volume is the new object (a copy). Events
 // name their object and carry type, reason and message.
 type Action struct {
-	Op      Op
-	Claim   *corev1.PersistentVolumeClaim
-	Volume  *corev1.PersistentVolume
-	Type    string // Normal or Warning, for events
-	Reason  string
-	Message string
+	Type      ActionType
+	Claim     *corev1.PersistentVolumeClaim
+	Volume    *corev1.PersistentVolume
+	EventType string // Normal or Warning, for events
+	Reason    string
+	Message   string
 }
 
+// String names the action and its object, with what it writes.
 func (a Action) String() string {
 	switch {
-	case a.Op == RecordEvent && a.Claim != nil:
-		return fmt.Sprintf("%s %s %s/%s %s: %s", a.Op, a.Type, a.Claim.Namespace, a.Claim.Name, a.Reason, a.Message)
-	case a.Op == RecordEvent:
-		return fmt.Sprintf("%s %s %s %s: %s", a.Op, a.Type, a.Volume.Name, a.Reason, a.Message)
+	case a.Type == RecordEvent && a.Claim != nil:
+		return fmt.Sprintf("%s %s %s/%s %s: %s", a.Type, a.EventType, a.Claim.Namespace, a.Claim.Name, a.Reason, a.Message)
+	case a.Type == RecordEvent:
+		return fmt.Sprintf("%s %s %s %s: %s", a.Type, a.EventType, a.Volume.Name, a.Reason, a.Message)
 	case a.Claim != nil:
-		return fmt.Sprintf("%s %s/%s volume=%q phase=%s", a.Op, a.Claim.Namespace, a.Claim.Name, a.Claim.Spec.VolumeName, a.Claim.Status.Phase)
+		return fmt.Sprintf("%s %s/%s volume=%q phase=%s", a.Type, a.Claim.Namespace, a.Claim.Name, a.Claim.Spec.VolumeName, a.Claim.Status.Phase)
 	default:
 		claim := ""
 		if r := a.Volume.Spec.ClaimRef; r != nil {
 			claim = r.Namespace + "/" + r.Name
 		}
-		return fmt.Sprintf("%s %s claim=%q phase=%s", a.Op, a.Volume.Name, claim, a.Volume.Status.Phase)
+		return fmt.Sprintf("%s %s claim=%q phase=%s", a.Type, a.Volume.Name, claim, a.Volume.Status.Phase)
 	}
 }
 
 func claimEvent(c *corev1.PersistentVolumeClaim, typ, reason, msg string) Action {
-	return Action{Op: RecordEvent, Claim: c, Type: typ, Reason: reason, Message: msg}
+	return Action{Type: RecordEvent, Claim: c, EventType: typ, Reason: reason, Message: msg}
 }
 
 func volumeEvent(v *corev1.PersistentVolume, typ, reason, msg string) Action {
-	return Action{Op: RecordEvent, Volume: v, Type: typ, Reason: reason, Message: msg}
+	return Action{Type: RecordEvent, Volume: v, EventType: typ, Reason: reason, Message: msg}
 }
 
-// Plan is one pass of the binder over every claim and volume. It returns
-// the writes that move each a step on; after they land, the informers'
-// events bring the next pass. Claims are handled first (a bind changes
-// both sides), then volumes whose claim is gone or that are new.
-func Plan(s Snapshot) []Action {
+// Output is one pass's writes and events, in order.
+type Output = framework.Output[Action]
+
+// Plan is one pass over every claim and volume: the binder's, then the
+// protection's (ProtectionPlan). It returns the writes that move each a
+// step on; after they land, the informers' events bring the next pass.
+func Plan(s Snapshot) Output {
+	return Output{Actions: append(bindPlan(s), ProtectionPlan(s.Claims, s.Volumes, s.Pods)...)}
+}
+
+// bindPlan is the binder's pass. Claims are handled first (a bind
+// changes both sides), then volumes whose claim is gone or that are new.
+func bindPlan(s Snapshot) []Action {
 	var out []Action
 	touched := map[string]bool{} // volumes a claim's actions already write
 	byName := map[string]*corev1.PersistentVolume{}
@@ -109,7 +122,7 @@ func Plan(s Snapshot) []Action {
 	for _, c := range sortedClaims(s.Claims) {
 		acts := planClaim(c, s, byName, touched)
 		for _, a := range acts {
-			if a.Volume != nil && a.Op != RecordEvent {
+			if a.Volume != nil && a.Type != RecordEvent {
 				touched[a.Volume.Name] = true
 				byName[a.Volume.Name] = a.Volume // a later claim must not take it
 			}
@@ -198,7 +211,7 @@ func planClaim(c *corev1.PersistentVolumeClaim, s Snapshot, vols map[string]*cor
 		nc := c.DeepCopy()
 		metav1.SetMetaDataAnnotation(&nc.ObjectMeta, volumeutil.AnnStorageProvisioner, class.Provisioner)
 		metav1.SetMetaDataAnnotation(&nc.ObjectMeta, volumeutil.AnnBetaStorageProvisioner, class.Provisioner)
-		out = append(out, Action{Op: UpdateClaim, Claim: nc})
+		out = append(out, Action{Type: UpdateClaim, Claim: nc})
 		c = nc
 	}
 	if class.Provisioner != volumeutil.LocalPathProvisioner {
@@ -212,7 +225,7 @@ func planClaim(c *corev1.PersistentVolumeClaim, s Snapshot, vols map[string]*cor
 	if _, exists := vols[pv.Name]; exists {
 		return out // made by an earlier pass; its informer event will bind it
 	}
-	return append(out, Action{Op: CreateVolume, Volume: pv},
+	return append(out, Action{Type: CreateVolume, Volume: pv},
 		claimEvent(c, corev1.EventTypeNormal, ReasonProvisioningSucceeded, fmt.Sprintf("Successfully provisioned volume %s", pv.Name)))
 }
 
@@ -236,18 +249,18 @@ func bind(c *corev1.PersistentVolumeClaim, v *corev1.PersistentVolume) []Action 
 		}
 		nv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
 			Namespace: c.Namespace, Name: c.Name, UID: c.UID, ResourceVersion: c.ResourceVersion}
-		out = append(out, Action{Op: UpdateVolume, Volume: nv})
+		out = append(out, Action{Type: UpdateVolume, Volume: nv})
 	}
 	if nv.Status.Phase != corev1.VolumeBound {
 		nv = nv.DeepCopy()
 		nv.Status.Phase, nv.Status.Reason, nv.Status.Message = corev1.VolumeBound, "", ""
-		out = append(out, Action{Op: UpdateVolumeStatus, Volume: nv})
+		out = append(out, Action{Type: UpdateVolumeStatus, Volume: nv})
 	}
 	nc := c.DeepCopy()
 	nc.Spec.VolumeName = v.Name
 	metav1.SetMetaDataAnnotation(&nc.ObjectMeta, volumeutil.AnnBindCompleted, "yes")
 	metav1.SetMetaDataAnnotation(&nc.ObjectMeta, volumeutil.AnnBoundByController, "yes")
-	out = append(out, Action{Op: UpdateClaim, Claim: nc})
+	out = append(out, Action{Type: UpdateClaim, Claim: nc})
 	return append(out, claimStatusBound(nc, v)...)
 }
 
@@ -261,13 +274,13 @@ func claimStatusBound(c *corev1.PersistentVolumeClaim, v *corev1.PersistentVolum
 	nc.Status.Phase = corev1.ClaimBound
 	nc.Status.AccessModes = slices.Clone(v.Spec.AccessModes)
 	nc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: cap}
-	return []Action{{Op: UpdateClaimStatus, Claim: nc}}
+	return []Action{{Type: UpdateClaimStatus, Claim: nc}}
 }
 
 func setClaimPhase(c *corev1.PersistentVolumeClaim, p corev1.PersistentVolumeClaimPhase) Action {
 	nc := c.DeepCopy()
 	nc.Status.Phase = p
-	return Action{Op: UpdateClaimStatus, Claim: nc}
+	return Action{Type: UpdateClaimStatus, Claim: nc}
 }
 
 // planBoundClaim checks a claim that names its volume.
@@ -296,13 +309,13 @@ func planBoundClaim(c *corev1.PersistentVolumeClaim, v *corev1.PersistentVolume)
 		if c.Annotations[volumeutil.AnnBindCompleted] == "" {
 			nc := c.DeepCopy()
 			metav1.SetMetaDataAnnotation(&nc.ObjectMeta, volumeutil.AnnBindCompleted, "yes")
-			out = append(out, Action{Op: UpdateClaim, Claim: nc})
+			out = append(out, Action{Type: UpdateClaim, Claim: nc})
 			c = nc
 		}
 		if v.Status.Phase != corev1.VolumeBound {
 			nv := v.DeepCopy()
 			nv.Status.Phase = corev1.VolumeBound
-			out = append(out, Action{Op: UpdateVolumeStatus, Volume: nv})
+			out = append(out, Action{Type: UpdateVolumeStatus, Volume: nv})
 		}
 		return append(out, claimStatusBound(c, v)...)
 	default:
@@ -332,7 +345,7 @@ func planVolume(v *corev1.PersistentVolume, c *corev1.PersistentVolumeClaim, cla
 			nv := v.DeepCopy()
 			nv.Spec.ClaimRef = nil
 			delete(nv.Annotations, volumeutil.AnnBoundByController)
-			return []Action{{Op: UpdateVolume, Volume: nv}}
+			return []Action{{Type: UpdateVolume, Volume: nv}}
 		}
 		return nil
 	}
@@ -367,5 +380,5 @@ func volumePhase(v *corev1.PersistentVolume, p corev1.PersistentVolumePhase, rea
 	}
 	nv := v.DeepCopy()
 	nv.Status.Phase, nv.Status.Reason, nv.Status.Message = p, reason, msg
-	return []Action{{Op: UpdateVolumeStatus, Volume: nv}}
+	return []Action{{Type: UpdateVolumeStatus, Volume: nv}}
 }

@@ -236,7 +236,7 @@ func TestPlan(t *testing.T) {
 			for _, c := range tt.classes {
 				s.Classes[c.Name] = c
 			}
-			got := summary(Plan(s))
+			got := summary(Plan(s).Actions)
 			if want := strings.Join(tt.want, "\n"); got != want {
 				t.Errorf("actions:\n%s\nwant:\n%s", got, want)
 			}

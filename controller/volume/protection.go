@@ -31,14 +31,14 @@ func ProtectionPlan(claims []*corev1.PersistentVolumeClaim, volumes []*corev1.Pe
 		if c.DeletionTimestamp != nil && slices.Contains(c.Finalizers, volumeutil.PVCProtectionFinalizer) && !used[c.Namespace+"/"+c.Name] {
 			nc := c.DeepCopy()
 			nc.Finalizers = slices.DeleteFunc(nc.Finalizers, func(f string) bool { return f == volumeutil.PVCProtectionFinalizer })
-			out = append(out, Action{Op: UpdateClaim, Claim: nc})
+			out = append(out, Action{Type: UpdateClaim, Claim: nc})
 		}
 	}
 	for _, v := range volumes {
 		if v.DeletionTimestamp != nil && slices.Contains(v.Finalizers, volumeutil.PVProtectionFinalizer) && v.Status.Phase != corev1.VolumeBound {
 			nv := v.DeepCopy()
 			nv.Finalizers = slices.DeleteFunc(nv.Finalizers, func(f string) bool { return f == volumeutil.PVProtectionFinalizer })
-			out = append(out, Action{Op: UpdateVolume, Volume: nv})
+			out = append(out, Action{Type: UpdateVolume, Volume: nv})
 		}
 	}
 	return out
