@@ -333,7 +333,7 @@ var builders = []struct {
 	{podgc.Name, "pod-garbage-collector", func(d deps) (runnable, error) {
 		return podgc.New(d.client, d.inf, d.cfg.Clock, d.cfg.PodGC, d.log), nil
 	}},
-	{resourcequota.Name, "resourcequota-controller", func(d deps) (runnable, error) { return resourcequota.New(d.client, d.inf, d.log), nil }},
+	{resourcequota.Name, "resourcequota-controller", func(d deps) (runnable, error) { return resourcequota.New(d.client, d.inf, d.cfg.Clock, d.log), nil }},
 	{volume.Name, "persistent-volume-binder", func(d deps) (runnable, error) { return volume.New(d.client, d.inf, d.rec, d.log), nil }},
 	{podautoscaler.Name, "horizontal-pod-autoscaler", func(d deps) (runnable, error) {
 		return podautoscaler.New(d.client, d.inf, d.rec, d.cfg.Clock, d.cfg.HorizontalPodAutoscaler, d.log), nil

@@ -4,8 +4,9 @@
 // clusterrole-aggregation controller does:
 //
 //	any ClusterRole changes ─▶ queue every aggregated ClusterRole
-//	   ─▶ Aggregate(role, all roles): matching roles by name, rules in order, each once
-//	   ─▶ differs from role.rules? ─▶ PUT the role with the new rules
+//	   ─▶ Plan(role, all roles): Aggregate (matching roles by name, rules in order, each once)
+//	      differs from role.rules? ─▶ UpdateRules
+//	   ─▶ framework.Execute through the sink: PUT the role with the new rules
 package clusterroleaggregation
 
 import (
@@ -30,16 +31,17 @@ const Name = "clusterrole-aggregation"
 
 // Controller keeps aggregated ClusterRoles' rules current.
 type Controller struct {
-	roles *client.Typed[rbacv1.ClusterRole]
 	cache *informer.Informer[rbacv1.ClusterRole]
 	queue *framework.Queue
 	log   *slog.Logger
+	// sink performs the writes (apiSink; a FakeSink in tests).
+	sink framework.Sink[Action]
 }
 
 // New registers the controller on the shared ClusterRole informer.
 func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controller {
-	ctl := &Controller{roles: client.For[rbacv1.ClusterRole](c, client.ClusterRoles), cache: inf.ClusterRoles,
-		queue: framework.NewQueue(framework.QueueConfig{Name: Name}), log: log.With("controller", Name)}
+	ctl := &Controller{cache: inf.ClusterRoles, queue: framework.NewQueue(framework.QueueConfig{Name: Name}),
+		log: log.With("controller", Name), sink: apiSink{client.For[rbacv1.ClusterRole](c, client.ClusterRoles)}}
 	// Any role may be selected by any aggregated role: queue all of
 	// those (there are few).
 	requeue := func(*rbacv1.ClusterRole) {
@@ -62,24 +64,67 @@ func (ctl *Controller) Run(ctx context.Context, workers int) {
 	})
 }
 
-func (ctl *Controller) sync(ctx context.Context, name string) (framework.Result, error) {
-	role, ok := ctl.cache.Store().Get("", name)
-	if !ok || role.AggregationRule == nil {
-		return framework.Result{}, nil
+// ActionType says what an Action does.
+type ActionType string
+
+// UpdateRules writes an aggregated role's rules.
+const UpdateRules ActionType = "UpdateRules"
+
+// Action is one write.
+type Action struct {
+	Type ActionType
+	// Role is the aggregated role with the rules it should have.
+	Role *rbacv1.ClusterRole
+}
+
+// String names the action and its role, as "UpdateRules view".
+func (a Action) String() string { return string(a.Type) + " " + a.Role.Name }
+
+// Output is what one aggregated role needs.
+type Output = framework.Output[Action]
+
+// Plan decides whether role, if it aggregates, needs its rules rewritten
+// from all the cached roles. An invalid selector (the apiserver's
+// validation refuses them) is an error: the role is retried, not emptied.
+func Plan(role *rbacv1.ClusterRole, all []*rbacv1.ClusterRole) (Output, error) {
+	var out Output
+	if role == nil || role.AggregationRule == nil {
+		return out, nil
 	}
-	rules, err := Aggregate(role, ctl.cache.Store().List())
+	rules, err := Aggregate(role, all)
 	if err != nil {
-		return framework.Result{}, err
+		return out, err
 	}
 	if reflect.DeepEqual(rules, role.Rules) || len(rules) == 0 && len(role.Rules) == 0 {
-		return framework.Result{}, nil
+		return out, nil
 	}
 	next := role.DeepCopy()
 	next.Rules = rules
-	if _, err := ctl.roles.Update(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return framework.Result{}, fmt.Errorf("updating %s: %w", name, err)
+	out.Actions = append(out.Actions, Action{Type: UpdateRules, Role: next})
+	return out, nil
+}
+
+func (ctl *Controller) sync(ctx context.Context, name string) (framework.Result, error) {
+	role, _ := ctl.cache.Store().Get("", name)
+	out, err := Plan(role, ctl.cache.Store().List())
+	if err != nil {
+		return framework.Result{}, err
 	}
-	return framework.Result{}, nil
+	return framework.Result{}, framework.Execute(ctx, ctl.sink, out.Actions)
+}
+
+// apiSink performs the actions through the apiserver. A role deleted
+// since the cache saw it needs nothing.
+type apiSink struct {
+	roles *client.Typed[rbacv1.ClusterRole]
+}
+
+func (s apiSink) Do(ctx context.Context, a Action) error {
+	_, err := s.roles.Update(ctx, a.Role, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // Aggregate returns the rules an aggregated role should have: the rules

@@ -3,9 +3,12 @@
 //
 //	ns deleted ─▶ phase Terminating, spec.finalizers [kubernetes]
 //	   ─▶ discovery: every namespaced resource that has deletecollection
-//	   ─▶ DELETE each collection in it, workloads first
-//	   ─▶ LIST them again ─▶ something left? status conditions, retry soon
-//	   ─▶ nothing left ─▶ PUT namespaces/NAME/finalize without "kubernetes"
+//	   ─▶ Plan ─▶ DeleteCollection of each in it, workloads first
+//	   ─▶ LIST them again ─▶ Plan ─▶ something left? UpdateStatus (conditions), retry soon
+//	                             ─▶ nothing left? Finalize: PUT namespaces/NAME/finalize without "kubernetes"
+//
+// The discovery and the lists are the driver's reads; Plan is pure and
+// the driver's sink performs its actions (framework.Execute).
 package namespace
 
 import (
@@ -13,9 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sort"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,71 +37,22 @@ const Name = "namespace"
 var deleteFirst = []string{"deployments.apps", "statefulsets.apps", "daemonsets.apps", "replicasets.apps",
 	"replicationcontrollers", "cronjobs.batch", "jobs.batch"}
 
-// retryInterval is how soon a namespace with content left is looked at
-// again (pods in their grace period, objects with finalizers).
-const retryInterval = time.Second
-
-// Remaining is what a namespace still holds after a deletion pass.
-type Remaining struct {
-	// Counts has the number of objects left per resource ("pods").
-	Counts map[string]int
-	// Finalizers has the number of objects left per finalizer name.
-	Finalizers map[string]int
-}
-
-// Empty reports whether nothing is left.
-func (r Remaining) Empty() bool {
-	for _, n := range r.Counts {
-		if n > 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// Conditions returns the status conditions Kubernetes reports for r:
-// NamespaceContentRemaining and NamespaceFinalizersRemaining.
-func Conditions(r Remaining, now time.Time) []corev1.NamespaceCondition {
-	t := metav1.NewTime(now)
-	content := corev1.NamespaceCondition{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionFalse,
-		Reason: "ContentRemoved", Message: "All content successfully removed", LastTransitionTime: t}
-	if msg := summarize(r.Counts, "%s has %d resource instances"); msg != "" {
-		content.Status, content.Reason, content.Message = corev1.ConditionTrue, "SomeResourcesRemain", "Some resources are remaining: "+msg
-	}
-	fins := corev1.NamespaceCondition{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionFalse,
-		Reason: "ContentHasNoFinalizers", Message: "All content-preserving finalizers finished", LastTransitionTime: t}
-	if msg := summarize(r.Finalizers, "%s in %d resource instances"); msg != "" {
-		fins.Status, fins.Reason, fins.Message = corev1.ConditionTrue, "SomeFinalizersRemain", "Some content in the namespace has finalizers remaining: "+msg
-	}
-	return []corev1.NamespaceCondition{content, fins}
-}
-
-// summarize renders counts as Kubernetes does, e.g. "pods has 2 resource
-// instances, secrets has 1 resource instances", sorted.
-func summarize(counts map[string]int, format string) string {
-	var parts []string
-	for k, n := range counts {
-		if n > 0 {
-			parts = append(parts, fmt.Sprintf(format, k, n))
-		}
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", ")
-}
-
 // Controller is the namespace controller.
 type Controller struct {
-	c     *client.Client
+	c     *client.Client // discovery and the lists
 	inf   *framework.Informers
 	log   *slog.Logger
 	clock clock.Clock
 	queue *framework.Queue
+	// sink performs the writes (apiSink; a FakeSink in tests).
+	sink framework.Sink[Action]
 }
 
 // New registers the controller on inf's namespace and pod informers.
 func New(c *client.Client, inf *framework.Informers, clk clock.Clock, log *slog.Logger) *Controller {
 	nc := &Controller{c: c, inf: inf, log: log.With("controller", Name), clock: clk,
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk})}
+	nc.sink = apiSink{c: c, log: nc.log}
 	inf.Namespaces.AddHandler(framework.Handler[corev1.Namespace](nc.queue))
 	return nc
 }
@@ -113,53 +65,36 @@ func (nc *Controller) Run(ctx context.Context, workers int) {
 }
 
 func (nc *Controller) sync(ctx context.Context, key string) (framework.Result, error) {
-	ns, ok := nc.inf.Namespaces.Store().Get("", key)
-	if !ok || ns.DeletionTimestamp == nil || !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
-		return framework.Result{}, nil
+	ns, _ := nc.inf.Namespaces.Store().Get("", key)
+	if !Finalizing(ns) {
+		return framework.Result{}, nil // nothing to read for
 	}
-	rem, err := nc.deleteContent(ctx, ns.Name)
+	resources, err := ContentResources(ctx, nc.c)
 	if err != nil {
 		return framework.Result{}, err
 	}
-	if !rem.Empty() {
-		cp := ns.DeepCopy()
-		cp.Status.Conditions = Conditions(rem, nc.clock.Now())
-		if _, err := nc.c.Namespaces().UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
-			nc.log.Debug("status update failed", "namespace", ns.Name, "err", err)
-		}
-		return framework.Result{RequeueAfter: retryInterval}, nil
+	obs := Observed{Collections: resources}
+	if err := framework.Execute(ctx, nc.sink, Plan(ns, obs, nc.clock.Now()).Actions); err != nil {
+		return framework.Result{}, err
 	}
-	cp := ns.DeepCopy()
-	cp.Spec.Finalizers = slices.DeleteFunc(cp.Spec.Finalizers, func(f corev1.FinalizerName) bool { return f == corev1.FinalizerKubernetes })
-	cp.APIVersion, cp.Kind = "v1", "Namespace"
-	err = nc.c.Do(ctx, "PUT", client.Namespaces.Path("", ns.Name, "finalize"), nil, cp, nil)
-	if apierrors.IsNotFound(err) {
-		return framework.Result{}, nil
+	rem, err := remaining(ctx, nc.c, ns.Name, resources)
+	if err != nil {
+		return framework.Result{}, err
 	}
-	if err == nil {
-		nc.log.Info("namespace emptied and finalized", "namespace", ns.Name)
-	}
-	return framework.Result{}, err
+	obs.Remaining = &rem
+	out := Plan(ns, obs, nc.clock.Now())
+	return framework.Result{RequeueAfter: out.RequeueAfter}, framework.Execute(ctx, nc.sink, out.Actions)
 }
 
-// deleteContent deletes every collection in ns and counts what is left.
-func (nc *Controller) deleteContent(ctx context.Context, ns string) (Remaining, error) {
+// remaining lists every collection in ns and counts what is left.
+func remaining(ctx context.Context, c *client.Client, ns string, resources []client.Resource) (Remaining, error) {
 	rem := Remaining{Counts: map[string]int{}, Finalizers: map[string]int{}}
-	resources, err := ContentResources(ctx, nc.c)
-	if err != nil {
-		return rem, err
-	}
 	for _, r := range resources {
-		err := nc.c.Do(ctx, "DELETE", r.Path(ns, ""), nil, nil, nil)
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err) {
-			return rem, fmt.Errorf("delete %s: %w", r.Resource, err)
-		}
 		var list metav1.PartialObjectMetadataList
-		if err := nc.c.Do(ctx, "GET", r.Path(ns, ""), nil, nil, &list); err != nil {
+		if err := c.Do(ctx, "GET", r.Path(ns, ""), nil, nil, &list); err != nil {
 			return rem, fmt.Errorf("list %s: %w", r.Resource, err)
 		}
-		name := r.GroupResource().String()
-		rem.Counts[name] = len(list.Items)
+		rem.Counts[r.GroupResource().String()] = len(list.Items)
 		for _, it := range list.Items {
 			for _, f := range it.Finalizers {
 				rem.Finalizers[f]++
@@ -167,6 +102,40 @@ func (nc *Controller) deleteContent(ctx context.Context, ns string) (Remaining, 
 		}
 	}
 	return rem, nil
+}
+
+// apiSink performs the actions through the apiserver.
+type apiSink struct {
+	c   *client.Client
+	log *slog.Logger
+}
+
+func (s apiSink) Do(ctx context.Context, a Action) error {
+	ns := a.Namespace
+	switch a.Type {
+	case DeleteCollection:
+		err := s.c.Do(ctx, "DELETE", a.Resource.Path(ns.Name, ""), nil, nil, nil)
+		if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
+			return nil // gone with its CRD, or a kind that cannot be deleted as a collection
+		}
+		return err
+	case UpdateStatus:
+		// Only logged: the namespace is looked at again in retryInterval.
+		if _, err := s.c.Namespaces().UpdateStatus(ctx, ns, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+			s.log.Debug("status update failed", "namespace", ns.Name, "err", err)
+		}
+		return nil
+	case Finalize:
+		err := s.c.Do(ctx, "PUT", client.Namespaces.Path("", ns.Name, "finalize"), nil, ns, nil)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err == nil {
+			s.log.Info("namespace emptied and finalized", "namespace", ns.Name)
+		}
+		return err
+	}
+	return nil
 }
 
 // ContentResources discovers what a namespace deletion empties, as

@@ -1,7 +1,9 @@
 // Package nodeipam gives every node a podCIDR cut from the cluster CIDR
 // (10.244.N.0/24 by default), as Kubernetes' range allocator does:
 //
-//	node event ─▶ no spec.podCIDR? ─▶ CIDRSet.Allocate (lowest free) ─▶ patch spec.podCIDR(s)
+//	node event ─▶ no spec.podCIDR? ─▶ queue ─▶ Plan(node, CIDRSet.Next: lowest free)
+//	   ─▶ AssignPodCIDR ─▶ sink: Occupy it, patch spec.podCIDR(s) (Release it if that fails)
+//	   ─▶ none free: ReportCIDRNotAvailable ─▶ sink: event CIDRNotAvailable, retried with backoff
 //	node with a podCIDR ─▶ Occupy it; node deleted ─▶ Release it
 package nodeipam
 
@@ -66,26 +68,31 @@ func (s *CIDRSet) index(cidr string) (int, bool) {
 	return int(off.Int64()), true
 }
 
-// Allocate takes the lowest free subnet.
-func (s *CIDRSet) Allocate() (string, error) {
+// Next returns the lowest free subnet without taking it (Occupy takes
+// it), or ErrFull.
+func (s *CIDRSet) Next() (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range s.count {
 		if !s.used[i] {
-			s.used[i] = true
 			return s.subnet(i), nil
 		}
 	}
 	return "", ErrFull
 }
 
-// Occupy marks cidr as taken (a node already has it).
-func (s *CIDRSet) Occupy(cidr string) {
+// Occupy marks cidr as taken (a node has it, or is about to) and
+// reports whether it was free before; a CIDR that is not one of ours is
+// never free.
+func (s *CIDRSet) Occupy(cidr string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if i, ok := s.index(cidr); ok {
-		s.used[i] = true
+	i, ok := s.index(cidr)
+	if !ok || s.used[i] {
+		return false
 	}
+	s.used[i] = true
+	return true
 }
 
 // Release frees cidr.

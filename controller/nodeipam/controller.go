@@ -22,12 +22,12 @@ const Name = "nodeipam"
 
 // Controller assigns podCIDRs.
 type Controller struct {
-	c     *client.Client
 	nodes *informer.Informer[corev1.Node]
-	rec   *record.Recorder
 	log   *slog.Logger
 	set   *CIDRSet
 	queue *framework.Queue
+	// sink performs the writes (apiSink; a FakeSink in tests).
+	sink framework.Sink[Action]
 }
 
 // New registers the allocator on the node informer.
@@ -36,8 +36,9 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clust
 	if err != nil {
 		return nil, err
 	}
-	ic := &Controller{c: c, nodes: inf.Nodes, rec: rec, log: log.With("controller", Name), set: set,
+	ic := &Controller{nodes: inf.Nodes, log: log.With("controller", Name), set: set,
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name})}
+	ic.sink = apiSink{c: c, rec: rec, set: set, log: ic.log}
 	inf.Nodes.AddHandler(informer.Handler[corev1.Node]{
 		OnAdd:    ic.observe,
 		OnUpdate: func(_, n *corev1.Node) { ic.observe(n) },
@@ -73,35 +74,94 @@ func (ic *Controller) observe(n *corev1.Node) {
 }
 
 // Run assigns CIDRs until ctx ends. It waits for the node cache so that
-// CIDRs in use are known before any is handed out.
+// CIDRs in use are known before any is handed out. One worker, whatever
+// workers says: two syncs would plan the same Next subnet.
 func (ic *Controller) Run(ctx context.Context, workers int) {
 	framework.RunWorkers(ctx, ic.queue, 1, ic.sync, func(key string, err error) {
 		ic.log.Warn("allocate failed", "node", key, "err", err)
 	})
 }
 
-func (ic *Controller) sync(ctx context.Context, name string) (framework.Result, error) {
-	n, ok := ic.nodes.Store().Get("", name)
-	if !ok || len(cidrsOf(n)) > 0 {
-		return framework.Result{}, nil
+// ActionType says what an Action does.
+type ActionType string
+
+// The actions of a sync.
+const (
+	// AssignPodCIDR gives Node the subnet CIDR.
+	AssignPodCIDR ActionType = "AssignPodCIDR"
+	// ReportCIDRNotAvailable records that no subnet is left for Node.
+	ReportCIDRNotAvailable ActionType = "ReportCIDRNotAvailable"
+)
+
+// Action is one action on a node.
+type Action struct {
+	Type ActionType
+	Node *corev1.Node
+	CIDR string
+}
+
+// String names the action, its node and subnet, as
+// "AssignPodCIDR n1 10.244.0.0/24".
+func (a Action) String() string {
+	if a.CIDR == "" {
+		return string(a.Type) + " " + a.Node.Name
 	}
-	cidr, err := ic.set.Allocate()
-	if err != nil {
-		ic.rec.Eventf(n, corev1.EventTypeNormal, "CIDRNotAvailable", "Node %s status is now: CIDRNotAvailable", name)
-		return framework.Result{}, err
+	return string(a.Type) + " " + a.Node.Name + " " + a.CIDR
+}
+
+// Output is what one node needs.
+type Output = framework.Output[Action]
+
+// Plan decides what node n, as cached, needs: next, the lowest free
+// subnet ("" if none is left), unless it has a podCIDR already.
+func Plan(n *corev1.Node, next string) Output {
+	var out Output
+	switch {
+	case n == nil || len(cidrsOf(n)) > 0:
+	case next == "":
+		out.Actions = append(out.Actions, Action{Type: ReportCIDRNotAvailable, Node: n})
+	default:
+		out.Actions = append(out.Actions, Action{Type: AssignPodCIDR, Node: n, CIDR: next})
+	}
+	return out
+}
+
+func (ic *Controller) sync(ctx context.Context, name string) (framework.Result, error) {
+	n, _ := ic.nodes.Store().Get("", name)
+	next, _ := ic.set.Next() // "" when full
+	return framework.Result{}, framework.Execute(ctx, ic.sink, Plan(n, next).Actions)
+}
+
+// apiSink performs the actions through the apiserver, taking each
+// assigned subnet in set first and giving it back if the patch fails.
+type apiSink struct {
+	c   *client.Client
+	rec *record.Recorder
+	set *CIDRSet
+	log *slog.Logger
+}
+
+func (s apiSink) Do(ctx context.Context, a Action) error {
+	n := a.Node
+	if a.Type == ReportCIDRNotAvailable {
+		s.rec.Eventf(n, corev1.EventTypeNormal, "CIDRNotAvailable", "Node %s status is now: CIDRNotAvailable", n.Name)
+		return ErrFull // retried with backoff, as subnets may be released
+	}
+	if !s.set.Occupy(a.CIDR) {
+		return fmt.Errorf("podCIDR %s was taken meanwhile", a.CIDR) // by a node seen since Next
 	}
 	patch, _ := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": n.UID},
-		"spec":     map[string]any{"podCIDR": cidr, "podCIDRs": []string{cidr}},
+		"spec":     map[string]any{"podCIDR": a.CIDR, "podCIDRs": []string{a.CIDR}},
 	})
-	_, err = ic.c.Nodes().Patch(ctx, "", name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err := s.c.Nodes().Patch(ctx, "", n.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		ic.set.Release(cidr)
+		s.set.Release(a.CIDR)
 		if apierrors.IsNotFound(err) {
-			return framework.Result{}, nil
+			return nil
 		}
-		return framework.Result{}, fmt.Errorf("set podCIDR %s: %w", cidr, err)
+		return fmt.Errorf("set podCIDR %s: %w", a.CIDR, err)
 	}
-	ic.log.Info("assigned podCIDR", "node", name, "podCIDR", cidr)
-	return framework.Result{}, nil
+	s.log.Info("assigned podCIDR", "node", n.Name, "podCIDR", a.CIDR)
+	return nil
 }

@@ -1,15 +1,8 @@
 package podautoscaler
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"log/slog"
-	"net/http"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,30 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"minik/client"
 	"minik/controller/framework"
+	"minik/controller/internal/synctest"
 	"minik/internal/resourcemetrics"
 )
-
-// reads answers the controller's two live reads, the target's scale and
-// the pods' usage, from canned objects; a path it does not know is 404.
-type reads map[string]any
-
-func (r reads) RoundTrip(req *http.Request) (*http.Response, error) {
-	body, code := []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`), http.StatusNotFound
-	if obj, ok := r[req.URL.Path]; ok && req.Method == http.MethodGet {
-		body, code = must(json.Marshal(obj)), http.StatusOK
-	}
-	return &http.Response{StatusCode: code, Header: http.Header{"Content-Type": {"application/json"}},
-		Body: io.NopCloser(bytes.NewReader(body)), Request: req}, nil
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
 
 // TestSyncRunsThePlanThroughTheSink drives the controller's sync over a
 // cache filled by hand, canned scale and metrics reads, and a FakeSink:
@@ -61,10 +34,10 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 		return l
 	}
 	const scalePath, metricsPath = "/apis/apps/v1/namespaces/default/deployments/web/scale", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods"
-	busy := reads{scalePath: scale, metricsPath: usage("100m")}
+	busy := synctest.Reads{scalePath: scale, metricsPath: usage("100m")}
 	cases := []struct {
 		name     string
-		reads    reads
+		reads    synctest.Reads
 		fail     ActionType // the sink refuses this action
 		wantDone []string
 		wantErr  string
@@ -77,13 +50,13 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			reads: busy, fail: UpdateStatus, wantDone: []string{"Rescale default/web", "RecordEvent default/web SuccessfulRescale"},
 			wantErr: "UpdateStatus default/web: refused"},
 		{name: "pods at their target: only the status is written",
-			reads: reads{scalePath: scale, metricsPath: usage("50m")}, wantDone: []string{"UpdateStatus default/web"}},
+			reads: synctest.Reads{scalePath: scale, metricsPath: usage("50m")}, wantDone: []string{"UpdateStatus default/web"}},
 		{name: "a target whose scale cannot be read: reported, nothing rescaled",
-			reads: reads{}, wantDone: []string{"RecordEvent default/web FailedGetScale", "UpdateStatus default/web"}},
+			reads: synctest.Reads{}, wantDone: []string{"RecordEvent default/web FailedGetScale", "UpdateStatus default/web"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := must(client.New(client.Config{Host: "http://apiserver.invalid", Transport: tc.reads}))
+			c := tc.reads.Client()
 			inf := framework.NewInformers(c, slog.New(slog.DiscardHandler))
 			pods := []*corev1.Pod{makePod("a", "100m").Obj(), makePod("b", "100m").Obj()}
 			for _, p := range pods {
@@ -92,26 +65,12 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			inf.Pods.Replace(pods)
 			hc := New(c, inf, nil, testingclock.NewFakeClock(t0), Config{}, slog.New(slog.DiscardHandler))
 			hc.hpas.Replace([]*autoscalingv2.HorizontalPodAutoscaler{makeHPA(1, 10, 50)})
-			sink := &framework.FakeSink[Action]{Fail: func(a Action) error {
-				if a.Type == tc.fail {
-					return errors.New("refused")
-				}
-				return nil
-			}}
+			sink := synctest.Refusing(func(a Action) bool { return a.Type == tc.fail })
 			hc.sink = func(*autoscalingv2.HorizontalPodAutoscaler, string, *autoscalingv1.Scale) framework.Sink[Action] {
 				return sink
 			}
 			res, err := hc.sync(context.Background(), "default/web")
-			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("sync error %v, want one containing %q", err, tc.wantErr)
-			}
-			var done []string
-			for _, a := range sink.Done() {
-				done = append(done, a.String())
-			}
-			if !slices.Equal(done, tc.wantDone) {
-				t.Errorf("actions done %v, want %v", done, tc.wantDone)
-			}
+			synctest.Check(t, err, tc.wantErr, sink, tc.wantDone)
 			if err == nil && res.RequeueAfter != hc.cfg.SyncPeriod {
 				t.Errorf("requeue after %v, want the sync period", res.RequeueAfter)
 			}

@@ -2,7 +2,9 @@
 // kube-controller-manager's resource quota controller:
 //
 //	quota added/changed, counted object added/changed/deleted ─▶ queue namespace
-//	  ─▶ per quota: Status(quota, cached objects of the namespace) ─▶ differs? UpdateStatus
+//	  ─▶ the namespace's cached objects (a live list where NeedsLiveList)
+//	  ─▶ Plan: per quota, Status(quota, objects) differs? ─▶ UpdateStatus
+//	  ─▶ framework.Execute through the sink; again in ResyncPeriod
 //
 // Admission charges each create to status.used in the create's own etcd
 // transaction (apiserver/admission_quota.go); this controller gives back
@@ -26,6 +28,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 
 	"minik/client"
 	"minik/client/informer"
@@ -55,18 +58,20 @@ type source struct {
 // Controller recomputes quota usage.
 type Controller struct {
 	quotas  *informer.Informer[corev1.ResourceQuota]
-	api     *client.Typed[corev1.ResourceQuota]
 	sources []source
 	queue   *framework.Queue
 	log     *slog.Logger
+	clock   clock.Clock
+	// sink performs the writes (apiSink; a FakeSink in tests).
+	sink framework.Sink[Action]
 }
 
 // New registers the controller on the shared informers; it runs its own
 // ResourceQuota informer.
-func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controller {
+func New(c *client.Client, inf *framework.Informers, clk clock.Clock, log *slog.Logger) *Controller {
 	api := client.For[corev1.ResourceQuota](c, resourceQuotas)
-	ctl := &Controller{quotas: informer.New(api, informer.Config{Logger: log}), api: api,
-		queue: framework.NewQueue(framework.QueueConfig{Name: Name}), log: log.With("controller", Name)}
+	ctl := &Controller{quotas: informer.New(api, informer.Config{Logger: log}), sink: apiSink{api},
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name}), log: log.With("controller", Name), clock: clk}
 	ctl.quotas.AddHandler(informer.Handler[corev1.ResourceQuota]{
 		OnAdd:    func(q *corev1.ResourceQuota) { ctl.queue.Add(q.Namespace) },
 		OnUpdate: func(_, q *corev1.ResourceQuota) { ctl.queue.Add(q.Namespace) },
@@ -146,12 +151,31 @@ func (ctl *Controller) Run(ctx context.Context, workers int) {
 	})
 }
 
+// conflictRetry is how soon a sync whose status write met a newer quota
+// (or none) runs again: the newer quota is on its way to the cache.
+const conflictRetry = 100 * time.Millisecond
+
 func (ctl *Controller) sync(ctx context.Context, ns string) (framework.Result, error) {
 	quotas := ctl.quotas.Store().ByIndex(nsIndex, ns)
-	if len(quotas) == 0 {
-		return framework.Result{}, nil
+	now := ctl.clock.Now()
+	objs, err := ctl.observe(ctx, ns, quotas, now)
+	if err != nil {
+		return framework.Result{}, err
 	}
-	now := time.Now()
+	out := Plan(quotas, objs, now)
+	err = framework.Execute(ctx, ctl.sink, out.Actions)
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return framework.Result{RequeueAfter: conflictRetry}, nil
+	}
+	if err != nil {
+		return framework.Result{}, err
+	}
+	return framework.Result{RequeueAfter: out.RequeueAfter}, nil
+}
+
+// observe returns the objects of ns: the cached ones, and a live list of
+// each kind NeedsLiveList names for one of quotas.
+func (ctl *Controller) observe(ctx context.Context, ns string, quotas []*corev1.ResourceQuota, now time.Time) (Objects, error) {
 	objs := Objects{}
 	for _, s := range ctl.sources {
 		objs[s.kind] = s.list(ns)
@@ -159,31 +183,27 @@ func (ctl *Controller) sync(ctx context.Context, ns string) (framework.Result, e
 	live := map[Kind]bool{}
 	for _, q := range quotas {
 		want := Status(q, objs, now)
-		// A create commits its object and its charge at one revision: a
-		// cache older than the quota may lack a charged object. Lower a
-		// usage only from a list at least as new as the quota.
 		for _, s := range ctl.sources {
-			if live[s.kind] || s.rev() >= parseRV(q.ResourceVersion) || !Lowers(q, want, s.kind) {
+			if live[s.kind] || !NeedsLiveList(q, want, s.kind, s.rev()) {
 				continue
 			}
 			items, err := s.live(ctx, ns)
 			if err != nil {
-				return framework.Result{}, fmt.Errorf("listing %s: %w", s.kind.Resource, err)
+				return nil, fmt.Errorf("listing %s: %w", s.kind.Resource, err)
 			}
 			objs[s.kind], live[s.kind] = items, true
 			want = Status(q, objs, now)
 		}
-		if !StatusChanged(q.Status, want) {
-			continue
-		}
-		next := q.DeepCopy()
-		next.Status = want
-		if _, err := ctl.api.UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return framework.Result{RequeueAfter: 100 * time.Millisecond}, nil // a newer quota is on its way
-			}
-			return framework.Result{}, fmt.Errorf("updating the status of quota %s: %w", q.Name, err)
-		}
 	}
-	return framework.Result{RequeueAfter: ResyncPeriod}, nil
+	return objs, nil
+}
+
+// apiSink performs the actions through the apiserver.
+type apiSink struct {
+	api *client.Typed[corev1.ResourceQuota]
+}
+
+func (s apiSink) Do(ctx context.Context, a Action) error {
+	_, err := s.api.UpdateStatus(ctx, a.Quota, metav1.UpdateOptions{})
+	return err
 }

@@ -48,6 +48,15 @@ func StatusChanged(have, want corev1.ResourceQuotaStatus) bool {
 	return !equality.Semantic.DeepEqual(have.Hard, want.Hard) || !equality.Semantic.DeepEqual(have.Used, want.Used)
 }
 
+// NeedsLiveList reports whether the usage of kind that quota q should
+// have (want) must come from a live list rather than from a cache at
+// resourceVersion cacheRev: a create commits its object and its charge
+// at one revision, so a cache older than the quota may lack a charged
+// object. A usage is lowered only from a list at least as new as q.
+func NeedsLiveList(q *corev1.ResourceQuota, want corev1.ResourceQuotaStatus, kind Kind, cacheRev int64) bool {
+	return cacheRev < parseRV(q.ResourceVersion) && Lowers(q, want, kind)
+}
+
 // Lowers reports whether want would lower a usage of q that objects of
 // kind count toward.
 func Lowers(q *corev1.ResourceQuota, want corev1.ResourceQuotaStatus, kind Kind) bool {
