@@ -30,14 +30,16 @@ up: deps build images
 
 ## test: every test, unit and integration (needs kubectl on PATH). The
 ## tests that run the real binary share the one just built (MINIK_BIN)
-## instead of each package building its own. The race and fuzz runs
-## (each a build of its own, instrumented) go alongside, niced: they take
-## the CPU the cluster tests leave while they wait on containers.
+## instead of each package building its own. The race run (a build of
+## its own, instrumented) goes alongside, niced: it takes the CPU the
+## cluster tests leave while they wait on containers. The fuzz targets'
+## seeds and kept crashers run with every `go test`; `make fuzz` explores
+## further (another instrumented build: minutes, so not in every CI run).
 test: build
 	$(GO) vet ./...
-	nice -n 15 $(MAKE) --no-print-directory race fuzz > $(TESTLOG).race 2>&1 & side=$$!; \
+	nice -n 15 $(MAKE) --no-print-directory race > $(TESTLOG).race 2>&1 & side=$$!; \
 	set -o pipefail; MINIK_BIN=$(CURDIR)/bin/minik $(GO) test -count=1 -timeout 30m ./... 2>&1 | tee $(TESTLOG); main=$$?; \
-	wait $$side; sidestatus=$$?; echo "=== make race fuzz (exit $$sidestatus):"; cat $(TESTLOG).race; \
+	wait $$side; sidestatus=$$?; echo "=== make race (exit $$sidestatus):"; cat $(TESTLOG).race; \
 	if [ $$main -ne 0 ]; then echo "=== why each test failed (from $(TESTLOG)):"; awk -f test/faildigest.awk $(TESTLOG); exit 1; fi; \
 	exit $$sidestatus
 	$(MAKE) bench-quick
@@ -49,7 +51,7 @@ race:
 
 ## fuzz: each fuzz target (request decoding and admission, patches) for
 ## FUZZTIME; a crasher is kept under apiserver/testdata/fuzz and then runs
-## with every `go test`.
+## with every `go test`. Not part of `make test` (see there).
 FUZZTIME ?= 20s
 fuzz:
 	$(GO) test ./apiserver -run '^$$' -fuzz '^FuzzDecodeAndAdmit$$' -fuzztime $(FUZZTIME)
