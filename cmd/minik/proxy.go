@@ -17,8 +17,8 @@ import (
 func proxyCommand() *cobra.Command {
 	var (
 		kubeconfigPath, clusterCIDR, serviceCIDR string
-		nodePortAddresses           []string
-		opts                        proxy.Options
+		nodePortAddresses                        []string
+		opts                                     proxy.Options
 	)
 	host, _ := os.Hostname()
 	cmd := &cobra.Command{
