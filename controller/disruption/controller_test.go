@@ -2,10 +2,7 @@ package disruption
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"slices"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,6 +14,7 @@ import (
 
 	"minik/client"
 	"minik/controller/framework"
+	"minik/controller/internal/synctest"
 	"minik/controller/internal/testutil"
 )
 
@@ -52,25 +50,11 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			inf.PodDisruptionBudgets.Replace([]*policyv1.PodDisruptionBudget{budget})
 			inf.ReplicaSets.Replace([]*appsv1.ReplicaSet{rs})
 			inf.Pods.Replace(tc.pods)
-			sink := &framework.FakeSink[Action]{Fail: func(a Action) error {
-				if a.Type == tc.fail {
-					return errors.New("refused")
-				}
-				return nil
-			}}
+			sink := synctest.Refusing(func(a Action) bool { return a.Type == tc.fail })
 			dc := New(&client.Client{}, inf, nil, testingclock.NewFakeClock(now), slog.New(slog.DiscardHandler))
 			dc.sink = sink
 			_, err := dc.sync(context.Background(), "default/b")
-			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("sync error %v, want one containing %q", err, tc.wantErr)
-			}
-			var done []string
-			for _, a := range sink.Done() {
-				done = append(done, a.String())
-			}
-			if !slices.Equal(done, tc.wantDone) {
-				t.Errorf("actions done %v, want %v", done, tc.wantDone)
-			}
+			synctest.Check(t, err, tc.wantErr, sink, tc.wantDone)
 			if done := sink.Done(); len(done) > 0 && tc.pods[0].OwnerReferences != nil {
 				if st := done[len(done)-1].PDB.Status; st.ExpectedPods != 3 || st.DisruptionsAllowed != 1 {
 					t.Errorf("status %+v, want 3 expected pods and 1 disruption allowed", st)

@@ -2,10 +2,7 @@ package garbagecollector
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"slices"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,6 +11,7 @@ import (
 
 	"minik/client"
 	"minik/controller/framework"
+	"minik/controller/internal/synctest"
 	"minik/controller/internal/testutil"
 )
 
@@ -66,25 +64,11 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 				inf.ReplicaSets.Replace([]*appsv1.ReplicaSet{tc.rs})
 			}
 			inf.Pods.Replace(tc.pods)
-			sink := &framework.FakeSink[Action]{Fail: func(a Action) error {
-				if a.Type == tc.fail {
-					return errors.New("refused")
-				}
-				return nil
-			}}
+			sink := synctest.Refusing(func(a Action) bool { return a.Type == tc.fail })
 			gc := New(&client.Client{}, inf, slog.New(slog.DiscardHandler))
 			gc.sink = sink
 			_, err := gc.sync(context.Background(), tc.key)
-			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("sync error %v, want one containing %q", err, tc.wantErr)
-			}
-			var done []string
-			for _, a := range sink.Done() {
-				done = append(done, a.String())
-			}
-			if !slices.Equal(done, tc.wantDone) {
-				t.Errorf("actions done %v, want %v", done, tc.wantDone)
-			}
+			synctest.Check(t, err, tc.wantErr, sink, tc.wantDone)
 		})
 	}
 }

@@ -2,10 +2,7 @@ package tainteviction
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 
 	"minik/client"
 	"minik/controller/framework"
+	"minik/controller/internal/synctest"
 	"minik/controller/internal/testutil"
 )
 
@@ -47,28 +45,14 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			if tc.pod != nil {
 				inf.Pods.Replace([]*corev1.Pod{tc.pod})
 			}
-			sink := &framework.FakeSink[Action]{Fail: func(a Action) error {
-				if a.Type == tc.fail {
-					return errors.New("refused")
-				}
-				return nil
-			}}
+			sink := synctest.Refusing(func(a Action) bool { return a.Type == tc.fail })
 			ctl := New(&client.Client{}, inf, nil, testingclock.NewFakeClock(now), slog.New(slog.DiscardHandler))
 			ctl.sink = sink
 			if !tc.since.IsZero() {
 				ctl.countdown["default/p"] = tc.since
 			}
 			_, err := ctl.sync(context.Background(), "default/p")
-			if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("sync error %v, want one containing %q", err, tc.wantErr)
-			}
-			var done []string
-			for _, a := range sink.Done() {
-				done = append(done, a.String())
-			}
-			if !slices.Equal(done, tc.wantDone) {
-				t.Errorf("actions done %v, want %v", done, tc.wantDone)
-			}
+			synctest.Check(t, err, tc.wantErr, sink, tc.wantDone)
 			if _, kept := ctl.countdown["default/p"]; kept != tc.wantCountdown {
 				t.Errorf("countdown kept: %v, want %v", kept, tc.wantCountdown)
 			}
