@@ -238,9 +238,10 @@ func runKubelet(ctx context.Context, o *kubeletOptions) error {
 // releaseStartupMemory gives back, once ready is closed, what start-up
 // took and no longer needs: the pages of the multi-call binary it
 // touched (every component's init, TLS set-up), of which a process that
-// runs one small component (a kubelet, the DNS) goes on using a small
-// part, and the heap the first lists used and freed, which Go would
-// otherwise return to the kernel only slowly.
+// runs one small component (a kubelet, the DNS), or a whole cluster once
+// its nodes are up (`minik up`), goes on using a small part, and the
+// heap the first lists used and freed, which Go would otherwise return to
+// the kernel only slowly.
 func releaseStartupMemory(ctx context.Context, ready <-chan struct{}) {
 	select {
 	case <-ready:
@@ -318,6 +319,8 @@ type NodesConfig struct {
 	PreloadImages []string // image archives imported into every node
 	ClusterDNS    []string // --cluster-dns of every kubelet
 	ClusterDomain string   // --cluster-domain of every kubelet
+	// Ready, if set, is closed once every node's kubelet is ready.
+	Ready chan struct{}
 }
 
 // runNodes starts a containerd if needed (DefaultAddress when it answers,
@@ -335,6 +338,7 @@ func runNodes(ctx context.Context, nc NodesConfig) error {
 	caFile := filepath.Join(nc.PKIDir, "ca.crt")
 	var wg sync.WaitGroup
 	errc := make(chan error, len(nc.Nodes))
+	var readies []chan struct{}
 	for i, node := range nc.Nodes {
 		root := filepath.Join(nc.DataDir, "kubelet", node)
 		certFile, keyFile, err := nc.CA.EnsureClient(nc.PKIDir, "kubelet-"+node, pki.NodeUser(node), []string{pki.NodesGroup})
@@ -387,8 +391,9 @@ func runNodes(ctx context.Context, nc NodesConfig) error {
 			NodeName: node, Client: c, Runtime: rt, RootDir: root, NodeIP: "127.0.0.1", PodCIDR: podCIDR,
 			ServingAddress: "127.0.0.1:0", TLSCertFile: servingCert, TLSKeyFile: servingKey, ClientCAFile: caFile,
 			PodManifestPath: filepath.Join(root, "manifests"), ReleaseIdleMemory: true,
-			ClusterDNS: nc.ClusterDNS, ClusterDomain: nc.ClusterDomain,
+			ClusterDNS: nc.ClusterDNS, ClusterDomain: nc.ClusterDomain, Ready: make(chan struct{}),
 		}
+		readies = append(readies, cfg.Ready)
 		if err := os.MkdirAll(cfg.PodManifestPath, 0o755); err != nil {
 			return err
 		}
@@ -398,6 +403,18 @@ func runNodes(ctx context.Context, nc NodesConfig) error {
 			if err := kubelet.Run(ctx, cfg); err != nil && !errors.Is(err, context.Canceled) {
 				errc <- fmt.Errorf("kubelet %s: %w", node, err)
 			}
+		}()
+	}
+	if nc.Ready != nil {
+		go func() {
+			for _, r := range readies {
+				select {
+				case <-r:
+				case <-ctx.Done():
+					return
+				}
+			}
+			close(nc.Ready)
 		}()
 	}
 	var result error

@@ -282,13 +282,17 @@ func runUp(ctx context.Context, o *upOptions) error {
 		}
 		run("dns", d.Run)
 	}
+	started := make(chan struct{}) // the nodes are ready, or there are none
 	if o.kubelet {
 		run("kubelets", func(ctx context.Context) error {
 			return runNodes(ctx, NodesConfig{DataDir: o.dataDir, Server: files.server, CA: files.ca, PKIDir: files.pkiDir,
 				Nodes: o.nodes, PreloadImages: o.preloadImages,
-				ClusterDNS: clusterDNS, ClusterDomain: o.clusterDomain})
+				ClusterDNS: clusterDNS, ClusterDomain: o.clusterDomain, Ready: started})
 		})
+	} else {
+		close(started)
 	}
+	go releaseStartupMemory(ctx, started)
 	if o.kubelet && o.proxy {
 		c, err := files.componentClient(filepath.Join(o.dataDir, "proxy.kubeconfig"), "kube-proxy", proxy.User)
 		if err != nil {

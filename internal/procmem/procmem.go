@@ -25,6 +25,13 @@ import (
 // cache, without a disk read. Only read-only mappings are dropped: their
 // pages equal the file's, so nothing is lost (the writable data segment,
 // whose pages may differ from the file, is left alone).
+//
+// The mappings are also marked MADV_RANDOM, which turns fault-around off
+// for them: a page that comes back brings only itself, not the 15 pages
+// around it, most of which the process never runs (measured on an idle
+// `minik up`: without it, the dropped mappings fill back to 35 MB within
+// a minute). The cost is a minor fault per 4 KiB page first used, instead
+// of per 64 KiB.
 func DropStartupPages() (int64, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
@@ -52,8 +59,10 @@ func DropStartupPages() (int64, error) {
 		if err1 != nil || err2 != nil || end <= start {
 			return total, fmt.Errorf("procmem: bad mapping %q", fields[0])
 		}
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(start), uintptr(end-start), unix.MADV_DONTNEED); errno != 0 {
-			return total, fmt.Errorf("procmem: madvise %s: %w", fields[0], errno)
+		for _, advice := range []int{unix.MADV_RANDOM, unix.MADV_DONTNEED} {
+			if _, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(start), uintptr(end-start), uintptr(advice)); errno != 0 {
+				return total, fmt.Errorf("procmem: madvise %s: %w", fields[0], errno)
+			}
 		}
 		total += int64(end - start)
 	}

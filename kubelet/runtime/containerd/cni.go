@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,42 +16,40 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
 	"minik/proto/cri"
 )
 
-// cniNetwork runs Debian's containernetworking-plugins directly (the CNI
-// protocol is "exec the plugin with env and JSON on stdin"): bridge with
-// host-local IPAM for eth0, then portmap for hostPorts. (lo is set up by
-// newNetNS itself: the loopback plugin would be one more exec per pod to
-// do one ioctl.)
-type cniNetwork struct {
-	binDir  string // where the plugins are, e.g. /usr/lib/cni
-	dataDir string // host-local's allocations
-	bridge  string // the node's bridge device
+// podNetwork gives each pod's network namespace an eth0 on the node's
+// bridge (bridge.go, in-process) and, for hostPorts, runs Debian's CNI
+// portmap plugin (the CNI protocol is "exec the plugin with env and JSON
+// on stdin"). lo is set up by newNetNS itself.
+type podNetwork struct {
+	binDir string // where the CNI plugins are, e.g. /usr/lib/cni
+	bridge string // the node's bridge device
+	ipam   hostLocal
+
+	bridgeMu    sync.Mutex
+	bridgeIndex int          // the bridge ensureBridge last checked
+	bridgeCIDR  netip.Prefix // and for which range
 
 	// mu serializes portmap runs: its iptables calls take the xtables
 	// lock, which polls once a second when contended, far slower than a
-	// queue. (bridge and host-local take no such lock: host-local's file
-	// lock blocks, and the bridge plugin runs no iptables with ipMasq off.)
+	// queue.
 	mu        sync.Mutex
 	forwardMu sync.Mutex
 	forwarded map[string]bool // pod ranges with their iptables rules
 }
 
-const cniVersion = "0.4.0"
-
-func (n *cniNetwork) bridgeConf(cidr string) map[string]any {
-	return map[string]any{
-		"cniVersion": cniVersion, "name": "minik", "type": "bridge",
-		"bridge": n.bridge, "isGateway": true, "ipMasq": false, "hairpinMode": true,
-		"ipam": map[string]any{
-			"type":    "host-local",
-			"ranges":  [][]map[string]string{{{"subnet": cidr}}},
-			"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
-			"dataDir": n.dataDir,
-		},
-	}
+// newPodNetwork is the network of a node's pods; stateDir keeps their
+// addresses.
+func newPodNetwork(binDir, stateDir, bridge string) *podNetwork {
+	return &podNetwork{binDir: binDir, bridge: bridge, ipam: hostLocal{dir: filepath.Join(stateDir, "ipam", "minik")}}
 }
+
+const cniVersion = "0.4.0"
 
 type portMapping struct {
 	HostPort      int32  `json:"hostPort"`
@@ -59,7 +58,7 @@ type portMapping struct {
 	HostIP        string `json:"hostIP,omitempty"`
 }
 
-func (n *cniNetwork) portmapConf(ports []*cri.PortMapping, prev json.RawMessage) map[string]any {
+func (n *podNetwork) portmapConf(ports []*cri.PortMapping, prev json.RawMessage) map[string]any {
 	var pm []portMapping
 	for _, p := range ports {
 		if p.HostPort == 0 {
@@ -98,7 +97,7 @@ func hasHostPorts(ports []*cri.PortMapping) bool {
 // Without iptables there is nothing to allow.
 // The pod range is masqueraded the same way, once per range, rather than
 // by the bridge plugin's ipMasq, which adds a chain per pod.
-func (n *cniNetwork) allowForward(ctx context.Context, cidr string) {
+func (n *podNetwork) allowForward(ctx context.Context, cidr string) {
 	n.forwardMu.Lock()
 	defer n.forwardMu.Unlock()
 	if n.forwarded == nil {
@@ -149,64 +148,51 @@ func RemoveNodeNetwork(namespace, cidr string) {
 
 // add attaches netns to the pod network and returns the pod IP and the
 // CNI result (kept for del).
-func (n *cniNetwork) add(ctx context.Context, id, netns, cidr string, ports []*cri.PortMapping) (string, json.RawMessage, error) {
+func (n *podNetwork) add(ctx context.Context, id, netns, cidr string, ports []*cri.PortMapping) (string, json.RawMessage, error) {
 	if cidr == "" {
 		return "", nil, fmt.Errorf("no pod CIDR: the node has no spec.podCIDR and no fallback range is configured")
 	}
+	prefix, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return "", nil, fmt.Errorf("pod CIDR %q: %w", cidr, err)
+	}
 	n.allowForward(ctx, cidr)
-	out, err := n.exec(ctx, "ADD", id, netns, "eth0", n.bridgeConf(cidr))
+	ip, res, err := n.attach(id, netns, prefix.Masked())
 	if err != nil {
-		return "", nil, err
-	}
-	var res struct {
-		IPs []struct {
-			Address string `json:"address"`
-		} `json:"ips"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		return "", nil, fmt.Errorf("bridge plugin result %q: %w", out, err)
-	}
-	if len(res.IPs) == 0 {
-		return "", nil, fmt.Errorf("bridge plugin gave no IP: %s", out)
-	}
-	ip, _, err := net.ParseCIDR(res.IPs[0].Address)
-	if err != nil {
-		return "", nil, err
+		return "", res, err
 	}
 	if hasHostPorts(ports) {
 		n.mu.Lock()
-		_, err := n.exec(ctx, "ADD", id, netns, "eth0", n.portmapConf(ports, out))
+		_, err := n.exec(ctx, "ADD", id, netns, podInterface, n.portmapConf(ports, res))
 		n.mu.Unlock()
 		if err != nil {
-			return "", out, err
+			return "", res, err
 		}
 	}
-	return ip.String(), out, nil
+	return ip.String(), res, nil
 }
 
 // del detaches netns and frees its IP; it succeeds when nothing is left.
-func (n *cniNetwork) del(ctx context.Context, id, netns, cidr string, ports []*cri.PortMapping, prev json.RawMessage) error {
+func (n *podNetwork) del(ctx context.Context, id, netns string, ports []*cri.PortMapping, prev json.RawMessage) error {
 	var errs []string
 	if hasHostPorts(ports) {
 		n.mu.Lock()
-		_, err := n.exec(ctx, "DEL", id, netns, "eth0", n.portmapConf(ports, prev))
+		_, err := n.exec(ctx, "DEL", id, netns, podInterface, n.portmapConf(ports, prev))
 		n.mu.Unlock()
 		if err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
-	if cidr != "" {
-		if _, err := n.exec(ctx, "DEL", id, netns, "eth0", n.bridgeConf(cidr)); err != nil {
-			errs = append(errs, err.Error())
-		}
+	if err := n.detach(id, netns); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("cni del: %s", strings.Join(errs, "; "))
+		return fmt.Errorf("pod network del: %s", strings.Join(errs, "; "))
 	}
 	return nil
 }
 
-func (n *cniNetwork) exec(ctx context.Context, command, id, netns, ifname string, conf map[string]any) ([]byte, error) {
+func (n *podNetwork) exec(ctx context.Context, command, id, netns, ifname string, conf map[string]any) ([]byte, error) {
 	plugin := conf["type"].(string)
 	stdin, err := json.Marshal(conf)
 	if err != nil {
@@ -288,11 +274,9 @@ func staleBridgeAddrs(have []netip.Prefix, cidr netip.Prefix) []netip.Prefix {
 // ready checks that pods can get a network on cidr: the plugins are
 // installed, and the node's bridge, if it exists, holds no address of
 // another range (removed here, so that the next sandbox succeeds).
-func (n *cniNetwork) ready(ctx context.Context, cidr string) error {
-	for _, p := range []string{"bridge", "host-local"} {
-		if _, err := os.Stat(filepath.Join(n.binDir, p)); err != nil {
-			return fmt.Errorf("CNI plugin %s not found in %s (Debian: containernetworking-plugins): %w", p, n.binDir, err)
-		}
+func (n *podNetwork) ready(ctx context.Context, cidr string) error {
+	if _, err := os.Stat(filepath.Join(n.binDir, "portmap")); err != nil {
+		return fmt.Errorf("CNI plugin portmap (for hostPorts) not found in %s (Debian: containernetworking-plugins): %w", n.binDir, err)
 	}
 	if cidr == "" {
 		return fmt.Errorf("no pod CIDR: the node has no spec.podCIDR and no fallback range is configured")
@@ -301,31 +285,38 @@ func (n *cniNetwork) ready(ctx context.Context, cidr string) error {
 	if err != nil {
 		return fmt.Errorf("pod CIDR %q: %w", cidr, err)
 	}
-	return reconcileBridge(ctx, n.bridge, prefix)
+	return reconcileBridge(n.bridge, prefix.Masked())
 }
 
 // reconcileBridge removes from bridge (if it exists) the addresses
 // staleBridgeAddrs names.
-func reconcileBridge(ctx context.Context, bridge string, cidr netip.Prefix) error {
-	link, err := net.InterfaceByName(bridge)
+func reconcileBridge(bridge string, cidr netip.Prefix) error {
+	br, err := netlink.LinkByName(bridge)
 	if err != nil {
-		return nil // not made yet: the bridge plugin makes it with the right address
+		return nil // not made yet: ensureBridge makes it with the right address
 	}
-	addrs, err := link.Addrs()
+	return removeStaleAddrs(br, cidr)
+}
+
+// removeStaleAddrs removes from the bridge br the addresses
+// staleBridgeAddrs names.
+func removeStaleAddrs(br netlink.Link, cidr netip.Prefix) error {
+	addrs, err := netlink.AddrList(br, netlink.FAMILY_V4)
 	if err != nil {
-		return fmt.Errorf("reading the addresses of bridge %s: %w", bridge, err)
+		return fmt.Errorf("reading the addresses of bridge %s: %w", br.Attrs().Name, err)
 	}
 	var have []netip.Prefix
 	for _, a := range addrs {
-		if p, err := netip.ParsePrefix(a.String()); err == nil {
-			have = append(have, netip.PrefixFrom(p.Addr().Unmap(), p.Bits()))
+		if ip, ok := netip.AddrFromSlice(a.IP); ok {
+			bits, _ := a.Mask.Size()
+			have = append(have, netip.PrefixFrom(ip.Unmap(), bits))
 		}
 	}
 	for _, a := range staleBridgeAddrs(have, cidr) {
-		slog.Info("removing an address of another pod range from the node's bridge", "bridge", bridge, "address", a, "podCIDR", cidr)
-		if out, err := exec.CommandContext(ctx, "ip", "addr", "del", a.String(), "dev", bridge).CombinedOutput(); err != nil {
-			return fmt.Errorf("bridge %s holds %s, not the gateway of the pod range %s, and it could not be removed: %v: %s",
-				bridge, a, cidr, err, strings.TrimSpace(string(out)))
+		slog.Info("removing an address of another pod range from the node's bridge", "bridge", br.Attrs().Name, "address", a, "podCIDR", cidr)
+		if err := netlink.AddrDel(br, &netlink.Addr{IPNet: ipNet(a)}); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+			return fmt.Errorf("bridge %s holds %s, not the gateway of the pod range %s, and it could not be removed: %w",
+				br.Attrs().Name, a, cidr, err)
 		}
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -80,35 +81,36 @@ func addrsOf(name string) ([]string, error) {
 }
 
 // TestNodeBridgeIsReconciledToTheCurrentPodCIDR reproduces a node bridge
-// left by an earlier cluster (another gateway address): the bridge
-// plugin refuses it, ready() removes the stale address, and the next pod
-// gets an address of the current range.
+// left by an earlier cluster (another gateway address): ready() removes
+// the stale address, and so does the next pod's attach, which gives the
+// pod an address of the current range, a default route via the bridge
+// and a hairpin port; del leaves no veth and frees the address.
 func TestNodeBridgeIsReconciledToTheCurrentPodCIDR(t *testing.T) {
 	if testing.Short() || os.Geteuid() != 0 {
-		t.Skip("needs root and the CNI plugins; skipped under -short")
-	}
-	const binDir = "/usr/lib/cni"
-	if _, err := os.Stat(filepath.Join(binDir, "bridge")); err != nil {
-		t.Fatalf("CI installs containernetworking-plugins: %v", err)
+		t.Skip("needs root; skipped under -short")
 	}
 	dir := t.TempDir()
 	const bridge, cidr = "mktest0", "10.244.1.0/24"
-	n := &cniNetwork{binDir: binDir, dataDir: filepath.Join(dir, "ipam"), bridge: bridge}
+	n := newPodNetwork(t.TempDir(), dir, bridge)
 	ctx := context.Background()
 	inNewNetNS(t, func() error {
-		for _, args := range [][]string{{"link", "add", bridge, "type", "bridge"}, {"addr", "add", "10.244.7.1/24", "dev", bridge}, {"link", "set", bridge, "up"}} {
-			if err := ipCmd(args...); err != nil {
-				return err
+		stale := func() error {
+			for _, args := range [][]string{{"link", "add", bridge, "type", "bridge"}, {"addr", "add", "10.244.7.1/24", "dev", bridge}, {"link", "set", bridge, "up"}} {
+				if err := ipCmd(args...); err != nil {
+					return err
+				}
 			}
+			return nil
 		}
-		podNS := filepath.Join(dir, "pod")
-		if err := newNetNS(podNS); err != nil {
+		if err := stale(); err != nil {
 			return err
 		}
-		defer removeNetNS(podNS)
-		_, err := n.exec(ctx, "ADD", "pod1", podNS, "eth0", n.bridgeConf(cidr))
-		if err == nil || !strings.Contains(err.Error(), "already has an IP address different from") {
-			return fmt.Errorf("ADD on a stale bridge: err = %v, want the bridge plugin's refusal", err)
+		if err := n.ready(ctx, cidr); err == nil || !strings.Contains(err.Error(), "portmap") {
+			return fmt.Errorf("ready without the portmap plugin = %v, want it named", err)
+		}
+		n.binDir = "/usr/lib/cni"
+		if _, err := os.Stat(filepath.Join(n.binDir, "portmap")); err != nil {
+			return fmt.Errorf("CI installs containernetworking-plugins: %v", err)
 		}
 		if err := n.ready(ctx, cidr); err != nil {
 			return fmt.Errorf("ready: %w", err)
@@ -116,33 +118,117 @@ func TestNodeBridgeIsReconciledToTheCurrentPodCIDR(t *testing.T) {
 		if have, err := addrsOf(bridge); err != nil || len(have) != 0 {
 			return fmt.Errorf("bridge addresses after ready = %v (%v), want none", have, err)
 		}
-		// A failed sandbox is torn down; the kubelet retries with a new one.
-		podNS2 := filepath.Join(dir, "pod2")
-		if err := newNetNS(podNS2); err != nil {
+		// An earlier cluster's bridge met by attach itself.
+		if err := ipCmd("link", "del", bridge); err != nil {
 			return err
 		}
-		defer removeNetNS(podNS2)
-		out, err := n.exec(ctx, "ADD", "pod2", podNS2, "eth0", n.bridgeConf(cidr))
-		if err != nil {
-			return fmt.Errorf("ADD after ready: %w", err)
+		if err := stale(); err != nil {
+			return err
 		}
-		if !strings.Contains(string(out), `"10.244.1.`) {
-			return fmt.Errorf("pod address not in %s: %s", cidr, out)
+		podNS := filepath.Join(dir, "pod")
+		if err := newNetNS(podNS); err != nil {
+			return err
+		}
+		defer removeNetNS(podNS)
+		ip, res, err := n.add(ctx, "pod1", podNS, cidr, nil)
+		if err != nil {
+			return fmt.Errorf("add: %w", err)
+		}
+		if !strings.HasPrefix(ip, "10.244.1.") || ip == "10.244.1.1" {
+			return fmt.Errorf("pod address %s, want one of %s other than the gateway", ip, cidr)
+		}
+		if !strings.Contains(string(res), `"address":"`+ip+`/24"`) || !strings.Contains(string(res), `"sandbox":"`+podNS+`"`) {
+			return fmt.Errorf("CNI result %s lacks the pod's address or sandbox", res)
 		}
 		if have, err := addrsOf(bridge); err != nil || !slices.Equal(have, []string{"10.244.1.1/24"}) {
 			return fmt.Errorf("bridge addresses = %v (%v), want [10.244.1.1/24]", have, err)
 		}
-		if err := n.ready(ctx, cidr); err != nil {
-			return fmt.Errorf("ready on a good bridge: %w", err)
+		// (sysfs shows the test process's namespace, not this thread's:
+		// ask netlink.)
+		host := vethName("pod1")
+		br, err := netlink.LinkByName(bridge)
+		if err != nil {
+			return err
+		}
+		veth, err := netlink.LinkByName(host)
+		if err != nil || veth.Attrs().MasterIndex != br.Attrs().Index {
+			return fmt.Errorf("veth %s (%v) is not on bridge %s", host, err, bridge)
+		}
+		if pi, err := netlink.LinkGetProtinfo(veth); err != nil || !pi.Hairpin {
+			return fmt.Errorf("veth %s protinfo %+v (%v), want hairpin", host, pi, err)
+		}
+		out, err := exec.Command("nsenter", "--net="+podNS, "ip", "-4", "route").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "default via 10.244.1.1 dev eth0") {
+			return fmt.Errorf("pod routes = %s (%v), want the default via the gateway", out, err)
+		}
+		if again, _, err := n.add(ctx, "pod1", podNS, cidr, nil); err != nil || again != ip {
+			return fmt.Errorf("add again for the same sandbox = %s, %v; want %s", again, err, ip)
+		}
+		if err := n.del(ctx, "pod1", podNS, nil, res); err != nil {
+			return fmt.Errorf("del: %w", err)
+		}
+		if _, err := netlink.LinkByName(host); err == nil {
+			return fmt.Errorf("veth %s still there after del", host)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "ipam", "minik", ip)); !os.IsNotExist(err) {
+			return fmt.Errorf("address %s still reserved after del (%v)", ip, err)
+		}
+		if err := n.del(ctx, "pod1", podNS, nil, res); err != nil {
+			return fmt.Errorf("del of what is gone: %w", err)
 		}
 		return nil
 	})
 }
 
-func TestReadyNamesAMissingPlugin(t *testing.T) {
-	n := &cniNetwork{binDir: t.TempDir(), bridge: "mknone"}
-	err := n.ready(context.Background(), "10.244.1.0/24")
-	if err == nil || !strings.Contains(err.Error(), "CNI plugin bridge not found") {
-		t.Fatalf("ready = %v, want the missing plugin named", err)
+// TestPodAddressesAreKeptAsHostLocalKeepsThem: addresses go round-robin
+// past the network, gateway and broadcast addresses; a sandbox keeps its
+// address; a full range says so; an address store written by the CNI
+// host-local plugin (pods of an earlier minik) is honoured.
+func TestPodAddressesAreKeptAsHostLocalKeepsThem(t *testing.T) {
+	dir := t.TempDir()
+	cidr := netip.MustParsePrefix("10.244.3.0/29") // .2 to .6 for pods
+	if err := os.WriteFile(filepath.Join(dir, "10.244.3.4"), []byte("old-sandbox\r\neth0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := &hostLocal{dir: dir}
+	var got []string
+	for _, id := range []string{"a", "b", "c", "d"} {
+		ip, err := a.reserve(id, cidr)
+		if err != nil {
+			t.Fatalf("reserve %s: %v", id, err)
+		}
+		got = append(got, ip.String())
+	}
+	if want := []string{"10.244.3.2", "10.244.3.3", "10.244.3.5", "10.244.3.6"}; !slices.Equal(got, want) {
+		t.Fatalf("addresses = %v, want %v", got, want)
+	}
+	if ip, err := a.reserve("b", cidr); err != nil || ip.String() != "10.244.3.3" {
+		t.Fatalf("reserve b again = %v, %v; want its own 10.244.3.3", ip, err)
+	}
+	if _, err := a.reserve("e", cidr); err == nil || !strings.Contains(err.Error(), "no free address in the pod range 10.244.3.0/29") {
+		t.Fatalf("reserve in a full range = %v, want it named", err)
+	}
+	if err := a.release("old-sandbox"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.release("b"); err != nil {
+		t.Fatal(err)
+	}
+	// Round-robin: the next address after the last given out (.6) wraps
+	// to the first free one.
+	if ip, err := a.reserve("e", cidr); err != nil || ip.String() != "10.244.3.3" {
+		t.Fatalf("reserve e = %v, %v; want 10.244.3.3", ip, err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "10.244.3.3"))
+	if err != nil || string(data) != "e\r\neth0" {
+		t.Fatalf("address file = %q (%v), want host-local's format", data, err)
+	}
+	// A new kubelet reads the store back.
+	b := &hostLocal{dir: dir}
+	if ip, err := b.reserve("a", cidr); err != nil || ip.String() != "10.244.3.2" {
+		t.Fatalf("after a restart, reserve a = %v, %v; want its 10.244.3.2", ip, err)
+	}
+	if ip, err := b.reserve("f", cidr); err != nil || ip.String() != "10.244.3.4" {
+		t.Fatalf("after a restart, reserve f = %v, %v; want the freed 10.244.3.4", ip, err)
 	}
 }

@@ -104,7 +104,7 @@ const taskReapDelay = 2 * time.Second
 type Runtime struct {
 	cfg    Config
 	client *containerd.Client
-	net    *cniNetwork
+	net    *podNetwork
 
 	mu   sync.Mutex
 	cidr string
@@ -173,7 +173,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if cfg.CNIBinDir == "" {
 		cfg.CNIBinDir = "/usr/lib/cni"
-		if _, err := os.Stat(filepath.Join(cfg.CNIBinDir, "bridge")); err != nil {
+		if _, err := os.Stat(filepath.Join(cfg.CNIBinDir, "portmap")); err != nil {
 			cfg.CNIBinDir = "/opt/cni/bin"
 		}
 	}
@@ -205,7 +205,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		cfg: cfg, client: client, cidr: cfg.PodCIDR, sandboxes: map[string]*sandboxRecord{}, imageRefs: map[string]string{},
 		images: map[digest.Digest]*imageFacts{}, processes: map[processKey][]byte{},
 		attached: map[string]*attachIO{},
-		net:      &cniNetwork{binDir: cfg.CNIBinDir, dataDir: filepath.Join(cfg.StateDir, "ipam"), bridge: bridgeName(cfg.Namespace)},
+		net:      newPodNetwork(cfg.CNIBinDir, cfg.StateDir, bridgeName(cfg.Namespace)),
 	}
 	if err := r.loadSandboxes(); err != nil {
 		client.Close()
@@ -392,7 +392,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, cfg *cri.PodSandboxConfig) 
 		slog.Debug("pod network attached", "sandbox", rec.ID, "took", time.Since(start))
 		rec.CNIResult = res
 		if err != nil {
-			_ = r.net.del(context.WithoutCancel(ctx), rec.ID, rec.NetNS, rec.CIDR, cfg.PortMappings, res)
+			_ = r.net.del(context.WithoutCancel(ctx), rec.ID, rec.NetNS, cfg.PortMappings, res)
 			_ = removeNetNS(rec.NetNS)
 			return "", err
 		}
@@ -428,7 +428,7 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
 	rec.Ready = false
 	r.mu.Unlock()
 	if wasReady && rec.NetNS != "" {
-		if err := r.net.del(ctx, rec.ID, rec.NetNS, rec.CIDR, criPorts(rec.Ports), rec.CNIResult); err != nil {
+		if err := r.net.del(ctx, rec.ID, rec.NetNS, criPorts(rec.Ports), rec.CNIResult); err != nil {
 			return err
 		}
 	}
