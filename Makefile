@@ -97,8 +97,10 @@ endif
 ## each figure a JSON line on stdout; bench/REPORT.md gets the table of
 ## figures, targets, anchors and same-run baselines, and the plots.
 ## BENCH_QUICK=1 runs small sizes in a few minutes (the harness, not the numbers).
+## ONLY=kubelet,footprint runs only those; the others' figures come from their
+## last run, kept in bench/runs/NAME.json.
 bench: build
-	$(GO) run ./test/bench/report -bin bin/minik -out bench
+	$(GO) run ./test/bench/report -bin bin/minik -out bench $(if $(ONLY),-only $(ONLY))
 
 ## bench-quick: every benchmark at small sizes, into bin/bench-quick;
 ## fails if a figure of the report is missing (never on the numbers).

@@ -295,30 +295,10 @@ func New(cfg Config) (*Server, error) {
 	s.serviceAccountCache = newObjectCache("serviceaccounts", s.serviceAccounts)
 	s.fields = newFieldManager(openapiResources, fieldKinds)
 	s.crds = newCRDManager(s, byID["customresourcedefinitions.apiextensions.k8s.io"], openapiResources,
-		buildInBackground(func() http.Handler { return openapi.NewHandler(openapiResources) }))
+		openapi.NewHandler(openapiResources))
 	s.metrics = newServerMetrics(s)
 	s.router = s.routes(http.HandlerFunc(s.crds.serveOpenAPI))
 	return s, nil
-}
-
-// buildInBackground returns a handler that serves what build returns,
-// building it from now on in the background: the OpenAPI documents take
-// tens of milliseconds to generate, which start-up need not wait for. A
-// request that comes first waits for them.
-func buildInBackground(build func() http.Handler) http.Handler {
-	var h http.Handler
-	built := make(chan struct{})
-	go func() {
-		h = build()
-		close(built)
-	}()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-built:
-			h.ServeHTTP(w, r)
-		case <-r.Context().Done():
-		}
-	})
 }
 
 // Handler returns the HTTP handler (protection and authentication

@@ -61,6 +61,10 @@ type Config struct {
 	// JSON makes typed requests, answers and watches use JSON instead of
 	// protobuf: slower, but readable on the wire.
 	JSON bool
+	// MaxRetries is how many times a request the apiserver asks to retry
+	// later (429 or 5xx with Retry-After) is sent again. Default 0: 10,
+	// as client-go; negative: never (tests of the refusal itself).
+	MaxRetries int
 }
 
 // ConfigFromKubeconfig returns the Config of kc's current context.
@@ -87,14 +91,15 @@ type TokenSource interface {
 // Client makes requests to one apiserver. It is safe for concurrent use, and
 // all its requests share one pool of connections.
 type Client struct {
-	base      *url.URL
-	http      *http.Client
-	token     string
-	tokens    TokenSource // nil: token (if any) is fixed
-	userAgent string
-	timeout   time.Duration
-	limiter   *rate.Limiter // nil: unlimited
-	protobuf  bool          // typed calls speak protobuf
+	base       *url.URL
+	http       *http.Client
+	token      string
+	tokens     TokenSource // nil: token (if any) is fixed
+	userAgent  string
+	timeout    time.Duration
+	limiter    *rate.Limiter // nil: unlimited
+	protobuf   bool          // typed calls speak protobuf
+	maxRetries int           // sends again of a request refused with Retry-After
 
 	tokenHTTPOnce sync.Once
 	tokenHTTP     *http.Client // WithTokenSource's clients' connections
@@ -122,6 +127,12 @@ func New(cfg Config) (*Client, error) {
 		userAgent: cfg.UserAgent,
 		timeout:   cfg.Timeout,
 		protobuf:  !cfg.JSON,
+	}
+	switch {
+	case cfg.MaxRetries == 0:
+		c.maxRetries = defaultMaxRetries
+	case cfg.MaxRetries > 0:
+		c.maxRetries = cfg.MaxRetries
 	}
 	if c.userAgent == "" {
 		c.userAgent = "minik"
@@ -158,7 +169,7 @@ func (c *Client) WithTokenSource(ts TokenSource, userAgent string) *Client {
 		}
 		c.tokenHTTP = &http.Client{Transport: tr}
 	})
-	return &Client{base: c.base, http: c.tokenHTTP, tokens: ts, userAgent: userAgent, timeout: c.timeout, protobuf: c.protobuf}
+	return &Client{base: c.base, http: c.tokenHTTP, tokens: ts, userAgent: userAgent, timeout: c.timeout, protobuf: c.protobuf, maxRetries: c.maxRetries}
 }
 
 // NewTransport returns the HTTP transport Clients use by default. HTTP/2
@@ -260,11 +271,11 @@ func (c *Client) send(ctx context.Context, cl call) (*http.Response, error) {
 	}
 	useProtobuf := c.protobuf && cl.typed
 	contentType := cl.contentType
-	var body io.Reader
+	var payload []byte // nil: no body
 	switch b := cl.body.(type) {
 	case nil:
 	case []byte:
-		body = bytes.NewReader(b)
+		payload = b
 	default:
 		if useProtobuf && contentType == jsonMediaType {
 			data, ok, err := encodeProtobuf(b)
@@ -272,7 +283,7 @@ func (c *Client) send(ctx context.Context, cl call) (*http.Response, error) {
 				return nil, err
 			}
 			if ok {
-				body, contentType = bytes.NewReader(data), protobufMediaType
+				payload, contentType = data, protobufMediaType
 				break
 			}
 		}
@@ -280,7 +291,62 @@ func (c *Client) send(ctx context.Context, cl call) (*http.Response, error) {
 		if err != nil {
 			return nil, fmt.Errorf("client: encode request: %w", err)
 		}
-		body = bytes.NewReader(data)
+		payload = data
+	}
+	for attempt := 1; ; attempt++ {
+		resp, err := c.sendOnce(ctx, cl, payload, contentType, useProtobuf)
+		if err != nil {
+			return nil, err
+		}
+		wait, retry := retryAfter(resp)
+		if !retry || attempt > c.maxRetries {
+			return resp, nil
+		}
+		// As client-go: the apiserver refused the request before handling
+		// it (429, or a 5xx that says when to come back), so it is sent
+		// again, whatever its verb.
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("client: %s %s: %w", cl.method, cl.path, ctx.Err())
+		}
+		if c.limiter != nil {
+			if err := c.limiter.Wait(ctx); err != nil {
+				return nil, fmt.Errorf("client: rate limiter: %w", err)
+			}
+		}
+	}
+}
+
+// defaultMaxRetries is how many times a request the apiserver asks to
+// retry later is sent again (client-go's default).
+const defaultMaxRetries = 10
+
+// retryAfter reports whether resp asks the client to send its request
+// again, and after how long: a 429, or a 5xx, with a Retry-After in
+// seconds, as client-go reads it.
+func retryAfter(resp *http.Response) (time.Duration, bool) {
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < 500 {
+		return 0, false
+	}
+	h := resp.Header.Get("Retry-After")
+	if h == "" {
+		return 0, false
+	}
+	secs, err := strconv.Atoi(h)
+	if err != nil || secs < 0 {
+		return 0, false
+	}
+	return time.Duration(secs) * time.Second, true
+}
+
+// sendOnce sends the request once.
+func (c *Client) sendOnce(ctx context.Context, cl call, payload []byte, contentType string, useProtobuf bool) (*http.Response, error) {
+	var body io.Reader
+	if payload != nil {
+		body = bytes.NewReader(payload)
 	}
 	u := *c.base
 	u.Path += cl.path

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -358,10 +359,7 @@ func TestServerErrorsBecomeStatusErrors(t *testing.T) {
 		}, isName: "IsForbidden with code 403"},
 		{name: "a plain-text 500 is an internal error", code: 500, body: "boom", is: apierrors.IsInternalError, isName: "IsInternalError"},
 		{name: "a plain-text 404 is NotFound", code: 404, body: "404 page not found", is: apierrors.IsNotFound, isName: "IsNotFound"},
-		{name: "a plain 429 keeps Retry-After", code: 429, body: "slow down", header: map[string]string{"Retry-After": "3"}, is: func(err error) bool {
-			d, ok := apierrors.SuggestsClientDelay(err)
-			return apierrors.IsTooManyRequests(err) && ok && d == 3
-		}, isName: "IsTooManyRequests with a 3s delay"},
+		{name: "a plain 429 without Retry-After is not retried", code: 429, body: "slow down", is: apierrors.IsTooManyRequests, isName: "IsTooManyRequests"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -380,6 +378,55 @@ func TestServerErrorsBecomeStatusErrors(t *testing.T) {
 				t.Errorf("%s(%v) = false", tt.isName, err)
 			}
 		})
+	}
+}
+
+// TestRetryAfterSendsTheRequestAgain: a 429 (or a 5xx) with Retry-After
+// means the apiserver did not handle the request, so the client sends it
+// again after that delay, body and all, whatever the verb, as client-go
+// does; a PodDisruptionBudget's 429 carries no Retry-After and comes back
+// to the caller at once.
+func TestRetryAfterSendsTheRequestAgain(t *testing.T) {
+	var calls atomic.Int32
+	c, reqs := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		switch calls.Add(1) {
+		case 1:
+			w.Header().Set("Retry-After", "0")
+			writeJSON(w, 429, status(429, metav1.StatusReasonTooManyRequests, "Too many requests, please try again later."))
+		case 2:
+			w.Header().Set("Retry-After", "0")
+			writeJSON(w, 503, status(503, metav1.StatusReasonServiceUnavailable, "not ready"))
+		default:
+			writeJSON(w, 201, pod("ns", "p", "7"))
+		}
+	}, Config{})
+	got, err := c.Pods().Create(t.Context(), pod("ns", "p", ""), metav1.CreateOptions{})
+	if err != nil || got.ResourceVersion != "7" {
+		t.Fatalf("Create = %v, %v; want the pod the third try made", got, err)
+	}
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("the server saw %d requests, want 3", n)
+	}
+	var bodies []string
+	for range 3 {
+		r := <-reqs
+		bodies = append(bodies, r.body)
+	}
+	if bodies[0] == "" || bodies[1] != bodies[0] || bodies[2] != bodies[0] {
+		t.Fatalf("bodies sent %q, want the same body each time", bodies)
+	}
+
+	calls.Store(0)
+	c, _ = newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Retry-After", "0")
+		writeJSON(w, 429, status(429, metav1.StatusReasonTooManyRequests, "Too many requests, please try again later."))
+	}, Config{})
+	if _, err := c.Pods().Get(t.Context(), "ns", "p", metav1.GetOptions{}); !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("Get from a server that always refuses = %v, want the 429", err)
+	}
+	if n := calls.Load(); n != 1+defaultMaxRetries {
+		t.Fatalf("the server saw %d requests, want 1 and %d retries", n, defaultMaxRetries)
 	}
 }
 

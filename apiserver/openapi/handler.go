@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
@@ -68,18 +69,37 @@ type handler struct {
 	v3              map[string]doc // by index key, "api/v1" or "apis/apps/v1"
 }
 
-// NewHandler builds every document once and returns a handler for
-// /openapi/v2, /openapi/v3 and /openapi/v3/{api/v1, apis/<group>/<version>}.
+// NewHandler returns a handler for /openapi/v2, /openapi/v3 and
+// /openapi/v3/{api/v1, apis/<group>/<version>}. It builds every document
+// once, on the first request: kubectl asks for them only for explain,
+// client-side apply and the like, and they take tens of milliseconds and
+// about 5 MB, which an idle cluster (or one whose CRDs change) need not
+// spend.
 func NewHandler(resources []Resource) http.Handler {
-	h, err := newHandler(resources)
-	if err != nil {
-		// Only a bug here can fail, and tests catch it; keep serving the API.
-		slog.Error("building OpenAPI documents", "err", err)
-		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			http.Error(w, "building OpenAPI documents: "+err.Error(), http.StatusInternalServerError)
-		})
-	}
-	return h
+	return &lazyHandler{resources: resources}
+}
+
+type lazyHandler struct {
+	once      sync.Once
+	resources []Resource
+	h         http.Handler
+}
+
+func (l *lazyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.once.Do(func() {
+		h, err := newHandler(l.resources)
+		l.resources = nil
+		if err != nil {
+			// Only a bug here can fail, and tests catch it; keep serving the API.
+			slog.Error("building OpenAPI documents", "err", err)
+			l.h = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				http.Error(w, "building OpenAPI documents: "+err.Error(), http.StatusInternalServerError)
+			})
+			return
+		}
+		l.h = h
+	})
+	l.h.ServeHTTP(w, r)
 }
 
 func newHandler(resources []Resource) (*handler, error) {

@@ -155,7 +155,9 @@ func newWatchCache(s *Store, size int) *WatchCache {
 	if size <= 0 {
 		size = 1000
 	}
-	return &WatchCache{store: s, size: size, bufSize: 1024, ring: make([]*Event, size),
+	// The ring grows to size as events come: most resources see few, and
+	// a full ring of every resource would cost megabytes at start.
+	return &WatchCache{store: s, size: size, bufSize: 1024, ring: make([]*Event, min(size, 64)),
 		objects: newObjectTree(), advanced: make(chan struct{}),
 		watchers: map[int]*Watcher{}, ready: make(chan struct{})}
 }
@@ -262,11 +264,17 @@ func (c *WatchCache) add(ev *Event) {
 	if ev.Object == nil {
 		return // undecodable: no watcher can be sent it
 	}
-	idx := (c.head + c.count) % c.size
-	if c.count == c.size {
+	if c.count == len(c.ring) && len(c.ring) < c.size {
+		grown := make([]*Event, min(2*len(c.ring), c.size))
+		n := copy(grown, c.ring[c.head:])
+		copy(grown[n:], c.ring[:c.head])
+		c.ring, c.head = grown, 0
+	}
+	idx := (c.head + c.count) % len(c.ring)
+	if c.count == len(c.ring) {
 		// The oldest event falls out of the window.
 		c.windowStart = c.ring[c.head].Rev
-		c.head = (c.head + 1) % c.size
+		c.head = (c.head + 1) % len(c.ring)
 	} else {
 		c.count++
 	}
@@ -378,7 +386,7 @@ func (c *WatchCache) Watch(fromRev int64, filter Filter, bookmarks bool) (*Watch
 		ch: make(chan Delivery, c.bufSize), cache: c}
 	c.nextID++
 	for i := 0; i < c.count; i++ {
-		ev := c.ring[(c.head+i)%c.size]
+		ev := c.ring[(c.head+i)%len(c.ring)]
 		if ev.Rev <= fromRev {
 			continue
 		}

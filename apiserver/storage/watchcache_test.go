@@ -132,6 +132,36 @@ func TestWatchCacheResume(t *testing.T) {
 	})
 }
 
+// TestWatchCacheWindowGrowsToItsSize: the ring starts small and grows
+// as events come, keeping their order, until it holds size events; then
+// the oldest fall out.
+func TestWatchCacheWindowGrowsToItsSize(t *testing.T) {
+	const size = 100
+	s := newPodStore(t, nil, size)
+	revs := make([]int64, 130)
+	for i := range revs {
+		revs[i] = s.create(t, makePod(fmt.Sprintf("p%d", i)).Obj())
+	}
+	s.waitSeen(t, revs[len(revs)-1])
+	if _, err := s.Cache().Watch(revs[28], everything, false); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch from p28: err %v, want 410 Expired (p29 fell out of the window)", err)
+	}
+	w, err := s.Cache().Watch(revs[29], everything, false)
+	if err != nil {
+		t.Fatalf("watch from p29, the window's edge: %v", err)
+	}
+	defer w.Stop()
+	backlog := initialSummary(w)
+	if len(backlog) != size {
+		t.Fatalf("backlog of %d events, want the window's %d (p30 to p129)", len(backlog), size)
+	}
+	for i, ev := range backlog {
+		if want := fmt.Sprintf("ADDED p%d", 30+i); ev != want {
+			t.Fatalf("backlog[%d] = %s, want %s", i, ev, want)
+		}
+	}
+}
+
 func TestWatchCacheSlowWatcher(t *testing.T) {
 	t.Run("a watcher whose buffer fills is closed while a fast one gets every event", func(t *testing.T) {
 		const buffer, events = 2, 10

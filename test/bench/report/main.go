@@ -18,6 +18,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -152,7 +153,7 @@ var plots = []struct{ file, caption string }{
 func main() {
 	out := flag.String("out", "bench", "directory of REPORT.md and the plots")
 	bin := flag.String("bin", "", "minik binary (default: bin/minik of this module, built if missing)")
-	only := flag.String("only", "", "comma-separated benchmarks to run (default all)")
+	only := flag.String("only", "", "comma-separated benchmarks to run (default all); the others' figures come from their last run saved in OUT/runs")
 	check := flag.Bool("check", false, "fail if a figure of the table is missing (the harness check CI runs with BENCH_QUICK=1)")
 	flag.Parse()
 	quick, _ := strconv.ParseBool(os.Getenv("BENCH_QUICK"))
@@ -167,6 +168,50 @@ type result struct {
 	lines []map[string]any
 	took  time.Duration
 	err   error
+	// earlier is when the lines were measured, if not in this run (-only
+	// reuses the last saved run of the other benchmarks).
+	earlier time.Time
+}
+
+// savedRun is a benchmark's run as kept in OUT/runs/NAME.json, so that a
+// report made with -only still shows the other benchmarks' last figures.
+type savedRun struct {
+	When  time.Time        `json:"when"`
+	TookS float64          `json:"took_s"`
+	Err   string           `json:"err,omitempty"`
+	Lines []map[string]any `json:"lines"`
+}
+
+func saveRun(out, name string, r *result) error {
+	s := savedRun{When: time.Now().UTC(), TookS: r.took.Seconds(), Lines: r.lines}
+	if r.err != nil {
+		s.Err = r.err.Error()
+	}
+	data, err := json.MarshalIndent(s, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(out, "runs"), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, "runs", name+".json"), data, 0o644)
+}
+
+// loadRun reads a benchmark's last saved run; nil if there is none.
+func loadRun(out, name string) *result {
+	data, err := os.ReadFile(filepath.Join(out, "runs", name+".json"))
+	if err != nil {
+		return nil
+	}
+	var s savedRun
+	if json.Unmarshal(data, &s) != nil {
+		return nil
+	}
+	r := &result{lines: s.Lines, took: time.Duration(s.TookS * float64(time.Second)), earlier: s.When}
+	if s.Err != "" {
+		r.err = errors.New(s.Err)
+	}
+	return r
 }
 
 func run(out, bin, only string, quick, check bool) error {
@@ -192,6 +237,9 @@ func run(out, bin, only string, quick, check bool) error {
 	var failed []string
 	for _, b := range benches {
 		if only != "" && !strings.Contains(","+only+",", ","+b.name+",") {
+			if r := loadRun(out, b.name); r != nil && !quick {
+				results[b.name] = r
+			}
 			continue
 		}
 		args, err := expand(root, out, bin, b, quick)
@@ -201,6 +249,9 @@ func run(out, bin, only string, quick, check bool) error {
 		fmt.Fprintf(os.Stderr, "=== bench %s %s\n", b.name, strings.Join(args, " "))
 		r := runBench(root, b.name, args)
 		results[b.name] = r
+		if err := saveRun(out, b.name, r); err != nil {
+			return err
+		}
 		if r.err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", b.name, r.err))
 			fmt.Fprintf(os.Stderr, "=== bench %s failed after %.0fs: %v\n", b.name, r.took.Seconds(), r.err)
@@ -380,7 +431,14 @@ func render(results map[string]*result, quick bool, start time.Time, load0 float
 		if r.err != nil {
 			status = "failed: " + r.err.Error()
 		}
-		fmt.Fprintf(&b, "| %s | %.0f s | %s |\n", bn.name, r.took.Seconds(), status)
+		if !r.earlier.IsZero() {
+			status += " (an earlier run, " + r.earlier.Format("2006-01-02 15:04 UTC") + ")"
+		}
+		took := "not recorded"
+		if r.took > 0 {
+			took = fmt.Sprintf("%.0f s", r.took.Seconds())
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", bn.name, took, status)
 	}
 	return b.Bytes()
 }
