@@ -132,6 +132,7 @@ func Run(ctx context.Context, cfg Config) error {
 		kc := kubelet.Config{
 			NodeName: name, Client: cfg.Client, Runtime: fake.New(fake.Config{}), RootDir: filepath.Join(cfg.RootDir, name),
 			NodeIP: nodeIP, NodeLabels: cfg.Labels, MaxPods: cfg.MaxPods, Stats: idleStats{}, Shared: shared,
+			NoVolumeMounts: true, // their pod dirs are in /dev/shm already
 			// The kubelet's default: with Leases for heartbeats, an
 			// unchanged status is sent every 5 minutes.
 			NodeStatusReportInterval: 5 * time.Minute,

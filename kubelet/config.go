@@ -104,6 +104,13 @@ type Config struct {
 	// back to the OS once the runtime has been quiet for 5s (a full GC).
 	// Real kubelets set it; hollow ones, many to a process, do not.
 	ReleaseIdleMemory bool
+	// NoVolumeMounts keeps memory-backed volumes (secrets, projected,
+	// emptyDir medium Memory) as plain directories instead of a tmpfs
+	// mount each: for hollow nodes, whose root dir is in memory already
+	// and which hold thousands of pods in one process (a mount per pod
+	// slows every mount namespace the host makes). kubemark's hollow
+	// kubelet uses a fake mounter the same way.
+	NoVolumeMounts bool
 	// Clock is the time source (default the real one).
 	Clock clock.Clock
 	// Logger defaults to slog.Default().

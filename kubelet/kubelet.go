@@ -73,7 +73,8 @@ func Run(ctx context.Context, cfg Config) error {
 			k.recorder.Eventf(k.eventTarget(pod), typ, reason, "%s", msg)
 		}})
 	k.volumes = volumes.New(volumes.Config{NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
-		PodDir: k.podDir, Node: func() *corev1.Node { return k.nodes.Node() }, Client: cfg.Client, Clock: cfg.Clock, Log: k.log})
+		PodDir: k.podDir, Node: func() *corev1.Node { return k.nodes.Node() }, Client: cfg.Client, Clock: cfg.Clock, Log: k.log,
+		NoMounts: cfg.NoVolumeMounts})
 	k.evictions = eviction.NewManager(cfg.EvictionHard, cfg.EvictionPressureTransitionPeriod)
 	k.stats = cfg.Stats
 	if k.stats == nil {

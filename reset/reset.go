@@ -76,8 +76,13 @@ func Run(ctx context.Context, o Options) error {
 	if o.DataDir != "" {
 		roots = append(roots, o.DataDir)
 	}
+	// Hollow nodes keep their pod dirs in /dev/shm (hollow.Run); a hollow
+	// process that was killed leaves them, with the volume mounts of an
+	// older minik.
+	hollowDirs, _ := filepath.Glob("/dev/shm/minik-hollow-*")
+	roots = append(roots, hollowDirs...)
 	errs = append(errs, unmountAll(roots, log)...)
-	for _, dir := range []string{filepath.Join(o.RunRoot, "node"), filepath.Join(o.RunRoot, "runc"), filepath.Join(o.RunRoot, "containerd")} {
+	for _, dir := range append([]string{filepath.Join(o.RunRoot, "node"), filepath.Join(o.RunRoot, "runc"), filepath.Join(o.RunRoot, "containerd")}, hollowDirs...) {
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, err)
 		}

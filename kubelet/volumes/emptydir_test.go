@@ -1,6 +1,8 @@
 package volumes
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +46,44 @@ func TestMemoryBackedEmptyDirSize(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := memoryBackedSize(tc.pod, &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: tc.sizeLimit}, tc.allocatable); got != tc.want {
 				t.Errorf("size %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMemoryVolumeOfAHollowNodeIsAPlainDirectory: with NoMounts (hollow
+// nodes) a memory-backed volume is a directory, never a mount; a real
+// node (as root) mounts a tmpfs there, which Remove takes away.
+func TestMemoryVolumeOfAHollowNodeIsAPlainDirectory(t *testing.T) {
+	v := &corev1.Volume{Name: "m", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}
+	pod := podtest.MakePod().Obj()
+	for _, tc := range []struct {
+		name      string
+		noMounts  bool
+		wantMount bool
+	}{
+		{"hollow", true, false},
+		{"real", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.wantMount && (testing.Short() || os.Geteuid() != 0) {
+				t.Skip("mounts a tmpfs: needs root; skipped under -short")
+			}
+			root := t.TempDir()
+			m := &Manager{cfg: Config{NoMounts: tc.noMounts, Node: func() *corev1.Node { return nil },
+				PodDir: func(uid string) string { return filepath.Join(root, uid) }}}
+			dir := filepath.Join(root, string(pod.UID), "volumes", v.Name)
+			if err := m.setUpEmptyDir(pod, v, dir); err != nil {
+				t.Fatal(err)
+			}
+			if mounted, err := isMountPoint(dir); err != nil || mounted != tc.wantMount {
+				t.Fatalf("mount point = %v (%v), want %v", mounted, err, tc.wantMount)
+			}
+			if err := m.Remove(string(pod.UID)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Fatalf("volume dir after Remove: %v, want gone", err)
 			}
 		})
 	}

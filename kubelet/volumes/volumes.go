@@ -41,6 +41,9 @@ type Config struct {
 	Client *client.Client
 	Clock  clock.Clock
 	Log    *slog.Logger
+	// NoMounts keeps memory-backed volumes as plain directories (hollow
+	// nodes: kubelet.Config.NoVolumeMounts).
+	NoMounts bool
 }
 
 // Manager sets up and tears down the volumes of a node's pods.
