@@ -2,8 +2,8 @@ package apiserver
 
 import (
 	"net/http"
-	"net/http/pprof"
-	"strings"
+
+	"minik/internal/profiling"
 )
 
 // profiling serves Go's pprof under /debug/pprof/ on the secure port, as
@@ -13,16 +13,5 @@ import (
 //	curl --cacert .minik/pki/ca.crt --cert .minik/pki/admin.crt --key .minik/pki/admin.key \
 //	     https://127.0.0.1:6443/debug/pprof/profile?seconds=10 > cpu.out
 func (s *Server) profiling(w http.ResponseWriter, r *http.Request) {
-	switch strings.TrimPrefix(r.URL.Path, "/debug/pprof/") {
-	case "profile":
-		pprof.Profile(w, r)
-	case "trace":
-		pprof.Trace(w, r)
-	case "symbol":
-		pprof.Symbol(w, r)
-	case "cmdline":
-		pprof.Cmdline(w, r)
-	default:
-		pprof.Index(w, r)
-	}
+	profiling.Serve(w, r)
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"minik/internal/pki"
+	"minik/internal/profiling"
 	"minik/internal/resourcemetrics"
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
@@ -68,7 +69,8 @@ func New(cfg Config) *Server {
 // apiserver's pods/log, /exec for its pods/exec (exec.go), /portForward
 // for its pods/portforward (portforward.go), /stats/summary for the
 // metrics.k8s.io API (summary.go) and the same in Prometheus' format at
-// /metrics/resource (resourcemetrics.go), and /healthz.
+// /metrics/resource (resourcemetrics.go), /debug/pprof/ (Go's profiles)
+// and /healthz.
 // Clients must present a certificate signed by the cluster CA, of the
 // apiserver (group system:masters).
 func (srv *Server) Serve(ctx context.Context, l net.Listener) error {
@@ -95,6 +97,8 @@ func (srv *Server) Serve(ctx context.Context, l net.Listener) error {
 	mux.HandleFunc("POST /attach/{namespace}/{pod}/{container}", srv.attach)
 	mux.HandleFunc("GET /portForward/{namespace}/{pod}", srv.portForward)
 	mux.HandleFunc("POST /portForward/{namespace}/{pod}", srv.portForward)
+	// As the kubelet's debugging handlers: the kubelet's own profiles.
+	mux.HandleFunc("GET /debug/pprof/", profiling.Serve)
 	hs := &http.Server{
 		Handler: authorizeClient(mux),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool,

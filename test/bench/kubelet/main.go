@@ -47,6 +47,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -98,6 +99,7 @@ func main() {
 	pods := flag.Int("pods", 50, "pods per measurement")
 	idle := flag.Duration("idle", 10*time.Second, "idle time before reading the kubelet's RSS")
 	flag.DurationVar(&idleCPUWindow, "idle-cpu-window", 60*time.Second, "how long node_idle_cpu measures (cover a few of the kubelet's relists)")
+	flag.StringVar(&cpuProfile, "kubelet-cpuprofile", "", "write a CPU profile of the kubelet during the start of the pods 10 at a time (its /debug/pprof, read with an admin certificate) to this file")
 	flag.StringVar(&smapsOut, "smaps", "", "copy the idle kubelet's /proc/PID/smaps to this file (where its RSS is)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -297,10 +299,21 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "measuring %d pods, %d at a time\n", n, conc)
+		var profiled chan error
+		if conc == 10 && cpuProfile != "" {
+			profiled = make(chan error, 1)
+			go func() { profiled <- kubeletCPUProfile(ctx, c, ca, dir, cpuProfile) }()
+		}
 		lat, cpu, err := measure(ctx, c, n, conc, fmt.Sprintf("c%d", conc),
 			nodeMeters(kl.cmd.Process.Pid, up.cmd.Process.Pid, filepath.Join(kubeletRoot, "containerd"), ctdrt.NamespaceFor(node)))
 		if err != nil {
 			return err
+		}
+		if profiled != nil {
+			if err := <-profiled; err != nil {
+				return fmt.Errorf("the kubelet's CPU profile: %w", err)
+			}
+			fmt.Fprintf(os.Stderr, "wrote the kubelet's CPU profile to %s\n", cpuProfile)
 		}
 		r := latencyReport("pod_startup", lat)
 		r["pods"], r["concurrency"] = n, conc
@@ -531,4 +544,51 @@ func deleteAll(ctx context.Context, c *client.Client) error {
 		l, err := c.Pods().List(ctx, "default", metav1.ListOptions{LabelSelector: "bench=kubelet"})
 		return err == nil && len(l.Items) == 0
 	})
+}
+
+// cpuProfile is where -kubelet-cpuprofile writes the kubelet's profile.
+var cpuProfile string
+
+// kubeletCPUProfile reads 5 s of the kubelet's CPU profile from its
+// /debug/pprof/profile (at the port its Node reports) as an admin, into
+// out.
+func kubeletCPUProfile(ctx context.Context, c *client.Client, ca *pki.CA, dir, out string) error {
+	n, err := c.Nodes().Get(ctx, "", node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	certFile, keyFile, err := ca.EnsureClient(filepath.Join(dir, "pki"), "bench-admin", "bench-admin", []string{"system:masters"})
+	if err != nil {
+		return err
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return err
+	}
+	// The bench's own kubelet on this host: its serving certificate is
+	// not what is measured.
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}}
+	url := fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile?seconds=5", n.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s: %s: %s", url, resp.Status, body)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
