@@ -6,7 +6,8 @@
 # script shares one download and build cache. Nothing of the scratch module
 # is committed; this script creates and updates it.
 #
-#   deploy/upstream-k8s.sh build OUT PKG   # go build -o OUT PKG  (CGO_ENABLED=0: a static binary)
+#   deploy/upstream-k8s.sh build OUT PKG   # go build -o OUT PKG  (CGO_ENABLED=0: a static binary,
+#                                          # stamped with its version as upstream's builds are)
 #   deploy/upstream-k8s.sh test  OUT PKG   # go test -c -vet=off -o OUT PKG (a test binary, e.g. e2e.test)
 #   deploy/upstream-k8s.sh dir             # prepare the module, print its directory
 #
@@ -81,6 +82,20 @@ EOF
   ) 9>"$lock"
 }
 
+# version_ldflags stamps a k8s.io/kubernetes program with its version, as
+# upstream's hack/lib/version.sh does (unstamped, `kubectl version` says
+# v0.0.0-master+$Format:%H$, which the e2e suite cannot parse).
+version_ldflags() {
+  local minor=${kube#v1.}
+  minor=${minor%%.*}
+  local flags=""
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=" -X $p.gitVersion=$kube -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+    flags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  echo "$flags"
+}
+
 case ${1:-} in
   dir)
     prepare
@@ -96,7 +111,9 @@ case ${1:-} in
       (flock -s 9 && cd "$dir" && CGO_ENABLED=0 go test -c -vet=off -o "$out" "$pkg") 9>"$lock"
     else
       prepare "$pkg"
-      (flock -s 9 && cd "$dir" && CGO_ENABLED=0 go build -o "$out" "$pkg") 9>"$lock"
+      ldflags=""
+      [[ $pkg == k8s.io/kubernetes/* ]] && ldflags=$(version_ldflags)
+      (flock -s 9 && cd "$dir" && CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$out" "$pkg") 9>"$lock"
     fi
     ;;
   *) usage ;;

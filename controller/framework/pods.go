@@ -197,28 +197,9 @@ func OwnerKey(p *corev1.Pod, kind string) (string, bool) {
 
 // OwnedPodHandler queues the owner (of the given kind) of every pod that
 // changes, and tells the expectations about creations and deletions, so a
-// controller waits for its own writes before acting again.
+// controller waits for its own writes before acting again. It is
+// ClaimingPodHandler for a controller that never adopts.
 func OwnedPodHandler(kind string, queue *Queue, expect *Expectations) informer.Handler[corev1.Pod] {
-	return informer.Handler[corev1.Pod]{
-		OnAdd: func(p *corev1.Pod) {
-			if key, ok := OwnerKey(p, kind); ok {
-				expect.CreationObserved(key)
-				queue.Add(key)
-			}
-		},
-		OnUpdate: func(old, p *corev1.Pod) {
-			if key, ok := OwnerKey(p, kind); ok {
-				if p.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
-					expect.DeletionObserved(key, p.UID)
-				}
-				queue.Add(key)
-			}
-		},
-		OnDelete: func(p *corev1.Pod) {
-			if key, ok := OwnerKey(p, kind); ok {
-				expect.DeletionObserved(key, p.UID)
-				queue.Add(key)
-			}
-		},
-	}
+	return ClaimingPodHandler(func(p *corev1.Pod) (string, bool) { return OwnerKey(p, kind) },
+		func(*corev1.Pod) []string { return nil }, queue, expect)
 }

@@ -11,6 +11,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -42,8 +43,24 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk c
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), expect: framework.NewExpectations(clk)}
 	jc.sink = func(key string, job *batchv1.Job) framework.Sink[Action] { return &apiSink{jc: jc, key: key, job: job} }
 	inf.Jobs.AddHandler(framework.Handler[batchv1.Job](jc.queue))
-	inf.Pods.AddHandler(framework.OwnedPodHandler("Job", jc.queue, jc.expect))
+	inf.Pods.AddHandler(framework.ClaimingPodHandler(
+		func(p *corev1.Pod) (string, bool) { return framework.OwnerKey(p, "Job") }, jc.matching, jc.queue, jc.expect))
 	return jc
+}
+
+// matching returns the keys of the unfinished Jobs whose selector matches
+// p: the ones that may adopt it.
+func (jc *Controller) matching(p *corev1.Pod) []string {
+	return framework.MatchingKeys(jc.inf.Jobs, p, func(j *batchv1.Job) labels.Selector {
+		if _, finished := Finished(j.Status); finished {
+			return nil
+		}
+		sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector)
+		if err != nil {
+			return nil
+		}
+		return sel
+	})
 }
 
 // Run processes Jobs until ctx ends.
@@ -66,7 +83,13 @@ func (jc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	if !jc.expect.Satisfied(key) {
 		return framework.Result{}, nil // the informer has not caught up with our writes
 	}
+	// Its pods, and the orphans of the namespace it may adopt.
 	pods := jc.inf.Pods.Store().ByIndex(framework.ControllerUIDIndex, string(job.UID))
+	for _, p := range jc.inf.Pods.Store().ByIndex(framework.ControllerUIDIndex, "") {
+		if p.Namespace == ns {
+			pods = append(pods, p)
+		}
+	}
 	out := Plan(job, pods, jc.clock.Now())
 	if adds, uids := podChanges(out.Actions); adds > 0 || len(uids) > 0 {
 		// Before any is issued: the informer may see them at once.
@@ -103,6 +126,11 @@ type apiSink struct {
 func (s *apiSink) Do(ctx context.Context, a Action) error {
 	jc, job := s.jc, s.job
 	switch a.Type {
+	case AdoptPod:
+		refs := framework.AdoptedRefs(a.Pod, framework.ControllerRef(job, "batch/v1", "Job"))
+		return ignoreNotFound(framework.PatchOwnerRefs(ctx, jc.c, a.Pod, refs))
+	case ReleasePod:
+		return ignoreNotFound(framework.PatchOwnerRefs(ctx, jc.c, a.Pod, framework.ReleasedRefs(a.Pod, job.UID)))
 	case DeleteJob:
 		fg := metav1.DeletePropagationForeground
 		uid := job.UID
@@ -145,6 +173,13 @@ func (s *apiSink) updateStatus(ctx context.Context, st batchv1.JobStatus) error 
 		if c.Type == batchv1.JobComplete && hasConditionIn(job.Status, batchv1.JobComplete) == nil {
 			jc.rec.Eventf(job, corev1.EventTypeNormal, "Completed", "Job completed")
 		}
+	}
+	return err
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
 	}
 	return err
 }

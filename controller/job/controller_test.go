@@ -23,14 +23,28 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 	now := testutil.T0
 	i32 := testutil.Int32
 	job := makeJob(i32(3), i32(2), corev1.RestartPolicyNever)
-	own := func(p *corev1.Pod) *corev1.Pod {
-		p.OwnerReferences = []metav1.OwnerReference{framework.ControllerRef(job, "batch/v1", "Job")}
+	own := func(p *corev1.Pod) *corev1.Pod { return ownedBy(job, []*corev1.Pod{p})[0] }
+	orphan := func(p *corev1.Pod) *corev1.Pod {
+		p = own(p)
+		p.OwnerReferences = nil
 		return p
 	}
+	unlabelled := func(p *corev1.Pod) *corev1.Pod {
+		p = own(p)
+		p.Labels = nil
+		return p
+	}
+	elsewhere := orphan(running("x"))
+	elsewhere.Namespace = "other"
 	finished := job.DeepCopy()
 	finished.Spec.TTLSecondsAfterFinished = i32(10)
 	finished.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue,
 		LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}}
+	finishedNoTTL := func(j *batchv1.Job) *batchv1.Job {
+		j = j.DeepCopy()
+		j.Status.Conditions = finished.Status.Conditions
+		return j
+	}
 	cases := []struct {
 		name     string
 		jobs     []*batchv1.Job
@@ -51,6 +65,14 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 				own(failedAt("c", now.Add(-time.Hour))), own(running("d"))},
 			wantDone:      []string{"DeletePods d", "UpdateStatus active=0 succeeded=0 failed=4 FailureTarget"},
 			wantExpecting: true},
+		{name: "an orphan the Job's selector matches is adopted and counts; one of another namespace does not",
+			jobs: []*batchv1.Job{job}, pods: []*corev1.Pod{orphan(running("a")), own(running("b")), elsewhere},
+			wantDone: []string{"AdoptPod a", "UpdateStatus active=2 succeeded=0 failed=0"}},
+		{name: "a pod whose labels stopped matching is released and replaced",
+			jobs: []*batchv1.Job{job}, pods: []*corev1.Pod{unlabelled(running("a")), own(running("b"))},
+			wantDone: []string{"ReleasePod a", "CreatePods 1", "UpdateStatus active=2 succeeded=0 failed=0"}, wantExpecting: true},
+		{name: "a finished Job adopts no orphan",
+			jobs: []*batchv1.Job{finishedNoTTL(job)}, pods: []*corev1.Pod{orphan(running("a"))}},
 		{name: "a finished Job past its ttlSecondsAfterFinished is deleted",
 			jobs: []*batchv1.Job{finished}, wantDone: []string{"DeleteJob"}},
 		{name: "a Job waits until the informer saw the pods it created",

@@ -1,6 +1,7 @@
 // Package job runs a Job's pods to completion:
 //
-//	job/pod event ─▶ queue(job) ─▶ Plan(job, its pods, now)
+//	job/pod event ─▶ queue(job) ─▶ Plan(job, its pods and the namespace's orphans, now)
+//	   claim (unless finished)          ─▶ AdoptPod: orphans the selector matches; ReleasePod: own pods that stopped matching
 //	   finished?                        ─▶ ttlSecondsAfterFinished: delete the Job when it runs out
 //	   suspended                        ─▶ delete active pods, condition Suspended (JobSuspended / JobResumed)
 //	   a FailJob rule of podFailurePolicy matches a failed pod ─▶ FailureTarget, delete active pods ─▶ Failed (PodFailurePolicy)
@@ -15,7 +16,7 @@
 //	   succeeded ≥ completions          ─▶ SuccessCriteriaMet ─▶ Complete (+ completionTime)
 //	   ─▶ status: active, ready, terminating, succeeded, failed, startTime,
 //	      completedIndexes ("1,3-5"), failedIndexes
-//	─▶ Output{Actions}: CreatePods or DeletePods (one batch, sent at once), then UpdateStatus; or DeleteJob
+//	─▶ Output{Actions}: adoptions and releases, CreatePods or DeletePods (one batch, sent at once), then UpdateStatus; or DeleteJob
 //	─▶ driver: expectations raised, then every action through the sink (apiSink; a FakeSink in
 //	   tests), a failure not ending the others: the status written lacks the pods not created
 //
@@ -82,6 +83,12 @@ const (
 	// DeleteJob deletes the Job (foreground): its
 	// ttlSecondsAfterFinished ran out.
 	DeleteJob ActionType = "DeleteJob"
+	// AdoptPod makes the Job the controller of Pod, an orphan its
+	// selector matches.
+	AdoptPod ActionType = "AdoptPod"
+	// ReleasePod removes the Job from the owners of Pod, whose labels no
+	// longer match its selector.
+	ReleasePod ActionType = "ReleasePod"
 )
 
 // Action is one write of a sync of a Job. The pods of a sync are
@@ -91,12 +98,16 @@ type Action struct {
 	Create []PodToCreate
 	Delete []*corev1.Pod
 	Status *batchv1.JobStatus
+	// Pod is the pod AdoptPod or ReleasePod changes.
+	Pod *corev1.Pod
 }
 
 func (a Action) String() string {
 	var b strings.Builder
 	b.WriteString(string(a.Type))
 	switch a.Type {
+	case AdoptPod, ReleasePod:
+		b.WriteString(" " + a.Pod.Name)
 	case CreatePods:
 		fmt.Fprintf(&b, " %d", len(a.Create))
 		if ixs := indexesToCreate(a.Create); len(ixs) > 0 {
@@ -259,12 +270,15 @@ func onlyReplaceFailedPods(job *batchv1.Job) bool {
 	return ptr.Deref(job.Spec.PodReplacementPolicy, "") == batchv1.Failed || job.Spec.PodFailurePolicy != nil
 }
 
-// Plan plans one sync of job, given its pods.
+// Plan plans one sync of job, given its pods and its namespace's orphans:
+// adoptions and releases first, then the pods to create or delete and the
+// status; or the Job's deletion.
 func Plan(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Output {
-	d := decide(job, pods, now)
-	out := Output{RequeueAfter: d.RequeueAfter}
+	owned, claims := claim(job, pods)
+	d := decide(job, owned, now)
+	out := Output{RequeueAfter: d.RequeueAfter, Actions: claims}
 	if d.DeleteJob {
-		out.Actions = []Action{{Type: DeleteJob}}
+		out.Actions = append(out.Actions, Action{Type: DeleteJob})
 		return out
 	}
 	if len(d.Create) > 0 {
@@ -280,6 +294,33 @@ func Plan(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Output {
 		out.Actions = append(out.Actions, Action{Type: UpdateStatus, Status: &d.Status})
 	}
 	return out
+}
+
+// claim sorts pods (the Job's own and its namespace's orphans) as
+// framework.ClaimPods does: the pods the Job controls, with the orphans
+// its selector matches adopted and its own that stopped matching
+// released. A finished Job adopts and releases nothing, as in Kubernetes,
+// and keeps the pods it controls.
+func claim(job *batchv1.Job, pods []*corev1.Pod) ([]*corev1.Pod, []Action) {
+	sel, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
+	if _, finished := Finished(job.Status); finished || err != nil {
+		var owned []*corev1.Pod
+		for _, p := range pods {
+			if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.UID == job.UID {
+				owned = append(owned, p)
+			}
+		}
+		return owned, nil
+	}
+	c := framework.ClaimPods(job, sel, pods)
+	var actions []Action
+	for _, p := range c.Adopt {
+		actions = append(actions, Action{Type: AdoptPod, Pod: p})
+	}
+	for _, p := range c.Release {
+		actions = append(actions, Action{Type: ReleasePod, Pod: p})
+	}
+	return c.Owned, actions
 }
 
 // decide works out one sync of job, given its pods.

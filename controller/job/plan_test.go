@@ -9,13 +9,35 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"minik/controller/framework"
 	"minik/controller/internal/testutil"
 )
 
+// jobLabel is the label the apiserver gives a Job's selector and template.
+const jobLabel = batchv1.ControllerUidLabel
+
 func makeJob(completions, parallelism *int32, restart corev1.RestartPolicy) *batchv1.Job {
+	labels := map[string]string{jobLabel: "job-uid"}
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "default", UID: "job-uid"},
 		Spec: batchv1.JobSpec{Completions: completions, Parallelism: parallelism, BackoffLimit: testutil.Int32(2),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: restart}}}}
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{RestartPolicy: restart}}}}
+}
+
+// ownedBy returns copies of pods as job made them: controlled by it and
+// labelled for its selector.
+func ownedBy(job *batchv1.Job, pods []*corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(pods))
+	for i, p := range pods {
+		p = p.DeepCopy()
+		p.OwnerReferences = []metav1.OwnerReference{framework.ControllerRef(job, "batch/v1", "Job")}
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[jobLabel] = string(job.UID)
+		out[i] = p
+	}
+	return out
 }
 
 func running(n string) *corev1.Pod { return testutil.Pod(n).Phase(corev1.PodRunning).Obj() }
@@ -32,9 +54,10 @@ func succeededAt(n string, at time.Time) *corev1.Pod {
 }
 
 // decided runs Plan and reads its actions back into a decision, for the
-// tables: the status is the one written, else the Job's own.
+// tables: the status is the one written, else the Job's own. pods are
+// the Job's own.
 func decided(job *batchv1.Job, pods []*corev1.Pod, now time.Time) decision {
-	out := Plan(job, pods, now)
+	out := Plan(job, ownedBy(job, pods), now)
 	d := decision{Status: job.Status, RequeueAfter: out.RequeueAfter}
 	for _, a := range out.Actions {
 		switch a.Type {
@@ -219,7 +242,7 @@ func TestPlanActions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, a := range Plan(job, tc.pods, now).Actions {
+			for _, a := range Plan(job, ownedBy(job, tc.pods), now).Actions {
 				got = append(got, a.String())
 			}
 			if !slices.Equal(got, tc.want) {

@@ -2,7 +2,6 @@ package replicaset
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -82,37 +81,7 @@ func NewController[T any](kind Kind[T], c *client.Client, inf *framework.Informe
 			rc.queue.Add(key)
 		},
 	})
-	inf.Pods.AddHandler(informer.Handler[corev1.Pod]{
-		OnAdd: func(p *corev1.Pod) {
-			if key, ok := rc.ownerKey(p); ok {
-				rc.expect.CreationObserved(key)
-				rc.queue.Add(key)
-				return
-			}
-			rc.enqueueMatching(p)
-		},
-		OnUpdate: func(old, p *corev1.Pod) {
-			if p.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
-				if key, ok := rc.ownerKey(p); ok {
-					rc.expect.DeletionObserved(key, p.UID)
-				}
-			}
-			if key, ok := rc.ownerKey(old); ok {
-				rc.queue.Add(key)
-			}
-			if key, ok := rc.ownerKey(p); ok {
-				rc.queue.Add(key)
-			} else if !labels.Equals(old.Labels, p.Labels) || metav1.GetControllerOfNoCopy(old) != nil {
-				rc.enqueueMatching(p)
-			}
-		},
-		OnDelete: func(p *corev1.Pod) {
-			if key, ok := rc.ownerKey(p); ok {
-				rc.expect.DeletionObserved(key, p.UID)
-				rc.queue.Add(key)
-			}
-		},
-	})
+	inf.Pods.AddHandler(framework.ClaimingPodHandler(rc.ownerKey, rc.matching, rc.queue, rc.expect))
 	return rc
 }
 
@@ -127,17 +96,15 @@ func (rc *Controller[T]) ownerKey(p *corev1.Pod) (string, bool) {
 	return informer.Key(p.Namespace, ref.Name), true
 }
 
-// enqueueMatching queues every workload whose selector matches orphan p.
-func (rc *Controller[T]) enqueueMatching(p *corev1.Pod) {
-	if metav1.GetControllerOfNoCopy(p) != nil {
-		return
-	}
-	for _, o := range rc.kind.Informer.Store().ByIndex(informer.NamespaceIndex, p.Namespace) {
+// matching returns the keys of the workloads whose selector matches p.
+func (rc *Controller[T]) matching(p *corev1.Pod) []string {
+	return framework.MatchingKeys(rc.kind.Informer, p, func(o *T) labels.Selector {
 		w, err := rc.workload(o)
-		if err == nil && !w.Selector.Empty() && w.Selector.Matches(labels.Set(p.Labels)) {
-			rc.queue.Add(framework.KeyOf(meta(o)))
+		if err != nil {
+			return nil
 		}
-	}
+		return w.Selector
+	})
 }
 
 // Run processes the queue until ctx ends.
@@ -197,16 +164,10 @@ func (s *apiSink[T]) Do(ctx context.Context, a Action) error {
 	key := framework.KeyOf(m)
 	switch a.Type {
 	case AdoptPod:
-		refs := append(append([]metav1.OwnerReference(nil), a.Pod.OwnerReferences...), framework.ControllerRef(m, rc.kind.APIVersion, rc.kind.Kind))
-		return ignoreNotFound(patchOwnerRefs(ctx, rc.c, a.Pod, refs))
+		refs := framework.AdoptedRefs(a.Pod, framework.ControllerRef(m, rc.kind.APIVersion, rc.kind.Kind))
+		return ignoreNotFound(framework.PatchOwnerRefs(ctx, rc.c, a.Pod, refs))
 	case ReleasePod:
-		var refs []metav1.OwnerReference
-		for _, r := range a.Pod.OwnerReferences {
-			if r.UID != m.GetUID() {
-				refs = append(refs, r)
-			}
-		}
-		return ignoreNotFound(patchOwnerRefs(ctx, rc.c, a.Pod, refs))
+		return ignoreNotFound(framework.PatchOwnerRefs(ctx, rc.c, a.Pod, framework.ReleasedRefs(a.Pod, m.GetUID())))
 	case CreatePods:
 		s.manageErr = rc.create(ctx, key, s.obj, a.Count)
 		return s.manageErr
@@ -230,20 +191,6 @@ func ignoreNotFound(err error) error {
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	return err
-}
-
-// patchOwnerRefs sets p's ownerReferences, guarded by its UID and
-// resourceVersion so that a concurrent change makes it fail.
-func patchOwnerRefs(ctx context.Context, c *client.Client, p *corev1.Pod, refs []metav1.OwnerReference) error {
-	patch := map[string]any{"metadata": map[string]any{
-		"ownerReferences": refs, "uid": p.UID, "resourceVersion": p.ResourceVersion,
-	}}
-	data, err := json.Marshal(patch)
-	if err != nil {
-		return err
-	}
-	_, err = c.Pods().Patch(ctx, p.Namespace, p.Name, types.MergePatchType, data, metav1.PatchOptions{})
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"minik/controller"
@@ -250,4 +251,48 @@ func TestJobBackoffLimitPerIndex(t *testing.T) {
 			t.Fatalf("index 0 was retried past backoffLimitPerIndex 0: %s", p.Name)
 		}
 	}
+}
+
+// TestJobAdoptsOrphansAndReleasesPods is upstream's conformance spec "Job
+// should adopt matching orphans and release non-matching pods": a pod
+// whose ownerReference is removed is adopted again; a pod whose labels no
+// longer match is released, and the Job replaces it.
+func TestJobAdoptsOrphansAndReleasesPods(t *testing.T) {
+	_, cs, ctx := startWithController(t, controller.Config{})
+	ns := "default"
+	fakeKubelet(t, cs, ns)
+	job, err := cs.BatchV1().Jobs(ns).Create(ctx, makeJob("adopt", 4, 2, 6, corev1.RestartPolicyNever), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := waitRunningJobPods(t, ctx, cs, ns, "adopt", 2)[0]
+	controlledByJob := func(p *corev1.Pod) bool {
+		ref := metav1.GetControllerOf(p)
+		return ref != nil && ref.UID == job.UID
+	}
+
+	orphan := []byte(`{"metadata":{"ownerReferences":null}}`)
+	if _, err := cs.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, orphan, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the orphan adopted again", func() (bool, string) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return controlledByJob(p), fmt.Sprintf("owners %v", p.OwnerReferences)
+	})
+
+	unlabel := []byte(`{"metadata":{"labels":null}}`)
+	if _, err := cs.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.MergePatchType, unlabel, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the unlabelled pod released", func() (bool, string) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return !controlledByJob(p) && len(p.OwnerReferences) == 0, fmt.Sprintf("owners %v", p.OwnerReferences)
+	})
+	waitRunningJobPods(t, ctx, cs, ns, "adopt", 2)
 }
