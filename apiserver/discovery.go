@@ -71,7 +71,9 @@ func (s *Server) routes(openapiHandler http.Handler) *mux.Router {
 	r.Handle("/healthz", public(s.health)).Methods(http.MethodGet)
 	r.Handle("/livez", public(s.health)).Methods(http.MethodGet)
 	r.Handle("/readyz", public(s.health)).Methods(http.MethodGet)
-	r.Handle("/version", public(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, Version) })).Methods(http.MethodGet)
+	version := public(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, Version) })
+	r.Handle("/version", version).Methods(http.MethodGet)
+	r.Handle("/version/", version).Methods(http.MethodGet)
 	// The service-account issuer's discovery documents, public as the
 	// issue of tokens to others needs them to be.
 	r.Handle("/.well-known/openid-configuration", public(s.serveOpenIDConfiguration)).Methods(http.MethodGet)
@@ -81,11 +83,15 @@ func (s *Server) routes(openapiHandler http.Handler) *mux.Router {
 	authed.Use(s.measure, s.authenticate)
 	path := s.authorizePath
 	authed.PathPrefix("/openapi/").Handler(path(openapiHandler.ServeHTTP)).Methods(http.MethodGet)
-	authed.Handle("/api", path(s.serveAPIVersions)).Methods(http.MethodGet)
-	authed.Handle("/apis", path(s.serveAPIGroupList)).Methods(http.MethodGet)
-	authed.Handle("/api/{version}", path(s.serveResourceList)).Methods(http.MethodGet)
-	authed.Handle("/apis/{group}", path(s.serveAPIGroup)).Methods(http.MethodGet)
-	authed.Handle("/apis/{group}/{version}", path(s.serveResourceList)).Methods(http.MethodGet)
+	// Discovery answers with or without a trailing slash, as
+	// kube-apiserver's does (`kubectl proxy` clients ask for /api/).
+	for _, slash := range []string{"", "/"} {
+		authed.Handle("/api"+slash, path(s.serveAPIVersions)).Methods(http.MethodGet)
+		authed.Handle("/apis"+slash, path(s.serveAPIGroupList)).Methods(http.MethodGet)
+		authed.Handle("/api/{version}"+slash, path(s.serveResourceList)).Methods(http.MethodGet)
+		authed.Handle("/apis/{group}"+slash, path(s.serveAPIGroup)).Methods(http.MethodGet)
+		authed.Handle("/apis/{group}/{version}"+slash, path(s.serveResourceList)).Methods(http.MethodGet)
+	}
 	authed.Handle("/metrics", path(s.servePrometheus)).Methods(http.MethodGet)
 	authed.PathPrefix("/debug/pprof/").Handler(path(s.profiling))
 	authed.PathPrefix("/api/").HandlerFunc(s.serveResource)

@@ -242,8 +242,15 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	if err := images.BuildBusybox(archive, images.DefaultBusyboxPath); err != nil {
 		return err
 	}
+	// Its HTTPS endpoint (logs, exec, /debug/pprof), as every real node
+	// has: on any free port, which its Node reports.
+	servingCert, servingKey, err := ca.EnsureServing(filepath.Join(dir, "pki"), "kubelet-"+node+"-serving", []string{"127.0.0.1", node})
+	if err != nil {
+		return err
+	}
 	kl, err := start(kubeletBin, filepath.Join(dir, "kubelet.log"), "kubelet", "--node-name", node, "--kubeconfig", kubeletKC, "-v",
-		"--root-dir", kubeletRoot, "--port", "0", "--preload-images", archive, "--pod-cidr", podCIDR)
+		"--root-dir", kubeletRoot, "--port", "0", "--preload-images", archive, "--pod-cidr", podCIDR,
+		"--tls-cert-file", servingCert, "--tls-private-key-file", servingKey, "--client-ca-file", filepath.Join(dir, "pki", "ca.crt"))
 	if err != nil {
 		return err
 	}
