@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"minik/apiserver/storage"
+	"minik/internal/podrefs"
 )
 
 // nodeGraph is the node authorizer's knowledge of which objects each node
@@ -150,108 +151,12 @@ func (g *nodeGraph) setPod(pod *corev1.Pod, deleted bool) {
 	}
 }
 
-// podReferences lists the objects a pod's kubelet must read to run it:
-// secrets and config maps from volumes (projected ones too), env, envFrom
-// and image pull secrets; claims (ephemeral volumes' claims are named
-// POD-VOLUME); the service account. Each appears once.
+// podReferences is podrefs.Of as the graph's references.
 func podReferences(pod *corev1.Pod) []objectRef {
-	seen := map[objectRef]bool{}
-	var out []objectRef
-	add := func(kind, name string) {
-		r := objectRef{kind: kind, namespace: pod.Namespace, name: name}
-		if name != "" && !seen[r] {
-			seen[r] = true
-			out = append(out, r)
-		}
-	}
-	if pod.Spec.ServiceAccountName != "" {
-		add("serviceaccounts", pod.Spec.ServiceAccountName)
-	}
-	for _, s := range pod.Spec.ImagePullSecrets {
-		add("secrets", s.Name)
-	}
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.Secret != nil:
-			add("secrets", v.Secret.SecretName)
-		case v.ConfigMap != nil:
-			add("configmaps", v.ConfigMap.Name)
-		case v.PersistentVolumeClaim != nil:
-			add("persistentvolumeclaims", v.PersistentVolumeClaim.ClaimName)
-		case v.Ephemeral != nil:
-			add("persistentvolumeclaims", pod.Name+"-"+v.Name)
-		case v.Projected != nil:
-			for _, src := range v.Projected.Sources {
-				if src.Secret != nil {
-					add("secrets", src.Secret.Name)
-				}
-				if src.ConfigMap != nil {
-					add("configmaps", src.ConfigMap.Name)
-				}
-			}
-		}
-		for _, ref := range volumeSecretRefs(&v.VolumeSource) {
-			add("secrets", ref)
-		}
-	}
-	visit := func(cs []corev1.Container) {
-		for _, c := range cs {
-			for _, e := range c.EnvFrom {
-				if e.SecretRef != nil {
-					add("secrets", e.SecretRef.Name)
-				}
-				if e.ConfigMapRef != nil {
-					add("configmaps", e.ConfigMapRef.Name)
-				}
-			}
-			for _, e := range c.Env {
-				if e.ValueFrom == nil {
-					continue
-				}
-				if e.ValueFrom.SecretKeyRef != nil {
-					add("secrets", e.ValueFrom.SecretKeyRef.Name)
-				}
-				if e.ValueFrom.ConfigMapKeyRef != nil {
-					add("configmaps", e.ValueFrom.ConfigMapKeyRef.Name)
-				}
-			}
-		}
-	}
-	visit(pod.Spec.InitContainers)
-	visit(pod.Spec.Containers)
-	for _, c := range pod.Spec.EphemeralContainers {
-		visit([]corev1.Container{corev1.Container(c.EphemeralContainerCommon)})
-	}
-	return out
-}
-
-// volumeSecretRefs lists the secrets that volume plugins name in their
-// secretRef fields (CSI, iSCSI, RBD, CephFS, FlexVolume, ...): a node
-// that mounts such a volume needs them.
-func volumeSecretRefs(v *corev1.VolumeSource) []string {
-	var out []string
-	local := func(r *corev1.LocalObjectReference) {
-		if r != nil {
-			out = append(out, r.Name)
-		}
-	}
-	switch {
-	case v.CSI != nil:
-		local(v.CSI.NodePublishSecretRef)
-	case v.ISCSI != nil:
-		local(v.ISCSI.SecretRef)
-	case v.RBD != nil:
-		local(v.RBD.SecretRef)
-	case v.CephFS != nil:
-		local(v.CephFS.SecretRef)
-	case v.FlexVolume != nil:
-		local(v.FlexVolume.SecretRef)
-	case v.ScaleIO != nil:
-		local(v.ScaleIO.SecretRef)
-	case v.StorageOS != nil:
-		local(v.StorageOS.SecretRef)
-	case v.AzureFile != nil:
-		out = append(out, v.AzureFile.SecretName)
+	refs := podrefs.Of(pod)
+	out := make([]objectRef, len(refs))
+	for i, r := range refs {
+		out[i] = objectRef{kind: r.Resource, namespace: pod.Namespace, name: r.Name}
 	}
 	return out
 }

@@ -22,6 +22,7 @@ import (
 	"minik/internal/hostip"
 	"minik/kubelet"
 	"minik/kubelet/eviction"
+	"minik/kubelet/objectcache"
 	"minik/kubelet/runtime/fake"
 )
 
@@ -114,7 +115,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		cancel()
 	}
-	shared := newSharedInformers(cfg.Client, cfg.Logger)
+	shared := newSharedInformers(ctx, cfg.Client, cfg.Logger)
 	for _, run := range shared.runs {
 		wg.Go(func() {
 			if err := run(ctx); err != nil {
@@ -170,18 +171,22 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 // sharedInformers are the process's one list-watch of pods, of nodes and
-// of Services, split among its kubelets (kubelet.SharedInformers): the
-// apiserver holds three watches for the process instead of three per node.
+// of Services, split among its kubelets (kubelet.SharedInformers), and its
+// one cache of the ConfigMaps their pods name: the apiserver holds three
+// watches, and one per config map the pods use, for the process instead
+// of that many per node.
 type sharedInformers struct {
-	pods     *informer.Split[corev1.Pod]
-	nodes    *informer.Split[corev1.Node]
-	services *informer.Split[corev1.Service]
-	runs     []func(context.Context) error
+	pods       *informer.Split[corev1.Pod]
+	nodes      *informer.Split[corev1.Node]
+	services   *informer.Split[corev1.Service]
+	configMaps *objectcache.Cache[corev1.ConfigMap]
+	secrets    *objectcache.Cache[corev1.Secret]
+	runs       []func(context.Context) error
 }
 
 var _ kubelet.SharedInformers = &sharedInformers{}
 
-func newSharedInformers(c *client.Client, log *slog.Logger) *sharedInformers {
+func newSharedInformers(ctx context.Context, c *client.Client, log *slog.Logger) *sharedInformers {
 	// Only bound pods: a kubelet has nothing to do with a pending one,
 	// which reaches it as an add once it is bound.
 	pods := informer.New(c.Pods(), informer.Config{FieldSelector: "spec.nodeName!=", Logger: log})
@@ -190,10 +195,14 @@ func newSharedInformers(c *client.Client, log *slog.Logger) *sharedInformers {
 		informer.Config{Logger: log})
 	services.SetTransform(kubelet.TrimService)
 	return &sharedInformers{
-		pods:     informer.NewSplit(pods, func(p *corev1.Pod) string { return p.Spec.NodeName }),
-		nodes:    informer.NewSplit(nodes, func(n *corev1.Node) string { return n.Name }),
-		services: informer.NewSplit(services, func(*corev1.Service) string { return "" }), // every node reads them all
-		runs:     []func(context.Context) error{pods.Run, nodes.Run, services.Run},
+		pods:       informer.NewSplit(pods, func(p *corev1.Pod) string { return p.Spec.NodeName }),
+		nodes:      informer.NewSplit(nodes, func(n *corev1.Node) string { return n.Name }),
+		services:   informer.NewSplit(services, func(*corev1.Service) string { return "" }), // every node reads them all
+		configMaps: objectcache.NewConfigMaps(ctx, c, nil, log),
+		// The hollow identity may not enumerate Secrets (rbac.yaml): its
+		// kubelets GET the ones their pods name.
+		secrets: objectcache.NewUnwatched(c.Secrets()),
+		runs:    []func(context.Context) error{pods.Run, nodes.Run, services.Run},
 	}
 }
 
@@ -201,7 +210,9 @@ func (s *sharedInformers) Pods(node string) *informer.Informer[corev1.Pod] { ret
 func (s *sharedInformers) Node(node string) *informer.Informer[corev1.Node] {
 	return s.nodes.Child(node)
 }
-func (s *sharedInformers) Services() *informer.Informer[corev1.Service] { return s.services.Child("") }
+func (s *sharedInformers) Services() *informer.Informer[corev1.Service]     { return s.services.Child("") }
+func (s *sharedInformers) ConfigMaps() *objectcache.Cache[corev1.ConfigMap] { return s.configMaps }
+func (s *sharedInformers) Secrets() *objectcache.Cache[corev1.Secret]       { return s.secrets }
 
 // idleStats are a hollow node's eviction signals: none observed (zero
 // capacities), so no threshold is ever met, and no disk or /proc is read

@@ -3,6 +3,7 @@
 package kubelet
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"minik/client"
 	"minik/client/informer"
 	"minik/kubelet/eviction"
+	"minik/kubelet/objectcache"
 	"minik/kubelet/runtime"
 )
 
@@ -132,6 +134,18 @@ type SharedInformers interface {
 	Pods(nodeName string) *informer.Informer[corev1.Pod]
 	Node(nodeName string) *informer.Informer[corev1.Node]
 	Services() *informer.Informer[corev1.Service]
+	// ConfigMaps and Secrets are caches every kubelet of the process
+	// registers its pods in.
+	ConfigMaps() *objectcache.Cache[corev1.ConfigMap]
+	Secrets() *objectcache.Cache[corev1.Secret]
+}
+
+// objectCaches are the caches of the ConfigMaps and Secrets the pods name.
+func (c *Config) objectCaches(ctx context.Context, log *slog.Logger) (*objectcache.Cache[corev1.ConfigMap], *objectcache.Cache[corev1.Secret]) {
+	if c.Shared != nil {
+		return c.Shared.ConfigMaps(), c.Shared.Secrets()
+	}
+	return objectcache.NewConfigMaps(ctx, c.Client, c.Clock, log), objectcache.NewSecrets(ctx, c.Client, c.Clock, log)
 }
 
 // podInformer is the informer of the pods bound to this node.

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/kubelet/fieldpath"
 	"minik/kubelet/podstep"
@@ -213,7 +212,7 @@ func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		switch {
 		case from.ConfigMapRef != nil:
 			optional = from.ConfigMapRef.Optional != nil && *from.ConfigMapRef.Optional
-			cm, err := k.cfg.Client.ConfigMaps().Get(ctx, pod.Namespace, from.ConfigMapRef.Name, metav1.GetOptions{})
+			cm, err := k.configMaps.Get(ctx, pod.Namespace, from.ConfigMapRef.Name)
 			if err != nil {
 				if apierrors.IsNotFound(err) && optional {
 					continue
@@ -223,7 +222,7 @@ func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.C
 			data = cm.Data
 		case from.SecretRef != nil:
 			optional = from.SecretRef.Optional != nil && *from.SecretRef.Optional
-			s, err := k.cfg.Client.Secrets().Get(ctx, pod.Namespace, from.SecretRef.Name, metav1.GetOptions{})
+			s, err := k.secrets.Get(ctx, pod.Namespace, from.SecretRef.Name)
 			if err != nil {
 				if apierrors.IsNotFound(err) && optional {
 					continue
@@ -284,7 +283,7 @@ func (k *Kubelet) envValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	case from.ConfigMapKeyRef != nil:
 		ref := from.ConfigMapKeyRef
 		optional := ref.Optional != nil && *ref.Optional
-		cm, err := k.cfg.Client.ConfigMaps().Get(ctx, pod.Namespace, ref.Name, metav1.GetOptions{})
+		cm, err := k.configMaps.Get(ctx, pod.Namespace, ref.Name)
 		if err != nil {
 			if apierrors.IsNotFound(err) && optional {
 				return "", true, nil
@@ -302,7 +301,7 @@ func (k *Kubelet) envValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	case from.SecretKeyRef != nil:
 		ref := from.SecretKeyRef
 		optional := ref.Optional != nil && *ref.Optional
-		s, err := k.cfg.Client.Secrets().Get(ctx, pod.Namespace, ref.Name, metav1.GetOptions{})
+		s, err := k.secrets.Get(ctx, pod.Namespace, ref.Name)
 		if err != nil {
 			if apierrors.IsNotFound(err) && optional {
 				return "", true, nil

@@ -18,6 +18,7 @@ import (
 	"minik/internal/hostip"
 	"minik/kubelet/eviction"
 	"minik/kubelet/nodestatus"
+	"minik/kubelet/objectcache"
 	"minik/kubelet/podstep"
 	"minik/kubelet/prober"
 	"minik/kubelet/runtime"
@@ -43,6 +44,10 @@ type Kubelet struct {
 	stats     eviction.StatsProvider
 	// nodes registers the Node and keeps its status and Lease.
 	nodes *nodestatus.Manager
+	// configMaps and secrets are the objects the pods name, each watched
+	// while a pod names it.
+	configMaps *objectcache.Cache[corev1.ConfigMap]
+	secrets    *objectcache.Cache[corev1.Secret]
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
@@ -72,9 +77,10 @@ func Run(ctx context.Context, cfg Config) error {
 		Event: func(pod *corev1.Pod, typ, reason, msg string) {
 			k.recorder.Eventf(k.eventTarget(pod), typ, reason, "%s", msg)
 		}})
+	k.configMaps, k.secrets = cfg.objectCaches(ctx, k.log)
 	k.volumes = volumes.New(volumes.Config{NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, RootDir: cfg.RootDir,
 		PodDir: k.podDir, Node: func() *corev1.Node { return k.nodes.Node() }, Client: cfg.Client, Clock: cfg.Clock, Log: k.log,
-		NoMounts: cfg.NoVolumeMounts})
+		NoMounts: cfg.NoVolumeMounts, ConfigMaps: k.configMaps.Get, Secrets: k.secrets.Get})
 	k.evictions = eviction.NewManager(cfg.EvictionHard, cfg.EvictionPressureTransitionPeriod)
 	k.stats = cfg.Stats
 	if k.stats == nil {
@@ -202,6 +208,8 @@ func (k *Kubelet) podUpdated(ctx context.Context, p *corev1.Pod) {
 		}
 		return
 	}
+	k.configMaps.RegisterPod(p)
+	k.secrets.RegisterPod(p)
 	k.worker(ctx, p.UID).update(p.DeepCopy(), false)
 }
 

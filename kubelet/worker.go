@@ -102,6 +102,8 @@ func (w *podWorker) run(ctx context.Context) {
 			w.k.admitted(w.uid)
 			w.k.probes.RemovePod(w.uid)
 			w.k.volumes.ForgetPod(w.uid)
+			w.k.configMaps.UnregisterPod(w.uid)
+			w.k.secrets.UnregisterPod(w.uid)
 			w.closeCleanedUp()
 			return
 		}

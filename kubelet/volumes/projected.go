@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/kubelet/podstep"
 )
@@ -33,11 +32,11 @@ type volumeSources interface {
 type managerSources struct{ m *Manager }
 
 func (s managerSources) configMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
-	return s.m.cfg.Client.ConfigMaps().Get(ctx, namespace, name, metav1.GetOptions{})
+	return s.m.configMap(ctx, namespace, name)
 }
 
 func (s managerSources) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-	return s.m.cfg.Client.Secrets().Get(ctx, namespace, name, metav1.GetOptions{})
+	return s.m.secret(ctx, namespace, name)
 }
 
 func (s managerSources) token(ctx context.Context, pod *corev1.Pod, audience string, seconds int64, now time.Time) (string, time.Time, error) {

@@ -44,6 +44,11 @@ type Config struct {
 	// NoMounts keeps memory-backed volumes as plain directories (hollow
 	// nodes: kubelet.Config.NoVolumeMounts).
 	NoMounts bool
+	// ConfigMaps and Secrets read the objects the volumes name (the
+	// kubelet's watch-based caches, package objectcache); nil: a GET
+	// through Client.
+	ConfigMaps func(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
+	Secrets    func(ctx context.Context, namespace, name string) (*corev1.Secret, error)
 }
 
 // Manager sets up and tears down the volumes of a node's pods.
@@ -51,6 +56,20 @@ type Manager struct {
 	cfg Config
 	// tokens are the service-account tokens of projected volumes.
 	tokens *tokenManager
+}
+
+func (m *Manager) configMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	if m.cfg.ConfigMaps != nil {
+		return m.cfg.ConfigMaps(ctx, namespace, name)
+	}
+	return m.cfg.Client.ConfigMaps().Get(ctx, namespace, name, metav1.GetOptions{})
+}
+
+func (m *Manager) secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	if m.cfg.Secrets != nil {
+		return m.cfg.Secrets(ctx, namespace, name)
+	}
+	return m.cfg.Client.Secrets().Get(ctx, namespace, name, metav1.GetOptions{})
 }
 
 // allocatable is the node's allocatable, nil before it registered: the
@@ -186,7 +205,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 			}
 		}
 	case v.ConfigMap != nil:
-		cm, err := m.cfg.Client.ConfigMaps().Get(ctx, pod.Namespace, v.ConfigMap.Name, metav1.GetOptions{})
+		cm, err := m.configMap(ctx, pod.Namespace, v.ConfigMap.Name)
 		if err != nil {
 			if apierrors.IsNotFound(err) && v.ConfigMap.Optional != nil && *v.ConfigMap.Optional {
 				cm = &corev1.ConfigMap{}
@@ -199,7 +218,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 			return time.Time{}, err
 		}
 	case v.Secret != nil:
-		s, err := m.cfg.Client.Secrets().Get(ctx, pod.Namespace, v.Secret.SecretName, metav1.GetOptions{})
+		s, err := m.secret(ctx, pod.Namespace, v.Secret.SecretName)
 		if err != nil {
 			if apierrors.IsNotFound(err) && v.Secret.Optional != nil && *v.Secret.Optional {
 				s = &corev1.Secret{}
