@@ -33,9 +33,19 @@ func follow(ctx context.Context, name string, store *storage.Store, v view) erro
 	}
 	go func() {
 		for {
-			for d := range w.Events() {
-				if d.Event != nil {
-					v.apply(d.Event)
+			var batch []storage.Delivery
+			for open := true; open; {
+				select {
+				case <-w.Ready():
+				case <-ctx.Done():
+					w.Stop()
+					return
+				}
+				batch, open = w.Take(batch)
+				for _, d := range batch {
+					if d.Event != nil {
+						v.apply(d.Event)
+					}
 				}
 			}
 			w.Stop()

@@ -178,32 +178,36 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	events := watcher.Events()
+	var batch []storage.Delivery
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-deadline.C:
 			return
-		case d, ok := <-events:
-			if !ok {
+		case <-watcher.Ready():
+			var open bool
+			batch, open = watcher.Take(batch)
+			for _, d := range batch {
+				var b []byte
+				if d.Event == nil {
+					b = h.bookmarkFrame(d.Rev, false, asProtobuf)
+				} else {
+					ev, typ := d.Event, d.Type
+					b = ev.Frame(format+string(typ), func() []byte { return frame(typ, ev.Object) })
+				}
+				if !write(b) {
+					return
+				}
+				if d.Event != nil {
+					h.watchEvents.Inc()
+				}
+			}
+			if !open {
 				return // overflow or shutdown: the client re-watches
 			}
-			var b []byte
-			if d.Event == nil {
-				b = h.bookmarkFrame(d.Rev, false, asProtobuf)
-			} else {
-				ev, typ := d.Event, d.Type
-				b = ev.Frame(format+string(typ), func() []byte { return frame(typ, ev.Object) })
-			}
-			if !write(b) {
-				return
-			}
-			if d.Event != nil {
-				h.watchEvents.Inc()
-			}
-			// Flush only when nothing else is queued: batches under load.
-			if len(events) == 0 && flusher != nil {
+			// One flush per batch: batches under load.
+			if flusher != nil {
 				flusher.Flush()
 			}
 		}

@@ -158,25 +158,22 @@ func (s *podStore) waitSeen(t *testing.T, rev int64) {
 // next receives one delivery, failing after a timeout.
 func next(t *testing.T, w *Watcher) Delivery {
 	t.Helper()
-	select {
-	case d, ok := <-w.Events():
-		if !ok {
-			t.Fatal("watcher closed, want a delivery")
-		}
-		return d
-	case <-time.After(10 * time.Second):
-		t.Fatal("no delivery within 10s")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	d, ok := w.Next(ctx)
+	if !ok {
+		t.Fatal("watcher closed or no delivery within 10s, want a delivery")
 	}
-	return Delivery{}
+	return d
 }
 
 // nothingQueued asserts that no delivery arrives for a short while.
 func nothingQueued(t *testing.T, w *Watcher) {
 	t.Helper()
-	select {
-	case d, ok := <-w.Events():
-		t.Fatalf("got delivery %+v (open %v), want none", d, ok)
-	case <-time.After(50 * time.Millisecond):
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if d, ok := w.Next(ctx); ok {
+		t.Fatalf("got delivery %+v, want none", d)
 	}
 }
 

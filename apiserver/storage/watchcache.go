@@ -96,30 +96,108 @@ type Delivery struct {
 // Filter decides how a watcher sees an event; it returns false to drop it.
 type Filter func(ev *Event) (watch.EventType, bool)
 
-// Watcher receives events from a WatchCache in revision order.
+// Watcher receives events from a WatchCache in revision order. Its
+// deliveries queue in a slice that grows as they come, up to the cache's
+// limit (a full watcher is closed): an idle watcher costs nothing, where a
+// channel of that size would hold its buffer for its whole life.
 type Watcher struct {
 	id        int
 	fromRev   int64
 	filter    Filter
 	bookmarks bool
 	initial   []*Event
-	ch        chan Delivery
-	done      chan struct{}
-	closeOnce sync.Once
 	cache     *WatchCache
-	// Overflowed is set when the watcher fell too far behind and was closed.
+
+	mu     sync.Mutex
+	queue  []Delivery
+	limit  int
+	closed bool
+	ready  chan struct{} // a token when the queue gains deliveries or the watcher closes
+	// Overflowed is set when the watcher fell too far behind and was
+	// closed; read it once Take said the watcher is closed.
 	Overflowed bool
 }
 
 // Initial returns the backlog events the watcher must see before its
-// channel: those after its starting revision that the cache still held.
+// queue: those after its starting revision that the cache still held.
 func (w *Watcher) Initial() []*Event { return w.initial }
 
 // Filter returns the watcher's filter.
 func (w *Watcher) Filter() Filter { return w.filter }
 
-// Events is closed when the watcher is stopped, by Stop or for overflow.
-func (w *Watcher) Events() <-chan Delivery { return w.ch }
+// Ready has a value when Take has something to say: deliveries, or that
+// the watcher closed.
+func (w *Watcher) Ready() <-chan struct{} { return w.ready }
+
+// Take returns the queued deliveries, in order, and whether the watcher
+// is still open; once it is closed (by Stop, or for overflow) the
+// deliveries queued before are still returned, with open false. buf is
+// the previous batch, whose array the next one reuses.
+func (w *Watcher) Take(buf []Delivery) (batch []Delivery, open bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	batch, w.queue = w.queue, buf[:0]
+	return batch, !w.closed
+}
+
+// Next waits for the next delivery; false once the watcher is closed and
+// drained, or ctx ended. For readers that take one at a time (tests).
+func (w *Watcher) Next(ctx context.Context) (Delivery, bool) {
+	for {
+		w.mu.Lock()
+		if len(w.queue) > 0 {
+			d := w.queue[0]
+			w.queue = w.queue[1:]
+			w.mu.Unlock()
+			return d, true
+		}
+		closed := w.closed
+		w.mu.Unlock()
+		if closed {
+			return Delivery{}, false
+		}
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+			return Delivery{}, false
+		}
+	}
+}
+
+// deliver queues d, or closes a watcher whose queue is full; false if the
+// watcher is (now) closed.
+func (w *Watcher) deliver(d Delivery) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return false
+	}
+	if len(w.queue) >= w.limit {
+		w.Overflowed, w.closed = true, true
+	} else {
+		w.queue = append(w.queue, d)
+	}
+	w.signal()
+	return !w.closed
+}
+
+// close ends the watcher; what it queued can still be taken.
+func (w *Watcher) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.closed = true
+		w.signal()
+	}
+}
+
+// signal leaves a token in ready unless one is already there. w.mu held.
+func (w *Watcher) signal() {
+	select {
+	case w.ready <- struct{}{}:
+	default:
+	}
+}
 
 // Stop unregisters the watcher.
 func (w *Watcher) Stop() {
@@ -291,15 +369,11 @@ func (c *WatchCache) add(ev *Event) {
 	}
 }
 
-// send must be called with c.mu held.
+// send must be called with c.mu held. A watcher too slow to keep up is
+// closed rather than let it block everyone else or grow without bound.
 func (c *WatchCache) send(w *Watcher, d Delivery) {
-	select {
-	case w.ch <- d:
-	default:
-		// Too slow: close it rather than block everyone else.
-		w.Overflowed = true
+	if !w.deliver(d) {
 		delete(c.watchers, w.id)
-		w.closeOnce.Do(func() { close(w.ch) })
 	}
 }
 
@@ -362,7 +436,7 @@ func (c *WatchCache) closeAll() {
 	defer c.mu.Unlock()
 	for id, w := range c.watchers {
 		delete(c.watchers, id)
-		w.closeOnce.Do(func() { close(w.ch) })
+		w.close()
 	}
 }
 
@@ -370,7 +444,7 @@ func (c *WatchCache) remove(w *Watcher) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.watchers, w.id)
-	w.closeOnce.Do(func() { close(w.ch) })
+	w.close()
 }
 
 // Watch registers a watcher for events after fromRev. It answers 410 Gone
@@ -383,7 +457,7 @@ func (c *WatchCache) Watch(fromRev int64, filter Filter, bookmarks bool) (*Watch
 		return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", fromRev, c.windowStart))
 	}
 	w := &Watcher{id: c.nextID, fromRev: fromRev, filter: filter, bookmarks: bookmarks,
-		ch: make(chan Delivery, c.bufSize), cache: c}
+		limit: c.bufSize, ready: make(chan struct{}, 1), cache: c}
 	c.nextID++
 	for i := 0; i < c.count; i++ {
 		ev := c.ring[(c.head+i)%len(c.ring)]

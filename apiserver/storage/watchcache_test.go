@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -181,11 +182,12 @@ func TestWatchCacheSlowWatcher(t *testing.T) {
 		got := make(chan []string)
 		go func() {
 			var names []string
-			for d := range fast.Events() {
-				names = append(names, summary(d))
-				if len(names) == events {
+			for len(names) < events {
+				d, ok := fast.Next(context.Background())
+				if !ok {
 					break
 				}
+				names = append(names, summary(d))
 			}
 			got <- names
 		}()
@@ -202,7 +204,7 @@ func TestWatchCacheSlowWatcher(t *testing.T) {
 		}
 		// The slow one holds what fit in its buffer, then its channel ends.
 		var queued int
-		for range slow.Events() {
+		for _, ok := slow.Next(context.Background()); ok; _, ok = slow.Next(context.Background()) {
 			queued++
 		}
 		if queued != buffer || !slow.Overflowed {
@@ -217,7 +219,7 @@ func TestWatchCacheSlowWatcher(t *testing.T) {
 		}
 		w.Stop()
 		s.create(t, makePod("a").Obj())
-		if _, ok := <-w.Events(); ok {
+		if _, ok := w.Next(context.Background()); ok {
 			t.Fatal("delivery after Stop")
 		}
 		if w.Overflowed {
@@ -345,8 +347,9 @@ func TestWatchCacheBookmarks(t *testing.T) {
 			}
 			s.Cache().Bookmark()
 			var got []string
-			for len(w.Events()) > 0 {
-				got = append(got, summary(<-w.Events()))
+			batch, _ := w.Take(nil)
+			for _, d := range batch {
+				got = append(got, summary(d))
 			}
 			want := strings.ReplaceAll(tc.want, "{rev}", strconv.FormatInt(rev, 10))
 			if fmt.Sprint(got) != want {
@@ -354,5 +357,32 @@ func TestWatchCacheBookmarks(t *testing.T) {
 			}
 			nothingQueued(t, w)
 		})
+	}
+}
+
+// An idle watcher holds no buffer: its queue grows only as deliveries
+// come, and the batches a reader takes reuse two arrays.
+func TestWatcherQueueGrowsOnlyWithDeliveries(t *testing.T) {
+	s := newPodStore(t, nil, 100)
+	w, err := s.Cache().Watch(s.Cache().LatestRevision(), everything, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if cap(w.queue) != 0 {
+		t.Fatalf("a new watcher's queue has room for %d deliveries, want none", cap(w.queue))
+	}
+	rev := s.create(t, makePod("a").Obj())
+	s.waitSeen(t, rev)
+	first, open := w.Take(nil)
+	if len(first) != 1 || !open {
+		t.Fatalf("took %d deliveries (open %v), want 1 (open)", len(first), open)
+	}
+	rev = s.create(t, makePod("b").Obj())
+	s.waitSeen(t, rev)
+	second, _ := w.Take(first)
+	third, _ := w.Take(second)
+	if len(second) != 1 || len(third) != 0 || &first[:1][0] != &third[:1][0] {
+		t.Fatalf("batches %d, %d: the third batch does not reuse the first's array", len(second), len(third))
 	}
 }
