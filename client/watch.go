@@ -111,7 +111,9 @@ func jsonFrames(body io.Reader) func() (frame, error) {
 // protobufFrames reads a protobuf watch stream: a 4-byte big-endian length,
 // then a metav1.WatchEvent of that length.
 func protobufFrames(body io.Reader) func() (frame, error) {
-	r := bufio.NewReaderSize(body, 32<<10)
+	// A small buffer: each watch holds it for its whole life, and a
+	// frame larger than it is read straight into buf.
+	r := bufio.NewReaderSize(body, 4<<10)
 	var header [4]byte
 	var buf []byte
 	return func() (frame, error) {
