@@ -285,12 +285,13 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	if err != nil {
 		var fitErr *framework.FitError
 		result := resultError
+		nominated := ""
 		if errors.As(err, &fitErr) {
 			result = resultUnschedulable
-			s.preempt(ctx, state, pod, fitErr)
+			nominated = s.preempt(ctx, state, pod, fitErr)
 		}
 		s.observeAttempt(result, start)
-		s.handleFailure(ctx, qp, cycle, err)
+		s.handleFailure(ctx, qp, cycle, err, nominated)
 		return
 	}
 
@@ -299,7 +300,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	assumed.Spec.NodeName = host
 	if err := s.cache.AssumePod(assumed); err != nil {
 		s.observeAttempt(resultError, start)
-		s.handleFailure(ctx, qp, cycle, err)
+		s.handleFailure(ctx, qp, cycle, err, "")
 		return
 	}
 	s.nominator.delete(pod)
@@ -322,7 +323,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 			s.observeAttempt(resultError, start)
 			s.cache.ForgetPod(assumed)
 			s.queue.MoveAllToActiveOrBackoff(queue.AssignedPodDelete)
-			s.handleFailure(ctx, qp, cycle, fmt.Errorf("binding rejected: %w", st.AsError()))
+			s.handleFailure(ctx, qp, cycle, fmt.Errorf("binding rejected: %w", st.AsError()), "")
 			return
 		}
 		s.observeAttempt(resultScheduled, start)
@@ -480,15 +481,16 @@ func selectHost(totals []framework.NodeScore, rng *rand.Rand) string {
 // node, the pod is nominated there and the victims get the
 // DisruptionTarget condition and are deleted; the pod
 // is bound once they are gone (their deletion requeues it). Otherwise the
-// outcome is appended to the failure message.
-func (s *Scheduler) preempt(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, fitErr *framework.FitError) {
+// outcome is appended to the failure message. It returns the node the
+// pod is nominated to, "" if none.
+func (s *Scheduler) preempt(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, fitErr *framework.FitError) string {
 	if len(s.fwk.PostFilter) == 0 {
-		return
+		return ""
 	}
 	result, st := s.fwk.RunPostFilter(state, pod, s.snapshot, fitErr.Statuses)
 	if !st.IsSuccess() {
 		fitErr.PostFilterMsg = st.Message()
-		return
+		return ""
 	}
 	node := result.NominatedNodeName
 	s.log.Info("preempting", "pod", pod.Namespace+"/"+pod.Name, "node", node, "victims", len(result.Victims))
@@ -512,11 +514,13 @@ func (s *Scheduler) preempt(ctx context.Context, state *framework.CycleState, po
 			}
 		}
 	})
+	return node
 }
 
 // handleFailure reports a failed cycle (event and PodScheduled condition)
-// and puts the pod back in the queue, unless it is gone or bound.
-func (s *Scheduler) handleFailure(ctx context.Context, qp *queue.QueuedPodInfo, cycle int64, err error) {
+// and puts the pod back in the queue, unless it is gone or bound; nominated
+// is the node its preemption just nominated it to, if any.
+func (s *Scheduler) handleFailure(ctx context.Context, qp *queue.QueuedPodInfo, cycle int64, err error, nominated string) {
 	pod := qp.Pod
 	var fitErr *framework.FitError
 	rejected := errors.As(err, &fitErr) || errors.Is(err, ErrNoNodesAvailable)
@@ -546,6 +550,24 @@ func (s *Scheduler) handleFailure(ctx context.Context, qp *queue.QueuedPodInfo, 
 	s.queue.AddUnschedulable(qp, cycle, rejected)
 	s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "%s", msg)
 	s.setCondition(cur, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg})
+}
+
+// requeuedPod is the pod a failed cycle puts back in the queue, as
+// upstream's handleSchedulingFailure does: the informer's copy (cur), so
+// that an update that came while the pod was being scheduled (the queue
+// drops those) is not lost; nil if the informer has none. It carries the
+// node its preemption just nominated even before that patch comes back,
+// so that the next cycle tries that node first and does not preempt on
+// another node while the victims there terminate.
+func requeuedPod(cur *corev1.Pod, ok bool, nominated string) *corev1.Pod {
+	if !ok {
+		return nil
+	}
+	if nominated != "" && cur.Status.NominatedNodeName != nominated {
+		cur = cur.DeepCopy()
+		cur.Status.NominatedNodeName = nominated
+	}
+	return cur
 }
 
 // addEventHandlers connects the informers to the cache and the queue.

@@ -8,9 +8,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/scheduler/cache"
 	"minik/scheduler/framework"
@@ -274,5 +277,56 @@ func TestExplainGolden(t *testing.T) {
 				t.Fatalf("output differs from %s:\n%s", path, buf.String())
 			}
 		})
+	}
+}
+
+// A pod that preempted goes back to the queue nominated, even before the
+// nomination's patch comes back through the informer (the queue drops
+// updates of a pod being scheduled): while its victim terminates, its
+// next cycle waits instead of preempting again, as upstream's does.
+func TestAPreemptorWaitsForItsVictimsInsteadOfPreemptingAgain(t *testing.T) {
+	node := func(name string) *corev1.Node {
+		return st.MakeNode().Name(name).Capacity("cpu", "5", "memory", "8Gi", "pods", "110").Obj()
+	}
+	pod := func(name, node string, prio int32) *corev1.Pod {
+		return st.MakePod().Name(name).Node(node).Priority(prio).Req("cpu", "2").Obj()
+	}
+	low := pod("low", "a", 1)
+	s := newTestScheduler([]*corev1.Node{node("a"), node("b")},
+		[]*corev1.Pod{low, pod("medium-a", "a", 100), pod("medium-b1", "b", 100), pod("medium-b2", "b", 100)})
+	critical := st.MakePod().Name("critical").Priority(2000000000).Req("cpu", "2").Obj()
+
+	// A cycle's decision, as preempt takes it (without its API writes).
+	cycle := func(p *corev1.Pod) (nominated, why string) {
+		t.Helper()
+		state := framework.NewCycleState()
+		s.cache.UpdateSnapshot(s.snapshot)
+		_, err := s.schedulePod(context.Background(), state, p)
+		var fe *framework.FitError
+		if !errors.As(err, &fe) {
+			t.Fatalf("got %v, want a FitError", err)
+		}
+		result, status := s.fwk.RunPostFilter(state, p, s.snapshot, fe.Statuses)
+		if !status.IsSuccess() {
+			return "", status.Message()
+		}
+		return result.NominatedNodeName, ""
+	}
+	if nominated, _ := cycle(critical); nominated != "a" {
+		t.Fatalf("nominated %q, want a (its victim has the lowest priority)", nominated)
+	}
+	s.nominator.add(critical, "a")
+	// The victim is being deleted; the nomination's patch is not back yet.
+	terminating := low.DeepCopy()
+	terminating.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	s.cache.UpdatePod(low, terminating)
+
+	requeued := requeuedPod(critical, true, "a")
+	nominated, why := cycle(requeued)
+	if nominated != "" || !strings.Contains(why, "not eligible due to a terminating pod on the nominated node") {
+		t.Fatalf("second cycle nominated %q (%s), want none while the victim terminates", nominated, why)
+	}
+	if critical.Status.NominatedNodeName != "" {
+		t.Fatal("requeuedPod changed the informer's copy")
 	}
 }

@@ -264,7 +264,7 @@ func validateDeviceClass(c *resourcev1.DeviceClass) field.ErrorList {
 		func(c resourcev1.DeviceClassConfiguration, p *field.Path) field.ErrorList {
 			return validateDeviceConfiguration(c.DeviceConfiguration, p)
 		}, p.Child("config"))...)
-	if name := spec.ExtendedResourceName; name != nil && !isExtended(corev1.ResourceName(*name)) {
+	if name := spec.ExtendedResourceName; name != nil && !IsExtendedResourceName(corev1.ResourceName(*name)) {
 		errs = append(errs, field.Invalid(p.Child("extendedResourceName"), *name, "must be a valid extended resource name"))
 	}
 	return errs

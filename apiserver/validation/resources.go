@@ -37,8 +37,9 @@ func isNative(name corev1.ResourceName) bool {
 	return !strings.Contains(string(name), "/") || strings.Contains(string(name), corev1.ResourceDefaultNamespacePrefix)
 }
 
-// isExtended is true for vendor resources such as example.com/gpu.
-func isExtended(name corev1.ResourceName) bool {
+// IsExtendedResourceName is true for vendor resources such as
+// example.com/gpu (not kubernetes.io/ names, nor requests.*).
+func IsExtendedResourceName(name corev1.ResourceName) bool {
 	if isNative(name) || strings.HasPrefix(string(name), corev1.DefaultResourceRequestsPrefix) {
 		return false
 	}
@@ -75,7 +76,7 @@ func containerResourceName(name corev1.ResourceName, fldPath *field.Path) field.
 		if name != corev1.ResourceCPU && name != corev1.ResourceMemory && name != corev1.ResourceEphemeralStorage && !isHugePages(name) {
 			return append(errs, field.Invalid(fldPath, name, "must be a standard resource for containers"))
 		}
-	} else if !isNative(name) && !isExtended(name) {
+	} else if !isNative(name) && !IsExtendedResourceName(name) {
 		return append(errs, field.Invalid(fldPath, name, "doesn't follow extended resource name standard"))
 	}
 	return errs
@@ -98,7 +99,7 @@ func validateQuantity(name corev1.ResourceName, q resource.Quantity, fldPath *fi
 	if q.Sign() < 0 {
 		errs = append(errs, field.Invalid(fldPath, q.String(), apimachineryvalidation.IsNegativeErrorMsg))
 	}
-	if (integerResources.Has(string(name)) || isExtended(name)) && q.MilliValue()%1000 != 0 {
+	if (integerResources.Has(string(name)) || IsExtendedResourceName(name)) && q.MilliValue()%1000 != 0 {
 		errs = append(errs, field.Invalid(fldPath, q, "must be an integer"))
 	}
 	return errs

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"minik/apiserver/validation"
 	"minik/client"
 	"minik/client/record"
 	"minik/internal/volumeutil"
@@ -334,6 +335,14 @@ func (m *Manager) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.
 	var fs syscall.Statfs_t
 	if syscall.Statfs(m.cfg.RootDir, &fs) == nil {
 		capacity[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(fs.Blocks)*fs.Bsize, resource.BinarySI)
+	}
+	// Extended resources others advertise (a device plugin, or an admin's
+	// patch, as upstream's e2e suite makes) are kept: the kubelet owns
+	// only the resources it measures, and allocatable follows capacity.
+	for name, q := range old.Capacity {
+		if validation.IsExtendedResourceName(name) {
+			capacity[name] = q
+		}
 	}
 	s := corev1.NodeStatus{
 		Capacity: capacity, Allocatable: capacity.DeepCopy(),
