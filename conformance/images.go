@@ -44,7 +44,8 @@ var agnhostTools = map[string]string{
 // ash or bash (see stack). agnhost keeps what its
 // upstream Dockerfile adds to alpine and the specs use (a shell and
 // busybox's tools, /agnhost-2, /uploads, porter's certificate, the user
-// and group defined in the image); pause is agnhost's `pause`; nginx is a
+// and group defined in the image); pause is agnhost's `pause`;
+// glibc-dns-testing is the same stack; nginx is a
 // stand-in that serves /usr/share/nginx/html on port 80 with busybox's
 // httpd; kitten and nautilus are agnhost's test-webserver with their
 // pages, as upstream builds them.
@@ -54,6 +55,10 @@ var testImages = []testImage{
 	{repo: "registry.k8s.io/e2e-test-images/agnhost", entrypoint: []string{"/agnhost"}, cmd: []string{"pause"},
 		layers: func(l *layerSet) ([][]images.File, error) { return l.stack(true) }},
 	{repo: "registry.k8s.io/pause", entrypoint: []string{"/agnhost", "pause"},
+		layers: func(l *layerSet) ([][]images.File, error) { return l.stack(true) }},
+	// The DNS specs' glibc prober (dig, getent, hostname and a shell): the
+	// same clients, which here are glibc's (Debian's) anyway.
+	{repo: "registry.k8s.io/e2e-test-images/glibc-dns-testing", cmd: []string{"sh"},
 		layers: func(l *layerSet) ([][]images.File, error) { return l.stack(true) }},
 	{repo: "registry.k8s.io/e2e-test-images/nginx", cmd: []string{"httpd", "-f", "-p", "80", "-h", "/usr/share/nginx/html"},
 		layers: func(l *layerSet) ([][]images.File, error) {
