@@ -241,7 +241,8 @@ func subresourceDiscovery(rs *registry.Resource, sub string) metav1.APIResource 
 	case "log":
 		out.Verbs = []string{"get"}
 	case "proxy":
-		out.Kind, out.Verbs = "PodProxyOptions", []string{"create", "delete", "get", "patch", "update"}
+		// PodProxyOptions, ServiceProxyOptions.
+		out.Kind, out.Verbs = rs.Kind+"ProxyOptions", []string{"create", "delete", "get", "patch", "update"}
 	case "exec":
 		out.Kind, out.Verbs = "PodExecOptions", []string{"create", "get"}
 	case "attach":

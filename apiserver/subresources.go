@@ -48,7 +48,7 @@ func (h *resourceHandler) serveSubresource(w http.ResponseWriter, r *http.Reques
 	case ri.subresource == "token" && ri.verb == "create":
 		h.createToken(w, r, ri)
 	case ri.subresource == "proxy":
-		h.proxyToPod(w, r, ri)
+		h.proxy(w, r, ri)
 	default:
 		writeError(w, r, methodNotAllowed(r))
 	}

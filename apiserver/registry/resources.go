@@ -69,7 +69,7 @@ func All() []*Resource {
 			}},
 		{Kind: "Service", Resource: "services", Singular: "service", Namespaced: true, ShortNames: []string{"svc"}, Categories: []string{"all"},
 			New: func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} },
-			Subresources: []string{"status"}, HasStatus: true, NoGeneration: true,
+			Subresources: []string{"status", "proxy"}, HasStatus: true, NoGeneration: true,
 			Fields: func(o runtime.Object) map[string]string {
 				s := o.(*corev1.Service)
 				return map[string]string{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}
