@@ -22,6 +22,7 @@ import (
 
 	"minik/client"
 	"minik/client/kubeconfig"
+	"minik/internal/hostip"
 	"minik/internal/pki"
 	"minik/internal/procmem"
 	"minik/kubelet"
@@ -339,13 +340,18 @@ func runNodes(ctx context.Context, nc NodesConfig) error {
 	var wg sync.WaitGroup
 	errc := make(chan error, len(nc.Nodes))
 	var readies []chan struct{}
+	// The nodes' InternalIP is the host's address, as a real node's is
+	// routable: pods reach NodePorts and hostPorts on it (127.0.0.1 in a
+	// pod is the pod itself). Each kubelet serves on it, on a port of its
+	// own.
+	nodeIP := hostip.PrimaryIPv4()
 	for i, node := range nc.Nodes {
 		root := filepath.Join(nc.DataDir, "kubelet", node)
 		certFile, keyFile, err := nc.CA.EnsureClient(nc.PKIDir, "kubelet-"+node, pki.NodeUser(node), []string{pki.NodesGroup})
 		if err != nil {
 			return err
 		}
-		servingCert, servingKey, err := nc.CA.EnsureServing(nc.PKIDir, "kubelet-"+node+"-serving", []string{"127.0.0.1", node})
+		servingCert, servingKey, err := nc.CA.EnsureServing(nc.PKIDir, "kubelet-"+node+"-serving", []string{nodeIP, "127.0.0.1", node})
 		if err != nil {
 			return err
 		}
@@ -388,8 +394,8 @@ func runNodes(ctx context.Context, nc NodesConfig) error {
 			rt = remote
 		}
 		cfg := kubelet.Config{
-			NodeName: node, Client: c, Runtime: rt, RootDir: root, NodeIP: "127.0.0.1", PodCIDR: podCIDR,
-			ServingAddress: "127.0.0.1:0", TLSCertFile: servingCert, TLSKeyFile: servingKey, ClientCAFile: caFile,
+			NodeName: node, Client: c, Runtime: rt, RootDir: root, NodeIP: nodeIP, PodCIDR: podCIDR,
+			ServingAddress: net.JoinHostPort(nodeIP, "0"), TLSCertFile: servingCert, TLSKeyFile: servingKey, ClientCAFile: caFile,
 			PodManifestPath: filepath.Join(root, "manifests"), ReleaseIdleMemory: true,
 			ClusterDNS: nc.ClusterDNS, ClusterDomain: nc.ClusterDomain, Ready: make(chan struct{}),
 		}
