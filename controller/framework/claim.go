@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +29,15 @@ func ReleasedRefs(p *corev1.Pod, uid types.UID) []metav1.OwnerReference {
 		}
 	}
 	return refs
+}
+
+// IgnoreNotFound is nil for a NotFound: the object a write aimed at is
+// already gone, which is what a controller's next sync sees anyway.
+func IgnoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // PatchOwnerRefs sets p's ownerReferences, guarded by its UID and

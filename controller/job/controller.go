@@ -128,9 +128,9 @@ func (s *apiSink) Do(ctx context.Context, a Action) error {
 	switch a.Type {
 	case AdoptPod:
 		refs := framework.AdoptedRefs(a.Pod, framework.ControllerRef(job, "batch/v1", "Job"))
-		return ignoreNotFound(framework.PatchOwnerRefs(ctx, jc.c, a.Pod, refs))
+		return framework.IgnoreNotFound(framework.PatchOwnerRefs(ctx, jc.c, a.Pod, refs))
 	case ReleasePod:
-		return ignoreNotFound(framework.PatchOwnerRefs(ctx, jc.c, a.Pod, framework.ReleasedRefs(a.Pod, job.UID)))
+		return framework.IgnoreNotFound(framework.PatchOwnerRefs(ctx, jc.c, a.Pod, framework.ReleasedRefs(a.Pod, job.UID)))
 	case DeleteJob:
 		fg := metav1.DeletePropagationForeground
 		uid := job.UID
@@ -173,13 +173,6 @@ func (s *apiSink) updateStatus(ctx context.Context, st batchv1.JobStatus) error 
 		if c.Type == batchv1.JobComplete && hasConditionIn(job.Status, batchv1.JobComplete) == nil {
 			jc.rec.Eventf(job, corev1.EventTypeNormal, "Completed", "Job completed")
 		}
-	}
-	return err
-}
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
 	}
 	return err
 }

@@ -10,7 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -165,9 +164,9 @@ func (s *apiSink[T]) Do(ctx context.Context, a Action) error {
 	switch a.Type {
 	case AdoptPod:
 		refs := framework.AdoptedRefs(a.Pod, framework.ControllerRef(m, rc.kind.APIVersion, rc.kind.Kind))
-		return ignoreNotFound(framework.PatchOwnerRefs(ctx, rc.c, a.Pod, refs))
+		return framework.IgnoreNotFound(framework.PatchOwnerRefs(ctx, rc.c, a.Pod, refs))
 	case ReleasePod:
-		return ignoreNotFound(framework.PatchOwnerRefs(ctx, rc.c, a.Pod, framework.ReleasedRefs(a.Pod, m.GetUID())))
+		return framework.IgnoreNotFound(framework.PatchOwnerRefs(ctx, rc.c, a.Pod, framework.ReleasedRefs(a.Pod, m.GetUID())))
 	case CreatePods:
 		s.manageErr = rc.create(ctx, key, s.obj, a.Count)
 		return s.manageErr
@@ -182,16 +181,9 @@ func (s *apiSink[T]) Do(ctx context.Context, a Action) error {
 			return nil
 		}
 		_, err := rc.kind.API.UpdateStatus(ctx, rc.kind.WithStatus(s.obj, next), metav1.UpdateOptions{})
-		return ignoreNotFound(err)
+		return framework.IgnoreNotFound(err)
 	}
 	return fmt.Errorf("unknown action %s", a.Type)
-}
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
 }
 
 // NewPod returns a pod for template, controlled by owner.
