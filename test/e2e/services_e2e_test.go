@@ -39,7 +39,10 @@ func TestServices(t *testing.T) {
 					Command: []string{"sh", "-c", "hostname > /tmp/index.html; touch /tmp/ready; exec httpd -f -p 8080 -h /tmp"},
 					Ports:   []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", "/tmp/ready"}}},
-						PeriodSeconds: 1, FailureThreshold: 1}}},
+						// A loaded CI host (compose and integration run
+						// alongside) can take over a second to exec: the
+						// default 1s timeout would flap the healthy backend.
+						PeriodSeconds: 1, FailureThreshold: 1, TimeoutSeconds: 10}}},
 				// One backend per node, so the traffic crosses nodes.
 				Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
 					{LabelSelector: &metav1.LabelSelector{MatchLabels: labels}, TopologyKey: "kubernetes.io/hostname"}}}},
