@@ -53,7 +53,11 @@ func (h *resourceHandler) writeList(w http.ResponseWriter, r *http.Request, page
 	case wantsProtobuf(r) && h.protobufList():
 		bw = newBodyWriter(w, r, http.StatusOK, protobufMediaType)
 		size, sized := page.ProtobufSize()
-		err = h.writeProtobufList(bw, lm, each, size, sized && h.conv == nil)
+		eachProtobuf := page.EachProtobuf()
+		if h.conv != nil {
+			sized, eachProtobuf = false, nil
+		}
+		err = h.writeProtobufList(bw, lm, each, eachProtobuf, size, sized)
 	case wantsYAML(r):
 		list, err := h.wholeList(lm, each)
 		if err != nil {
@@ -140,8 +144,10 @@ func (h *resourceHandler) protobufList() bool {
 // writeProtobufList writes the list in Kubernetes' protobuf envelope. The
 // envelope's raw field is length-prefixed, so the items' size must be
 // known first: the cache gives it for a whole list (sized); otherwise (a
-// page, a selection: small) the items are encoded first.
-func (h *resourceHandler) writeProtobufList(bw *bodyWriter, lm metav1.ListMeta, each func(func(runtime.Object) error) error, itemsSize int, sized bool) error {
+// page, a selection: small) the items are encoded first. A whole list
+// from the cache comes with eachProtobuf: its items' protobuf made from
+// the stored bytes, never decoded.
+func (h *resourceHandler) writeProtobufList(bw *bodyWriter, lm metav1.ListMeta, each func(func(runtime.Object) error) error, eachProtobuf func(func([]byte) error) error, itemsSize int, sized bool) error {
 	var encoded [][]byte
 	if !sized {
 		itemsSize = 0
@@ -186,7 +192,9 @@ func (h *resourceHandler) writeProtobufList(bw *bodyWriter, lm metav1.ListMeta, 
 		_, err := bw.Write(data)
 		return err
 	}
-	if sized {
+	if sized && eachProtobuf != nil {
+		err = eachProtobuf(writeItem)
+	} else if sized {
 		err = each(func(obj runtime.Object) error {
 			data, err := marshalProtobuf(obj)
 			if err != nil {

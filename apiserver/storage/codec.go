@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
+
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -72,4 +75,115 @@ func (s *Store) decode(data []byte) (runtime.Object, error) {
 	}
 	obj.GetObjectKind().SetGroupVersionKind(s.gvk)
 	return obj, nil
+}
+
+// decodeProtobuf is appendItemProtobuf's way for data in no form it
+// reads: decode, then encode.
+func (s *Store) decodeProtobuf(data []byte, rev int64) ([]byte, error) {
+	obj, err := s.Decode(data, rev)
+	if err != nil {
+		return nil, err
+	}
+	po, ok := obj.(protoObject)
+	if !ok {
+		return nil, fmt.Errorf("%s has no protobuf form", s.gr)
+	}
+	return po.Marshal()
+}
+
+// Field numbers the stored protobuf form is read by: runtime.Unknown's
+// raw, every top-level kind's metadata, and ObjectMeta's resourceVersion.
+const (
+	unknownRawField      = 2
+	metadataField        = 1
+	resourceVersionField = 6
+)
+
+// appendItemProtobuf appends the object's own protobuf, as a list item
+// carries it, with its resourceVersion set to rev, made from the stored
+// bytes without decoding them: the resourceVersion field of the
+// metadata (field 1) is replaced, and the metadata's length with it. The
+// result is byte for byte what Marshal gives for the decoded object. ok
+// is false when data is not in that form (stored as JSON, or not shaped
+// as a kind with metadata); the caller then decodes.
+func appendItemProtobuf(buf, data []byte, rev int64) (out []byte, ok bool) {
+	raw, ok := unknownRaw(data)
+	if !ok {
+		return buf, false
+	}
+	num, typ, n := protowire.ConsumeTag(raw)
+	if n < 0 || num != metadataField || typ != protowire.BytesType {
+		return buf, false
+	}
+	meta, m := protowire.ConsumeBytes(raw[n:])
+	if m < 0 {
+		return buf, false
+	}
+	rest := raw[n+m:]
+	// Where the resourceVersion goes in the metadata: in place of the one
+	// stored (empty: Marshal writes every string field), or before the
+	// first field numbered after it.
+	start, end := len(meta), len(meta)
+	for at := 0; at < len(meta); {
+		num, typ, n := protowire.ConsumeTag(meta[at:])
+		if n < 0 {
+			return buf, false
+		}
+		size := protowire.ConsumeFieldValue(num, typ, meta[at+n:])
+		if size < 0 {
+			return buf, false
+		}
+		if num >= resourceVersionField {
+			start, end = at, at
+			if num == resourceVersionField {
+				end = at + n + size
+			}
+			break
+		}
+		at += n + size
+	}
+	var rv [20]byte
+	rvText := strconv.AppendInt(rv[:0], rev, 10)
+	field := protowire.SizeTag(resourceVersionField) + protowire.SizeBytes(len(rvText))
+	metaLen := start + field + len(meta) - end
+	buf = protowire.AppendTag(buf, metadataField, protowire.BytesType)
+	buf = protowire.AppendVarint(buf, uint64(metaLen))
+	buf = append(buf, meta[:start]...)
+	buf = protowire.AppendTag(buf, resourceVersionField, protowire.BytesType)
+	buf = protowire.AppendBytes(buf, rvText)
+	buf = append(buf, meta[end:]...)
+	return append(buf, rest...), true
+}
+
+// unknownRaw returns the object's protobuf from its stored form: the raw
+// field of the runtime.Unknown after the magic bytes (with no content
+// encoding).
+func unknownRaw(data []byte) ([]byte, bool) {
+	if !bytes.HasPrefix(data, storageMagic) {
+		return nil, false
+	}
+	var raw []byte
+	found := false
+	for b := data[len(storageMagic):]; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, false
+		}
+		b = b[n:]
+		size := protowire.ConsumeFieldValue(num, typ, b)
+		if size < 0 {
+			return nil, false
+		}
+		switch {
+		case num == unknownRawField && typ == protowire.BytesType:
+			raw, _ = protowire.ConsumeBytes(b)
+			found = true
+		case num == 3 && typ == protowire.BytesType: // contentEncoding
+			if v, _ := protowire.ConsumeBytes(b); len(v) > 0 {
+				return nil, false
+			}
+		}
+		b = b[size:]
+	}
+	return raw, found
 }

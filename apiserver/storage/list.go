@@ -152,6 +152,9 @@ type Page struct {
 	// pbSize is the items' protobuf size, when known without encoding them.
 	pbSize int
 	sized  bool
+	// eachProtobuf yields the items' protobuf made from the stored bytes
+	// (a whole list from the cache).
+	eachProtobuf func(yield func([]byte) error) error
 }
 
 // Each calls yield with every item in key order, stopping at the first
@@ -167,6 +170,12 @@ func (p *Page) Each(yield func(runtime.Object) error) error {
 	}
 	return nil
 }
+
+// EachProtobuf returns, for a whole list from the cache, a function that
+// calls yield with every item's protobuf in key order, made from the
+// stored bytes without decoding them (each is what Marshal gives for the
+// item Each yields); nil otherwise. yield must not keep the slice.
+func (p *Page) EachProtobuf() func(yield func([]byte) error) error { return p.eachProtobuf }
 
 // ProtobufSize returns the size of the items as a Kubernetes list's
 // protobuf holds them (its field 2, repeated: a tag, a length and the
@@ -255,6 +264,21 @@ func (c *WatchCache) list(opts ListOptions) *Page {
 				var obj runtime.Object
 				if obj, err = c.store.Decode(o.data, o.rev); err == nil {
 					err = yield(obj)
+				}
+				return err == nil
+			})
+			return err
+		}
+		page.eachProtobuf = func(yield func([]byte) error) error {
+			var err error
+			var buf []byte
+			objects.AscendRange(from, to, func(o *cachedObject) bool {
+				var ok bool
+				if buf, ok = appendItemProtobuf(buf[:0], o.data, o.rev); !ok {
+					buf, err = c.store.decodeProtobuf(o.data, o.rev)
+				}
+				if err == nil {
+					err = yield(buf)
 				}
 				return err == nil
 			})
