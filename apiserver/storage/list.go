@@ -273,8 +273,11 @@ func (c *WatchCache) list(opts ListOptions) *Page {
 			var err error
 			var buf []byte
 			objects.AscendRange(from, to, func(o *cachedObject) bool {
+				// Stored bytes holding a field this build's types do not
+				// know (written by another version) differ in size from
+				// the decoded object's encoding: that one is decoded.
 				var ok bool
-				if buf, ok = appendItemProtobuf(buf[:0], o.data, o.rev); !ok {
+				if buf, ok = appendItemProtobuf(buf[:0], o.data, o.rev); !ok || len(buf) != o.pbSize {
 					buf, err = c.store.decodeProtobuf(o.data, o.rev)
 				}
 				if err == nil {
