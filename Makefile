@@ -68,9 +68,16 @@ unit:
 conformance:
 	bash conformance/run.sh
 
-## bench-apiserver: create throughput/latency and watch fan-out, one JSON line each.
+## bench-apiserver: create throughput/latency, watch fan-out and LISTs of 41,000 pods, one JSON line each.
+## PEER=1 measures the LISTs on the upstream kube-apiserver too (built from k8s.io/kubernetes at
+## k8s.io/api's version by deploy/upstream-k8s.sh, outside this module), same pods and client.
 bench-apiserver: build
-	$(GO) run ./test/bench/apiserver
+ifeq ($(PEER),1)
+	bash deploy/upstream-k8s.sh build bin/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	$(GO) run ./test/bench/apiserver -bin bin/minik -peer bin/kube-apiserver $(BENCH_ARGS)
+else
+	$(GO) run ./test/bench/apiserver -bin bin/minik $(BENCH_ARGS)
+endif
 
 ## bench-kubelet: pod startup latency (50 pods, 1 and 10 at a time) and idle kubelet RSS; needs root.
 bench-kubelet: build

@@ -80,7 +80,7 @@ func rss(pid int) int64 {
 
 // benchList reads every pod of bench-list once in the given form, sampling the
 // server's RSS every 5ms meanwhile.
-func benchList(ctx context.Context, hc *http.Client, host string, srv *minik, protobuf, gzip bool) (listResult, error) {
+func benchList(ctx context.Context, hc *http.Client, host string, srv server, protobuf, gzip bool) (listResult, error) {
 	var res listResult
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, host+"/api/v1/namespaces/bench-list/pods", nil)
 	if err != nil {
@@ -97,7 +97,7 @@ func benchList(ctx context.Context, hc *http.Client, host string, srv *minik, pr
 	} else {
 		req.Header.Set("Accept-Encoding", "identity")
 	}
-	pid := srv.cmd.Process.Pid
+	pid := srv.PID()
 	res.RSSBefore = rss(pid)
 	peak := res.RSSBefore
 	stop := make(chan struct{})
@@ -117,7 +117,7 @@ func benchList(ctx context.Context, hc *http.Client, host string, srv *minik, pr
 			}
 		}
 	}()
-	cpu0 := srv.cpu()
+	cpu0 := srv.CPU()
 	start := time.Now()
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -150,7 +150,7 @@ func benchList(ctx context.Context, hc *http.Client, host string, srv *minik, pr
 	if r := rss(pid); r > peak {
 		peak = r
 	}
-	res.ServerCPU = srv.cpu() - cpu0
+	res.ServerCPU = srv.CPU() - cpu0
 	res.RSSGrowth = peak - res.RSSBefore
 	res.Gzipped = resp.Header.Get("Content-Encoding") == "gzip"
 	return res, nil
@@ -159,7 +159,7 @@ func benchList(ctx context.Context, hc *http.Client, host string, srv *minik, pr
 // listLines fills the server with pods and measures LISTs of all of them
 // in each form, runs times each (interleaved), and returns one line per
 // form with the medians.
-func listLines(ctx context.Context, cfg client.Config, srv *minik, pods, runs int) ([]map[string]any, error) {
+func listLines(ctx context.Context, cfg client.Config, srv server, pods, runs int) ([]map[string]any, error) {
 	fillStart := time.Now()
 	if err := fillPods(ctx, cfg, "bench-list", pods); err != nil {
 		return nil, err
@@ -192,7 +192,7 @@ func listLines(ctx context.Context, cfg client.Config, srv *minik, pods, runs in
 			return xs[len(xs)/2]
 		}
 		lines = append(lines, map[string]any{
-			"measurement": "pod_list", "pods": pods, "encoding": f.name, "gzip_asked": f.gzip,
+			"measurement": "pod_list", "apiserver": srv.Name(), "pods": pods, "encoding": f.name, "gzip_asked": f.gzip,
 			"gzipped": f.results[0].Gzipped, "runs": runs,
 			"first_byte_ms":  round(med(func(r listResult) float64 { return float64(r.FirstByte) / 1e6 })),
 			"total_ms":       round(med(func(r listResult) float64 { return float64(r.Total) / 1e6 })),

@@ -14,7 +14,9 @@
 //	pod_list         a LIST of 41,000 pods (-list-pods) as JSON and protobuf,
 //	                 each with and without gzip: time to first byte, total
 //	                 time, bytes on the wire and per second, the apiserver's
-//	                 RSS growth and CPU (medians of -list-runs)
+//	                 RSS growth and CPU (medians of -list-runs); with
+//	                 -peer, the same on the upstream kube-apiserver
+//	                 ("apiserver": "kube-apiserver"), run after minik stops
 //
 // It starts `minik up --kubelet=false` (bin/minik, built if missing) in a
 // temp dir on a free loopback port, runs each measurement for a few
@@ -66,6 +68,7 @@ type options struct {
 	keep         bool
 	listPods     int
 	listRuns     int
+	peer         string
 }
 
 func main() {
@@ -78,6 +81,7 @@ func main() {
 	flag.StringVar(&o.only, "only", "etcd,create,watch,list", "measurements to run (comma-separated: etcd, create, watch, list)")
 	flag.IntVar(&o.listPods, "list-pods", 41000, "pods to create for the list measurement")
 	flag.IntVar(&o.listRuns, "list-runs", 3, "LISTs of each form (JSON, protobuf, each with and without gzip); medians are reported")
+	flag.StringVar(&o.peer, "peer", "", "upstream kube-apiserver binary: the LISTs are measured on it too, after minik, with the same pods and client (`make bench-apiserver PEER=1` builds it)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (minik's log is in it)")
 	flag.Parse()
 
@@ -204,6 +208,28 @@ func run(ctx context.Context, o options) error {
 				math.Max(one.CreateRate, 1) / extra),
 		}); err != nil {
 			return err
+		}
+	}
+
+	if want["list"] && o.peer != "" {
+		// Upstream alone on the machine, as minik was.
+		srv.stop()
+		dir := filepath.Join(tmp, "upstream")
+		u, err := startUpstream(ctx, o.bin, o.peer, dir)
+		if err != nil {
+			keepLog(filepath.Join(dir, "kube-apiserver.log"))
+			return err
+		}
+		defer u.stop()
+		lines, err := listLines(ctx, u.cfg, u, o.listPods, o.listRuns)
+		if err != nil {
+			keepLog(filepath.Join(dir, "kube-apiserver.log"))
+			return err
+		}
+		for _, l := range lines {
+			if err := out.Encode(l); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -384,6 +410,18 @@ func (m *minik) stop() {
 
 // cpu returns the CPU time (user + system) minik up has used so far.
 func (m *minik) cpu() time.Duration { return benchkit.ProcCPU(m.cmd.Process.Pid) }
+
+// server is an apiserver process a measurement reads the memory and CPU
+// of: minik up, or the upstream kube-apiserver (peer.go).
+type server interface {
+	Name() string
+	PID() int
+	CPU() time.Duration
+}
+
+func (m *minik) Name() string       { return "minik" }
+func (m *minik) PID() int           { return m.cmd.Process.Pid }
+func (m *minik) CPU() time.Duration { return m.cpu() }
 
 // ---------------------------------------------------------------- creates
 
