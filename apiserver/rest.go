@@ -68,7 +68,7 @@ func (h *resourceHandler) in(obj runtime.Object) (runtime.Object, error) {
 
 // get answers GET on one object.
 func (h *resourceHandler) get(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
-	obj, err := h.store.Get(r.Context(), ri.namespace, ri.name)
+	obj, err := h.store.ServeGet(r.Context(), ri.namespace, ri.name, r.URL.Query().Get("resourceVersion"))
 	if err == nil {
 		obj, err = h.out(obj)
 	}

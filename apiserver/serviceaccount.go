@@ -24,7 +24,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	"minik/apiserver/storage"
 	"minik/internal/pki"
 )
 
@@ -190,7 +192,7 @@ func (h *resourceHandler) createToken(w http.ResponseWriter, r *http.Request, ri
 		return
 	}
 	ctx := r.Context()
-	obj, err := h.store.Get(ctx, ri.namespace, ri.name)
+	obj, err := getCachedOrFresh(ctx, h.store, ri.namespace, ri.name, nil)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -245,7 +247,9 @@ func (s *Server) bindToken(ctx context.Context, c *tokenClaims, ri *requestInfo,
 	gr := corev1.Resource("serviceaccounts")
 	switch ref.Kind {
 	case "Pod":
-		obj, err := s.pods.Get(ctx, ri.namespace, ref.Name)
+		obj, err := getCachedOrFresh(ctx, s.pods, ri.namespace, ref.Name, func(o runtime.Object) bool {
+			return ref.UID == "" || o.(*corev1.Pod).UID == ref.UID
+		})
 		if err != nil {
 			return err
 		}
@@ -261,7 +265,7 @@ func (s *Server) bindToken(ctx context.Context, c *tokenClaims, ri *requestInfo,
 		}
 		c.Kubernetes.Pod = &claimRef{Name: pod.Name, UID: string(pod.UID)}
 		if pod.Spec.NodeName != "" {
-			if nobj, err := s.nodes.Get(ctx, "", pod.Spec.NodeName); err == nil {
+			if nobj, err := getCachedOrFresh(ctx, s.nodes, "", pod.Spec.NodeName, nil); err == nil {
 				c.Kubernetes.Node = &claimRef{Name: pod.Spec.NodeName, UID: string(nobj.(*corev1.Node).UID)}
 			}
 		}
@@ -282,6 +286,20 @@ func (s *Server) bindToken(ctx context.Context, c *tokenClaims, ri *requestInfo,
 		return apierrors.NewBadRequest(fmt.Sprintf("cannot bind token to object of type %s", ref.Kind))
 	}
 	return nil
+}
+
+// getCachedOrFresh reads an object from the watch cache, and from etcd
+// when the cache has none or one that fails ok (nil: any): a token
+// request binds to objects its caller saw through this cache, so the
+// cache almost always answers, and three etcd reads per pod start would
+// queue behind a busy cluster's writes. A miss is never trusted: the
+// object may be newer than the cache.
+func getCachedOrFresh(ctx context.Context, store *storage.Store, namespace, name string, ok func(runtime.Object) bool) (runtime.Object, error) {
+	obj, err := store.ServeGet(ctx, namespace, name, "0")
+	if err == nil && (ok == nil || ok(obj)) {
+		return obj, nil
+	}
+	return store.Get(ctx, namespace, name)
 }
 
 func tokenInvalid(name, fieldPath string, value any, detail string) error {

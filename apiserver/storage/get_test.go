@@ -1,0 +1,52 @@
+package storage
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestServeGet(t *testing.T) {
+	s := newPodStore(t, nil, 100)
+	rev := s.create(t, makePod("a").Obj())
+	s.waitSeen(t, rev)
+	get := func(rv string) (string, error) {
+		obj, err := s.ServeGet(ctxT(t), "ns", "a", rv)
+		if err != nil {
+			return "", err
+		}
+		return metaOf(obj).GetResourceVersion(), nil
+	}
+	for _, rv := range []string{"", "0", strconv.FormatInt(rev, 10)} {
+		if got, err := get(rv); err != nil || got != strconv.FormatInt(rev, 10) {
+			t.Errorf("resourceVersion %q: %q %v, want %d", rv, got, err, rev)
+		}
+	}
+
+	// After a write, "" reads etcd; "N" waits until the cache has N.
+	rev2 := s.relabel(t, "a", "k", "v")
+	if got, err := get(""); err != nil || got != strconv.FormatInt(rev2, 10) {
+		t.Errorf(`"" after a write: %q %v, want etcd's %d`, got, err, rev2)
+	}
+	if got, err := get(strconv.FormatInt(rev2, 10)); err != nil || got != strconv.FormatInt(rev2, 10) {
+		t.Errorf("not older than %d: %q %v", rev2, got, err)
+	}
+
+	start := time.Now()
+	if _, err := get(strconv.FormatInt(rev2+1000, 10)); !apierrors.IsTimeout(err) || !apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
+		t.Errorf("a future resourceVersion: %v, want 504 Too large resource version", err)
+	} else if time.Since(start) < freshTimeout {
+		t.Errorf("answered after %v, before waiting %v", time.Since(start), freshTimeout)
+	}
+	if _, err := get("x"); !apierrors.IsBadRequest(err) {
+		t.Errorf("resourceVersion x: %v, want 400", err)
+	}
+	for _, rv := range []string{"", "0"} {
+		if _, err := s.ServeGet(ctxT(t), "ns", "missing", rv); !apierrors.IsNotFound(err) {
+			t.Errorf("missing, resourceVersion %q: %v, want 404", rv, err)
+		}
+	}
+}
