@@ -68,16 +68,16 @@ unit:
 conformance:
 	bash conformance/run.sh
 
+## peer_bench NAME,PROGRAM runs test/bench/NAME on bin/minik; with PEER=1 it first builds
+## upstream's PROGRAM (k8s.io/kubernetes/cmd/PROGRAM, by deploy/upstream-k8s.sh) and passes
+## it as -peer. BENCH_ARGS passes more flags.
+peer_bench = $(if $(filter 1,$(PEER)),bash deploy/upstream-k8s.sh build bin/$(2) k8s.io/kubernetes/cmd/$(2) && )$(GO) run ./test/bench/$(1) -bin bin/minik $(if $(filter 1,$(PEER)),-peer bin/$(2)) $(BENCH_ARGS)
+
 ## bench-apiserver: create throughput/latency, watch fan-out and LISTs of 41,000 pods, one JSON line each.
 ## PEER=1 measures the LISTs on the upstream kube-apiserver too (built from k8s.io/kubernetes at
 ## k8s.io/api's version by deploy/upstream-k8s.sh, outside this module), same pods and client.
 bench-apiserver: build
-ifeq ($(PEER),1)
-	bash deploy/upstream-k8s.sh build bin/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-	$(GO) run ./test/bench/apiserver -bin bin/minik -peer bin/kube-apiserver $(BENCH_ARGS)
-else
-	$(GO) run ./test/bench/apiserver -bin bin/minik $(BENCH_ARGS)
-endif
+	$(call peer_bench,apiserver,kube-apiserver)
 
 ## bench-kubelet: pod startup latency (50 pods, 1 and 10 at a time) and idle kubelet RSS; needs root.
 bench-kubelet: build
@@ -93,12 +93,7 @@ bench-controller: build
 ## each workload under each scheduler as its own process, pods/s and CPU per pod with the ratios.
 ## BENCH_ARGS passes more flags (-scale 0.2, -workloads Basic, -rounds 3).
 bench-scheduler: build
-ifeq ($(PEER),1)
-	bash deploy/upstream-k8s.sh build bin/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
-	$(GO) run ./test/bench/scheduler -bin bin/minik -peer bin/kube-scheduler $(BENCH_ARGS)
-else
-	$(GO) run ./test/bench/scheduler -bin bin/minik $(BENCH_ARGS)
-endif
+	$(call peer_bench,scheduler,kube-scheduler)
 
 ## bench: every benchmark, one after the other (about 30 minutes; root),
 ## each figure a JSON line on stdout; bench/REPORT.md gets the table of
