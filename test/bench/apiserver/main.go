@@ -217,13 +217,13 @@ func run(ctx context.Context, o options) error {
 		dir := filepath.Join(tmp, "upstream")
 		u, err := startUpstream(ctx, o.bin, o.peer, dir)
 		if err != nil {
-			keepLog(filepath.Join(dir, "kube-apiserver.log"))
+			keepLog(filepath.Join(dir, "apiserver.log"))
 			return err
 		}
-		defer u.stop()
+		defer u.cp.Stop()
 		lines, err := listLines(ctx, u.cfg, u, o.listPods, o.listRuns)
 		if err != nil {
-			keepLog(filepath.Join(dir, "kube-apiserver.log"))
+			keepLog(filepath.Join(dir, "apiserver.log"))
 			return err
 		}
 		for _, l := range lines {

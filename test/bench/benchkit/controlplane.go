@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -25,7 +26,8 @@ import (
 // so that each one's CPU and memory can be read apart.
 //
 //	minik certs cluster ─▶ DIR/pki/{ca,etcd-127.0.0.1,apiserver,scheduler,controller,admin}
-//	minik etcd      (TLS, client certificates)     ◀── minik apiserver (127.0.0.1:PORT)
+//	minik etcd      (TLS, client certificates)     ◀── minik apiserver (127.0.0.1:PORT), or
+//	                                                    upstream's kube-apiserver (KubeAPIServer)
 //	                                                    ▲ scheduler, controller (own kubeconfigs)
 //	                                                    ▲ the benchmark (admin), hollow nodes (hollow.User)
 type ControlPlane struct {
@@ -48,6 +50,10 @@ type ControlPlaneOptions struct {
 	ClusterCIDR string
 	// APIServerArgs are added to minik apiserver's.
 	APIServerArgs []string
+	// KubeAPIServer, if set, is upstream's kube-apiserver binary, run in
+	// place of minik apiserver with the same certificates, etcd and port
+	// (a peer to measure minik against).
+	KubeAPIServer string
 }
 
 // StartControlPlane starts the components and waits until the apiserver
@@ -80,35 +86,44 @@ func StartControlPlane(ctx context.Context, bin, dir string, o ControlPlaneOptio
 		return nil, fmt.Errorf("minik certs cluster: %v\n%s", err, out)
 	}
 	apiPKI := filepath.Join(pkiDir, "apiserver")
-	steps := []struct {
-		name string
-		args []string
-	}{
-		{"etcd", []string{"etcd", "--name", "e0", "--data-dir", filepath.Join(dir, "etcd"), "--pki-dir", filepath.Join(pkiDir, "etcd-127.0.0.1"),
+	// The flags both apiservers name alike.
+	common := []string{"--advertise-address", "127.0.0.1", "--etcd-servers", "https://" + etcdClient,
+		"--etcd-cafile", filepath.Join(apiPKI, "etcd", "ca.crt"), "--etcd-certfile", filepath.Join(apiPKI, "apiserver-etcd-client.crt"),
+		"--etcd-keyfile", filepath.Join(apiPKI, "apiserver-etcd-client.key"),
+		"--tls-cert-file", filepath.Join(apiPKI, "apiserver.crt"), "--tls-private-key-file", filepath.Join(apiPKI, "apiserver.key"),
+		"--client-ca-file", filepath.Join(apiPKI, "ca.crt"), "--service-account-signing-key-file", filepath.Join(apiPKI, "sa.key"),
+		"--kubelet-client-certificate", filepath.Join(apiPKI, "apiserver-kubelet-client.crt"),
+		"--kubelet-client-key", filepath.Join(apiPKI, "apiserver-kubelet-client.key")}
+	type step struct {
+		name, bin string
+		args      []string
+	}
+	apiserver := step{"apiserver", bin, append(append([]string{"apiserver", "--listen", api}, common...), o.APIServerArgs...)}
+	if o.KubeAPIServer != "" {
+		_, port, _ := strings.Cut(api, ":")
+		apiserver = step{"apiserver", o.KubeAPIServer, append([]string{"--bind-address", "127.0.0.1", "--secure-port", port,
+			"--cert-dir", filepath.Join(dir, "kube-apiserver-certs"),
+			"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file", filepath.Join(apiPKI, "sa.key"),
+			"--service-cluster-ip-range", "10.96.0.0/12", "--authorization-mode", "Node,RBAC",
+			// The kubernetes Service's endpoint would be 127.0.0.1, which
+			// Endpoints refuse: no reconciler (nothing here uses it).
+			"--endpoint-reconciler-type", "none"}, common...)}
+	}
+	steps := []step{
+		{"etcd", bin, []string{"etcd", "--name", "e0", "--data-dir", filepath.Join(dir, "etcd"), "--pki-dir", filepath.Join(pkiDir, "etcd-127.0.0.1"),
 			"--listen-client-urls", "https://" + etcdClient, "--listen-peer-urls", "https://" + etcdPeer,
 			"--initial-cluster", "e0=https://" + etcdPeer}},
-		{"apiserver", append([]string{"apiserver", "--listen", api, "--advertise-address", "127.0.0.1", "--etcd-servers", "https://" + etcdClient,
-			"--etcd-cafile", filepath.Join(apiPKI, "etcd", "ca.crt"), "--etcd-certfile", filepath.Join(apiPKI, "apiserver-etcd-client.crt"),
-			"--etcd-keyfile", filepath.Join(apiPKI, "apiserver-etcd-client.key"),
-			"--tls-cert-file", filepath.Join(apiPKI, "apiserver.crt"), "--tls-private-key-file", filepath.Join(apiPKI, "apiserver.key"),
-			"--client-ca-file", filepath.Join(apiPKI, "ca.crt"), "--service-account-signing-key-file", filepath.Join(apiPKI, "sa.key"),
-			"--kubelet-client-certificate", filepath.Join(apiPKI, "apiserver-kubelet-client.crt"),
-			"--kubelet-client-key", filepath.Join(apiPKI, "apiserver-kubelet-client.key")}, o.APIServerArgs...)},
+		apiserver,
 	}
 	if o.Scheduler {
-		steps = append(steps, struct {
-			name string
-			args []string
-		}{"scheduler", []string{"scheduler", "--kubeconfig", filepath.Join(pkiDir, "scheduler", "kubeconfig")}})
+		steps = append(steps, step{"scheduler", bin, []string{"scheduler", "--kubeconfig", filepath.Join(pkiDir, "scheduler", "kubeconfig")}})
 	}
 	if o.Controller {
-		steps = append(steps, struct {
-			name string
-			args []string
-		}{"controller", []string{"controller", "--kubeconfig", filepath.Join(pkiDir, "controller", "kubeconfig"), "--cluster-cidr", o.ClusterCIDR}})
+		steps = append(steps, step{"controller", bin, []string{"controller", "--kubeconfig", filepath.Join(pkiDir, "controller", "kubeconfig"), "--cluster-cidr", o.ClusterCIDR}})
 	}
 	for _, s := range steps {
-		p, err := Start(s.name, bin, filepath.Join(dir, s.name+".log"), s.args...)
+		p, err := Start(s.name, s.bin, filepath.Join(dir, s.name+".log"), s.args...)
 		if err != nil {
 			cp.Stop()
 			return nil, err
