@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -21,8 +24,13 @@ func TestServeGet(t *testing.T) {
 		return metaOf(obj).GetResourceVersion(), nil
 	}
 	for _, rv := range []string{"", "0", strconv.FormatInt(rev, 10)} {
+		before := etcdGets(t)
 		if got, err := get(rv); err != nil || got != strconv.FormatInt(rev, 10) {
 			t.Errorf("resourceVersion %q: %q %v, want %d", rv, got, err, rev)
+		}
+		// Only "" reads etcd; the others are the cache's answers.
+		if reads, want := etcdGets(t)-before, map[bool]uint64{true: 1, false: 0}[rv == ""]; reads != want {
+			t.Errorf("resourceVersion %q: %d etcd reads, want %d", rv, reads, want)
 		}
 	}
 
@@ -49,4 +57,14 @@ func TestServeGet(t *testing.T) {
 			t.Errorf("missing, resourceVersion %q: %v, want 404", rv, err)
 		}
 	}
+}
+
+// etcdGets counts the etcd reads the pod stores made so far.
+func etcdGets(t *testing.T) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := etcdRequestDuration.WithLabelValues("get", "pods").(prometheus.Histogram).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
 }
