@@ -212,6 +212,21 @@ func (e *env) events(t *testing.T, name string) map[string]int {
 	return out
 }
 
+// waitEvents waits for an event of each reason about the named object:
+// the recorder writes events after the status they go with.
+func (e *env) waitEvents(t *testing.T, name string, reasons ...string) {
+	t.Helper()
+	waitFor(t, 15*time.Second, fmt.Sprintf("events %v about %s", reasons, name), func() (bool, string) {
+		ev := e.events(t, name)
+		for _, r := range reasons {
+			if ev[r] == 0 {
+				return false, fmt.Sprint(ev)
+			}
+		}
+		return true, ""
+	})
+}
+
 func TestKubelet(t *testing.T) {
 	e := startCluster(t)
 	a, b := e.nodes[0], e.nodes[1]
@@ -236,12 +251,7 @@ func TestKubelet(t *testing.T) {
 			if p.Status.PodIP == "" || p.Status.HostIP == "" || p.Status.StartTime == nil || p.Status.QOSClass != corev1.PodQOSBestEffort {
 				t.Errorf("status lacks podIP, hostIP, startTime or qosClass: %+v", p.Status)
 			}
-			ev := e.events(t, "succeed")
-			for _, r := range []string{"Pulled", "Created", "Started"} {
-				if ev[r] == 0 {
-					t.Errorf("no %s event; events %v", r, ev)
-				}
-			}
+			e.waitEvents(t, "succeed", "Pulled", "Created", "Started")
 		})
 
 		t.Run("kubectl logs --timestamps, --since-time, --since and --limit-bytes", func(t *testing.T) {
@@ -529,10 +539,7 @@ func TestKubelet(t *testing.T) {
 			e.waitPod(t, "liveness", 60*time.Second, "restarted", func(p *corev1.Pod) bool {
 				return len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].RestartCount >= 1
 			})
-			ev := e.events(t, "liveness")
-			if ev["Unhealthy"] == 0 || ev["Killing"] == 0 {
-				t.Errorf("events %v, want Unhealthy and Killing", ev)
-			}
+			e.waitEvents(t, "liveness", "Unhealthy", "Killing")
 		})
 
 		t.Run("kubectl set image restarts the container from its new spec, even under Never", func(t *testing.T) {
@@ -598,9 +605,7 @@ func TestKubelet(t *testing.T) {
 			if d := time.Since(start); d > time.Duration(grace)*time.Second+3*time.Second || d < time.Duration(grace-1)*time.Second {
 				t.Errorf("delete took %v with a %ds grace period for a process ignoring SIGTERM", d, grace)
 			}
-			if e.events(t, "graceful")["Killing"] == 0 {
-				t.Errorf("no Killing event: %v", e.events(t, "graceful"))
-			}
+			e.waitEvents(t, "graceful", "Killing")
 		})
 
 		t.Run("a pod that exits on SIGTERM is gone at once", func(t *testing.T) {
@@ -703,9 +708,7 @@ func TestKubelet(t *testing.T) {
 				return len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
 					p.Status.ContainerStatuses[0].State.Waiting.Reason == "ImagePullBackOff"
 			})
-			if ev := e.events(t, "missing"); ev["Pulling"] == 0 || ev["Failed"] == 0 || ev["BackOff"] == 0 {
-				t.Errorf("events %v, want Pulling, Failed and BackOff", ev)
-			}
+			e.waitEvents(t, "missing", "Pulling", "Failed", "BackOff")
 		})
 
 		t.Run("hostPort reaches the pod from the host", func(t *testing.T) {
@@ -867,6 +870,16 @@ func portForward(t *testing.T, kubeconfig, websockets, target, remote string) st
 // line is exactly args.
 func processWithArgs(t *testing.T, args ...string) int {
 	t.Helper()
+	// A Running container may still be its shell, before the exec.
+	var pids []int
+	waitFor(t, 10*time.Second, fmt.Sprintf("one process running %q", args), func() (bool, string) {
+		pids = processesWithArgs(args)
+		return len(pids) == 1, fmt.Sprint(pids)
+	})
+	return pids[0]
+}
+
+func processesWithArgs(args []string) []int {
 	want := strings.Join(args, "\x00") + "\x00"
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var pids []int
@@ -877,8 +890,5 @@ func processWithArgs(t *testing.T, args ...string) int {
 			pids = append(pids, pid)
 		}
 	}
-	if len(pids) != 1 {
-		t.Fatalf("processes %v run %q, want one", pids, args)
-	}
-	return pids[0]
+	return pids
 }
