@@ -371,9 +371,11 @@ func TestKubelet(t *testing.T) {
 			if got := e.logs(t, "crash", "--previous"); got != "boom\n" {
 				t.Errorf("logs --previous = %q", got)
 			}
-			if e.events(t, "crash")["BackOff"] == 0 && e.events(t, "crash")["Started"] < 2 {
-				t.Errorf("events %v", e.events(t, "crash"))
-			}
+			// The recorder writes events after the status they go with.
+			waitFor(t, 15*time.Second, "a BackOff event or two Started events about crash", func() (bool, string) {
+				ev := e.events(t, "crash")
+				return ev["BackOff"] > 0 || ev["Started"] >= 2, fmt.Sprint(ev)
+			})
 		})
 
 		t.Run("a container killed behind the kubelet's back is restarted at once, through containerd's events", func(t *testing.T) {
@@ -557,10 +559,12 @@ func TestKubelet(t *testing.T) {
 			if p.Status.Phase != corev1.PodRunning {
 				t.Errorf("phase %s, want Running", p.Status.Phase)
 			}
-			evs, err := e.cs.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=setimage,reason=Killing"})
-			if err != nil || len(evs.Items) == 0 || !strings.Contains(evs.Items[0].Message, "Container main definition changed, will be restarted") {
-				t.Errorf("Killing events %v (%v), want \"Container main definition changed, will be restarted\"", evs, err)
-			}
+			// The recorder writes events after the status they go with.
+			waitFor(t, 15*time.Second, "a Killing event \"Container main definition changed, will be restarted\"", func() (bool, string) {
+				evs, err := e.cs.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=setimage,reason=Killing"})
+				return err == nil && len(evs.Items) > 0 && strings.Contains(evs.Items[0].Message, "Container main definition changed, will be restarted"),
+					fmt.Sprintf("%v (%v)", evs, err)
+			})
 		})
 
 		t.Run("readiness turns Ready on and off", func(t *testing.T) {
@@ -640,9 +644,11 @@ func TestKubelet(t *testing.T) {
 				t.Errorf("mirror pod annotations %v node %s", p.Annotations, p.Spec.NodeName)
 			}
 			id := p.Status.ContainerStatuses[0].ContainerID
-			if got := e.logs(t, name); got != "static\n" {
-				t.Errorf("logs %q", got)
-			}
+			// Running comes before the shell's echo.
+			waitFor(t, 15*time.Second, "logs \"static\\n\"", func() (bool, string) {
+				out, err := e.c.Kubectl(context.Background(), "", "logs", name)
+				return err == nil && out == "static\n", fmt.Sprintf("%q %v", out, err)
+			})
 			if err := e.cs.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -750,6 +756,7 @@ func TestKubelet(t *testing.T) {
 		marker := fmt.Sprintf("%d", 40000+os.Getpid()%20000)
 		e.create(t, makePod("adopt", a).Sh("exec sleep "+marker).Obj())
 		before := e.waitPod(t, "adopt", 60*time.Second, "Running", running)
+		processWithArgs(t, "sleep", marker) // exec'd, so that countProcs below finds it
 		// A pod deleted while the kubelet is down is cleaned up on restart.
 		e.create(t, makePod("orphan", a).Sh("exec sleep "+marker+"1").Obj())
 		e.waitPod(t, "orphan", 60*time.Second, "Running", running)

@@ -93,23 +93,25 @@ spec:
 			return *d.Spec.Replicas == 3, fmt.Sprintf("replicas %d", *d.Spec.Replicas)
 		})
 		t.Logf("scaled to 3 in %v", time.Since(start).Round(time.Second))
-		out := kubectl(t, "get", "hpa", "web")
-		if !regexp.MustCompile(`NAME\s+REFERENCE\s+TARGETS\s+MINPODS\s+MAXPODS\s+REPLICAS\s+AGE\nweb\s+Deployment/web\s+cpu: \d+%/50%\s+1\s+3\s+\d+`).MatchString(out) {
-			t.Errorf("kubectl get hpa:\n%s", out)
-		}
-		events, err := e.cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web,reason=SuccessfulRescale"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, ev := range events.Items {
-			if ev.InvolvedObject.Kind == "HorizontalPodAutoscaler" && ev.Type == corev1.EventTypeNormal &&
-				strings.HasSuffix(ev.Message, "reason: cpu resource utilization (percentage of request) above target") {
-				found = true
+		// The controller writes the HPA's status after the scale, and its
+		// events asynchronously.
+		hpa := regexp.MustCompile(`NAME\s+REFERENCE\s+TARGETS\s+MINPODS\s+MAXPODS\s+REPLICAS\s+AGE\nweb\s+Deployment/web\s+cpu: \d+%/50%\s+1\s+3\s+\d+`)
+		waitFor(t, 15*time.Second, "kubectl get hpa with the current utilization", func() (bool, string) {
+			out, err := e.c.Kubectl(ctx, "", "get", "hpa", "web")
+			return err == nil && hpa.MatchString(out), out
+		})
+		waitFor(t, 15*time.Second, "a SuccessfulRescale event for the cpu utilization", func() (bool, string) {
+			events, err := e.cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web,reason=SuccessfulRescale"})
+			if err != nil {
+				return false, err.Error()
 			}
-		}
-		if !found {
-			t.Errorf("no SuccessfulRescale event for the cpu utilization: %+v", events.Items)
-		}
+			for _, ev := range events.Items {
+				if ev.InvolvedObject.Kind == "HorizontalPodAutoscaler" && ev.Type == corev1.EventTypeNormal &&
+					strings.HasSuffix(ev.Message, "reason: cpu resource utilization (percentage of request) above target") {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%+v", events.Items)
+		})
 	})
 }

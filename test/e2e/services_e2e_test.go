@@ -138,6 +138,12 @@ func TestServices(t *testing.T) {
 	sick := pods.Items[0].Name
 	e.c.MustKubectl(t, "", "exec", sick, "--", "rm", "/tmp/ready")
 	e.waitReadyEndpoints(t, "web", 1)
+	// The proxy rewrites its rules after the slice changed.
+	sickTarget := "dnat to " + pods.Items[0].Status.PodIP + ":8080"
+	waitFor(t, 30*time.Second, "the proxy's rules without "+sick, func() (bool, string) {
+		out, err := exec.Command("nft", "list", "table", "ip", "minik-proxy").CombinedOutput()
+		return err == nil && !strings.Contains(string(out), sickTarget), string(out)
+	})
 	for range 5 {
 		if out, err := fetch("http://web"); err != nil || out == sick {
 			t.Errorf("with %s not ready: %q %v, want the other backend", sick, out, err)

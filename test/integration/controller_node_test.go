@@ -168,7 +168,7 @@ func TestControllerNodeLifecycleAndTaintEviction(t *testing.T) {
 		}
 		evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=TaintManagerEviction"})
 		if err != nil || len(evs.Items) == 0 {
-			eventually(t, 5*time.Second, "a TaintManagerEviction event", func() (bool, string) {
+			eventually(t, 15*time.Second, "a TaintManagerEviction event", func() (bool, string) {
 				evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 				if err != nil {
 					return false, err.Error()
@@ -283,18 +283,18 @@ func TestControllerWithSchedulerReplacesPodsOfALostNode(t *testing.T) {
 			m := onNode()
 			return m["n1"] == 4 && m["n2"] == 0, fmt.Sprint(m)
 		})
-		evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, e := range evs.Items {
-			if e.Reason == "TaintManagerEviction" {
-				n++
+		// The recorder writes events asynchronously.
+		eventually(t, 15*time.Second, "a TaintManagerEviction event", func() (bool, string) {
+			evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
 			}
-		}
-		if n == 0 {
-			t.Error("no TaintManagerEviction event")
-		}
+			for _, e := range evs.Items {
+				if e.Reason == "TaintManagerEviction" {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%d events", len(evs.Items))
+		})
 	})
 }

@@ -221,10 +221,16 @@ func TestControllerRunsInMinikUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDeploymentComplete(t, ctx, cs, "default", "up", 2)
-	_, pods := countPods(ctx, cs, "default", "app=up")
-	for _, p := range pods {
-		if p.Spec.NodeName != "n1" {
-			t.Errorf("pod %s on %q, want n1", p.Name, p.Spec.NodeName)
+	// The fake kubelet runs pods bound or not: the scheduler may bind them
+	// after the rollout is complete.
+	eventually(t, 20*time.Second, "the pods on n1", func() (bool, string) {
+		_, pods := countPods(ctx, cs, "default", "app=up")
+		ok := len(pods) > 0
+		var on []string
+		for _, p := range pods {
+			ok = ok && p.Spec.NodeName == "n1"
+			on = append(on, p.Name+"@"+p.Spec.NodeName)
 		}
-	}
+		return ok, fmt.Sprint(on)
+	})
 }

@@ -252,7 +252,8 @@ func TestCustomResourceDefinitions(t *testing.T) {
 		c.MustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=10s", "crd/clustertabs.stable.example.com")
 		obj := strings.NewReplacer("CronTab", "ClusterTab", "name: nightly", "name: global").Replace(crontab)
 		var out string
-		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		// kubectl's discovery may lag the new kind; each try is a kubectl run.
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			var err error
 			if out, err = kubectl(obj, "apply", "-f", "-"); err == nil {
 				break
@@ -292,7 +293,7 @@ func TestCustomResourceDefinitions(t *testing.T) {
 		dup = strings.Replace(dup, "plural: crontabs", "plural: crontabz", 1)
 		c.MustKubectl(t, dup, "apply", "-f", "-")
 		var got string
-		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			got = c.MustKubectl(t, "", "get", "crd", "crontabz.stable.example.com", "-o",
 				`jsonpath={.status.conditions[?(@.type=="NamesAccepted")].reason} {.status.conditions[?(@.type=="Established")].status}`)
 			if strings.HasPrefix(got, "SingularConflict") {
@@ -309,7 +310,7 @@ func TestCustomResourceDefinitions(t *testing.T) {
 		// The delete returns once the CRD is gone; serving stops a moment later.
 		var out string
 		var err error
-		for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 			if _, err = kubectl("", "get", "--raw", "/apis/stable.example.com/v1/namespaces/default/crontabs"); err != nil {
 				break
 			}

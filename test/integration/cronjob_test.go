@@ -88,15 +88,19 @@ func TestCronJobOnAFakeClock(t *testing.T) {
 			return len(cj.Status.Active) == 1 && cj.Status.Active[0].Name == jobName(next.Add(time.Minute)) &&
 				cj.Status.LastSuccessfulTime != nil, fmt.Sprintf("%+v", cj.Status)
 		})
-		evs, _ := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=tick"})
-		var reasons []string
-		for _, e := range evs.Items {
-			reasons = append(reasons, e.Reason)
-		}
-		for _, want := range []string{"SuccessfulCreate", "SawCompletedJob", "JobAlreadyActive"} {
-			if !strings.Contains(strings.Join(reasons, ","), want) {
-				t.Errorf("events %v lack %s", reasons, want)
+		// The recorder writes events asynchronously, after the status.
+		eventually(t, 15*time.Second, "SuccessfulCreate, SawCompletedJob and JobAlreadyActive events", func() (bool, string) {
+			evs, _ := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=tick"})
+			var reasons []string
+			for _, e := range evs.Items {
+				reasons = append(reasons, e.Reason)
 			}
-		}
+			for _, want := range []string{"SuccessfulCreate", "SawCompletedJob", "JobAlreadyActive"} {
+				if !strings.Contains(strings.Join(reasons, ","), want) {
+					return false, fmt.Sprintf("events %v lack %s", reasons, want)
+				}
+			}
+			return true, ""
+		})
 	})
 }

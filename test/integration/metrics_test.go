@@ -154,9 +154,11 @@ func TestResourceMetricsAndHPAOnHollowNodes(t *testing.T) {
 		if conds["ScalingActive"] != "True/ValidMetricFound" || h.Status.LastScaleTime == nil {
 			t.Errorf("status %+v, want ScalingActive with a valid metric and a last scale time", h.Status)
 		}
-		if out := c.MustKubectl(t, "", "describe", "hpa", "web"); !strings.Contains(out, "SuccessfulRescale") || !strings.Contains(out, "ValidMetricFound") {
-			t.Errorf("kubectl describe hpa web:\n%s\nwant the rescale event and the conditions", out)
-		}
+		// The controller's events are written asynchronously, after the status.
+		eventually(t, 15*time.Second, "kubectl describe hpa web with the rescale event and the conditions", func() (bool, string) {
+			out, err := c.Kubectl(ctx, "", "describe", "hpa", "web")
+			return err == nil && strings.Contains(out, "SuccessfulRescale") && strings.Contains(out, "ValidMetricFound"), out
+		})
 		v1, err := cs.AutoscalingV1().HorizontalPodAutoscalers("default").Get(ctx, "web", metav1.GetOptions{})
 		if err != nil || v1.Spec.TargetCPUUtilizationPercentage == nil || *v1.Spec.TargetCPUUtilizationPercentage != 5 {
 			t.Errorf("autoscaling/v1 view: %+v, %v", v1, err)

@@ -253,7 +253,7 @@ func TestSchedulerPlacementRules(t *testing.T) {
 		if got := e.boundNode(t, ns, "p", 10*time.Second); got != "sel-a" {
 			t.Fatalf("bound to %s, want sel-a", got)
 		}
-		eventually(t, 5*time.Second, "Scheduled event", func() (bool, string) {
+		eventually(t, 15*time.Second, "Scheduled event", func() (bool, string) {
 			return len(e.events(t, ns, "p", "Scheduled", "Successfully assigned selector/p to sel-a")) == 1, "no event"
 		})
 		e.create(t, ns, makeSchedPod("nowhere").NodeSelector("disk", "nvme").Obj())
@@ -336,7 +336,7 @@ func TestSchedulerPlacementRules(t *testing.T) {
 		e.create(t, ns, makeSchedPod("pinned").NodeSelector(corev1.LabelHostname, "cordon-a").Obj())
 		e.failedScheduling(t, ns, "pinned", "1 node(s) were unschedulable")
 		e.c.MustKubectl(t, "", "uncordon", "cordon-a")
-		if got := e.boundNode(t, ns, "pinned", 5*time.Second); got != "cordon-a" {
+		if got := e.boundNode(t, ns, "pinned", 10*time.Second); got != "cordon-a" {
 			t.Fatalf("pinned bound to %s after uncordon", got)
 		}
 	})
@@ -347,7 +347,7 @@ func TestSchedulerPlacementRules(t *testing.T) {
 		e.create(t, ns, makeSchedPod("p").NodeName("preset-a").Obj())
 		e.create(t, ns, makeSchedPod("marker").Obj()) // scheduled after p was seen
 		e.boundNode(t, ns, "marker", 10*time.Second)
-		eventually(t, 5*time.Second, "marker's Scheduled event", func() (bool, string) {
+		eventually(t, 15*time.Second, "marker's Scheduled event", func() (bool, string) {
 			return len(e.events(t, ns, "marker", "Scheduled", "")) == 1, "none"
 		})
 		if evs := e.events(t, ns, "p", "Scheduled", ""); len(evs) != 0 {
@@ -453,7 +453,7 @@ func TestSchedulerPreemptionByPriority(t *testing.T) {
 		if u.Spec.NodeName != "" {
 			t.Fatalf("urgent bound to %s before its victim was gone", u.Spec.NodeName)
 		}
-		eventually(t, 5*time.Second, "Preempted event on "+victim, func() (bool, string) {
+		eventually(t, 15*time.Second, "Preempted event on "+victim, func() (bool, string) {
 			return len(e.events(t, ns, victim, "Preempted", "Preempted by pod "+string(u.UID)+" on node pre-a")) > 0, "none"
 		})
 		v, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, victim, metav1.GetOptions{})
@@ -490,7 +490,7 @@ func TestSchedulerSeveralSchedulersAndLeaderElection(t *testing.T) {
 		e.create(t, ns, makeSchedPod("mine").SchedulerName("my-scheduler").Obj())
 		e.create(t, ns, makeSchedPod("orphan").SchedulerName("ghost-scheduler").Obj())
 		e.boundNode(t, ns, "mine", 10*time.Second)
-		eventually(t, 5*time.Second, "Scheduled event from my-scheduler", func() (bool, string) {
+		eventually(t, 15*time.Second, "Scheduled event from my-scheduler", func() (bool, string) {
 			evs := e.events(t, ns, "mine", "Scheduled", "")
 			return len(evs) == 1 && evs[0].Source.Component == "my-scheduler", fmt.Sprintf("%+v", evs)
 		})

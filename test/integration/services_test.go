@@ -77,7 +77,13 @@ func TestServices(t *testing.T) {
 		}
 	})
 	t.Run("kubectl get lists services, endpoints and endpoint slices with upstream's columns", func(t *testing.T) {
-		out := c.MustKubectl(t, "", "get", "svc,ep,endpointslices")
+		// The apiserver writes the kubernetes Endpoints and EndpointSlice
+		// after it is ready.
+		var out string
+		waitFor(t, func() bool {
+			out = c.MustKubectl(t, "", "get", "svc,ep,endpointslices")
+			return strings.Contains(out, "endpoints/kubernetes") && strings.Contains(out, "endpointslice.discovery.k8s.io/kubernetes")
+		})
 		for _, want := range []string{"service/kubernetes", "service/web", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "443/TCP", "80/TCP",
 			"endpoints/kubernetes", "ENDPOINTS", "endpointslice.discovery.k8s.io/kubernetes", "ADDRESSTYPE", "IPv4",
 			"Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"} {

@@ -172,9 +172,14 @@ func TestStatefulSetOrderScalePartitionAndHistory(t *testing.T) {
 		if err != nil || len(c0.OwnerReferences) != 1 || c0.OwnerReferences[0].Kind != "StatefulSet" {
 			t.Fatalf("data-db-0: %v %v", c0.OwnerReferences, err)
 		}
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
-		if err != nil || p.Spec.Volumes[len(p.Spec.Volumes)-1].PersistentVolumeClaim.ClaimName != "data-db-0" {
-			t.Fatalf("db-0's volumes: %+v %v", p, err)
+		// The claims are created before their pods, in the same pass.
+		var p *corev1.Pod
+		eventually(t, 20*time.Second, "db-0", func() (bool, string) {
+			p, err = cs.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+			return err == nil, fmt.Sprint(err)
+		})
+		if p.Spec.Volumes[len(p.Spec.Volumes)-1].PersistentVolumeClaim.ClaimName != "data-db-0" {
+			t.Fatalf("db-0's volumes: %+v", p)
 		}
 		c.MustKubectl(t, "", "scale", "sts/db", "--replicas=1")
 		eventually(t, 20*time.Second, "db-1 gone", func() (bool, string) {
