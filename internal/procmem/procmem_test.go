@@ -1,10 +1,12 @@
 package procmem
 
 import (
+	"golang.org/x/sys/unix"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // rssFileKB reads this process's resident file-backed memory.
@@ -27,8 +29,42 @@ func rssFileKB(t *testing.T) int {
 	return 0
 }
 
+// cachedPages counts the pages of this process's executable that are in
+// the page cache (mincore on a mapping of the file).
+func cachedPages(t *testing.T) int {
+	t.Helper()
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
+}
+
 func TestDropStartupPagesUnmapsTheBinaryAndTheProcessRunsOn(t *testing.T) {
 	before := rssFileKB(t)
+	// Read the whole binary, as start-up and fault-around leave it cached.
+	if _, err := os.ReadFile("/proc/self/exe"); err != nil {
+		t.Fatal(err)
+	}
+	cachedBefore := cachedPages(t)
 	n, err := DropStartupPages()
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +75,11 @@ func TestDropStartupPagesUnmapsTheBinaryAndTheProcessRunsOn(t *testing.T) {
 	}
 	if after >= before {
 		t.Fatalf("resident file pages went from %d kB to %d kB, want fewer", before, after)
+	}
+	// What no process maps left the page cache, so that fault-around has
+	// few neighbours to map from now on.
+	if cachedAfter := cachedPages(t); cachedAfter > cachedBefore*4/5 {
+		t.Fatalf("%d of the binary's pages are cached after the drop, %d before: want the unmapped ones evicted", cachedAfter, cachedBefore)
 	}
 	// Code and data come back from the page cache as they are used.
 	if got := strings.Repeat("ab", 3) + strconv.Itoa(42); got != "ababab42" {
