@@ -983,6 +983,7 @@ func (r *Runtime) status(ctx context.Context, info containers.Container, proc *t
 	case task.Status_RUNNING, task.Status_PAUSED, task.Status_PAUSING:
 		st.State = cri.ContainerState_CONTAINER_RUNNING
 	case task.Status_STOPPED:
+		r.waitOutputWritten(info.ID, outputDrainWait)
 		st.State = cri.ContainerState_CONTAINER_EXITED
 		st.ExitCode = int32(proc.ExitStatus)
 		if proc.ExitedAt != nil {
@@ -1013,6 +1014,30 @@ func (r *Runtime) status(ctx context.Context, info containers.Container, proc *t
 		st.State = cri.ContainerState_CONTAINER_UNKNOWN
 	}
 	return st
+}
+
+// outputDrainWait bounds how long a status waits for an exited
+// container's last output to reach its log.
+const outputDrainWait = time.Second
+
+// waitOutputWritten waits, up to limit, until the output of container id
+// has been copied to its log and attached clients. The shim closes the
+// output FIFOs only after the exit, so without it a container could be
+// seen exited before its last lines are in its log (containerd's CRI
+// waits for the IO too before it reports an exit).
+func (r *Runtime) waitOutputWritten(id string, limit time.Duration) {
+	r.mu.Lock()
+	a := r.attached[id]
+	r.mu.Unlock()
+	if a == nil {
+		return
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-a.done:
+	case <-t.C:
+	}
 }
 
 // oomKilled reads the container's memory cgroup (v1 or v2) for an OOM

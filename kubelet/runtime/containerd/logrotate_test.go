@@ -127,3 +127,54 @@ func readMaybeGzip(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// A container that prints much and exits at once: when its status first
+// says exited, its log already ends with its last line (the shim closes
+// the output after the exit, and the copy into the log may lag it).
+func TestExitedContainerHasItsWholeLog(t *testing.T) {
+	rt := newRuntime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	logDir := t.TempDir()
+	sbCfg := &cri.PodSandboxConfig{
+		Metadata:     &cri.PodSandboxMetadata{Name: "burst", Namespace: "default", Uid: "uid-burst"},
+		LogDirectory: logDir,
+		Labels:       map[string]string{runtime.LabelPodName: "burst", runtime.LabelPodNamespace: "default", runtime.LabelPodUID: "uid-burst"},
+	}
+	sb, err := rt.RunPodSandbox(ctx, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.RemovePodSandbox(context.Background(), sb) })
+	for attempt := range 3 {
+		id, err := rt.CreateContainer(ctx, sb, &cri.ContainerConfig{
+			Metadata: &cri.ContainerMetadata{Name: "main", Attempt: uint32(attempt)}, Image: "busybox", LogPath: fmt.Sprintf("main/%d.log", attempt),
+			Command:     []string{"seq", "1", "100000"},
+			Labels:      map[string]string{runtime.LabelContainerName: "main"},
+			Annotations: map[string]string{runtime.AnnotationRestartCount: fmt.Sprint(attempt)},
+		}, sbCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.StartContainer(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			st, err := rt.ContainerStatus(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.State == cri.ContainerState_CONTAINER_EXITED {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		var out bytes.Buffer
+		if err := rt.ReadLog(ctx, &cri.ReadLogRequest{ContainerId: id, TailLines: 1}, &out); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.String(); got != "100000\n" {
+			t.Fatalf("attempt %d: the log's last line when the container is seen exited is %q, want \"100000\\n\"", attempt, got)
+		}
+	}
+}
