@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+
+	"minik/internal/procmem"
 )
 
 // MemberConfig configures one member. Empty URL lists take etcd's defaults.
@@ -132,6 +135,13 @@ func StartMember(ctx context.Context, mc MemberConfig) (*Member, error) {
 	case <-time.After(60 * time.Second):
 		e.Close()
 		return nil, fmt.Errorf("etcd member %q did not become ready within 60s (is a quorum of --initial-cluster up?)", cfg.Name)
+	}
+	// The database was mapped with MAP_POPULATE: all of it resident, holes
+	// included, though a serving member reads little of it.
+	if db, err := filepath.Abs(filepath.Join(cfg.Dir, "member", "snap", "db")); err == nil {
+		if _, err := procmem.PageOutFile(db); err != nil {
+			slog.Warn("could not page out etcd's database mapping", "err", err)
+		}
 	}
 	m := &Member{etcd: e, stop: func() {}}
 	if mc.DiskReserve >= 0 {

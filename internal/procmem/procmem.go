@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -74,6 +75,33 @@ func DropStartupPages() (int64, error) {
 	return total, nil
 }
 
+// PageOutFile reclaims the pages of this process's mappings of the file
+// at path (MADV_PAGEOUT: clean pages leave memory and come back from the
+// file on use). It returns the size of the mappings it advised.
+//
+// Why: etcd maps its database with MAP_POPULATE, so a member that starts
+// on an existing data dir holds the whole file resident, holes included
+// (bbolt grows the file 16 MiB at a time, sparse): 16 MB of a one-node
+// cluster's RSS, though it reads a few pages of it. PAGEOUT, unlike
+// DONTNEED, only ever drops what can be read back, so it is safe on a
+// mapping that could change under it.
+func PageOutFile(path string) (int64, error) {
+	ranges, err := mappingsOf(path, "r--s", "rw-s")
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, r := range ranges {
+		// ENOMEM: part of the range was unmapped meanwhile; the rest
+		// was advised.
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_PAGEOUT); errno != 0 && errno != unix.ENOMEM {
+			return total, fmt.Errorf("procmem: madvise %#x-%#x: %w", r[0], r[1], errno)
+		}
+		total += int64(r[1] - r[0])
+	}
+	return total, nil
+}
+
 // readOnlyMappingsOfExe returns the [start, end) of each mapping of this
 // process's executable that is read-only (code, read-only data).
 func readOnlyMappingsOfExe() ([][2]uintptr, error) {
@@ -81,6 +109,12 @@ func readOnlyMappingsOfExe() ([][2]uintptr, error) {
 	if err != nil {
 		return nil, err
 	}
+	return mappingsOf(exe, "r-xp", "r--p")
+}
+
+// mappingsOf returns the [start, end) of each mapping of the file at path
+// with one of the given permissions ("r-xp").
+func mappingsOf(path string, perms ...string) ([][2]uintptr, error) {
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
 		return nil, err
@@ -91,7 +125,7 @@ func readOnlyMappingsOfExe() ([][2]uintptr, error) {
 	for sc.Scan() {
 		// 00400000-017de000 r-xp 00000000 fd:00 123 /path/to/exe
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[5] != exe || (fields[1] != "r-xp" && fields[1] != "r--p") {
+		if len(fields) < 6 || strings.Join(fields[5:], " ") != path || !slices.Contains(perms, fields[1]) {
 			continue
 		}
 		lo, hi, _ := strings.Cut(fields[0], "-")

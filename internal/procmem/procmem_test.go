@@ -3,6 +3,7 @@ package procmem
 import (
 	"golang.org/x/sys/unix"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,5 +85,50 @@ func TestDropStartupPagesUnmapsTheBinaryAndTheProcessRunsOn(t *testing.T) {
 	// Code and data come back from the page cache as they are used.
 	if got := strings.Repeat("ab", 3) + strconv.Itoa(42); got != "ababab42" {
 		t.Fatalf("after the drop the process computes %q", got)
+	}
+}
+
+// A file mapped with MAP_POPULATE (as etcd maps its database) is resident
+// whole, holes included; PageOutFile leaves it mapped and reclaims it.
+func TestPageOutFileReclaimsAPopulatedMapping(t *testing.T) {
+	// In the package's directory: a tmpfs TMPDIR's pages could not be
+	// paged out without swap.
+	dir, err := os.MkdirTemp(".", ".pageout-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path, err := filepath.Abs(filepath.Join(dir, "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const size = 16 << 20
+	if _, err := f.WriteAt([]byte("bolt"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil { // sparse, as bbolt grows it
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	before := rssFileKB(t)
+	n, err := PageOutFile(path)
+	if err != nil || n != size {
+		t.Fatalf("PageOutFile advised %d bytes, %v; want the %d of the mapping", n, err, size)
+	}
+	after := rssFileKB(t)
+	if before-after < size/1024/2 {
+		t.Fatalf("resident file pages went from %d kB to %d kB, want at least %d kB fewer", before, after, size/1024/2)
+	}
+	if string(m[:4]) != "bolt" {
+		t.Fatalf("the mapping reads %q after the page-out", m[:4])
 	}
 }
