@@ -24,40 +24,9 @@ func TestContainerLogRotation(t *testing.T) {
 	rt := newRuntime(t, func(c *containerd.Config) { c.ContainerLogMaxSize, c.ContainerLogMaxFiles = 4096, 3 })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	logDir := t.TempDir()
-	sbCfg := &cri.PodSandboxConfig{
-		Metadata:     &cri.PodSandboxMetadata{Name: "chatty", Namespace: "default", Uid: "uid-chatty"},
-		LogDirectory: logDir,
-		Labels:       map[string]string{runtime.LabelPodName: "chatty", runtime.LabelPodNamespace: "default", runtime.LabelPodUID: "uid-chatty"},
-	}
-	sb, err := rt.RunPodSandbox(ctx, sbCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.RemovePodSandbox(context.Background(), sb) })
+	sb, sbCfg, logDir := podWithLogs(t, ctx, rt, "chatty")
 	const lines, burst = 300, 60
-	id, err := rt.CreateContainer(ctx, sb, &cri.ContainerConfig{
-		Metadata: &cri.ContainerMetadata{Name: "main"}, Image: "busybox", LogPath: "main/0.log",
-		Command:     []string{"sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do echo "line $i ................................................"; i=$((i+1)); [ $((i %% %d)) = 0 ] && sleep 1.1; done`, lines, burst)},
-		Labels:      map[string]string{runtime.LabelContainerName: "main"},
-		Annotations: map[string]string{runtime.AnnotationRestartCount: "0"},
-	}, sbCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.StartContainer(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		st, err := rt.ContainerStatus(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.State == cri.ContainerState_CONTAINER_EXITED {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	id := runToExit(t, ctx, rt, sb, sbCfg, 0, "sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do echo "line $i ................................................"; i=$((i+1)); [ $((i %% %d)) = 0 ] && sleep 1.1; done`, lines, burst))
 	current := filepath.Join(logDir, "main", "0.log")
 	var rotated []string
 	deadline := time.Now().Add(10 * time.Second)
@@ -135,40 +104,9 @@ func TestExitedContainerHasItsWholeLog(t *testing.T) {
 	rt := newRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	logDir := t.TempDir()
-	sbCfg := &cri.PodSandboxConfig{
-		Metadata:     &cri.PodSandboxMetadata{Name: "burst", Namespace: "default", Uid: "uid-burst"},
-		LogDirectory: logDir,
-		Labels:       map[string]string{runtime.LabelPodName: "burst", runtime.LabelPodNamespace: "default", runtime.LabelPodUID: "uid-burst"},
-	}
-	sb, err := rt.RunPodSandbox(ctx, sbCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.RemovePodSandbox(context.Background(), sb) })
+	sb, sbCfg, _ := podWithLogs(t, ctx, rt, "burst")
 	for attempt := range 3 {
-		id, err := rt.CreateContainer(ctx, sb, &cri.ContainerConfig{
-			Metadata: &cri.ContainerMetadata{Name: "main", Attempt: uint32(attempt)}, Image: "busybox", LogPath: fmt.Sprintf("main/%d.log", attempt),
-			Command:     []string{"seq", "1", "100000"},
-			Labels:      map[string]string{runtime.LabelContainerName: "main"},
-			Annotations: map[string]string{runtime.AnnotationRestartCount: fmt.Sprint(attempt)},
-		}, sbCfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.StartContainer(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			st, err := rt.ContainerStatus(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.State == cri.ContainerState_CONTAINER_EXITED {
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		id := runToExit(t, ctx, rt, sb, sbCfg, attempt, "seq", "1", "100000")
 		var out bytes.Buffer
 		if err := rt.ReadLog(ctx, &cri.ReadLogRequest{ContainerId: id, TailLines: 1}, &out); err != nil {
 			t.Fatal(err)
@@ -176,5 +114,51 @@ func TestExitedContainerHasItsWholeLog(t *testing.T) {
 		if got := out.String(); got != "100000\n" {
 			t.Fatalf("attempt %d: the log's last line when the container is seen exited is %q, want \"100000\\n\"", attempt, got)
 		}
+	}
+}
+
+// podWithLogs runs a sandbox named name whose containers log under a
+// temporary directory, removed at the end of the test.
+func podWithLogs(t *testing.T, ctx context.Context, rt *containerd.Runtime, name string) (sb string, sbCfg *cri.PodSandboxConfig, logDir string) {
+	t.Helper()
+	logDir = t.TempDir()
+	sbCfg = &cri.PodSandboxConfig{
+		Metadata:     &cri.PodSandboxMetadata{Name: name, Namespace: "default", Uid: "uid-" + name},
+		LogDirectory: logDir,
+		Labels:       map[string]string{runtime.LabelPodName: name, runtime.LabelPodNamespace: "default", runtime.LabelPodUID: "uid-" + name},
+	}
+	sb, err := rt.RunPodSandbox(ctx, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.RemovePodSandbox(context.Background(), sb) })
+	return sb, sbCfg, logDir
+}
+
+// runToExit creates and starts a container "main" (attempt n) running
+// command, and returns its ID once its status says exited.
+func runToExit(t *testing.T, ctx context.Context, rt *containerd.Runtime, sb string, sbCfg *cri.PodSandboxConfig, attempt int, command ...string) string {
+	t.Helper()
+	id, err := rt.CreateContainer(ctx, sb, &cri.ContainerConfig{
+		Metadata: &cri.ContainerMetadata{Name: "main", Attempt: uint32(attempt)}, Image: "busybox", LogPath: fmt.Sprintf("main/%d.log", attempt),
+		Command:     command,
+		Labels:      map[string]string{runtime.LabelContainerName: "main"},
+		Annotations: map[string]string{runtime.AnnotationRestartCount: fmt.Sprint(attempt)},
+	}, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st, err := rt.ContainerStatus(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State == cri.ContainerState_CONTAINER_EXITED {
+			return id
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

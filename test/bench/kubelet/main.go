@@ -100,6 +100,7 @@ func main() {
 	idle := flag.Duration("idle", 10*time.Second, "idle time before reading the kubelet's RSS")
 	flag.DurationVar(&idleCPUWindow, "idle-cpu-window", 60*time.Second, "how long node_idle_cpu measures (cover a few of the kubelet's relists)")
 	flag.StringVar(&cpuProfile, "kubelet-cpuprofile", "", "write a CPU profile of the kubelet during the start of the pods 10 at a time (its /debug/pprof, read with an admin certificate) to this file")
+	flag.StringVar(&heapProfile, "kubelet-heapprofile", "", "write the idle kubelet's heap profile (10 pods) to this file")
 	flag.StringVar(&smapsOut, "smaps", "", "copy the idle kubelet's /proc/PID/smaps to this file (where its RSS is)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -309,7 +310,7 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		var profiled chan error
 		if conc == 10 && cpuProfile != "" {
 			profiled = make(chan error, 1)
-			go func() { profiled <- kubeletCPUProfile(ctx, c, ca, dir, cpuProfile) }()
+			go func() { profiled <- kubeletProfile(ctx, c, ca, dir, "profile?seconds=5", cpuProfile) }()
 		}
 		lat, cpu, err := measure(ctx, c, n, conc, fmt.Sprintf("c%d", conc),
 			nodeMeters(kl.cmd.Process.Pid, up.cmd.Process.Pid, filepath.Join(kubeletRoot, "containerd"), ctdrt.NamespaceFor(node)))
@@ -349,6 +350,11 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	}
 	time.Sleep(idle)
 	reportIdleRSS(pid, idlePods)
+	if heapProfile != "" {
+		if err := kubeletProfile(ctx, c, ca, dir, "heap", heapProfile); err != nil {
+			return fmt.Errorf("the kubelet's heap profile: %w", err)
+		}
+	}
 	if err := deleteAll(ctx, c); err != nil {
 		return err
 	}
@@ -553,13 +559,13 @@ func deleteAll(ctx context.Context, c *client.Client) error {
 	})
 }
 
-// cpuProfile is where -kubelet-cpuprofile writes the kubelet's profile.
-var cpuProfile string
+// cpuProfile and heapProfile are where -kubelet-cpuprofile and
+// -kubelet-heapprofile write the kubelet's profiles.
+var cpuProfile, heapProfile string
 
-// kubeletCPUProfile reads 5 s of the kubelet's CPU profile from its
-// /debug/pprof/profile (at the port its Node reports) as an admin, into
-// out.
-func kubeletCPUProfile(ctx context.Context, c *client.Client, ca *pki.CA, dir, out string) error {
+// kubeletProfile reads the kubelet's /debug/pprof/PROFILE (at the port its
+// Node reports) as an admin, into out.
+func kubeletProfile(ctx context.Context, c *client.Client, ca *pki.CA, dir, profile, out string) error {
 	n, err := c.Nodes().Get(ctx, "", node, metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -575,7 +581,7 @@ func kubeletCPUProfile(ctx context.Context, c *client.Client, ca *pki.CA, dir, o
 	// The bench's own kubelet on this host: its serving certificate is
 	// not what is measured.
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}}
-	url := fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile?seconds=5", n.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	url := fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/%s", n.Status.DaemonEndpoints.KubeletEndpoint.Port, profile)
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
 		return err
