@@ -4,6 +4,7 @@
 //	containerd (each address that answers; a data dir's own containerd is
 //	started for the clean-up when it is not running)
 //	   └─ every namespace minik-*: kill each task, delete it and its container
+//	shims of a minik-* namespace that run no container: killed
 //	mounts under the run root (/run/minik), /var/lib/minik and the data dir
 //	   └─ unmounted deepest first (netns handles, tmpfs volumes, the run root)
 //	links: veths on a minik bridge, then the bridges mk<8 hex>
@@ -205,4 +206,46 @@ func CgroupRemovals(dirs, parents []string, cleaned map[string]bool, all bool) [
 		return strings.Count(out[i], string(filepath.Separator)) > strings.Count(out[j], string(filepath.Separator))
 	})
 	return out
+}
+
+// ShimNamespace returns the containerd namespace a shim process serves,
+// from its command line (/proc/PID/cmdline split at NULs): a
+// containerd-shim* binary with "-namespace NS". ok is false for any other
+// process.
+func ShimNamespace(cmdline []string) (ns string, ok bool) {
+	if len(cmdline) == 0 || !strings.HasPrefix(filepath.Base(cmdline[0]), "containerd-shim") {
+		return "", false
+	}
+	for i, arg := range cmdline[:len(cmdline)-1] {
+		if arg == "-namespace" || arg == "--namespace" {
+			return cmdline[i+1], true
+		}
+	}
+	return "", false
+}
+
+// OrphanShims returns, of the shims serving a namespace that matches,
+// those without a child process: a shim whose container is gone and whose
+// task nobody deleted (its containerd was stopped, or its state removed,
+// first) waits for that delete forever. procs maps each PID to its parent
+// PID and command line.
+func OrphanShims(procs map[int]Proc, matches func(ns string) bool) []int {
+	parents := map[int]bool{}
+	for _, p := range procs {
+		parents[p.PPID] = true
+	}
+	var out []int
+	for pid, p := range procs {
+		if ns, ok := ShimNamespace(p.Cmdline); ok && matches(ns) && !parents[pid] {
+			out = append(out, pid)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// Proc is what OrphanShims reads of a process.
+type Proc struct {
+	PPID    int
+	Cmdline []string
 }

@@ -3,6 +3,7 @@ package reset
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -105,5 +106,27 @@ func TestCgroupRemovalsTakeTheDeepestFirstAndOnlyCleanedNodesWhenAsked(t *testin
 				t.Fatalf("got %q\nwant %q", got, c.want)
 			}
 		})
+	}
+}
+
+func TestOrphanShims(t *testing.T) {
+	shim := func(ppid int, ns string) Proc {
+		return Proc{PPID: ppid, Cmdline: []string{"/usr/bin/containerd-shim-runc-v2", "-namespace", ns, "-id", "abc", "-address", "/x/containerd.sock"}}
+	}
+	procs := map[int]Proc{
+		1:  {Cmdline: []string{"/sbin/init"}},
+		10: shim(1, "minik-node1"),                              // its container is gone: orphan
+		11: shim(1, "minik-node1"),                              // runs a container
+		12: {PPID: 11, Cmdline: []string{"sleep", "3600"}},      // ... this one
+		13: shim(1, "k8s.io"),                                   // another user's
+		14: {PPID: 1, Cmdline: []string{"sleep", "-namespace"}}, // not a shim
+		15: {PPID: 1, Cmdline: []string{"containerd-shim", "-id", "x"}},
+	}
+	got := OrphanShims(procs, func(ns string) bool { return strings.HasPrefix(ns, NamespacePrefix) })
+	if !slices.Equal(got, []int{10}) {
+		t.Fatalf("OrphanShims = %v, want [10]", got)
+	}
+	if ns, ok := ShimNamespace([]string{"containerd-shim-runc-v2", "-namespace"}); ok {
+		t.Fatalf("a shim without the namespace's value: %q", ns)
 	}
 }

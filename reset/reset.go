@@ -71,6 +71,11 @@ func Run(ctx context.Context, o Options) error {
 	var errs []error
 	cleaned := map[string]bool{} // containerd namespaces, one per node
 	errs = append(errs, cleanContainerds(ctx, o, log, cleaned)...)
+	if !o.OnlyTheseContainerds {
+		// Shims whose containerd state is gone (a data dir removed by
+		// hand while they ran) are out of every containerd's reach.
+		errs = append(errs, killOrphanShims(log, func(ns string) bool { return strings.HasPrefix(ns, NamespacePrefix) })...)
+	}
 	errs = append(errs, removeCgroups(o, cleaned, log)...)
 	roots := []string{o.RunRoot, o.KubeletRoot}
 	if o.DataDir != "" {
@@ -225,6 +230,53 @@ func deleteContainer(ctx context.Context, ctr containerd.Container) error {
 		}
 	}
 	return nil
+}
+
+// killOrphanShims kills the shims of the matching namespaces that run no
+// container (OrphanShims).
+func killOrphanShims(log *slog.Logger, matches func(ns string) bool) []error {
+	procs, err := readProcs()
+	if err != nil {
+		return []error{err}
+	}
+	var errs []error
+	for _, pid := range OrphanShims(procs, matches) {
+		ns, _ := ShimNamespace(procs[pid].Cmdline)
+		if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("killing shim %d of namespace %s: %w", pid, ns, err))
+			continue
+		}
+		log.Info("killed a shim left without a container", "pid", pid, "namespace", ns)
+	}
+	return errs
+}
+
+// readProcs reads each process's parent and command line from /proc.
+func readProcs() (map[int]Proc, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	procs := map[int]Proc{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err1 := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		cmdline, err2 := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err1 != nil || err2 != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(fields[1])
+		procs[pid] = Proc{PPID: ppid, Cmdline: strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")}
+	}
+	return procs, nil
 }
 
 // removeCgroups removes the nodes' emptied cgroups: runc removes a

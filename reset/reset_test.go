@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -201,4 +203,79 @@ func observe(t *testing.T, ctx context.Context, addr, ns, dataDir, runDir string
 	v1, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", ctdrt.CgroupParent, ns))
 	fmt.Fprintf(&b, "cgroups: %d\n", min(len(cgroups)+len(v1), 1))
 	return b.String()
+}
+
+// A shim left without its container (its containerd's state was removed)
+// is killed; one still running a container, and any shim of a namespace
+// not asked for, stays. The "shims" are a shell under the shim's name.
+func TestKillOrphanShims(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim := filepath.Join(t.TempDir(), "containerd-shim-runc-v2")
+	if err := os.WriteFile(shim, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ns := fmt.Sprintf("minik-resettest%d", os.Getpid())
+	start := func(script, ns string) *exec.Cmd {
+		// sh -c SCRIPT $0 $1...: the shim's flags are only its arguments.
+		cmd := exec.Command(shim, "-c", script, "shim", "-namespace", ns, "-id", "x")
+		stdin, err := cmd.StdinPipe() // `read` waits on it: no child
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	orphan := start("read x", ns)
+	busy := start("sleep 300; true", ns)          // its child stands for the container
+	other := start("read x", ns+"-not-asked-for") // another namespace
+	// Until sh has forked its sleep, the busy one has no child yet.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		procs, err := readProcs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hasChild(procs, busy.Process.Pid) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the busy shim never forked its child")
+		}
+	}
+	if errs := killOrphanShims(slog.New(slog.NewTextHandler(io.Discard, nil)), func(n string) bool { return n == ns }); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- orphan.Wait() }()
+	select {
+	case err := <-ended:
+		if err == nil || !strings.Contains(err.Error(), "killed") {
+			t.Fatalf("the orphan shim ended with %v, want killed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the orphan shim still runs")
+	}
+	for name, cmd := range map[string]*exec.Cmd{"the busy shim": busy, "the other namespace's shim": other} {
+		if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Errorf("%s was stopped: %v", name, err)
+		}
+	}
+}
+
+func hasChild(procs map[int]Proc, pid int) bool {
+	for _, p := range procs {
+		if p.PPID == pid {
+			return true
+		}
+	}
+	return false
 }
