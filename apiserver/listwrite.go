@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -115,18 +116,30 @@ func (h *resourceHandler) writeJSONList(bw *bodyWriter, lm metav1.ListMeta, each
 	if _, err := fmt.Fprintf(bw, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, h.res.Kind+"List", h.res.APIVersion(), head); err != nil {
 		return err
 	}
-	// The encoder writes each item from its own buffer (and a newline
-	// after it, which JSON allows).
-	enc := json.NewEncoder(bw)
-	first := true
+	// Items of a built-in kind go without their kind and apiVersion, as
+	// kube-apiserver writes them (the list says them once; clients fill
+	// them in). Custom resources keep theirs, as upstream: their JSON
+	// starts with apiVersion, so the prefix never matches.
+	typeMeta := []byte(fmt.Sprintf(`{"kind":%q,"apiVersion":%q,`, h.res.Kind, h.res.APIVersion()))
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf) // a newline after each item, which JSON allows
+	var sep []byte
 	if err := each(func(obj runtime.Object) error {
-		if !first {
-			if _, err := bw.Write([]byte{','}); err != nil {
-				return err
-			}
+		buf.Reset()
+		if err := enc.Encode(obj); err != nil {
+			return err
 		}
-		first = false
-		return enc.Encode(obj)
+		item := buf.Bytes()
+		if rest, ok := bytes.CutPrefix(item, typeMeta); ok {
+			item = rest
+			sep = append(sep, '{')
+		}
+		if _, err := bw.Write(sep); err != nil {
+			return err
+		}
+		sep = append(sep[:0], ',')
+		_, err := bw.Write(item)
+		return err
 	}); err != nil {
 		return err
 	}

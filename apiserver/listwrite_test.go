@@ -103,6 +103,18 @@ func TestStreamedListsDecodeToTheWholeList(t *testing.T) {
 				list = *obj.(*corev1.ConfigMapList)
 			} else if err := json.Unmarshal(data, &list); err != nil || list.Kind != "ConfigMapList" || list.APIVersion != "v1" {
 				t.Fatalf("JSON list %s %s: %v", list.Kind, list.APIVersion, err)
+			} else {
+				// As kube-apiserver: the list names the kind once, its
+				// items do not.
+				var raw struct{ Items []map[string]json.RawMessage }
+				if err := json.Unmarshal(data, &raw); err != nil {
+					t.Fatal(err)
+				}
+				for _, item := range raw.Items {
+					if item["kind"] != nil || item["apiVersion"] != nil || item["metadata"] == nil {
+						t.Fatalf("a JSON item with kind %s, apiVersion %s, metadata %.40s", item["kind"], item["apiVersion"], item["metadata"])
+					}
+				}
 			}
 			got := summary(&list)
 			switch {

@@ -646,3 +646,19 @@ func TestNewFromKubeconfigAuthenticatesWithTheClientCertificate(t *testing.T) {
 		t.Errorf("server saw user %q over %s, want %s over HTTP/2.0", p.Name, p.Labels["proto"], pki.SchedulerUser)
 	}
 }
+
+// kube-apiserver's list items carry no kind or apiVersion; the client
+// gives them the list's, as for protobuf lists.
+func TestJSONListItemsGetTheListsKind(t *testing.T) {
+	c, _ := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a","namespace":"ns"}}]}`)
+	}, Config{})
+	got, err := c.Deployments().List(t.Context(), "ns", metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Items) != 1 || got.Items[0].Kind != "Deployment" || got.Items[0].APIVersion != "apps/v1" || got.Items[0].Name != "a" {
+		t.Fatalf("items %+v", got.Items)
+	}
+}

@@ -3,7 +3,6 @@ package client
 import (
 	"bytes"
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -97,11 +96,10 @@ func decodeProtobuf(data []byte, out any) error {
 }
 
 // unmarshalProtobufList reads a k8s.io/api List message field by field:
-// the list metadata and each item, decoded straight into T. Items get the
-// list's apiVersion and the kind without "List", as JSON answers give them.
+// the list metadata and each item, decoded straight into T.
 func (l *List[T]) unmarshalProtobufList(raw []byte, gvk schema.GroupVersionKind) error {
 	l.APIVersion, l.Kind = gvk.GroupVersion().String(), gvk.Kind
-	itemKind := gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))
+	defer l.fillItemKinds()
 	for len(raw) > 0 {
 		num, typ, n := protowire.ConsumeTag(raw)
 		if n < 0 {
@@ -131,7 +129,6 @@ func (l *List[T]) unmarshalProtobufList(raw []byte, gvk schema.GroupVersionKind)
 			if err := any(&item).(protoUnmarshaler).Unmarshal(field); err != nil {
 				return fmt.Errorf("list item %d: %w", len(l.Items), err)
 			}
-			any(&item).(runtime.Object).GetObjectKind().SetGroupVersionKind(itemKind)
 			l.Items = append(l.Items, item)
 		}
 	}

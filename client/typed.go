@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -26,6 +28,22 @@ type List[T any] struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []T `json:"items"`
+}
+
+// fillItemKinds gives each item without a kind the list's apiVersion and
+// its kind without "List": kube-apiserver leaves them out of a list's
+// items (JSON and protobuf alike), and callers may read an item's kind.
+func (l *List[T]) fillItemKinds() {
+	gv, err := schema.ParseGroupVersion(l.APIVersion)
+	if err != nil || !strings.HasSuffix(l.Kind, "List") {
+		return
+	}
+	itemKind := gv.WithKind(strings.TrimSuffix(l.Kind, "List"))
+	for i := range l.Items {
+		if o, ok := any(&l.Items[i]).(runtime.Object); ok && o.GetObjectKind().GroupVersionKind().Empty() {
+			o.GetObjectKind().SetGroupVersionKind(itemKind)
+		}
+	}
 }
 
 // Typed is a client for one resource whose objects are of type T, such as
@@ -77,6 +95,7 @@ func (t *Typed[T]) List(ctx context.Context, ns string, opts metav1.ListOptions)
 	if err := t.c.do(ctx, t.call(http.MethodGet, ns, "", q, nil), out); err != nil {
 		return nil, err
 	}
+	out.fillItemKinds()
 	return out, nil
 }
 
