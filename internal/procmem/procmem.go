@@ -34,7 +34,8 @@ import (
 // (whole 64 KiB blocks, though only a few pages of each were used).
 // Evicting the pages nobody maps leaves in the cache only what the host's
 // processes use; a page first used after that is read alone
-// (MADV_RANDOM: no read-ahead), and fault-around then finds few
+// (MADV_RANDOM: no read-ahead; code excepted, which the kernel reads
+// around the fault whatever the advice), and fault-around then finds few
 // neighbours to map. Pages another process maps stay cached, so a second
 // process of the same binary (a kubelet beside `minik up`) costs no
 // re-read of them.
@@ -49,10 +50,9 @@ func DropStartupPages() (int64, error) {
 	}
 	defer exe.Close()
 	// A binary just built may still be dirty or under writeback, and the
-	// kernel keeps such pages: write them out first.
-	if err := unix.Fdatasync(int(exe.Fd())); err != nil {
-		return 0, fmt.Errorf("procmem: fdatasync %s: %w", exe.Name(), err)
-	}
+	// kernel keeps such pages: write them out first. Best effort: a file
+	// system without fdatasync only keeps more pages cached.
+	_ = unix.Fdatasync(int(exe.Fd()))
 	if err := madvise(ranges, unix.MADV_RANDOM); err != nil {
 		return 0, err
 	}
