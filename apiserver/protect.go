@@ -19,12 +19,16 @@ import (
 // request (etcd unreachable: 504 after it, never a hang) and for reading
 // its body (a client trickling a body is cut off). Long-running requests
 // (watches, exec, port-forward, following logs) are not counted and have
-// no deadline.
+// no deadline. Node heartbeats (a node's Lease, its Node and the Node's
+// status) have slots of their own, as kube-apiserver's priority and
+// fairness gives nodes' requests the node-high level: a flood of other
+// requests must not make nodes miss their heartbeats, go NotReady and
+// have their pods evicted.
 //
 //	request ─▶ long-running? ──yes──────────────────────────────▶ handler
 //	              │no
 //	              ▼
-//	   body read deadline ─▶ in-flight slot (read-only / mutating)? ─no─▶ 429 Retry-After: 1
+//	   body read deadline ─▶ in-flight slot (node heartbeat / read-only / mutating)? ─no─▶ 429 Retry-After: 1
 //	              │yes
 //	              ▼
 //	   context deadline (RequestTimeout, or ?timeout= when shorter) ─▶ handler ─▶ release slot
@@ -37,11 +41,15 @@ const (
 	defaultMaxMutatingRequestsInflight = 200
 	defaultRequestTimeout              = 60 * time.Second
 	defaultMaxWatchesPerUser           = 1000
+	// About the seats the node-high priority level gets of
+	// kube-apiserver's 600 (40 of the default levels' 245 shares).
+	nodeHeartbeatsInflight = 100
 )
 
 // limiter holds the in-flight slots and the open watches per user.
 type limiter struct {
 	readOnly, mutating chan struct{}
+	nodeHeartbeats     chan struct{}
 	timeout            time.Duration
 
 	maxWatches int // per user
@@ -50,7 +58,8 @@ type limiter struct {
 }
 
 func newLimiter(readOnly, mutating int, timeout time.Duration, maxWatches int) *limiter {
-	return &limiter{readOnly: make(chan struct{}, readOnly), mutating: make(chan struct{}, mutating), timeout: timeout,
+	return &limiter{readOnly: make(chan struct{}, readOnly), mutating: make(chan struct{}, mutating),
+		nodeHeartbeats: make(chan struct{}, nodeHeartbeatsInflight), timeout: timeout,
 		maxWatches: maxWatches, watches: map[string]int{}}
 }
 
@@ -95,6 +104,27 @@ func longRunning(r *http.Request) bool {
 	return strings.EqualFold(r.Header.Get("Connection"), "upgrade")
 }
 
+// nodeHeartbeat reports a read or write of one node's Lease (namespace
+// kube-node-lease), of one Node, or of its status: what a kubelet sends
+// to stay Ready. (The path decides, before authentication: a client that
+// is not a node gets no further than a 401 or 403, holding the slot
+// that long.)
+func nodeHeartbeat(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodPut, http.MethodPatch:
+	default:
+		return false
+	}
+	if name, ok := strings.CutPrefix(r.URL.Path, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/"); ok {
+		return name != "" && !strings.Contains(name, "/")
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/nodes/"); ok {
+		name, sub, _ := strings.Cut(rest, "/")
+		return name != "" && (sub == "" || sub == "status")
+	}
+	return false
+}
+
 // protect wraps the router.
 func (s *Server) protect(next http.Handler) http.Handler {
 	l := s.limiter
@@ -113,7 +143,10 @@ func (s *Server) protect(next http.Handler) http.Handler {
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(l.timeout))
 		}
 		slots := l.mutating
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		switch {
+		case nodeHeartbeat(r):
+			slots = l.nodeHeartbeats
+		case r.Method == http.MethodGet || r.Method == http.MethodHead:
 			slots = l.readOnly
 		}
 		select {

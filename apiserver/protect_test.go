@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +19,8 @@ import (
 
 // A client that trickles a request body holds a mutating slot only until
 // the body deadline; while the slots are full others get 429 with
-// Retry-After, never a hang.
+// Retry-After, never a hang, except reads and node heartbeats, which have
+// slots of their own.
 func TestInflightLimitAndSlowBodies(t *testing.T) {
 	ts := startTestServerWith(t, func(c *Config) {
 		c.MaxMutatingRequestsInflight = 1
@@ -65,9 +67,17 @@ func TestInflightLimitAndSlowBodies(t *testing.T) {
 	if secs, ok := apierrors.SuggestsClientDelay(busy); !ok || secs != 1 {
 		t.Errorf("429 suggests a delay of %d (%v), want 1s", secs, ok)
 	}
-	// Reads have their own slots.
+	// Reads have their own slots, and so do node heartbeats.
 	if _, err := admin.ConfigMaps().List(ctx, "default", metav1.ListOptions{}); err != nil {
 		t.Errorf("a read while the mutating slot is held: %v", err)
+	}
+	if _, err := admin.Leases().Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n2", Namespace: "kube-node-lease"}}, metav1.CreateOptions{}); !apierrors.IsTooManyRequests(err) {
+		t.Errorf("creating a Lease (not a heartbeat) while the mutating slot is held: %v, want 429", err)
+	}
+	// A renewal gets a slot (and then its answer: there is no such Lease).
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1", Namespace: "kube-node-lease"}}
+	if _, err := admin.Leases().Update(ctx, lease, metav1.UpdateOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("renewing a node's Lease while the mutating slot is held: %v, want NotFound", err)
 	}
 	// The trickling client is cut off at the body deadline.
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -219,5 +229,30 @@ func TestRequestTimeoutTakesTheClientsWhenShorter(t *testing.T) {
 				t.Fatalf("got %v, %v; want %v", got, err, c.want)
 			}
 		})
+	}
+}
+
+func TestNodeHeartbeatRequests(t *testing.T) {
+	for _, tc := range []struct {
+		method, path string
+		want         bool
+	}{
+		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node1", true},
+		{"GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node1", true},
+		{"POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", false},
+		{"GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", false},
+		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/default/leases/node1", false},
+		{"PUT", "/api/v1/nodes/node1/status", true},
+		{"PATCH", "/api/v1/nodes/node1/status", true},
+		{"GET", "/api/v1/nodes/node1", true},
+		{"GET", "/api/v1/nodes", false},
+		{"DELETE", "/api/v1/nodes/node1", false},
+		{"GET", "/api/v1/nodes/node1/proxy/metrics", false},
+		{"PUT", "/api/v1/namespaces/default/pods/p/status", false},
+	} {
+		r, _ := http.NewRequest(tc.method, "https://x"+tc.path, nil)
+		if got := nodeHeartbeat(r); got != tc.want {
+			t.Errorf("%s %s: heartbeat %v, want %v", tc.method, tc.path, got, tc.want)
+		}
 	}
 }
