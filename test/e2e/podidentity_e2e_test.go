@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -100,9 +101,10 @@ func testPodIdentity(t *testing.T, e *env) {
 		return sh(`wget -qO- --no-check-certificate --header "Authorization: Bearer $(cat ` + dir + `/token)" https://` + server + path)
 	}
 	var out string
-	waitFor(t, 30*time.Second, "the pod lists the pods of its namespace", func() (bool, string) {
+	// The error too: a failure here once showed no output at all.
+	waitFor(t, 60*time.Second, "the pod lists the pods of its namespace", func() (bool, string) {
 		out, err = wget("/api/v1/namespaces/default/pods")
-		return err == nil && strings.Contains(out, `"kind":"PodList"`) && strings.Contains(out, `"name":"identity"`), out
+		return err == nil && strings.Contains(out, `"kind":"PodList"`) && strings.Contains(out, `"name":"identity"`), fmt.Sprintf("%v: %q", err, out)
 	})
 	if out, err := wget("/api/v1/namespaces/kube-system/pods"); err == nil || !strings.Contains(out, "403") {
 		t.Errorf("listing another namespace: %v %q, want 403", err, out)
