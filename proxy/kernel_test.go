@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/knftables"
+
+	"minik/internal/netnsdir"
 )
 
 // The tests in this file program the real kernel with the real `nft`, in
@@ -28,34 +30,19 @@ type netns string
 func newNetns(t *testing.T, name string) netns {
 	t.Helper()
 	name = fmt.Sprintf("mkp-%d-%s", os.Getpid(), name)
-	dirWasMounted := netnsDirMounted()
+	dirWasMounted := netnsdir.Mounted()
 	run(t, "ip", "netns", "add", name)
 	t.Cleanup(func() {
 		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
 			t.Errorf("ip netns del %s: %v: %s", name, err, out)
 		}
-		// `ip netns add` made /run/netns a mount (a bind of itself) and
-		// `ip netns del` leaves it: undo it once no namespace is left.
-		if entries, err := os.ReadDir("/run/netns"); !dirWasMounted && err == nil && len(entries) == 0 && netnsDirMounted() {
-			if err := unix.Unmount("/run/netns", unix.MNT_DETACH); err != nil {
-				t.Errorf("unmounting /run/netns: %v", err)
-			}
+		if err := netnsdir.Release(dirWasMounted); err != nil {
+			t.Errorf("unmounting %s: %v", netnsdir.Dir, err)
 		}
 	})
 	ns := netns(name)
 	ns.ip(t, "link", "set", "lo", "up")
 	return ns
-}
-
-// netnsDirMounted reports whether /run/netns is a mount point.
-func netnsDirMounted() bool {
-	data, _ := os.ReadFile("/proc/self/mountinfo")
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && f[4] == "/run/netns" {
-			return true
-		}
-	}
-	return false
 }
 
 // ip runs `ip` inside the namespace.

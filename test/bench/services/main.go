@@ -40,6 +40,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"minik/internal/netnsdir"
 	"minik/proxy"
 )
 
@@ -81,12 +82,16 @@ func parent() error {
 		return fmt.Errorf("needs root (network namespaces and nftables)")
 	}
 	ns := fmt.Sprintf("minik-bench-services-%d", os.Getpid())
+	dirWasMounted := netnsdir.Mounted()
 	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 		return fmt.Errorf("ip netns add: %v: %s", err, out)
 	}
 	defer func() {
 		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "bench-services: ip netns del %s: %v: %s\n", ns, err, out)
+		}
+		if err := netnsdir.Release(dirWasMounted); err != nil {
+			fmt.Fprintf(os.Stderr, "bench-services: unmounting %s: %v\n", netnsdir.Dir, err)
 		}
 	}()
 	self, err := os.Executable()
