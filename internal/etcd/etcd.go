@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.etcd.io/etcd/server/v3/storage/datadir"
 
 	"minik/internal/procmem"
 )
@@ -138,7 +139,7 @@ func StartMember(ctx context.Context, mc MemberConfig) (*Member, error) {
 	}
 	// The database was mapped with MAP_POPULATE: all of it resident, holes
 	// included, though a serving member reads little of it.
-	if db, err := filepath.Abs(filepath.Join(cfg.Dir, "member", "snap", "db")); err == nil {
+	if db, err := filepath.Abs(datadir.ToBackendFileName(cfg.Dir)); err == nil {
 		if _, err := procmem.PageOutFile(db); err != nil {
 			slog.Warn("could not page out etcd's database mapping", "err", err)
 		}
