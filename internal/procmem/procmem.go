@@ -5,6 +5,7 @@ package procmem
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -24,7 +25,9 @@ import (
 // only started maps most of the binary, though a kubelet runs a small
 // part of it. Only read-only mappings are dropped: their pages equal the
 // file's, so nothing is lost (the writable data segment, whose pages may
-// differ from the file, is left alone).
+// differ from the file, is left alone), and of those only the ones that
+// hold no page of their own (a cgo binary's relocated GOT is read-only
+// too, but its pages are the loader's, not the file's).
 //
 // Unmapping alone is not enough: on each fault the kernel also maps the
 // up to 15 neighbouring pages that are in the page cache (fault-around,
@@ -103,13 +106,83 @@ func PageOutFile(path string) (int64, error) {
 }
 
 // readOnlyMappingsOfExe returns the [start, end) of each mapping of this
-// process's executable that is read-only (code, read-only data).
+// process's executable that is read-only (code, read-only data) and holds
+// only the file's own pages.
 func readOnlyMappingsOfExe() ([][2]uintptr, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return nil, err
 	}
-	return mappingsOf(exe, "r-xp", "r--p")
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return unmodifiedReadOnlyMappings(f, exe)
+}
+
+// unmodifiedReadOnlyMappings reads smaps and returns the read-only
+// mappings of the file at path that have no page of their own
+// ("Anonymous: 0 kB").
+//
+// Why: a binary linked with cgo is relocated by the dynamic loader, which
+// writes the GOT and then makes it read-only (RELRO): an r--p mapping whose
+// pages are private copies that differ from the file. Unmapping them would
+// bring back the file's unrelocated pages, and the next call through the
+// GOT jumps to address 0 (a kubelet built with plain `go build` crashed so
+// at its first pod).
+func unmodifiedReadOnlyMappings(smaps io.Reader, path string) ([][2]uintptr, error) {
+	var (
+		ranges  [][2]uintptr
+		current *[2]uintptr // the mapping whose fields are being read, if it is a candidate
+		anon    bool        // current has private pages
+	)
+	flush := func() {
+		if current != nil && !anon {
+			ranges = append(ranges, *current)
+		}
+		current, anon = nil, false
+	}
+	sc := bufio.NewScanner(smaps)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "Anonymous:"); ok {
+			anon = anon || strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")) != "0"
+			continue
+		}
+		r, perm, file, ok := parseMapping(line)
+		if !ok {
+			continue // another field of the current mapping
+		}
+		flush()
+		if file == path && (perm == "r-xp" || perm == "r--p") {
+			current = &r
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	flush()
+	return ranges, nil
+}
+
+// parseMapping parses a mapping's line of /proc/PID/maps (or its header in
+// smaps): "00400000-017de000 r-xp 00000000 fd:00 123 /path/to/exe".
+func parseMapping(line string) (r [2]uintptr, perm, file string, ok bool) {
+	fields := strings.Fields(line)
+	if len(fields) < 5 || len(fields[1]) != 4 {
+		return r, "", "", false
+	}
+	lo, hi, found := strings.Cut(fields[0], "-")
+	start, err1 := strconv.ParseUint(lo, 16, 64)
+	end, err2 := strconv.ParseUint(hi, 16, 64)
+	if !found || err1 != nil || err2 != nil || end <= start {
+		return r, "", "", false
+	}
+	if len(fields) >= 6 {
+		file = strings.Join(fields[5:], " ")
+	}
+	return [2]uintptr{uintptr(start), uintptr(end)}, fields[1], file, true
 }
 
 // mappingsOf returns the [start, end) of each mapping of the file at path
@@ -123,18 +196,13 @@ func mappingsOf(path string, perms ...string) ([][2]uintptr, error) {
 	var ranges [][2]uintptr
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		// 00400000-017de000 r-xp 00000000 fd:00 123 /path/to/exe
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || strings.Join(fields[5:], " ") != path || !slices.Contains(perms, fields[1]) {
-			continue
+		r, perm, file, ok := parseMapping(sc.Text())
+		if !ok {
+			return nil, fmt.Errorf("procmem: bad mapping %q", sc.Text())
 		}
-		lo, hi, _ := strings.Cut(fields[0], "-")
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || end <= start {
-			return nil, fmt.Errorf("procmem: bad mapping %q", fields[0])
+		if file == path && slices.Contains(perms, perm) {
+			ranges = append(ranges, r)
 		}
-		ranges = append(ranges, [2]uintptr{uintptr(start), uintptr(end)})
 	}
 	return ranges, sc.Err()
 }

@@ -4,6 +4,7 @@ import (
 	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -130,5 +131,62 @@ func TestPageOutFileReclaimsAPopulatedMapping(t *testing.T) {
 	}
 	if string(m[:4]) != "bolt" {
 		t.Fatalf("the mapping reads %q after the page-out", m[:4])
+	}
+}
+
+// A read-only mapping of the binary whose pages were written before it
+// was made read-only (a cgo binary's GOT after relocation: RELRO) must
+// keep them: dropping it would bring back the file's unrelocated bytes.
+func TestDropStartupPagesKeepsARelocatedReadOnlyMapping(t *testing.T) {
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	page := os.Getpagesize()
+	m, err := unix.Mmap(int(f.Fd()), 0, page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	copy(m, "relocated") // as the loader writes the GOT
+	if err := unix.Mprotect(m, unix.PROT_READ); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DropStartupPages(); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(m[:9]); got != "relocated" {
+		t.Fatalf("the relocated read-only page reads %q after the drop, want %q", got, "relocated")
+	}
+}
+
+func TestUnmodifiedReadOnlyMappings(t *testing.T) {
+	const smaps = `00400000-01800000 r-xp 00000000 fd:00 12 /usr/bin/minik
+Size:              20480 kB
+Anonymous:             0 kB
+VmFlags: rd ex mr mw me
+01800000-02000000 r--p 01400000 fd:00 12 /usr/bin/minik
+Anonymous:             0 kB
+02000000-02001000 r--p 01c00000 fd:00 12 /usr/bin/minik
+Anonymous:             4 kB
+02001000-02100000 rw-p 01c01000 fd:00 12 /usr/bin/minik
+Anonymous:           120 kB
+7f0000000000-7f0000100000 r--p 00000000 fd:00 99 /usr/lib/libc.so.6
+Anonymous:             0 kB
+7f0000200000-7f0000300000 r-xp 00000000 fd:00 13 /usr/bin/minik (deleted)
+Anonymous:             0 kB
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
+Anonymous:           132 kB
+`
+	got, err := unmodifiedReadOnlyMappings(strings.NewReader(smaps), "/usr/bin/minik")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Code and read-only data; not the relocated page (RELRO), the
+	// writable data, another file, or another file of the same name.
+	want := [][2]uintptr{{0x400000, 0x1800000}, {0x1800000, 0x2000000}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %x, want %x", got, want)
 	}
 }
