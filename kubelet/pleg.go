@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"minik/internal/procmem"
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
 )
@@ -119,7 +120,7 @@ func (k *Kubelet) plegLoop(ctx context.Context) error {
 		case <-quiet:
 			quiet = nil
 			if burst.quiet(k.cfg.Clock.Now(), false) {
-				releaseMemory()
+				k.releaseMemory()
 			} else if !burst.last.IsZero() {
 				quiet = k.cfg.Clock.After(memoryReleaseQuiet - k.cfg.Clock.Now().Sub(burst.last))
 			}
@@ -239,4 +240,12 @@ func (b *burstEnd) quiet(now time.Time, changed bool) bool {
 // little, so without this its heap keeps the burst's garbage until Go's
 // forced GC (every 2 minutes), and gives the pages back at the
 // scavenger's pace: on an edge node that memory belongs to the pods.
-func releaseMemory() { debug.FreeOSMemory() }
+// It also unmaps the binary's code the burst ran (image unpack, sandbox
+// and container set-up: about 12 MB), which an idle kubelet does not
+// run; what it goes on running comes back from the page cache.
+func (k *Kubelet) releaseMemory() {
+	debug.FreeOSMemory()
+	if _, err := procmem.UnmapBinary(); err != nil {
+		k.log.Debug("could not unmap the binary's pages", "err", err)
+	}
+}

@@ -71,11 +71,33 @@ func DropStartupPages() (int64, error) {
 			return 0, fmt.Errorf("procmem: fadvise %s: %w", exe.Name(), err)
 		}
 	}
+	return size(ranges), nil
+}
+
+// UnmapBinary unmaps this process's read-only pages of its executable
+// again and keeps them in the page cache. It returns the size of the
+// mappings it advised.
+//
+// Why: a burst of work (a kubelet starting pods) runs code the process
+// then leaves idle, and those pages would stay mapped. After the burst
+// only what the process goes on running comes back, from the cache (a
+// minor fault, no read). The cache is kept, unlike at start-up, so the
+// next burst reads nothing from disk and fault-around maps 64 KiB per
+// fault, not the 1 MiB the kernel reads around an uncached code page.
+func UnmapBinary() (int64, error) {
+	ranges, err := readOnlyMappingsOfExe()
+	if err != nil {
+		return 0, err
+	}
+	return size(ranges), madvise(ranges, unix.MADV_DONTNEED)
+}
+
+func size(ranges [][2]uintptr) int64 {
 	var total int64
 	for _, r := range ranges {
 		total += int64(r[1] - r[0])
 	}
-	return total, nil
+	return total
 }
 
 // PageOutFile reclaims the pages of this process's mappings of the file

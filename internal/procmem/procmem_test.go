@@ -153,11 +153,13 @@ func TestDropStartupPagesKeepsARelocatedReadOnlyMapping(t *testing.T) {
 	if err := unix.Mprotect(m, unix.PROT_READ); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := DropStartupPages(); err != nil {
-		t.Fatal(err)
-	}
-	if got := string(m[:9]); got != "relocated" {
-		t.Fatalf("the relocated read-only page reads %q after the drop, want %q", got, "relocated")
+	for name, drop := range map[string]func() (int64, error){"DropStartupPages": DropStartupPages, "UnmapBinary": UnmapBinary} {
+		if _, err := drop(); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(m[:9]); got != "relocated" {
+			t.Fatalf("the relocated read-only page reads %q after %s, want %q", got, name, "relocated")
+		}
 	}
 }
 
@@ -188,5 +190,28 @@ Anonymous:           132 kB
 	want := [][2]uintptr{{0x400000, 0x1800000}, {0x1800000, 0x2000000}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %x, want %x", got, want)
+	}
+}
+
+func TestUnmapBinaryKeepsTheCacheAndTheProcessRunsOn(t *testing.T) {
+	if _, err := os.ReadFile("/proc/self/exe"); err != nil {
+		t.Fatal(err)
+	}
+	before, cachedBefore := rssFileKB(t), cachedPages(t)
+	n, err := UnmapBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n <= 0 {
+		t.Fatalf("unmapped %d bytes of mappings, want the test binary's code and read-only data", n)
+	}
+	if after := rssFileKB(t); after >= before {
+		t.Fatalf("resident file pages went from %d kB to %d kB, want fewer", before, after)
+	}
+	if cachedAfter := cachedPages(t); cachedAfter < cachedBefore*9/10 {
+		t.Fatalf("%d of the binary's pages are cached after the unmap, %d before: want them kept", cachedAfter, cachedBefore)
+	}
+	if got := strings.Repeat("ab", 3) + strconv.Itoa(42); got != "ababab42" {
+		t.Fatalf("after the unmap the process computes %q", got)
 	}
 }
