@@ -241,8 +241,8 @@ func (b *burstEnd) quiet(now time.Time, changed bool) bool {
 // forced GC (every 2 minutes), and gives the pages back at the
 // scavenger's pace: on an edge node that memory belongs to the pods.
 // It also unmaps the binary's code the burst ran (image unpack, sandbox
-// and container set-up: about 12 MB), which an idle kubelet does not
-// run; what it goes on running comes back from the page cache.
+// and container set-up), which an idle kubelet does not run; what it
+// goes on running comes back from the page cache.
 func (k *Kubelet) releaseMemory() {
 	debug.FreeOSMemory()
 	if _, err := procmem.UnmapBinary(); err != nil {
