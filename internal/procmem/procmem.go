@@ -219,10 +219,7 @@ func mappingsOf(path string, perms ...string) ([][2]uintptr, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		r, perm, file, ok := parseMapping(sc.Text())
-		if !ok {
-			return nil, fmt.Errorf("procmem: bad mapping %q", sc.Text())
-		}
-		if file == path && slices.Contains(perms, perm) {
+		if ok && file == path && slices.Contains(perms, perm) {
 			ranges = append(ranges, r)
 		}
 	}
