@@ -213,11 +213,17 @@ func CgroupRemovals(dirs, parents []string, cleaned map[string]bool, all bool) [
 // containerd-shim* binary with "-namespace NS". ok is false for any other
 // process.
 func ShimNamespace(cmdline []string) (ns string, ok bool) {
+	return shimFlag(cmdline, "namespace")
+}
+
+// shimFlag returns the value of a shim's flag (-name VALUE), if cmdline
+// is a shim's.
+func shimFlag(cmdline []string, name string) (string, bool) {
 	if len(cmdline) == 0 || !strings.HasPrefix(filepath.Base(cmdline[0]), "containerd-shim") {
 		return "", false
 	}
 	for i, arg := range cmdline[:len(cmdline)-1] {
-		if arg == "-namespace" || arg == "--namespace" {
+		if arg == "-"+name || arg == "--"+name {
 			return cmdline[i+1], true
 		}
 	}
@@ -225,23 +231,40 @@ func ShimNamespace(cmdline []string) (ns string, ok bool) {
 }
 
 // OrphanShims returns, of the shims serving a namespace that matches,
-// those without a child process: a shim whose container is gone and whose
-// task nobody deleted (its containerd was stopped, or its state removed,
-// first) waits for that delete forever. procs maps each PID to its parent
-// PID and command line.
-func OrphanShims(procs map[int]Proc, matches func(ns string) bool) []int {
-	parents := map[int]bool{}
-	for _, p := range procs {
-		parents[p.PPID] = true
-	}
-	var out []int
+// those no containerd will ever ask to delete their task, and the
+// processes those run (their containers' first processes), to be killed
+// first:
+//   - a shim without a child: its container is gone and its containerd was
+//     stopped, or its state removed, before it deleted the task; the shim
+//     waits for that delete forever;
+//   - a shim whose containerd's directory (that of its -address socket) is
+//     gone: the data dir was removed while its containers ran, so no
+//     containerd can reach them or adopt them again.
+//
+// procs maps each PID to its parent PID and command line; dirExists
+// tells whether a directory exists.
+func OrphanShims(procs map[int]Proc, matches func(ns string) bool, dirExists func(string) bool) (shims, containers []int) {
+	children := map[int][]int{}
 	for pid, p := range procs {
-		if ns, ok := ShimNamespace(p.Cmdline); ok && matches(ns) && !parents[pid] {
-			out = append(out, pid)
+		children[p.PPID] = append(children[p.PPID], pid)
+	}
+	for pid, p := range procs {
+		ns, ok := ShimNamespace(p.Cmdline)
+		if !ok || !matches(ns) {
+			continue
+		}
+		address, _ := shimFlag(p.Cmdline, "address")
+		switch {
+		case len(children[pid]) == 0:
+			shims = append(shims, pid)
+		case address != "" && !dirExists(filepath.Dir(address)):
+			shims = append(shims, pid)
+			containers = append(containers, children[pid]...)
 		}
 	}
-	sort.Ints(out)
-	return out
+	sort.Ints(shims)
+	sort.Ints(containers)
+	return shims, containers
 }
 
 // Proc is what OrphanShims reads of a process.

@@ -110,21 +110,26 @@ func TestCgroupRemovalsTakeTheDeepestFirstAndOnlyCleanedNodesWhenAsked(t *testin
 }
 
 func TestOrphanShims(t *testing.T) {
-	shim := func(ppid int, ns string) Proc {
-		return Proc{PPID: ppid, Cmdline: []string{"/usr/bin/containerd-shim-runc-v2", "-namespace", ns, "-id", "abc", "-address", "/x/containerd.sock"}}
+	shim := func(ppid int, ns, address string) Proc {
+		return Proc{PPID: ppid, Cmdline: []string{"/usr/bin/containerd-shim-runc-v2", "-namespace", ns, "-id", "abc", "-address", address}}
 	}
+	const live, removed = "/data/containerd/containerd.sock", "/gone/containerd/containerd.sock"
 	procs := map[int]Proc{
 		1:  {Cmdline: []string{"/sbin/init"}},
-		10: shim(1, "minik-node1"),                              // its container is gone: orphan
-		11: shim(1, "minik-node1"),                              // runs a container
+		10: shim(1, "minik-node1", live),                        // its container is gone: orphan
+		11: shim(1, "minik-node1", live),                        // runs a container
 		12: {PPID: 11, Cmdline: []string{"sleep", "3600"}},      // ... this one
-		13: shim(1, "k8s.io"),                                   // another user's
+		13: shim(1, "k8s.io", removed),                          // another user's
 		14: {PPID: 1, Cmdline: []string{"sleep", "-namespace"}}, // not a shim
 		15: {PPID: 1, Cmdline: []string{"containerd-shim", "-id", "x"}},
+		16: shim(1, "minik-node2", removed),                // its data dir was removed while it ran
+		17: {PPID: 16, Cmdline: []string{"sleep", "3600"}}, // ... this container
+		18: {PPID: 13, Cmdline: []string{"sleep", "3600"}}, // the other user's container
 	}
-	got := OrphanShims(procs, func(ns string) bool { return strings.HasPrefix(ns, NamespacePrefix) })
-	if !slices.Equal(got, []int{10}) {
-		t.Fatalf("OrphanShims = %v, want [10]", got)
+	dirExists := func(dir string) bool { return dir == "/data/containerd" }
+	shims, containers := OrphanShims(procs, func(ns string) bool { return strings.HasPrefix(ns, NamespacePrefix) }, dirExists)
+	if !slices.Equal(shims, []int{10, 16}) || !slices.Equal(containers, []int{17}) {
+		t.Fatalf("OrphanShims = %v, %v; want [10 16], [17]", shims, containers)
 	}
 	if ns, ok := ShimNamespace([]string{"containerd-shim-runc-v2", "-namespace"}); ok {
 		t.Fatalf("a shim without the namespace's value: %q", ns)

@@ -239,14 +239,28 @@ func killOrphanShims(log *slog.Logger, matches func(ns string) bool) []error {
 	if err != nil {
 		return []error{err}
 	}
+	dirExists := func(dir string) bool {
+		fi, err := os.Stat(dir)
+		return err == nil && fi.IsDir()
+	}
+	shims, containers := OrphanShims(procs, matches, dirExists)
 	var errs []error
-	for _, pid := range OrphanShims(procs, matches) {
+	// A container's first process is its PID namespace's init: killing it
+	// ends every process of the container.
+	for _, pid := range containers {
+		if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("killing container process %d: %w", pid, err))
+			continue
+		}
+		log.Info("killed a container no containerd can reach", "pid", pid, "shim", procs[pid].PPID)
+	}
+	for _, pid := range shims {
 		ns, _ := ShimNamespace(procs[pid].Cmdline)
 		if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
 			errs = append(errs, fmt.Errorf("killing shim %d of namespace %s: %w", pid, ns, err))
 			continue
 		}
-		log.Info("killed a shim left without a container", "pid", pid, "namespace", ns)
+		log.Info("killed a shim no containerd will delete", "pid", pid, "namespace", ns)
 	}
 	return errs
 }

@@ -222,9 +222,13 @@ func TestKillOrphanShims(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := fmt.Sprintf("minik-resettest%d", os.Getpid())
-	start := func(script, ns string) *exec.Cmd {
+	live := filepath.Join(t.TempDir(), "containerd.sock") // its directory exists
+	start := func(script, ns string, address ...string) *exec.Cmd {
+		if len(address) == 0 {
+			address = []string{live}
+		}
 		// sh -c SCRIPT $0 $1...: the shim's flags are only its arguments.
-		cmd := exec.Command(shim, "-c", script, "shim", "-namespace", ns, "-id", "x")
+		cmd := exec.Command(shim, "-c", script, "shim", "-namespace", ns, "-id", "x", "-address", address[0])
 		stdin, err := cmd.StdinPipe() // `read` waits on it: no child
 		if err != nil {
 			t.Fatal(err)
@@ -238,13 +242,22 @@ func TestKillOrphanShims(t *testing.T) {
 	orphan := start("read x", ns)
 	busy := start("sleep 300; true", ns)          // its child stands for the container
 	other := start("read x", ns+"-not-asked-for") // another namespace
-	// Until sh has forked its sleep, the busy one has no child yet.
+	// A data dir removed while its container ran: no containerd can reach
+	// it. Its shim waits on when its container ends, as a shim does.
+	unreachable := start("sleep 300; read x", ns, filepath.Join(t.TempDir(), "removed", "containerd.sock"))
+	// Until sh has forked its sleep, a busy one has no child yet.
+	var container int
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		procs, err := readProcs()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if hasChild(procs, busy.Process.Pid) {
+		if hasChild(procs, busy.Process.Pid) && hasChild(procs, unreachable.Process.Pid) {
+			for pid, p := range procs {
+				if p.PPID == unreachable.Process.Pid {
+					container = pid
+				}
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -254,15 +267,29 @@ func TestKillOrphanShims(t *testing.T) {
 	if errs := killOrphanShims(slog.New(slog.NewTextHandler(io.Discard, nil)), func(n string) bool { return n == ns }); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	ended := make(chan error, 1)
-	go func() { ended <- orphan.Wait() }()
-	select {
-	case err := <-ended:
-		if err == nil || !strings.Contains(err.Error(), "killed") {
-			t.Fatalf("the orphan shim ended with %v, want killed", err)
+	for name, cmd := range map[string]*exec.Cmd{"the orphan shim": orphan, "the unreachable shim": unreachable} {
+		ended := make(chan error, 1)
+		go func() { ended <- cmd.Wait() }()
+		select {
+		case err := <-ended:
+			if err == nil || !strings.Contains(err.Error(), "killed") {
+				t.Fatalf("%s ended with %v, want killed", name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s still runs", name)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the orphan shim still runs")
+	}
+	// The unreachable shim's container was killed too (it is the shim's
+	// child, reaped by the shim's parent's init once orphaned: wait until
+	// it is gone or a zombie).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", container))
+		if err != nil || strings.Contains(string(stat[strings.LastIndexByte(string(stat), ')')+1:]), " Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the unreachable shim's container (pid %d) still runs", container)
+		}
 	}
 	for name, cmd := range map[string]*exec.Cmd{"the busy shim": busy, "the other namespace's shim": other} {
 		if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {

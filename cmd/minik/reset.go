@@ -13,8 +13,8 @@ func resetCommand() *cobra.Command {
 		Use:   "reset",
 		Short: "Remove what minik nodes left on this host: pods' containers, network namespaces, veths, bridges, iptables/nftables rules, routes, mounts (and --data-dir)",
 		Long: `reset stops and removes, on this host, every container of every minik containerd
-namespace (minik-*) and the shims of those namespaces left without a container,
-unmounts what minik mounted under /run/minik, /var/lib/minik
+namespace (minik-*), the shims of those namespaces left without a container and
+those (with their containers) whose containerd's directory is gone, unmounts what minik mounted under /run/minik, /var/lib/minik
 and --data-dir (network namespace handles, tmpfs volumes), deletes the pods' veths
 and the node bridges (mk…), the iptables rules commented "minik pods", the node
 proxy's nftables table "ip minik-proxy" and the host-gw routes (proto 203), and with
