@@ -24,6 +24,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"minik/internal/mountinfo"
 )
 
 // BridgeName matches the node bridges the containerd runtime makes.
@@ -111,14 +113,9 @@ func splitQuoted(s string) []string {
 // MountsUnder returns the mount points of mountinfo (the text of
 // /proc/self/mountinfo) at or below any of roots, deepest first, so that
 // each can be unmounted before what holds it.
-func MountsUnder(mountinfo string, roots []string) []string {
+func MountsUnder(info string, roots []string) []string {
 	var out []string
-	for _, line := range strings.Split(mountinfo, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := unescapeMount(f[4])
+	for _, mp := range mountinfo.Points(info) {
 		for _, r := range roots {
 			r = strings.TrimRight(r, "/")
 			if r != "" && (mp == r || strings.HasPrefix(mp, r+"/")) {
@@ -129,34 +126,6 @@ func MountsUnder(mountinfo string, roots []string) []string {
 	}
 	slices.SortStableFunc(out, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	return slices.Compact(out)
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space...).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			v := 0
-			ok := true
-			for _, c := range s[i+1 : i+4] {
-				if c < '0' || c > '7' {
-					ok = false
-					break
-				}
-				v = v*8 + int(c-'0')
-			}
-			if ok {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // Link is a network link as `ip -j link show` reports it.

@@ -11,9 +11,11 @@ package netnsdir
 
 import (
 	"os"
-	"strings"
+	"slices"
 
 	"golang.org/x/sys/unix"
+
+	"minik/internal/mountinfo"
 )
 
 // Dir is where `ip netns` keeps its namespaces.
@@ -21,13 +23,8 @@ const Dir = "/run/netns"
 
 // Mounted reports whether Dir is a mount point.
 func Mounted() bool {
-	data, _ := os.ReadFile("/proc/self/mountinfo")
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && f[4] == Dir {
-			return true
-		}
-	}
-	return false
+	points, _ := mountinfo.Self()
+	return slices.Contains(points, Dir)
 }
 
 // Release unmounts Dir when it was not mounted before (wasMounted, from
