@@ -62,6 +62,22 @@ func TestNodeIsNotReadyWhileItsPodNetworkIsBroken(t *testing.T) {
 		!strings.Contains(r.Message, "NetworkReady=false") || !strings.Contains(r.Message, "not the gateway of the pod range") {
 		t.Fatalf("Ready = %+v, want False with the network's reason", r)
 	}
+	// The node controller taints a NotReady node; after that nothing
+	// changes the Node, and only the kubelet's own status pass can see the
+	// network repaired (it once re-checked only on a Node seen or written).
+	waitUntil(t, 20*time.Second, func() bool {
+		n, err := cs.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == corev1.TaintNodeNotReady {
+				return true
+			}
+		}
+		return false
+	})
+	time.Sleep(time.Second) // the taint's watch event reaches the kubelet
 	rt.broken.Store(false)
 	// The next status pass (every 10s) checks the network again.
 	waitUntil(t, 20*time.Second, func() bool { r := ready(); return r != nil && r.Status == corev1.ConditionTrue })

@@ -117,8 +117,12 @@ func (m *Manager) setNode(n *corev1.Node) {
 	m.mu.Lock()
 	m.node = n
 	m.mu.Unlock()
-	// Each Node seen (at least every status pass) re-checks the pod
-	// network, so a repaired one makes the node Ready again.
+}
+
+// checkNetwork asks the runtime whether pods can get a network in the
+// node's pod range. Every status pass and every Node seen re-check it, so
+// that a repaired network makes the node Ready again within a pass.
+func (m *Manager) checkNetwork(n *corev1.Node) {
 	cidr := n.Spec.PodCIDR
 	if cidr == "" {
 		cidr = m.cfg.PodCIDR
@@ -165,6 +169,7 @@ func (m *Manager) Observe(n *corev1.Node) {
 		return
 	}
 	m.setNode(n)
+	m.checkNetwork(n)
 }
 
 func rvNumber(rv string) int64 {
@@ -299,6 +304,7 @@ func (m *Manager) tryUpdateNodeStatus(ctx context.Context, force, read bool) err
 		}
 		m.setNode(node)
 	}
+	m.checkNetwork(node)
 	want := m.nodeStatus(ctx, node.Status)
 	if !force && apiequality.Semantic.DeepEqual(stripHeartbeats(want), stripHeartbeats(node.Status)) {
 		return nil
