@@ -1,6 +1,8 @@
 package podstep
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -232,5 +234,26 @@ func TestStepRefreshesTokens(t *testing.T) {
 				t.Errorf("RefreshTokens %v WakeAt %v, want %v %v", a.RefreshTokens, a.WakeAt, tt.wantRefresh, tt.wantWake)
 			}
 		})
+	}
+}
+
+func TestNewPodWritesItsTokensOnce(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}},
+		Volumes: []corev1.Volume{{Name: "kube-api-access-x", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}}}}
+	st := NewState(time.Time{})
+	in := Input{Pod: pod, Runtime: makeObs().Sandbox(true).Obj(), Now: now}
+	p := computePlan(pod, in.Runtime, st, now)
+	if !p.RefreshTokens || len(p.Start) != 1 {
+		t.Fatalf("plan: RefreshTokens %v, %d to start; want the tokens due and c to start", p.RefreshTokens, len(p.Start))
+	}
+	// SetUpVolumes writes every volume, the token's too: no refresh before it.
+	var got []string
+	for _, a := range planActions(st, in, p) {
+		got = append(got, fmt.Sprint(a))
+	}
+	if want := []string{"setup-volumes", "start c restarts=0"}; !slices.Equal(got, want) {
+		t.Errorf("actions %q, want %q", got, want)
 	}
 }

@@ -259,7 +259,9 @@ func planActions(st *State, in Input, p plan) []Action {
 	if p.CreateSandbox {
 		return append(out, CreateSandbox{Attempt: uint32(len(obs.Sandboxes))})
 	}
-	if p.RefreshTokens {
+	// SetUpVolumes below writes every volume, the tokens too: a refresh
+	// before it would write them twice (a new pod's first start).
+	if p.RefreshTokens && len(p.Start) == 0 {
 		out = append(out, RefreshTokens{})
 	}
 	for _, id := range p.Remove {
