@@ -77,7 +77,8 @@ type Config struct {
 	// (default 5m, 0 keeps the default, negative disables).
 	CompactionInterval time.Duration
 	// BookmarkInterval is how often watchers that allow bookmarks get one
-	// (default 10s).
+	// (default 1m, kube-apiserver's frequency: each bookmark wakes every
+	// watcher and its client, most of an idle cluster's work).
 	BookmarkInterval time.Duration
 
 	// ServiceClusterIPRange is the CIDR that Service cluster IPs come from
@@ -175,7 +176,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.CompactionInterval = 5 * time.Minute
 	}
 	if cfg.BookmarkInterval == 0 {
-		cfg.BookmarkInterval = 10 * time.Second
+		cfg.BookmarkInterval = time.Minute
 	}
 	if cfg.ServiceClusterIPRange == "" {
 		cfg.ServiceClusterIPRange = DefaultServiceClusterIPRange
