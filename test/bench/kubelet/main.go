@@ -50,6 +50,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -100,6 +101,7 @@ func main() {
 	idle := flag.Duration("idle", 10*time.Second, "idle time before reading the kubelet's RSS")
 	flag.DurationVar(&idleCPUWindow, "idle-cpu-window", 60*time.Second, "how long node_idle_cpu measures (cover a few of the kubelet's relists)")
 	flag.StringVar(&cpuProfile, "kubelet-cpuprofile", "", "write a CPU profile of the kubelet during the start of the pods 10 at a time (its /debug/pprof, read with an admin certificate) to this file")
+	flag.StringVar(&upCPUProfile, "up-cpuprofile", "", "write a CPU profile of `minik up` (the control plane) during the start of the pods 10 at a time (its apiserver's /debug/pprof) to this file")
 	flag.StringVar(&heapProfile, "kubelet-heapprofile", "", "write the idle kubelet's heap profile (10 pods) to this file")
 	flag.StringVar(&smapsOut, "smaps", "", "copy the idle kubelet's /proc/PID/smaps to this file (where its RSS is)")
 	flag.Parse()
@@ -307,10 +309,21 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "measuring %d pods, %d at a time\n", n, conc)
-		var profiled chan error
+		var profiled, upProfiled chan error
 		if conc == 10 && cpuProfile != "" {
 			profiled = make(chan error, 1)
 			go func() { profiled <- kubeletProfile(ctx, c, ca, dir, "profile?seconds=5", cpuProfile) }()
+		}
+		if conc == 10 && upCPUProfile != "" {
+			upProfiled = make(chan error, 1)
+			go func() {
+				var data []byte
+				err := c.Do(ctx, "GET", "/debug/pprof/profile", url.Values{"seconds": {"5"}}, nil, &data)
+				if err == nil {
+					err = os.WriteFile(upCPUProfile, data, 0o644)
+				}
+				upProfiled <- err
+			}()
 		}
 		lat, cpu, err := measure(ctx, c, n, conc, fmt.Sprintf("c%d", conc),
 			nodeMeters(kl.cmd.Process.Pid, up.cmd.Process.Pid, filepath.Join(kubeletRoot, "containerd"), ctdrt.NamespaceFor(node)))
@@ -322,6 +335,12 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 				return fmt.Errorf("the kubelet's CPU profile: %w", err)
 			}
 			fmt.Fprintf(os.Stderr, "wrote the kubelet's CPU profile to %s\n", cpuProfile)
+		}
+		if upProfiled != nil {
+			if err := <-upProfiled; err != nil {
+				return fmt.Errorf("minik up's CPU profile: %w", err)
+			}
+			fmt.Fprintf(os.Stderr, "wrote minik up's CPU profile to %s\n", upCPUProfile)
 		}
 		r := latencyReport("pod_startup", lat)
 		r["pods"], r["concurrency"] = n, conc
@@ -562,6 +581,9 @@ func deleteAll(ctx context.Context, c *client.Client) error {
 // cpuProfile and heapProfile are where -kubelet-cpuprofile and
 // -kubelet-heapprofile write the kubelet's profiles.
 var cpuProfile, heapProfile string
+
+// upCPUProfile is where -up-cpuprofile writes the control plane's profile.
+var upCPUProfile string
 
 // kubeletProfile reads the kubelet's /debug/pprof/PROFILE (at the port its
 // Node reports) as an admin, into out.
