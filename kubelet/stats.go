@@ -2,13 +2,12 @@ package kubelet
 
 import (
 	"context"
-	"io/fs"
 	"path/filepath"
-	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"minik/internal/diskusage"
 	"minik/kubelet/eviction"
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
@@ -59,12 +58,12 @@ func (h hostStats) Summary(ctx context.Context) (*eviction.Summary, error) {
 	for _, pod := range k.knownPods() {
 		ps := eviction.PodStats{Processes: processes[pod.UID]}
 		for name, st := range containers[pod.UID] {
-			st.LogsBytes, st.LogsInodes = diskUsage(filepath.Join(k.logDir(pod), name))
+			st.LogsBytes, st.LogsInodes = diskusage.Of(filepath.Join(k.logDir(pod), name))
 			ps.Containers = append(ps.Containers, *st)
 		}
 		for _, v := range pod.Spec.Volumes {
 			if v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory {
-				b, n := diskUsage(filepath.Join(k.podDir(string(pod.UID)), "volumes", v.Name))
+				b, n := diskusage.Of(filepath.Join(k.podDir(string(pod.UID)), "volumes", v.Name))
 				ps.VolumeBytes += b
 				ps.VolumeInodes += n
 			}
@@ -72,26 +71,6 @@ func (h hostStats) Summary(ctx context.Context) (*eviction.Summary, error) {
 		summary.Pods[pod.UID] = ps
 	}
 	return summary, nodeErr
-}
-
-// diskUsage is the space (allocated blocks) and inodes used under dir,
-// as du counts them; zero when dir does not exist.
-func diskUsage(dir string) (bytes, inodes int64) {
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // a file removed while walking
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		inodes++
-		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			bytes += st.Blocks * 512
-		}
-		return nil
-	})
-	return bytes, inodes
 }
 
 // knownPods are the pods the kubelet has workers for.

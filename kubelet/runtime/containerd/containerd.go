@@ -121,6 +121,9 @@ type Runtime struct {
 	// attached holds the containers whose output is being copied to their
 	// log and attached clients (logs.go, attach.go).
 	attached map[string]*attachIO
+	// layerDirs caches each container's writable layer directory
+	// (stats.go), "" where the snapshotter's mounts do not name one.
+	layerDirs map[string]string
 }
 
 var _ runtime.Runtime = &Runtime{}

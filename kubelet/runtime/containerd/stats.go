@@ -11,14 +11,21 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/mount"
+	"github.com/containerd/containerd/snapshots"
 
+	"minik/internal/diskusage"
 	"minik/proto/cri"
 )
 
 // ListContainerStats reads each container's usage: memory and tasks of a
 // running one from its cgroup (at the path CreateContainer gives it,
-// cgroup v1 or v2), and its writable layer from the snapshotter. Reading
-// files is cheaper than asking every task's shim for metrics.
+// cgroup v1 or v2), and its writable layer from the layer's directory.
+// Reading files is cheaper than asking every task's shim for metrics, or
+// containerd for every layer's usage (the eviction manager reads this
+// every 10s: one call per container was most of an idle node's calls to
+// containerd).
 func (r *Runtime) ListContainerStats(ctx context.Context) ([]*cri.ContainerStats, error) {
 	ctx = r.ctx(ctx)
 	list, err := r.client.ContainerService().List(ctx, fmt.Sprintf(`labels.%q==container`, labelKind))
@@ -29,7 +36,8 @@ func (r *Runtime) ListContainerStats(ctx context.Context) ([]*cri.ContainerStats
 	if err != nil {
 		return nil, err
 	}
-	snapshots := r.client.SnapshotService(r.cfg.Snapshotter)
+	snapshotter := r.client.SnapshotService(r.cfg.Snapshotter)
+	dirs := r.writableLayerDirs(ctx, snapshotter, list)
 	out := make([]*cri.ContainerStats, 0, len(list))
 	for _, info := range list {
 		st := &cri.ContainerStats{ContainerId: info.ID}
@@ -41,14 +49,69 @@ func (r *Runtime) ListContainerStats(ctx context.Context) ([]*cri.ContainerStats
 			st.CpuUsageCoreNanoSeconds = u.cpuNanos
 		}
 		st.Timestamp = time.Now().UnixNano()
-		if info.SnapshotKey != "" {
-			if u, err := snapshots.Usage(ctx, info.SnapshotKey); err == nil {
+		switch dir := dirs[info.ID]; {
+		case dir != "":
+			b, n := diskusage.Of(dir)
+			st.WritableLayerBytes, st.WritableLayerInodes = uint64(b), uint64(n)
+		case info.SnapshotKey != "":
+			if u, err := snapshotter.Usage(ctx, info.SnapshotKey); err == nil {
 				st.WritableLayerBytes, st.WritableLayerInodes = uint64(u.Size), uint64(u.Inodes)
 			}
 		}
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// writableLayerDirs returns the directory of each listed container's
+// writable layer: the upper directory of an overlay (what containerd's
+// overlay snapshotter measures for Usage), the source of a bind mount
+// (the native snapshotter's whole copy, which its Usage measures too).
+// Each is asked of the snapshotter once and kept while the container
+// exists; "" leaves the container to the snapshotter's Usage.
+func (r *Runtime) writableLayerDirs(ctx context.Context, snapshotter snapshots.Snapshotter, list []containers.Container) map[string]string {
+	r.mu.Lock()
+	known := r.layerDirs
+	r.mu.Unlock()
+	dirs := make(map[string]string, len(list))
+	for _, info := range list {
+		if info.SnapshotKey == "" {
+			continue
+		}
+		dir, ok := known[info.ID]
+		if !ok {
+			mounts, err := snapshotter.Mounts(ctx, info.SnapshotKey)
+			if err != nil {
+				continue // asked again next time
+			}
+			dir = writableDir(mounts)
+		}
+		dirs[info.ID] = dir
+	}
+	r.mu.Lock()
+	r.layerDirs = dirs // the containers gone are forgotten
+	r.mu.Unlock()
+	return dirs
+}
+
+// writableDir is the directory a snapshot's mounts write to, "" when
+// they do not name one (a snapshotter other than overlayfs and native).
+func writableDir(mounts []mount.Mount) string {
+	if len(mounts) != 1 {
+		return ""
+	}
+	m := mounts[0]
+	switch m.Type {
+	case "overlay":
+		for _, o := range m.Options {
+			if dir, ok := strings.CutPrefix(o, "upperdir="); ok {
+				return dir
+			}
+		}
+	case "bind":
+		return m.Source
+	}
+	return ""
 }
 
 // cgroupStats is what one container's cgroup tells.

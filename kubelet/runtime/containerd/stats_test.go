@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/containerd/containerd/mount"
 )
 
 func TestReadCgroup(t *testing.T) {
@@ -60,6 +62,30 @@ func TestReadCgroup(t *testing.T) {
 			write(t, root, tt.files)
 			if got := readCgroup(root, rel); got != tt.want {
 				t.Errorf("readCgroup = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWritableDir(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mounts []mount.Mount
+		want   string
+	}{
+		{"an overlay writes to its upper directory",
+			[]mount.Mount{{Type: "overlay", Source: "overlay", Options: []string{"index=off", "workdir=/s/7/work", "upperdir=/s/7/fs", "lowerdir=/s/3/fs"}}}, "/s/7/fs"},
+		{"a layer with no parent is a bind mount of its directory",
+			[]mount.Mount{{Type: "bind", Source: "/s/8/fs", Options: []string{"rw", "rbind"}}}, "/s/8/fs"},
+		{"an overlay without an upper directory (a view) names none",
+			[]mount.Mount{{Type: "overlay", Source: "overlay", Options: []string{"lowerdir=/s/3/fs:/s/2/fs"}}}, ""},
+		{"another snapshotter's mounts name none",
+			[]mount.Mount{{Type: "ext4", Source: "/dev/loop3"}}, ""},
+		{"several mounts name none", []mount.Mount{{Type: "bind", Source: "/a"}, {Type: "bind", Source: "/b"}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := writableDir(tc.mounts); got != tc.want {
+				t.Errorf("writableDir = %q, want %q", got, tc.want)
 			}
 		})
 	}
