@@ -38,7 +38,7 @@ func (d *diskHog) Summary(ctx context.Context) (*eviction.Summary, error) {
 			NodeFsInodes: 1000000, NodeFsInodesFree: 900000, MaxPID: 32768, RunningProcesses: 100},
 		Pods: map[types.UID]eviction.PodStats{},
 	}
-	sbs, err := d.rt.ListPodSandbox(ctx)
+	sbs, err := d.rt.ListPodSandbox(ctx, "")
 	if err != nil {
 		return nil, err
 	}

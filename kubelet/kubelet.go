@@ -328,7 +328,7 @@ func (k *Kubelet) observe(ctx context.Context, uid types.UID) (*runtime.Pod, err
 
 // cleanupOrphans removes sandboxes of pods the apiserver no longer has.
 func (k *Kubelet) cleanupOrphans(ctx context.Context) error {
-	sbs, err := k.rt.ListPodSandbox(ctx)
+	sbs, err := k.rt.ListPodSandbox(ctx, "")
 	if err != nil {
 		return err
 	}

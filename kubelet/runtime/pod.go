@@ -18,15 +18,12 @@ type Pod struct {
 
 // ObservePod reads what the runtime holds for the pod with that UID.
 func ObservePod(ctx context.Context, rt Runtime, uid types.UID) (*Pod, error) {
-	sbs, err := rt.ListPodSandbox(ctx)
+	sbs, err := rt.ListPodSandbox(ctx, string(uid))
 	if err != nil {
 		return nil, err
 	}
 	p := &Pod{}
 	for _, sb := range sbs {
-		if sb.Metadata.GetUid() != string(uid) {
-			continue
-		}
 		p.Sandboxes = append(p.Sandboxes, sb)
 		sts, err := ContainerStatuses(ctx, rt, sb.Id)
 		if err != nil {

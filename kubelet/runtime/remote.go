@@ -67,8 +67,8 @@ func (r *Remote) RemovePodSandbox(ctx context.Context, id string) error {
 	return fromStatus(err)
 }
 
-func (r *Remote) ListPodSandbox(ctx context.Context) ([]*cri.PodSandbox, error) {
-	resp, err := r.rs.ListPodSandbox(ctx, &cri.ListPodSandboxRequest{})
+func (r *Remote) ListPodSandbox(ctx context.Context, podUID string) ([]*cri.PodSandbox, error) {
+	resp, err := r.rs.ListPodSandbox(ctx, &cri.ListPodSandboxRequest{PodUid: podUID})
 	if err != nil {
 		return nil, fromStatus(err)
 	}
@@ -383,8 +383,8 @@ func (s *server) RemovePodSandbox(ctx context.Context, req *cri.RemovePodSandbox
 	return &cri.RemovePodSandboxResponse{}, toStatus(s.rt.RemovePodSandbox(ctx, req.PodSandboxId))
 }
 
-func (s *server) ListPodSandbox(ctx context.Context, _ *cri.ListPodSandboxRequest) (*cri.ListPodSandboxResponse, error) {
-	items, err := s.rt.ListPodSandbox(ctx)
+func (s *server) ListPodSandbox(ctx context.Context, req *cri.ListPodSandboxRequest) (*cri.ListPodSandboxResponse, error) {
+	items, err := s.rt.ListPodSandbox(ctx, req.PodUid)
 	return &cri.ListPodSandboxResponse{Items: items}, toStatus(err)
 }
 

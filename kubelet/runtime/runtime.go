@@ -25,7 +25,10 @@ type Runtime interface {
 	RunPodSandbox(ctx context.Context, cfg *cri.PodSandboxConfig) (string, error)
 	StopPodSandbox(ctx context.Context, id string) error
 	RemovePodSandbox(ctx context.Context, id string) error
-	ListPodSandbox(ctx context.Context) ([]*cri.PodSandbox, error)
+	// ListPodSandbox lists the sandboxes of the pod with that UID, or of
+	// every pod when podUID is "" (a pod's worker asks for its own only:
+	// listing them all at each step costs O(pods) a step).
+	ListPodSandbox(ctx context.Context, podUID string) ([]*cri.PodSandbox, error)
 
 	CreateContainer(ctx context.Context, sandboxID string, cfg *cri.ContainerConfig, sandbox *cri.PodSandboxConfig) (string, error)
 	StartContainer(ctx context.Context, id string) error

@@ -951,8 +951,11 @@ func (x *PodSandbox) GetNetns() string {
 	return ""
 }
 
+// ListPodSandboxRequest asks for the sandboxes of one pod (pod_uid, its
+// metadata's uid) or, empty, of every pod.
 type ListPodSandboxRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	PodUid        string                 `protobuf:"bytes,1,opt,name=pod_uid,json=podUid,proto3" json:"pod_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -985,6 +988,13 @@ func (x *ListPodSandboxRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ListPodSandboxRequest.ProtoReflect.Descriptor instead.
 func (*ListPodSandboxRequest) Descriptor() ([]byte, []int) {
 	return file_cri_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListPodSandboxRequest) GetPodUid() string {
+	if x != nil {
+		return x.PodUid
+	}
+	return ""
 }
 
 type ListPodSandboxResponse struct {
@@ -3803,8 +3813,9 @@ const file_cri_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x17\n" +
-	"\x15ListPodSandboxRequest\"H\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"0\n" +
+	"\x15ListPodSandboxRequest\x12\x17\n" +
+	"\apod_uid\x18\x01 \x01(\tR\x06podUid\"H\n" +
 	"\x16ListPodSandboxResponse\x12.\n" +
 	"\x05items\x18\x01 \x03(\v2\x18.minik.cri.v1.PodSandboxR\x05items\"A\n" +
 	"\x11ContainerMetadata\x12\x12\n" +

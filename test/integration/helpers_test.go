@@ -168,7 +168,7 @@ func startWithHollowNodes(t *testing.T, cfg controller.Config, nodes ...string) 
 // process ended.
 func (h *hollowNode) exitContainer(t *testing.T, ctx context.Context, pod *corev1.Pod, name string, code int32) {
 	t.Helper()
-	sandboxes, err := h.runtime.ListPodSandbox(ctx)
+	sandboxes, err := h.runtime.ListPodSandbox(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,7 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, o Options)
 		{"a present image has a status, a missing one has none and cannot be pulled", testImages, false},
 		{"an invalid image name is refused", testInvalidImage, false},
 		{"removing a sandbox removes its containers", testRemoveSandboxRemovesContainers, false},
+		{"sandboxes are listed by pod, or all of them", testListSandboxesByPod, false},
 		{"a container's exit code and log are reported", testExitCodeAndLogs, true},
 		{"log lines carry the time they were written", testLogTimestamps, true},
 		{"exec runs in the container and reports its exit code", testExec, true},
@@ -107,9 +108,45 @@ func testVersion(t *testing.T, rt runtime.Runtime, _ Options) {
 	}
 }
 
+func testListSandboxesByPod(t *testing.T, rt runtime.Runtime, _ Options) {
+	c := ctx(t)
+	ids := map[string]string{}
+	for _, name := range []string{"by-pod-a", "by-pod-b"} {
+		id, err := rt.RunPodSandbox(c, sandboxConfig(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.RemovePodSandbox(c, id)
+		ids[name] = id
+	}
+	list, err := rt.ListPodSandbox(c, "uid-by-pod-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Id != ids["by-pod-a"] {
+		t.Errorf("the sandboxes of uid-by-pod-a: %v, want only %s", list, ids["by-pod-a"])
+	}
+	if list, err = rt.ListPodSandbox(c, "uid-of-no-pod"); err != nil || len(list) != 0 {
+		t.Errorf("the sandboxes of a pod with none: %v, %v; want none", list, err)
+	}
+	all, err := rt.ListPodSandbox(c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, sb := range all {
+		if sb.Id == ids["by-pod-a"] || sb.Id == ids["by-pod-b"] {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Errorf("every sandbox: %d of the two made are listed", found)
+	}
+}
+
 func findSandbox(t *testing.T, rt runtime.Runtime, id string) *cri.PodSandbox {
 	t.Helper()
-	list, err := rt.ListPodSandbox(ctx(t))
+	list, err := rt.ListPodSandbox(ctx(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -471,11 +471,14 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 	return nil
 }
 
-func (r *Runtime) ListPodSandbox(context.Context) ([]*cri.PodSandbox, error) {
+func (r *Runtime) ListPodSandbox(_ context.Context, podUID string) ([]*cri.PodSandbox, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]*cri.PodSandbox, 0, len(r.sandboxes))
 	for _, rec := range r.sandboxes {
+		if podUID != "" && rec.UID != podUID {
+			continue
+		}
 		state := cri.PodSandboxState_SANDBOX_NOTREADY
 		if rec.Ready {
 			state = cri.PodSandboxState_SANDBOX_READY

@@ -93,7 +93,7 @@ func newRuntime(t *testing.T, configure ...func(*containerd.Config)) *containerd
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		sbs, _ := rt.ListPodSandbox(context.Background())
+		sbs, _ := rt.ListPodSandbox(context.Background(), "")
 		for _, sb := range sbs {
 			_ = rt.RemovePodSandbox(context.Background(), sb.Id)
 		}

@@ -165,12 +165,14 @@ func (r *Runtime) RemovePodSandbox(_ context.Context, id string) error {
 	return nil
 }
 
-func (r *Runtime) ListPodSandbox(context.Context) ([]*cri.PodSandbox, error) {
+func (r *Runtime) ListPodSandbox(_ context.Context, podUID string) ([]*cri.PodSandbox, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]*cri.PodSandbox, 0, len(r.sandboxes))
 	for _, sb := range r.sandboxes {
-		out = append(out, sb)
+		if podUID == "" || sb.Metadata.GetUid() == podUID {
+			out = append(out, sb)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Id < out[j].Id })
 	return out, nil
