@@ -21,6 +21,9 @@
 //	                   and reclaimable), with its PSS.
 //	runtime_floor      the same starts made through containerd and runc
 //	                   alone (floor.go): what minik cannot make cheaper.
+//	                   10 at a time, the pods and the floor take turns
+//	                   (-rounds, 3): each figure pools its rounds, so both
+//	                   sides of the ratio saw the same machine.
 //	node_idle_cpu      the CPU the node uses while the pods of the last
 //	                   pod_startup run sit idle (after -idle-settle, over
 //	                   -idle-cpu-window), in % of one core: minik's own
@@ -82,6 +85,10 @@ const (
 // keepDir keeps the data dir and its logs (-keep).
 var keepDir bool
 
+// pairedRounds is how many times the pods and the floor take turns, 10
+// at a time (-rounds).
+var pairedRounds int
+
 // idleCPUWindow is node_idle_cpu's window (-idle-cpu-window).
 var idleCPUWindow time.Duration
 
@@ -98,6 +105,7 @@ func main() {
 	kubeletBin := flag.String("kubelet-bin", "", "binary to run `kubelet` with (default: -bin)")
 	keep := flag.Bool("keep", false, "keep the data dir (logs) at the end")
 	pods := flag.Int("pods", 50, "pods per measurement")
+	flag.IntVar(&pairedRounds, "rounds", 3, "rounds of pods then floor containers, 10 at a time, pooled into one figure each")
 	idle := flag.Duration("idle", 10*time.Second, "idle time before reading the kubelet's RSS")
 	flag.DurationVar(&idleCPUWindow, "idle-cpu-window", 60*time.Second, "how long node_idle_cpu measures (cover a few of the kubelet's relists)")
 	flag.StringVar(&cpuProfile, "kubelet-cpuprofile", "", "write a CPU profile of the kubelet during the start of the pods 10 at a time (its /debug/pprof, read with an admin certificate) to this file")
@@ -304,55 +312,93 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		}
 		return nil
 	}
+	// The floor's containerd: the one the kubelet uses.
+	address := ctdrt.DefaultAddress
+	if !ctdrt.Answers(ctx, address, 2*time.Second) {
+		address = ctdrt.SocketFor(filepath.Join(kubeletRoot, "containerd"))
+	}
+	floorMeters := runtimeMeters(filepath.Join(kubeletRoot, "containerd"), floorNamespace)
 	for _, conc := range []int{1, 10} {
-		if err := settle(); err != nil {
-			return err
+		// 10 at a time, the pods and the floor take turns (-rounds
+		// pairs), so that both sides of the ratio see the same machine:
+		// its speed drifts by more than the target's margin in minutes.
+		rounds := 1
+		if conc == 10 {
+			rounds = pairedRounds
 		}
-		fmt.Fprintf(os.Stderr, "measuring %d pods, %d at a time\n", n, conc)
-		var profiled, upProfiled chan error
-		if conc == 10 && cpuProfile != "" {
-			profiled = make(chan error, 1)
-			go func() { profiled <- kubeletProfile(ctx, c, ca, dir, "profile?seconds=5", cpuProfile) }()
-		}
-		if conc == 10 && upCPUProfile != "" {
-			upProfiled = make(chan error, 1)
-			go func() {
-				var data []byte
-				err := c.Do(ctx, "GET", "/debug/pprof/profile", url.Values{"seconds": {"5"}}, nil, &data)
-				if err == nil {
-					err = os.WriteFile(upCPUProfile, data, 0o644)
+		var lat, floorLat []time.Duration
+		cpu, floorCPU := map[string]time.Duration{}, map[string]time.Duration{}
+		for round := 1; round <= rounds; round++ {
+			if err := settle(); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "measuring %d pods, %d at a time (round %d of %d)\n", n, conc, round, rounds)
+			var profiled, upProfiled chan error
+			if conc == 10 && round == 1 && cpuProfile != "" {
+				profiled = make(chan error, 1)
+				go func() { profiled <- kubeletProfile(ctx, c, ca, dir, "profile?seconds=5", cpuProfile) }()
+			}
+			if conc == 10 && round == 1 && upCPUProfile != "" {
+				upProfiled = make(chan error, 1)
+				go func() {
+					var data []byte
+					err := c.Do(ctx, "GET", "/debug/pprof/profile", url.Values{"seconds": {"5"}}, nil, &data)
+					if err == nil {
+						err = os.WriteFile(upCPUProfile, data, 0o644)
+					}
+					upProfiled <- err
+				}()
+			}
+			l, used, err := measure(ctx, c, n, conc, fmt.Sprintf("c%d-%d", conc, round),
+				nodeMeters(kl.cmd.Process.Pid, up.cmd.Process.Pid, filepath.Join(kubeletRoot, "containerd"), ctdrt.NamespaceFor(node)))
+			if err != nil {
+				return err
+			}
+			lat = append(lat, l...)
+			addMean(cpu, used, rounds)
+			if profiled != nil {
+				if err := <-profiled; err != nil {
+					return fmt.Errorf("the kubelet's CPU profile: %w", err)
 				}
-				upProfiled <- err
-			}()
-		}
-		lat, cpu, err := measure(ctx, c, n, conc, fmt.Sprintf("c%d", conc),
-			nodeMeters(kl.cmd.Process.Pid, up.cmd.Process.Pid, filepath.Join(kubeletRoot, "containerd"), ctdrt.NamespaceFor(node)))
-		if err != nil {
-			return err
-		}
-		if profiled != nil {
-			if err := <-profiled; err != nil {
-				return fmt.Errorf("the kubelet's CPU profile: %w", err)
+				fmt.Fprintf(os.Stderr, "wrote the kubelet's CPU profile to %s\n", cpuProfile)
 			}
-			fmt.Fprintf(os.Stderr, "wrote the kubelet's CPU profile to %s\n", cpuProfile)
-		}
-		if upProfiled != nil {
-			if err := <-upProfiled; err != nil {
-				return fmt.Errorf("minik up's CPU profile: %w", err)
+			if upProfiled != nil {
+				if err := <-upProfiled; err != nil {
+					return fmt.Errorf("minik up's CPU profile: %w", err)
+				}
+				fmt.Fprintf(os.Stderr, "wrote minik up's CPU profile to %s\n", upCPUProfile)
 			}
-			fmt.Fprintf(os.Stderr, "wrote minik up's CPU profile to %s\n", upCPUProfile)
+			if conc == 10 && round == rounds {
+				if err := idleCPU(ctx, n, nodeMeters(kl.cmd.Process.Pid, up.cmd.Process.Pid, filepath.Join(kubeletRoot, "containerd"), ctdrt.NamespaceFor(node))); err != nil {
+					return err
+				}
+			}
+			if err := deleteAll(ctx, c); err != nil {
+				return err
+			}
+			if conc != 10 {
+				continue
+			}
+			if err := settle(); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "measuring %d containers through containerd alone, %d at a time (round %d of %d)\n", n, conc, round, rounds)
+			fl, fused, err := runtimeFloor(ctx, address, archive, n, conc, floorMeters)
+			if err != nil {
+				return err
+			}
+			floorLat = append(floorLat, fl...)
+			addMean(floorCPU, fused, rounds)
 		}
 		r := latencyReport("pod_startup", lat)
-		r["pods"], r["concurrency"] = n, conc
+		r["pods"], r["concurrency"], r["rounds"] = n, conc, rounds
 		addCPU(r, cpu, "_cpu_ms_per_pod")
 		report(r)
 		if conc == 10 {
-			if err := idleCPU(ctx, n, nodeMeters(kl.cmd.Process.Pid, up.cmd.Process.Pid, filepath.Join(kubeletRoot, "containerd"), ctdrt.NamespaceFor(node))); err != nil {
-				return err
-			}
-		}
-		if err := deleteAll(ctx, c); err != nil {
-			return err
+			r := latencyReport("runtime_floor", floorLat)
+			r["containers"], r["concurrency"], r["rounds"] = n, conc, rounds
+			addCPU(r, floorCPU, "_cpu_ms_per_container")
+			report(r)
 		}
 	}
 	if err := deleteAll(ctx, c); err != nil {
@@ -392,23 +438,25 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	}
 	reportIdleRSS(pid, 0)
 
-	// The floor: the same starts through containerd and runc alone.
-	address := ctdrt.DefaultAddress
-	if !ctdrt.Answers(ctx, address, 2*time.Second) {
-		address = ctdrt.SocketFor(filepath.Join(kubeletRoot, "containerd"))
+	// The floor one at a time (10 at a time took turns with the pods).
+	fmt.Fprintf(os.Stderr, "measuring %d containers through containerd alone, 1 at a time\n", n)
+	lat, cpu, err := runtimeFloor(ctx, address, archive, n, 1, floorMeters)
+	if err != nil {
+		return err
 	}
-	for _, conc := range []int{1, 10} {
-		fmt.Fprintf(os.Stderr, "measuring %d containers through containerd alone, %d at a time\n", n, conc)
-		lat, cpu, err := runtimeFloor(ctx, address, archive, n, conc, runtimeMeters(filepath.Join(kubeletRoot, "containerd"), floorNamespace))
-		if err != nil {
-			return err
-		}
-		r := latencyReport("runtime_floor", lat)
-		r["containers"], r["concurrency"] = n, conc
-		addCPU(r, cpu, "_cpu_ms_per_container")
-		report(r)
-	}
+	r := latencyReport("runtime_floor", lat)
+	r["containers"], r["concurrency"] = n, 1
+	addCPU(r, cpu, "_cpu_ms_per_container")
+	report(r)
 	return nil
+}
+
+// addMean adds each meter's CPU per item of one of n rounds to sum, so
+// that sum ends as the mean over the rounds.
+func addMean(sum, round map[string]time.Duration, n int) {
+	for who, d := range round {
+		sum[who] += d / time.Duration(n)
+	}
 }
 
 // idlePods is how many pods run while the idle kubelet's memory is read

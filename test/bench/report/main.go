@@ -49,7 +49,7 @@ var benches = []bench{
 	{"apiserver", []string{"-bin", "{bin}", "-peer", "{kube-apiserver}"}, []string{"-duration", "500ms", "-list-pods", "2000", "-list-runs", "1"}},
 	{"scheduler", []string{"-bin", "{bin}", "-plot", "{out}/scheduling-basic.png"}, []string{"-scale", "0.05"}},
 	{"controller", []string{"-bin", "{bin}"}, []string{"-replicas", "300", "-nodes", "20"}},
-	{"kubelet", []string{"-bin", "{bin}"}, []string{"-pods", "5", "-idle", "2s", "-idle-cpu-window", "5s"}},
+	{"kubelet", []string{"-bin", "{bin}"}, []string{"-pods", "5", "-rounds", "1", "-idle", "2s", "-idle-cpu-window", "5s"}},
 	{"dns", []string{"-minik", "{bin}", "-coredns", "{coredns}"}, []string{"-services", "500", "-duration", "1s", "-warmup", "200ms"}},
 	{"services", nil, []string{"-changes", "50", "-runs", "100x10"}},
 	{"hollow", []string{"-bin", "{bin}"}, []string{"-nodes", "200", "-idle", "5s", "-settle", "2s", "-start-spread", "2s"}},
