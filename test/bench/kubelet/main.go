@@ -332,6 +332,7 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 			if err := settle(); err != nil {
 				return err
 			}
+			quiesce(ctx)
 			fmt.Fprintf(os.Stderr, "measuring %d pods, %d at a time (round %d of %d)\n", n, conc, round, rounds)
 			var profiled, upProfiled chan error
 			if conc == 10 && round == 1 && cpuProfile != "" {
@@ -356,6 +357,7 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 			}
 			lat = append(lat, l...)
 			addMean(cpu, used, rounds)
+			fmt.Fprintf(os.Stderr, "round %d: p50 %.1f ms, host CPU %.1f ms per pod\n", round, pct(l, 50), float64(used["host"].Microseconds())/1000)
 			if profiled != nil {
 				if err := <-profiled; err != nil {
 					return fmt.Errorf("the kubelet's CPU profile: %w", err)
@@ -382,6 +384,7 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 			if err := settle(); err != nil {
 				return err
 			}
+			quiesce(ctx)
 			fmt.Fprintf(os.Stderr, "measuring %d containers through containerd alone, %d at a time (round %d of %d)\n", n, conc, round, rounds)
 			fl, fused, err := runtimeFloor(ctx, address, archive, n, conc, floorMeters)
 			if err != nil {
@@ -389,6 +392,7 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 			}
 			floorLat = append(floorLat, fl...)
 			addMean(floorCPU, fused, rounds)
+			fmt.Fprintf(os.Stderr, "round %d: p50 %.1f ms, host CPU %.1f ms per container\n", round, pct(fl, 50), float64(fused["host"].Microseconds())/1000)
 		}
 		r := latencyReport("pod_startup", lat)
 		r["pods"], r["concurrency"], r["rounds"] = n, conc, rounds
@@ -439,6 +443,7 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	reportIdleRSS(pid, 0)
 
 	// The floor one at a time (10 at a time took turns with the pods).
+	quiesce(ctx)
 	fmt.Fprintf(os.Stderr, "measuring %d containers through containerd alone, 1 at a time\n", n)
 	lat, cpu, err := runtimeFloor(ctx, address, archive, n, 1, floorMeters)
 	if err != nil {
@@ -449,6 +454,23 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	addCPU(r, cpu, "_cpu_ms_per_container")
 	report(r)
 	return nil
+}
+
+// quiesce waits (at most 30s) until the machine is quiet: less than a
+// tenth of a core busy over a second. What the last run deleted is still
+// being cleaned up after its sandboxes are gone (containerd collects the
+// snapshots and content of deleted containers in the background), and
+// that work must not land in the next run, minik's or the floor's.
+func quiesce(ctx context.Context) {
+	start := time.Now()
+	for time.Since(start) < 30*time.Second && ctx.Err() == nil {
+		before := hostBusy()
+		time.Sleep(time.Second)
+		if hostBusy()-before < 100*time.Millisecond {
+			break
+		}
+	}
+	fmt.Fprintf(os.Stderr, "the machine was quiet after %v\n", time.Since(start).Round(100*time.Millisecond))
 }
 
 // addMean adds each meter's CPU per item of one of n rounds to sum, so
