@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	"minik/apiserver/storage"
 )
@@ -25,7 +26,8 @@ import (
 //	protobuf  "k8s\0" + runtime.Unknown{typeMeta, raw: PodList{1: metadata, 2: item, 2: item, …}}
 //	          (raw's length comes first: the cache knows each item's size)
 //	Table     {"kind":"Table",…,"columnDefinitions":[…],"rows":[ rows of 500 items at a time ]}
-//	YAML      the whole list, built as before (rarely asked for a large list)
+//	YAML      the JSON list converted whole, so its items carry no kind either
+//	          (rarely asked for a large list)
 //
 // bodyWriter gzips the body when it is large and the client accepts it.
 
@@ -60,12 +62,19 @@ func (h *resourceHandler) writeList(w http.ResponseWriter, r *http.Request, page
 		}
 		err = h.writeProtobufList(bw, lm, each, eachProtobuf, size, sized)
 	case wantsYAML(r):
-		list, err := h.wholeList(lm, each)
+		// The JSON list, in YAML (as kube-apiserver: its items without
+		// kind); YAML is for people, so the list is small enough to hold.
+		var buf bytes.Buffer
+		err := h.writeJSONList(&buf, lm, each)
+		var data []byte
+		if err == nil {
+			data, err = yaml.JSONToYAML(buf.Bytes())
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		writeObject(w, r, http.StatusOK, list)
+		writeBody(w, r, http.StatusOK, "application/yaml", data)
 		return
 	default:
 		bw = newBodyWriter(w, r, http.StatusOK, "application/json")
@@ -87,28 +96,8 @@ func (h *resourceHandler) writeList(w http.ResponseWriter, r *http.Request, page
 	panic(http.ErrAbortHandler)
 }
 
-// wholeList builds the list object (for YAML).
-func (h *resourceHandler) wholeList(lm metav1.ListMeta, each func(func(runtime.Object) error) error) (runtime.Object, error) {
-	var items []runtime.Object
-	if err := each(func(obj runtime.Object) error { items = append(items, obj); return nil }); err != nil {
-		return nil, err
-	}
-	list := h.res.NewList()
-	if err := meta.SetList(list, items); err != nil {
-		return nil, err
-	}
-	l, _ := meta.ListAccessor(list)
-	l.SetResourceVersion(lm.ResourceVersion)
-	l.SetContinue(lm.Continue)
-	l.SetRemainingItemCount(lm.RemainingItemCount)
-	ta, _ := meta.TypeAccessor(list)
-	ta.SetAPIVersion(h.res.APIVersion())
-	ta.SetKind(h.res.Kind + "List")
-	return list, nil
-}
-
 // writeJSONList writes the list's JSON, one item at a time.
-func (h *resourceHandler) writeJSONList(bw *bodyWriter, lm metav1.ListMeta, each func(func(runtime.Object) error) error) error {
+func (h *resourceHandler) writeJSONList(bw io.Writer, lm metav1.ListMeta, each func(func(runtime.Object) error) error) error {
 	head, err := json.Marshal(lm)
 	if err != nil {
 		return err

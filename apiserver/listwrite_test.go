@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // Lists are written item by item (JSON, protobuf, Tables); what a client
@@ -82,6 +83,7 @@ func TestStreamedListsDecodeToTheWholeList(t *testing.T) {
 		{"protobuf, a page (items encoded before their length)", "/api/v1/namespaces/default/configmaps?limit=3", protobufMediaType, false, false, ""},
 		{"protobuf, a selection", "/api/v1/namespaces/default/configmaps?labelSelector=half%3Dtrue", protobufMediaType, true, false, ""}, // 80 KiB: under the threshold,
 		{"JSON of all namespaces", "/api/v1/configmaps?labelSelector=half", "application/json", false, false, wantAll},
+		{"YAML", "/api/v1/namespaces/default/configmaps", "application/yaml", false, false, wantAll},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, data := get(t, tc.path, tc.accept, tc.gz)
@@ -89,6 +91,12 @@ func TestStreamedListsDecodeToTheWholeList(t *testing.T) {
 				t.Fatalf("Content-Encoding %q, gzipped want %v", resp.Header.Get("Content-Encoding"), tc.gzipped)
 			}
 			var list corev1.ConfigMapList
+			if tc.accept == "application/yaml" {
+				var err error
+				if data, err = yaml.YAMLToJSON(data); err != nil {
+					t.Fatalf("YAML list: %v", err)
+				}
+			}
 			if tc.accept == protobufMediaType {
 				if resp.Header.Get("Content-Type") != protobufMediaType {
 					t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
@@ -105,14 +113,14 @@ func TestStreamedListsDecodeToTheWholeList(t *testing.T) {
 				t.Fatalf("JSON list %s %s: %v", list.Kind, list.APIVersion, err)
 			} else {
 				// As kube-apiserver: the list names the kind once, its
-				// items do not.
+				// items do not (in JSON and in YAML).
 				var raw struct{ Items []map[string]json.RawMessage }
 				if err := json.Unmarshal(data, &raw); err != nil {
 					t.Fatal(err)
 				}
 				for _, item := range raw.Items {
 					if item["kind"] != nil || item["apiVersion"] != nil || item["metadata"] == nil {
-						t.Fatalf("a JSON item with kind %s, apiVersion %s, metadata %.40s", item["kind"], item["apiVersion"], item["metadata"])
+						t.Fatalf("an item with kind %s, apiVersion %s, metadata %.40s", item["kind"], item["apiVersion"], item["metadata"])
 					}
 				}
 			}
