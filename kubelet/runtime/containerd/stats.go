@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/mount"
 	"github.com/containerd/containerd/snapshots"
@@ -32,19 +31,16 @@ func (r *Runtime) ListContainerStats(ctx context.Context) ([]*cri.ContainerStats
 	if err != nil {
 		return nil, err
 	}
-	procs, err := r.tasks(ctx, "", list)
-	if err != nil {
-		return nil, err
-	}
 	snapshotter := r.client.SnapshotService(r.cfg.Snapshotter)
 	dirs := r.writableLayerDirs(ctx, snapshotter, list)
 	out := make([]*cri.ContainerStats, 0, len(list))
 	for _, info := range list {
 		st := &cri.ContainerStats{ContainerId: info.ID}
 		// An exited task's cgroup lingers until the task is deleted, still
-		// charged with its page cache: that is not usage.
-		if p := procs[info.ID]; p != nil && p.Status == task.Status_RUNNING {
-			u := readCgroup("/sys/fs/cgroup", filepath.Join(CgroupParent, r.cfg.Namespace, info.ID))
+		// charged with its page cache: that is not usage. Whether the
+		// container runs is read from its cgroup too (a process in it),
+		// not from containerd's tasks: listing them asks every shim.
+		if u := readCgroup("/sys/fs/cgroup", filepath.Join(CgroupParent, r.cfg.Namespace, info.ID)); u.populated {
 			st.MemoryWorkingSetBytes, st.MemoryUsageBytes, st.ProcessCount = u.workingSet, u.memory, u.tasks
 			st.CpuUsageCoreNanoSeconds = u.cpuNanos
 		}
@@ -118,6 +114,7 @@ func writableDir(mounts []mount.Mount) string {
 type cgroupStats struct {
 	workingSet, memory, tasks uint64
 	cpuNanos                  uint64 // cumulative CPU time, core-nanoseconds
+	populated                 bool   // a process is in it: the container runs
 }
 
 // readCgroup reads a cgroup's usage under root (/sys/fs/cgroup): the
@@ -125,7 +122,9 @@ type cgroupStats struct {
 // computes it), the whole memory usage, the task count and the
 // cumulative CPU time, from cgroup v2 files (memory.current, cpu.stat's
 // usage_usec) or else v1's (memory.usage_in_bytes, cpuacct.usage in
-// nanoseconds). Zero when the cgroup is gone (an exited container).
+// nanoseconds), and whether a process is in it (v2's cgroup.events
+// "populated 1", v1's memory cgroup.procs). Zero when the cgroup is gone
+// (an exited container).
 func readCgroup(root, rel string) cgroupStats {
 	var s cgroupStats
 	v2 := filepath.Join(root, rel)
@@ -133,10 +132,14 @@ func readCgroup(root, rel string) cgroupStats {
 	pidsFile := filepath.Join(v2, "pids.current")
 	if _, err := os.Stat(usageFile); err == nil {
 		s.cpuNanos = statValue(filepath.Join(v2, "cpu.stat"), "usage_usec") * 1000
+		s.populated = statValue(filepath.Join(v2, "cgroup.events"), "populated") == 1
 	} else {
 		v1 := filepath.Join(root, "memory", rel)
 		usageFile, statFile, inactiveKey = filepath.Join(v1, "memory.usage_in_bytes"), filepath.Join(v1, "memory.stat"), "total_inactive_file"
 		pidsFile = filepath.Join(root, "pids", rel, "pids.current")
+		if procs, err := os.ReadFile(filepath.Join(v1, "cgroup.procs")); err == nil {
+			s.populated = len(strings.TrimSpace(string(procs))) > 0
+		}
 		s.cpuNanos = readUint(filepath.Join(root, "cpuacct", rel, "cpuacct.usage"))
 		if s.cpuNanos == 0 { // some hosts mount cpu and cpuacct together
 			s.cpuNanos = readUint(filepath.Join(root, "cpu,cpuacct", rel, "cpuacct.usage"))
