@@ -318,6 +318,9 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		address = ctdrt.SocketFor(filepath.Join(kubeletRoot, "containerd"))
 	}
 	floorMeters := runtimeMeters(filepath.Join(kubeletRoot, "containerd"), floorNamespace)
+	podMeters := func() []cpuMeter {
+		return nodeMeters(kl.cmd.Process.Pid, up.cmd.Process.Pid, filepath.Join(kubeletRoot, "containerd"), ctdrt.NamespaceFor(node))
+	}
 	for _, conc := range []int{1, 10} {
 		// 10 at a time, the pods and the floor take turns (-rounds
 		// pairs), so that both sides of the ratio see the same machine:
@@ -334,44 +337,22 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 			}
 			quiesce(ctx)
 			fmt.Fprintf(os.Stderr, "measuring %d pods, %d at a time (round %d of %d)\n", n, conc, round, rounds)
-			var profiled, upProfiled chan error
-			if conc == 10 && round == 1 && cpuProfile != "" {
-				profiled = make(chan error, 1)
-				go func() { profiled <- kubeletProfile(ctx, c, ca, dir, "profile?seconds=5", cpuProfile) }()
+			profiled := func() error { return nil }
+			if conc == 10 && round == 1 {
+				profiled = profileBurst(ctx, c, ca, dir)
 			}
-			if conc == 10 && round == 1 && upCPUProfile != "" {
-				upProfiled = make(chan error, 1)
-				go func() {
-					var data []byte
-					err := c.Do(ctx, "GET", "/debug/pprof/profile", url.Values{"seconds": {"5"}}, nil, &data)
-					if err == nil {
-						err = os.WriteFile(upCPUProfile, data, 0o644)
-					}
-					upProfiled <- err
-				}()
-			}
-			l, used, err := measure(ctx, c, n, conc, fmt.Sprintf("c%d-%d", conc, round),
-				nodeMeters(kl.cmd.Process.Pid, up.cmd.Process.Pid, filepath.Join(kubeletRoot, "containerd"), ctdrt.NamespaceFor(node)))
+			l, used, err := measure(ctx, c, n, conc, fmt.Sprintf("c%d-%d", conc, round), podMeters())
 			if err != nil {
 				return err
 			}
 			lat = append(lat, l...)
 			addMean(cpu, used, rounds)
 			fmt.Fprintf(os.Stderr, "round %d: p50 %.1f ms, host CPU %.1f ms per pod\n", round, pct(l, 50), float64(used["host"].Microseconds())/1000)
-			if profiled != nil {
-				if err := <-profiled; err != nil {
-					return fmt.Errorf("the kubelet's CPU profile: %w", err)
-				}
-				fmt.Fprintf(os.Stderr, "wrote the kubelet's CPU profile to %s\n", cpuProfile)
-			}
-			if upProfiled != nil {
-				if err := <-upProfiled; err != nil {
-					return fmt.Errorf("minik up's CPU profile: %w", err)
-				}
-				fmt.Fprintf(os.Stderr, "wrote minik up's CPU profile to %s\n", upCPUProfile)
+			if err := profiled(); err != nil {
+				return err
 			}
 			if conc == 10 && round == rounds {
-				if err := idleCPU(ctx, n, nodeMeters(kl.cmd.Process.Pid, up.cmd.Process.Pid, filepath.Join(kubeletRoot, "containerd"), ctdrt.NamespaceFor(node))); err != nil {
+				if err := idleCPU(ctx, n, podMeters()); err != nil {
 					return err
 				}
 			}
@@ -456,11 +437,46 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	return nil
 }
 
+// profileBurst starts the CPU profiles asked for (-kubelet-cpuprofile,
+// -up-cpuprofile) over the next 5s, and returns the wait for them.
+func profileBurst(ctx context.Context, c *client.Client, ca *pki.CA, dir string) func() error {
+	type profile struct {
+		name, out string
+		read      func() error
+	}
+	var ps []profile
+	if cpuProfile != "" {
+		ps = append(ps, profile{"the kubelet's", cpuProfile, func() error { return kubeletProfile(ctx, c, ca, dir, "profile?seconds=5", cpuProfile) }})
+	}
+	if upCPUProfile != "" {
+		ps = append(ps, profile{"minik up's", upCPUProfile, func() error {
+			var data []byte
+			if err := c.Do(ctx, "GET", "/debug/pprof/profile", url.Values{"seconds": {"5"}}, nil, &data); err != nil {
+				return err
+			}
+			return os.WriteFile(upCPUProfile, data, 0o644)
+		}})
+	}
+	errs := make([]chan error, len(ps))
+	for i, p := range ps {
+		errs[i] = make(chan error, 1)
+		go func() { errs[i] <- p.read() }()
+	}
+	return func() error {
+		for i, p := range ps {
+			if err := <-errs[i]; err != nil {
+				return fmt.Errorf("%s CPU profile: %w", p.name, err)
+			}
+			fmt.Fprintf(os.Stderr, "wrote %s CPU profile to %s\n", p.name, p.out)
+		}
+		return nil
+	}
+}
+
 // quiesce waits (at most 30s) until the machine is quiet: less than a
-// tenth of a core busy over a second. What the last run deleted is still
-// being cleaned up after its sandboxes are gone (containerd collects the
-// snapshots and content of deleted containers in the background), and
-// that work must not land in the next run, minik's or the floor's.
+// tenth of a core busy over a second, so that what the last run left to
+// clean up in the background (a deleted container's snapshot, a torn-down
+// network) cannot land in the next run, minik's or the floor's.
 func quiesce(ctx context.Context) {
 	start := time.Now()
 	for time.Since(start) < 30*time.Second && ctx.Err() == nil {
