@@ -27,6 +27,7 @@ import (
 
 	"minik/client"
 	"minik/client/kubeconfig"
+	"minik/internal/freeport"
 	"minik/internal/pki"
 )
 
@@ -126,19 +127,40 @@ func start(t testing.TB, host string, extra []string) *Cluster {
 	return c.startOn(host, extra)
 }
 
+// startOn starts minik up on c.Listen's port. The port was free when
+// freeAddr closed it, but until minik up binds it anything may take it (an
+// outgoing connection's ephemeral port, another test package's cluster);
+// then minik up exits at once, and a fresh port and data dir are tried.
 func (c *Cluster) startOn(host string, extra []string) *Cluster {
 	t := c.t
 	t.Helper()
-	_, port, _ := net.SplitHostPort(c.Listen)
-	c.Kubeconfig = filepath.Join(c.DataDir, "admin.kubeconfig")
-	c.Args = append([]string{"up", "--data-dir", c.DataDir, "--listen", net.JoinHostPort(host, port), "--kubelet=false"}, extra...)
-	c.start()
+	for attempt := 1; ; attempt++ {
+		_, port, _ := net.SplitHostPort(c.Listen)
+		c.Kubeconfig = filepath.Join(c.DataDir, "admin.kubeconfig")
+		c.Args = append([]string{"up", "--data-dir", c.DataDir, "--listen", net.JoinHostPort(host, port), "--kubelet=false"}, extra...)
+		err := c.tryStart()
+		if err == nil {
+			break
+		}
+		if attempt == 5 || !strings.Contains(c.log.String(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("minik up could not bind %s, which was taken after it was chosen; trying another port", c.Listen)
+		c.DataDir, c.Listen = t.TempDir(), freeAddr(t)
+	}
 	t.Cleanup(c.Stop)
 	return c
 }
 
 func (c *Cluster) start() {
 	c.t.Helper()
+	if err := c.tryStart(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// tryStart runs minik up and waits until it is ready, or says why not.
+func (c *Cluster) tryStart() error {
 	c.log = &bytes.Buffer{}
 	c.cmd = exec.Command(Binary(c.t), c.Args...)
 	if len(c.env) > 0 {
@@ -148,23 +170,22 @@ func (c *Cluster) start() {
 	c.cmd.Stderr = c.log
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
-		c.t.Fatal(err)
+		return err
 	}
 	c.done = make(chan struct{})
 	go func() { _ = c.cmd.Wait(); close(c.done) }()
-	c.waitReady()
+	return c.waitReady()
 }
 
 // waitReady polls /readyz; the process is external, so there is no
 // channel to wait on.
-func (c *Cluster) waitReady() {
-	c.t.Helper()
+func (c *Cluster) waitReady() error {
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: time.Second}
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case <-c.done:
-			c.t.Fatalf("minik up exited early:\n%s", c.log.String())
+			return fmt.Errorf("minik up exited early:\n%s", c.log.String())
 		default:
 		}
 		if _, err := os.Stat(c.Kubeconfig); err == nil {
@@ -172,13 +193,13 @@ func (c *Cluster) waitReady() {
 			if err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == 200 {
-					return
+					return nil
 				}
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	c.t.Fatalf("minik up not ready after 60s:\n%s", c.log.String())
+	return fmt.Errorf("minik up not ready after 60s:\n%s", c.log.String())
 }
 
 // Stop interrupts minik up (as Ctrl-C does) and waits for it to exit.
@@ -317,12 +338,11 @@ func (c *Cluster) MustKubectl(t testing.TB, stdin string, args ...string) string
 }
 
 func freeAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 // StopProcess sends sig to a process the test started and waits until done

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"minik/client/kubeconfig"
+	"minik/internal/freeport"
 	"minik/internal/pki"
 	"minik/internal/testcluster"
 )
@@ -199,11 +200,10 @@ func waitHealthy(t *testing.T, url string, log *bytes.Buffer) {
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
+	_, port, _ := net.SplitHostPort(addr)
 	return port
 }

@@ -55,6 +55,7 @@ import (
 	"minik/client"
 	"minik/client/kubeconfig"
 	"minik/internal/etcd"
+	"minik/internal/freeport"
 	"minik/test/bench/benchkit"
 )
 
@@ -346,7 +347,7 @@ func startMinik(ctx context.Context, bin, dir string) (*minik, error) {
 	if err != nil {
 		return nil, err
 	}
-	listen, err := benchkit.FreeAddr()
+	listen, err := freeport.Addr()
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"minik/client"
 	"minik/client/kubeconfig"
 	"minik/hollow"
+	"minik/internal/freeport"
 	"minik/internal/pki"
 )
 
@@ -66,15 +67,15 @@ func StartControlPlane(ctx context.Context, bin, dir string, o ControlPlaneOptio
 	if o.ClusterCIDR == "" {
 		o.ClusterCIDR = "10.0.0.0/8"
 	}
-	api, err := FreeAddr()
+	api, err := freeport.Addr()
 	if err != nil {
 		return nil, err
 	}
-	etcdClient, err := FreeAddr()
+	etcdClient, err := freeport.Addr()
 	if err != nil {
 		return nil, err
 	}
-	etcdPeer, err := FreeAddr()
+	etcdPeer, err := freeport.Addr()
 	if err != nil {
 		return nil, err
 	}

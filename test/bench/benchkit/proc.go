@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,16 +71,6 @@ func TempDir(prefix string, keep bool) (string, func(), error) {
 		return dir, func() {}, nil
 	}
 	return dir, func() { os.RemoveAll(dir) }, nil
-}
-
-// FreeAddr returns a free 127.0.0.1:PORT.
-func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // Proc is a process a benchmark started, its output in a log file. It is

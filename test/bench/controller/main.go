@@ -27,7 +27,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -54,6 +53,7 @@ import (
 	"minik/client/kubeconfig"
 	"minik/controller"
 	"minik/hollow"
+	"minik/internal/freeport"
 	"minik/internal/testcluster"
 	"minik/scheduler"
 )
@@ -472,12 +472,10 @@ func startMinik(ctx context.Context, bin, dir string) (stop func(), kubeconfigPa
 			}
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	listen, err := freeport.Addr()
 	if err != nil {
 		return nil, "", 0, err
 	}
-	listen := l.Addr().String()
-	l.Close()
 	logFile, err := os.Create(filepath.Join(dir, "minik.log"))
 	if err != nil {
 		return nil, "", 0, err

@@ -37,6 +37,7 @@ import (
 
 	"minik/client"
 	"minik/deploy/images"
+	"minik/internal/freeport"
 	ctdrt "minik/kubelet/runtime/containerd"
 	"minik/proxy"
 	"minik/test/bench/benchkit"
@@ -79,7 +80,7 @@ func run(ctx context.Context, bin string, settle time.Duration, keep bool) error
 	}
 	benchkit.Emit(map[string]any{"bench": "footprint", "figure": "binary", "size_mb": benchkit.Round(float64(fi.Size())/(1<<20), 1)})
 
-	listen, err := benchkit.FreeAddr()
+	listen, err := freeport.Addr()
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -71,6 +70,7 @@ import (
 	"minik/client"
 	"minik/client/kubeconfig"
 	"minik/deploy/images"
+	"minik/internal/freeport"
 	"minik/internal/pki"
 	"minik/internal/testcluster"
 	ctdrt "minik/kubelet/runtime/containerd"
@@ -213,12 +213,10 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		os.RemoveAll(ctdrt.DaemonStateDir(filepath.Join(kubeletRoot, "containerd")))
 	}()
 	fmt.Fprintln(os.Stderr, "data dir", dir)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	listen, err := freeport.Addr()
 	if err != nil {
 		return err
 	}
-	listen := l.Addr().String()
-	l.Close()
 	up, err := start(bin, filepath.Join(dir, "up.log"), "up", "--data-dir", dir, "--listen", listen, "--kubelet=false")
 	if err != nil {
 		return err

@@ -25,7 +25,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +44,7 @@ import (
 	"minik/client"
 	"minik/client/informer"
 	"minik/client/kubeconfig"
+	"minik/internal/freeport"
 	"minik/scheduler"
 	"minik/test/bench/benchkit"
 )
@@ -426,12 +426,10 @@ func parallel(n int, call func(i int) error) error {
 // startCluster runs `minik up` with only etcd and the apiserver in dir and returns a client
 // for it once it is ready.
 func startCluster(ctx context.Context, bin, dir string) (*client.Client, func(), error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		return nil, nil, err
 	}
-	addr := l.Addr().String()
-	l.Close()
 	logf, err := os.Create(filepath.Join(dir, "up.log"))
 	if err != nil {
 		return nil, nil, err

@@ -16,6 +16,7 @@ import (
 
 	"minik/client"
 	"minik/client/kubeconfig"
+	"minik/internal/freeport"
 )
 
 // proc is a child process whose CPU time can be read while it runs.
@@ -95,12 +96,12 @@ func (p *proc) cpu() time.Duration {
 
 // freePort returns a loopback port nobody listens on now.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	_, port, _ := net.SplitHostPort(addr)
+	return strconv.Atoi(port)
 }
 
 // splitCluster is etcd and the apiserver, each its own process, so that
