@@ -124,6 +124,8 @@ type Runtime struct {
 	// layerDirs caches each container's writable layer directory
 	// (stats.go), "" where the snapshotter's mounts do not name one.
 	layerDirs map[string]string
+	// containers holds which containers each sandbox has (containerindex.go).
+	containers *containerIndex
 }
 
 var _ runtime.Runtime = &Runtime{}
@@ -207,14 +209,20 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	r := &Runtime{
 		cfg: cfg, client: client, cidr: cfg.PodCIDR, sandboxes: map[string]*sandboxRecord{}, imageRefs: map[string]string{},
 		images: map[digest.Digest]*imageFacts{}, processes: map[processKey][]byte{},
-		attached: map[string]*attachIO{},
-		net:      newPodNetwork(cfg.CNIBinDir, cfg.StateDir, bridgeName(cfg.Namespace)),
+		attached: map[string]*attachIO{}, containers: newContainerIndex(),
+		net: newPodNetwork(cfg.CNIBinDir, cfg.StateDir, bridgeName(cfg.Namespace)),
 	}
 	if err := r.loadSandboxes(); err != nil {
 		client.Close()
 		return nil, err
 	}
-	if err := r.reattachLogs(ctx); err != nil {
+	list, err := client.ContainerService().List(r.ctx(ctx), containersFilter)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	r.containers.addListed(list)
+	if err := r.reattachLogs(ctx, list); err != nil {
 		client.Close()
 		return nil, err
 	}
@@ -698,6 +706,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 		_ = r.client.SnapshotService(r.cfg.Snapshotter).Remove(ctx, id)
 		return "", fmt.Errorf("creating container: %w", err)
 	}
+	r.containers.add(sandboxID, id)
 	return id, nil
 }
 
@@ -817,6 +826,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	ctx = r.ctx(ctx)
 	c, err := r.load(ctx, id)
 	if errors.Is(err, runtime.ErrNotFound) {
+		r.containers.remove(id)
 		return nil
 	} else if err != nil {
 		return err
@@ -829,6 +839,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return err
 	}
+	r.containers.remove(id)
 	return nil
 }
 
@@ -852,11 +863,7 @@ func (r *Runtime) ListContainers(ctx context.Context, sandboxID string) ([]*cri.
 // each container record and task is read once (runtime.ContainerStatusLister).
 func (r *Runtime) ListContainerStatuses(ctx context.Context, sandboxID string) ([]*cri.ContainerStatus, error) {
 	ctx = r.ctx(ctx)
-	filter := fmt.Sprintf(`labels.%q==container`, labelKind)
-	if sandboxID != "" {
-		filter += fmt.Sprintf(`,labels.%q==%s`, labelSandbox, sandboxID)
-	}
-	list, err := r.client.ContainerService().List(ctx, filter)
+	list, err := r.listContainers(ctx, sandboxID)
 	if err != nil {
 		return nil, err
 	}
@@ -873,6 +880,37 @@ func (r *Runtime) ListContainerStatuses(ctx context.Context, sandboxID string) (
 }
 
 var _ runtime.ContainerStatusLister = &Runtime{}
+
+// containersFilter selects this runtime's containers in its namespace.
+var containersFilter = fmt.Sprintf(`labels.%q==container`, labelKind)
+
+// listContainers returns the records of the sandbox's containers (every
+// container when sandboxID is empty). A sandbox's are read one by one by
+// the IDs the index holds; a listing of the whole node adds what it finds
+// to the index.
+func (r *Runtime) listContainers(ctx context.Context, sandboxID string) ([]containers.Container, error) {
+	if sandboxID == "" {
+		list, err := r.client.ContainerService().List(ctx, containersFilter)
+		if err != nil {
+			return nil, err
+		}
+		r.containers.addListed(list)
+		return list, nil
+	}
+	ids := r.containers.of(sandboxID)
+	list := make([]containers.Container, 0, len(ids))
+	for _, id := range ids {
+		info, err := r.client.ContainerService().Get(ctx, id)
+		if errdefs.IsNotFound(err) {
+			r.containers.remove(id) // deleted behind the runtime's back
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		list = append(list, info)
+	}
+	return list, nil
+}
 
 // tasks returns the tasks of the listed containers by container ID. Every
 // task containerd lists costs a call to its shim, so the containers of one

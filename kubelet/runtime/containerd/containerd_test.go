@@ -60,6 +60,13 @@ func testDaemon(t *testing.T) string {
 // newRuntime returns a runtime in a fresh namespace with busybox loaded;
 // configure, if given, changes its Config.
 func newRuntime(t *testing.T, configure ...func(*containerd.Config)) *containerd.Runtime {
+	rt, _ := newRuntimeAndConfig(t, configure...)
+	return rt
+}
+
+// newRuntimeAndConfig is newRuntime, also returning the runtime's Config
+// (for a test that starts another runtime on the same node).
+func newRuntimeAndConfig(t *testing.T, configure ...func(*containerd.Config)) (*containerd.Runtime, containerd.Config) {
 	addr := testDaemon(t)
 	seq++
 	ns := fmt.Sprintf("minik-test%d-%d", os.Getpid(), seq)
@@ -100,7 +107,7 @@ func newRuntime(t *testing.T, configure ...func(*containerd.Config)) *containerd
 		rt.Close()
 		containerd.RemoveNodeNetwork(ns, cidr) // the bridge and its iptables rules
 	})
-	return rt
+	return rt, cfg
 }
 
 func TestConformance(t *testing.T) {

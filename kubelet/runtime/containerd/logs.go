@@ -96,14 +96,10 @@ func (r *Runtime) drainLogs(id string, tio cio.IO, sink *logSink, a *attachIO) {
 	}()
 }
 
-// reattachLogs resumes copying the output of the containers that run
-// while no runtime read it (minik was restarted).
-func (r *Runtime) reattachLogs(ctx context.Context) error {
+// reattachLogs resumes copying the output of the listed containers that
+// run while no runtime read it (minik was restarted).
+func (r *Runtime) reattachLogs(ctx context.Context, list []containers.Container) error {
 	ctx = r.ctx(ctx)
-	list, err := r.client.ContainerService().List(ctx, `labels."`+labelKind+`"==container`)
-	if err != nil {
-		return err
-	}
 	procs, err := r.tasks(ctx, "", list)
 	if err != nil {
 		return err

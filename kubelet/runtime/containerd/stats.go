@@ -3,7 +3,6 @@ package containerd
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,7 +26,7 @@ import (
 // containerd).
 func (r *Runtime) ListContainerStats(ctx context.Context) ([]*cri.ContainerStats, error) {
 	ctx = r.ctx(ctx)
-	list, err := r.client.ContainerService().List(ctx, fmt.Sprintf(`labels.%q==container`, labelKind))
+	list, err := r.listContainers(ctx, "")
 	if err != nil {
 		return nil, err
 	}
