@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	goruntime "runtime"
 	"slices"
@@ -67,7 +68,10 @@ type Config struct {
 	Pressure func() []corev1.NodeConditionType
 	Recorder *record.Recorder
 	Clock    clock.Clock
-	Log      *slog.Logger
+	// Jitter draws the report schedule's random delays, uniform in
+	// [0, 1) (nil: math/rand/v2's Float64).
+	Jitter func() float64
+	Log    *slog.Logger
 }
 
 // Manager keeps the kubelet's Node: its registration, status and Lease.
@@ -236,7 +240,7 @@ func (m *Manager) Register(ctx context.Context) error {
 		}
 		if err == nil {
 			m.setNode(created)
-			if err = m.updateNodeStatus(ctx, true); err == nil {
+			if _, err = m.updateNodeStatus(ctx, true); err == nil {
 				m.cfg.Log.Info("node registered", "podCIDR", created.Spec.PodCIDR)
 				return nil
 			}
@@ -254,9 +258,14 @@ func (m *Manager) Register(ctx context.Context) error {
 }
 
 // StatusLoop sends NodeStatus when it changes (checked every 10s) and
-// at least every NodeStatusReportInterval.
+// otherwise when the report schedule says it is due.
 func (m *Manager) StatusLoop(ctx context.Context) error {
-	last := m.cfg.Clock.Now()
+	jitter := m.cfg.Jitter
+	if jitter == nil {
+		jitter = rand.Float64
+	}
+	reports := reportSchedule{interval: m.cfg.ReportInterval, jitter: jitter}
+	reports.wrote(m.cfg.Clock.Now(), true) // Register has just written it
 	for {
 		select {
 		case <-ctx.Done():
@@ -264,14 +273,41 @@ func (m *Manager) StatusLoop(ctx context.Context) error {
 		case <-m.cfg.Clock.After(10 * time.Second):
 		case <-m.kick:
 		}
-		force := m.cfg.Clock.Now().Sub(last) >= m.cfg.ReportInterval
-		if err := m.updateNodeStatus(ctx, force); err != nil {
+		now := m.cfg.Clock.Now()
+		force := reports.due(now)
+		changed, err := m.updateNodeStatus(ctx, force)
+		if err != nil {
 			m.cfg.Log.Warn("updating node status", "err", err)
 			continue
 		}
-		if force {
-			last = m.cfg.Clock.Now()
+		if changed || force {
+			reports.wrote(now, changed)
 		}
+	}
+}
+
+// reportSchedule says when a status that has not changed is written again
+// (its heartbeat times renewed), as the kubelet decides it: interval after
+// the last write, plus, after a write that carried a change (or at start),
+// a one-time random delay in [-interval/2, interval/2). Without it, nodes
+// started together would all report in the same instant for ever (1,000
+// hollow nodes wrote their status within 10s every 5 minutes).
+type reportSchedule struct {
+	interval time.Duration
+	jitter   func() float64 // uniform in [0, 1)
+	last     time.Time
+	delay    time.Duration
+}
+
+func (s *reportSchedule) due(now time.Time) bool {
+	return now.Sub(s.last) >= s.interval+s.delay
+}
+
+// wrote records a write at now; changed says it carried a change.
+func (s *reportSchedule) wrote(now time.Time, changed bool) {
+	s.last, s.delay = now, 0
+	if changed {
+		s.delay = time.Duration((s.jitter() - 0.5) * float64(s.interval))
 	}
 }
 
@@ -285,40 +321,43 @@ func (m *Manager) StatusLoop(ctx context.Context) error {
 // its own last write) instead of reading it, as the kubelet reads it from
 // the apiserver's cache: every 10s on every node, a read would cost more
 // than the rare conflict it avoids.
-func (m *Manager) updateNodeStatus(ctx context.Context, force bool) error {
+//
+// changed says the status written differed from the Node's beyond its
+// heartbeat times.
+func (m *Manager) updateNodeStatus(ctx context.Context, force bool) (changed bool, err error) {
 	for attempt := 0; ; attempt++ {
-		err := m.tryUpdateNodeStatus(ctx, force, attempt > 0)
+		changed, err := m.tryUpdateNodeStatus(ctx, force, attempt > 0)
 		if !apierrors.IsConflict(err) || attempt == 4 {
-			return err
+			return changed, err
 		}
 	}
 }
 
-func (m *Manager) tryUpdateNodeStatus(ctx context.Context, force, read bool) error {
+func (m *Manager) tryUpdateNodeStatus(ctx context.Context, force, read bool) (changed bool, err error) {
 	nodes := m.cfg.Client.Nodes()
 	node := m.Node()
 	if read || node == nil {
-		var err error
 		if node, err = nodes.Get(ctx, "", m.cfg.NodeName, metav1.GetOptions{}); err != nil {
-			return err
+			return false, err
 		}
 		m.setNode(node)
 	}
 	m.checkNetwork(node)
 	want := m.nodeStatus(ctx, node.Status)
-	if !force && apiequality.Semantic.DeepEqual(stripHeartbeats(want), stripHeartbeats(node.Status)) {
-		return nil
+	changed = !apiequality.Semantic.DeepEqual(stripHeartbeats(want), stripHeartbeats(node.Status))
+	if !force && !changed {
+		return false, nil
 	}
 	oldConditions := node.Status.Conditions
 	node = node.DeepCopy()
 	node.Status = want
 	updated, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
 	if err != nil {
-		return err
+		return false, err
 	}
 	m.setNode(updated)
 	m.recordConditionEvents(oldConditions, want.Conditions)
-	return nil
+	return changed, nil
 }
 
 func stripHeartbeats(s corev1.NodeStatus) corev1.NodeStatus {
