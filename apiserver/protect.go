@@ -23,12 +23,16 @@ import (
 // status) have slots of their own, as kube-apiserver's priority and
 // fairness gives nodes' requests the node-high level: a flood of other
 // requests must not make nodes miss their heartbeats, go NotReady and
-// have their pods evicted.
+// have their pods evicted. When those slots are all busy a heartbeat
+// waits for one (up to a quarter of the request timeout), as priority and
+// fairness queues a burst instead of refusing it: a refused renewal is
+// retried by its client a second later, and a node whose renewals are
+// refused for 40s is taken for dead.
 //
 //	request ─▶ long-running? ──yes──────────────────────────────▶ handler
 //	              │no
 //	              ▼
-//	   body read deadline ─▶ in-flight slot (node heartbeat / read-only / mutating)? ─no─▶ 429 Retry-After: 1
+//	   body read deadline ─▶ in-flight slot (node heartbeat: waits for one / read-only / mutating)? ─no─▶ 429 Retry-After: 1
 //	              │yes
 //	              ▼
 //	   context deadline (RequestTimeout, or ?timeout= when shorter) ─▶ handler ─▶ release slot
@@ -51,6 +55,7 @@ type limiter struct {
 	readOnly, mutating chan struct{}
 	nodeHeartbeats     chan struct{}
 	timeout            time.Duration
+	heartbeatWait      time.Duration // how long a heartbeat waits for a slot
 
 	maxWatches int // per user
 	mu         sync.Mutex
@@ -59,8 +64,38 @@ type limiter struct {
 
 func newLimiter(readOnly, mutating int, timeout time.Duration, maxWatches int) *limiter {
 	return &limiter{readOnly: make(chan struct{}, readOnly), mutating: make(chan struct{}, mutating),
-		nodeHeartbeats: make(chan struct{}, nodeHeartbeatsInflight), timeout: timeout,
+		nodeHeartbeats: make(chan struct{}, nodeHeartbeatsInflight), timeout: timeout, heartbeatWait: timeout / 4,
 		maxWatches: maxWatches, watches: map[string]int{}}
+}
+
+// acquire takes an in-flight slot for r and returns its release, or a 429
+// when there is none: at once for most requests, after heartbeatWait for
+// a node heartbeat (or when the client goes away).
+func (l *limiter) acquire(r *http.Request) (release func(), err error) {
+	slots, wait := l.mutating, time.Duration(0)
+	switch {
+	case nodeHeartbeat(r):
+		slots, wait = l.nodeHeartbeats, l.heartbeatWait
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		slots = l.readOnly
+	}
+	release = func() { <-slots }
+	select {
+	case slots <- struct{}{}:
+		return release, nil
+	default:
+	}
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case slots <- struct{}{}:
+			return release, nil
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+	}
+	return nil, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1)
 }
 
 // openWatch counts a watch against its user, or refuses it with 429 when
@@ -142,20 +177,12 @@ func (s *Server) protect(next http.Handler) http.Handler {
 		if r.Body != nil && r.Body != http.NoBody {
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(l.timeout))
 		}
-		slots := l.mutating
-		switch {
-		case nodeHeartbeat(r):
-			slots = l.nodeHeartbeats
-		case r.Method == http.MethodGet || r.Method == http.MethodHead:
-			slots = l.readOnly
-		}
-		select {
-		case slots <- struct{}{}:
-			defer func() { <-slots }()
-		default:
-			writeError(w, r, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1))
+		release, err := l.acquire(r)
+		if err != nil {
+			writeError(w, r, err)
 			return
 		}
+		defer release()
 		timeout, err := requestTimeout(r, l.timeout)
 		if err != nil {
 			writeError(w, r, err)

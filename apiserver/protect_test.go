@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +258,60 @@ func TestNodeHeartbeatRequests(t *testing.T) {
 		if got := nodeHeartbeat(r); got != tc.want {
 			t.Errorf("%s %s: heartbeat %v, want %v", tc.method, tc.path, got, tc.want)
 		}
+	}
+}
+
+// A node heartbeat that finds its slots busy waits for one (up to
+// heartbeatWait), as priority and fairness queues a burst; other requests
+// are refused at once.
+func TestNodeHeartbeatsWaitForASlot(t *testing.T) {
+	l := newLimiter(1, 1, 4*time.Second, 10)
+	l.nodeHeartbeats = make(chan struct{}, 1)
+	renewal := func() *http.Request {
+		return httptest.NewRequest(http.MethodPut, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", nil)
+	}
+	release, err := l.acquire(renewal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		release, err := l.acquire(renewal())
+		if err == nil {
+			release()
+		}
+		waited <- err
+	}()
+	select {
+	case err := <-waited:
+		t.Fatalf("a renewal did not wait for the busy slot: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	if err := <-waited; err != nil {
+		t.Fatalf("the waiting renewal, once the slot was free: %v", err)
+	}
+
+	l.heartbeatWait = 50 * time.Millisecond
+	release, err = l.acquire(renewal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.acquire(renewal()); !apierrors.IsTooManyRequests(err) {
+		t.Errorf("a renewal still waiting after heartbeatWait: %v, want 429", err)
+	}
+	release()
+
+	hold, err := l.acquire(httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/configmaps", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	start := time.Now()
+	if _, err := l.acquire(httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/configmaps", nil)); !apierrors.IsTooManyRequests(err) {
+		t.Errorf("a create with the mutating slot busy: %v, want 429", err)
+	}
+	if d := time.Since(start); d > 40*time.Millisecond {
+		t.Errorf("a create with the mutating slot busy waited %v, want a refusal at once", d)
 	}
 }
