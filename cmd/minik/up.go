@@ -239,9 +239,15 @@ func runUp(ctx context.Context, o *upOptions) error {
 	if _, err := metrics.Serve(ctx, o.metricsAddr, api.Registry()); err != nil {
 		return fmt.Errorf("--metrics-bind-address: %w", err)
 	}
-	var wg sync.WaitGroup
+	// The components stop before the apiserver they talk to, as a cluster
+	// is taken down: their last calls (the DNS server removing its
+	// endpoint, a kubelet's last status) still get an answer. So the
+	// apiserver's context ends only once they have returned.
+	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAPI()
+	var wg, apiWG sync.WaitGroup
 	errc := make(chan error, 8)
-	run := func(name string, fn func(context.Context) error) {
+	start := func(wg *sync.WaitGroup, ctx context.Context, name string, fn func(context.Context) error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -250,7 +256,8 @@ func runUp(ctx context.Context, o *upOptions) error {
 			}
 		}()
 	}
-	run("apiserver", api.Run)
+	run := func(name string, fn func(context.Context) error) { start(&wg, ctx, name, fn) }
+	start(&apiWG, apiCtx, "apiserver", api.Run)
 	select {
 	case <-api.Ready():
 	case err := <-errc:
@@ -325,6 +332,8 @@ func runUp(ctx context.Context, o *upOptions) error {
 	}
 	cancel()
 	wg.Wait()
+	stopAPI()
+	apiWG.Wait()
 	return err
 }
 
