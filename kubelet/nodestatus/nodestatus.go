@@ -68,10 +68,7 @@ type Config struct {
 	Pressure func() []corev1.NodeConditionType
 	Recorder *record.Recorder
 	Clock    clock.Clock
-	// Jitter draws the report schedule's random delays, uniform in
-	// [0, 1) (nil: math/rand/v2's Float64).
-	Jitter func() float64
-	Log    *slog.Logger
+	Log      *slog.Logger
 }
 
 // Manager keeps the kubelet's Node: its registration, status and Lease.
@@ -260,11 +257,7 @@ func (m *Manager) Register(ctx context.Context) error {
 // StatusLoop sends NodeStatus when it changes (checked every 10s) and
 // otherwise when the report schedule says it is due.
 func (m *Manager) StatusLoop(ctx context.Context) error {
-	jitter := m.cfg.Jitter
-	if jitter == nil {
-		jitter = rand.Float64
-	}
-	reports := reportSchedule{interval: m.cfg.ReportInterval, jitter: jitter}
+	reports := reportSchedule{interval: m.cfg.ReportInterval, jitter: rand.Float64}
 	reports.wrote(m.cfg.Clock.Now(), true) // Register has just written it
 	for {
 		select {
