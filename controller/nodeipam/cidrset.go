@@ -4,6 +4,7 @@
 //	node event ─▶ no spec.podCIDR? ─▶ queue ─▶ Plan(node, CIDRSet.Next: lowest free)
 //	   ─▶ AssignPodCIDR ─▶ sink: Occupy it, patch spec.podCIDR(s) (Release it if that fails)
 //	   ─▶ none free: ReportCIDRNotAvailable ─▶ sink: event CIDRNotAvailable, retried with backoff
+//	   ─▶ assigned: until the cache shows the subnet, a sync of the node does nothing
 //	node with a podCIDR ─▶ Occupy it; node deleted ─▶ Release it
 package nodeipam
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +29,14 @@ type Controller struct {
 	queue *framework.Queue
 	// sink performs the writes (apiSink; a FakeSink in tests).
 	sink framework.Sink[Action]
+
+	// assigned holds the nodes given a subnet that the node cache does not
+	// show yet, by name (their UID). A node update seen meanwhile (the
+	// kubelet's status) queues the node again, and a sync planned from
+	// the stale cache would give it a second subnet, which the apiserver
+	// refuses: "node updates may not change podCIDR".
+	mu       sync.Mutex
+	assigned map[string]types.UID
 }
 
 // New registers the allocator on the node informer.
@@ -37,7 +46,7 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clust
 		return nil, err
 	}
 	ic := &Controller{nodes: inf.Nodes, log: log.With("controller", Name), set: set,
-		queue: framework.NewQueue(framework.QueueConfig{Name: Name})}
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name}), assigned: map[string]types.UID{}}
 	ic.sink = apiSink{c: c, rec: rec, set: set, log: ic.log}
 	inf.Nodes.AddHandler(informer.Handler[corev1.Node]{
 		OnAdd:    ic.observe,
@@ -46,6 +55,9 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clust
 			for _, cidr := range cidrsOf(n) {
 				ic.set.Release(cidr)
 			}
+			ic.mu.Lock()
+			delete(ic.assigned, n.Name)
+			ic.mu.Unlock()
 		},
 	})
 	return ic, nil
@@ -70,7 +82,11 @@ func (ic *Controller) observe(n *corev1.Node) {
 	}
 	if len(cidrs) == 0 {
 		ic.queue.Add(n.Name)
+		return
 	}
+	ic.mu.Lock()
+	delete(ic.assigned, n.Name)
+	ic.mu.Unlock()
 }
 
 // Run assigns CIDRs until ctx ends. It waits for the node cache so that
@@ -128,8 +144,26 @@ func Plan(n *corev1.Node, next string) Output {
 
 func (ic *Controller) sync(ctx context.Context, name string) (framework.Result, error) {
 	n, _ := ic.nodes.Store().Get("", name)
+	ic.mu.Lock()
+	waiting := n != nil && ic.assigned[name] == n.UID
+	ic.mu.Unlock()
+	if waiting {
+		return framework.Result{}, nil // the cache will show its subnet
+	}
 	next, _ := ic.set.Next() // "" when full
-	return framework.Result{}, framework.Execute(ctx, ic.sink, Plan(n, next).Actions)
+	actions := Plan(n, next).Actions
+	if err := framework.Execute(ctx, ic.sink, actions); err != nil {
+		return framework.Result{}, err
+	}
+	for _, a := range actions {
+		// Not for a node deleted meanwhile (the patch found none).
+		if cur, _ := ic.nodes.Store().Get("", name); a.Type == AssignPodCIDR && cur != nil && cur.UID == a.Node.UID {
+			ic.mu.Lock()
+			ic.assigned[name] = a.Node.UID
+			ic.mu.Unlock()
+		}
+	}
+	return framework.Result{}, nil
 }
 
 // apiSink performs the actions through the apiserver, taking each

@@ -51,3 +51,40 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 		})
 	}
 }
+
+// TestNoSecondSubnetFromAStaleCache: a node queued again before the cache
+// shows the subnet it was given (the kubelet's status update) gets no
+// second one, which the apiserver would refuse; a node recreated under
+// the same name gets one again.
+func TestNoSecondSubnetFromAStaleCache(t *testing.T) {
+	inf := framework.NewInformers(&client.Client{}, slog.New(slog.DiscardHandler))
+	ic, err := New(&client.Client{}, inf, nil, "10.244.0.0/16", 24, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := synctest.Refusing(func(Action) bool { return false })
+	ic.sink = sink
+	sync := func() {
+		t.Helper()
+		if _, err := ic.sync(context.Background(), "b"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inf.Nodes.Replace([]*corev1.Node{node("b")})
+	sync()
+	sync() // the cache still shows b without a subnet
+	synctest.Check(t, nil, "", sink, []string{"AssignPodCIDR b 10.244.0.0/24"})
+
+	assigned := node("b", "10.244.0.0/24")
+	inf.Nodes.Replace([]*corev1.Node{assigned})
+	ic.observe(assigned)
+	sync()
+	synctest.Check(t, nil, "", sink, []string{"AssignPodCIDR b 10.244.0.0/24"})
+
+	recreated := node("b")
+	recreated.UID = "uid-b-2"
+	inf.Nodes.Replace([]*corev1.Node{recreated})
+	ic.observe(recreated)
+	sync()
+	synctest.Check(t, nil, "", sink, []string{"AssignPodCIDR b 10.244.0.0/24", "AssignPodCIDR b 10.244.1.0/24"}) // the first is still held: no delete was seen
+}
