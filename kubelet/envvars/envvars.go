@@ -106,12 +106,10 @@ func hasClusterIP(s *corev1.Service) bool {
 	return s.Spec.ClusterIP != "" && s.Spec.ClusterIP != corev1.ClusterIPNone
 }
 
-// varName turns a Service or port name into a variable name: upper case,
-// '-' and '.' to '_', and a leading '_' before a digit.
+// varName turns a Service or port name into a variable name as the
+// kubelet does: upper case, '-' to '_'. A Service name is a DNS-1035
+// label (it starts with a letter); a port name may start with a digit,
+// which then follows the '_' of SVC_SERVICE_PORT_.
 func varName(s string) string {
-	n := strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(s))
-	if n != "" && n[0] >= '0' && n[0] <= '9' {
-		n = "_" + n
-	}
-	return n
+	return strings.ToUpper(strings.ReplaceAll(s, "-", "_"))
 }

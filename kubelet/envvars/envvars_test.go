@@ -49,22 +49,22 @@ WEB_PORT_80_TCP_ADDR=10.96.0.20
 `,
 		},
 		{
-			name: "named ports get SERVICE_PORT_NAME; the first port is SERVICE_PORT and PORT; dashes and dots become underscores",
-			services: []*corev1.Service{svc("shop", "web-db.v1", "10.96.0.21",
+			name: "named ports get SERVICE_PORT_NAME; the first port is SERVICE_PORT and PORT; dashes become underscores",
+			services: []*corev1.Service{svc("shop", "web-db", "10.96.0.21",
 				port("pg", 5432, corev1.ProtocolTCP), port("dns-udp", 53, corev1.ProtocolUDP))},
-			want: `WEB_DB_V1_SERVICE_HOST=10.96.0.21
-WEB_DB_V1_SERVICE_PORT=5432
-WEB_DB_V1_SERVICE_PORT_PG=5432
-WEB_DB_V1_SERVICE_PORT_DNS_UDP=53
-WEB_DB_V1_PORT=tcp://10.96.0.21:5432
-WEB_DB_V1_PORT_5432_TCP=tcp://10.96.0.21:5432
-WEB_DB_V1_PORT_5432_TCP_PROTO=tcp
-WEB_DB_V1_PORT_5432_TCP_PORT=5432
-WEB_DB_V1_PORT_5432_TCP_ADDR=10.96.0.21
-WEB_DB_V1_PORT_53_UDP=udp://10.96.0.21:53
-WEB_DB_V1_PORT_53_UDP_PROTO=udp
-WEB_DB_V1_PORT_53_UDP_PORT=53
-WEB_DB_V1_PORT_53_UDP_ADDR=10.96.0.21
+			want: `WEB_DB_SERVICE_HOST=10.96.0.21
+WEB_DB_SERVICE_PORT=5432
+WEB_DB_SERVICE_PORT_PG=5432
+WEB_DB_SERVICE_PORT_DNS_UDP=53
+WEB_DB_PORT=tcp://10.96.0.21:5432
+WEB_DB_PORT_5432_TCP=tcp://10.96.0.21:5432
+WEB_DB_PORT_5432_TCP_PROTO=tcp
+WEB_DB_PORT_5432_TCP_PORT=5432
+WEB_DB_PORT_5432_TCP_ADDR=10.96.0.21
+WEB_DB_PORT_53_UDP=udp://10.96.0.21:53
+WEB_DB_PORT_53_UDP_PROTO=udp
+WEB_DB_PORT_53_UDP_PORT=53
+WEB_DB_PORT_53_UDP_ADDR=10.96.0.21
 `,
 		},
 		{
@@ -80,15 +80,16 @@ A_PORT_8080_TCP_ADDR=10.96.0.22
 `,
 		},
 		{
-			name:     "a name starting with a digit gets a leading underscore",
-			services: []*corev1.Service{svc("shop", "3d", "10.96.0.23", port("", 1, corev1.ProtocolSCTP))},
-			want: `_3D_SERVICE_HOST=10.96.0.23
-_3D_SERVICE_PORT=1
-_3D_PORT=sctp://10.96.0.23:1
-_3D_PORT_1_SCTP=sctp://10.96.0.23:1
-_3D_PORT_1_SCTP_PROTO=sctp
-_3D_PORT_1_SCTP_PORT=1
-_3D_PORT_1_SCTP_ADDR=10.96.0.23
+			name:     "a port name starting with a digit keeps it, after the underscore",
+			services: []*corev1.Service{svc("shop", "web", "10.96.0.23", port("8080-http", 8080, corev1.ProtocolTCP))},
+			want: `WEB_SERVICE_HOST=10.96.0.23
+WEB_SERVICE_PORT=8080
+WEB_SERVICE_PORT_8080_HTTP=8080
+WEB_PORT=tcp://10.96.0.23:8080
+WEB_PORT_8080_TCP=tcp://10.96.0.23:8080
+WEB_PORT_8080_TCP_PROTO=tcp
+WEB_PORT_8080_TCP_PORT=8080
+WEB_PORT_8080_TCP_ADDR=10.96.0.23
 `,
 		},
 		{
