@@ -206,11 +206,17 @@ func (c *Cache) removeImages(node *corev1.Node) {
 
 // refreshImageStates recomputes the image summaries of nodes whose
 // images' spread changed. Nodes rarely change their image lists, so this
-// is cheap in practice; nodes without images are skipped.
+// is cheap in practice; a node without images only loses the summaries it
+// had (its list just became empty).
 func (c *Cache) refreshImageStates() {
-	for name, it := range c.nodes {
+	for _, it := range c.nodes {
 		n := it.info.Node()
 		if n == nil || len(n.Status.Images) == 0 {
+			if len(it.info.ImageStates) > 0 {
+				it.info.ImageStates = nil
+				it.info.Generation = framework.NextGeneration()
+				c.moveToHead(it)
+			}
 			continue
 		}
 		states := map[string]*framework.ImageStateSummary{}
@@ -232,7 +238,7 @@ func (c *Cache) refreshImageStates() {
 		if changed || len(states) != len(it.info.ImageStates) {
 			it.info.ImageStates = states
 			it.info.Generation = framework.NextGeneration()
-			c.moveToHead(c.nodes[name])
+			c.moveToHead(it)
 		}
 	}
 }

@@ -140,6 +140,24 @@ func TestImageStatesCountNodes(t *testing.T) {
 	}
 }
 
+// TestImageStatesFollowAnEmptiedImageList: a node whose image list
+// becomes empty no longer scores as holding its old images.
+func TestImageStatesFollowAnEmptiedImageList(t *testing.T) {
+	c := cache.New()
+	withImage := st.MakeNode().Name("a").Image("nginx:1", 100).Obj()
+	c.AddNode(withImage)
+	snap := cache.NewEmptySnapshot()
+	c.UpdateSnapshot(snap)
+	if len(snap.Get("a").ImageStates) != 1 {
+		t.Fatalf("image states %v, want nginx:1", snap.Get("a").ImageStates)
+	}
+	c.UpdateNode(withImage, st.MakeNode().Name("a").Obj())
+	c.UpdateSnapshot(snap)
+	if got := snap.Get("a").ImageStates; len(got) != 0 {
+		t.Fatalf("image states %v after the node's images went, want none", got)
+	}
+}
+
 func TestSnapshotServices(t *testing.T) {
 	svc := func(name string, sel map[string]string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: corev1.ServiceSpec{Selector: sel}}
