@@ -33,6 +33,7 @@ const (
 	ErrReasonNodeConflict     = "node(s) had volume node affinity conflict"
 	ErrReasonBindConflict     = "node(s) didn't find available persistent volumes to bind"
 	ErrReasonUnboundImmediate = "pod has unbound immediate PersistentVolumeClaims"
+	ErrReasonPVNotExist       = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 
 	// noProvisioner is the provisioner of classes whose volumes are made
 	// by hand (upstream's kubernetes.io/no-provisioner).
@@ -70,6 +71,9 @@ type state struct {
 	unbound []*corev1.PersistentVolumeClaim // WaitForFirstConsumer claims without a volume
 	classes map[string]*storagev1.StorageClass
 	volumes []*corev1.PersistentVolume // every volume, for matching
+	// missingVolume: a bound claim's volume does not exist. Every node
+	// says so in Filter, as upstream counts it per node.
+	missingVolume bool
 }
 
 // claimNames lists the claims a pod uses, each once.
@@ -102,11 +106,11 @@ func (pl *VolumeBinding) PreFilter(cs *framework.CycleState, pod *corev1.Pod, sn
 		case c.DeletionTimestamp != nil:
 			return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("persistentvolumeclaim %q is being deleted", n))
 		case c.Spec.VolumeName != "":
-			v := st.Volume(c.Spec.VolumeName)
-			if v == nil {
-				return framework.NewStatus(framework.UnschedulableAndUnresolvable, "pvc(s) bound to non-existent pv(s)")
+			if v := st.Volume(c.Spec.VolumeName); v != nil {
+				s.bound = append(s.bound, v)
+			} else {
+				s.missingVolume = true
 			}
-			s.bound = append(s.bound, v)
 			continue
 		}
 		className := volumeutil.ClaimClass(c)
@@ -133,16 +137,26 @@ func (pl *VolumeBinding) Filter(cs *framework.CycleState, _ *corev1.Pod, ni *fra
 	}
 	s := v.(*state)
 	node := ni.Node()
+	// Every reason that holds, in upstream's order.
+	var reasons []string
 	for _, pv := range s.bound {
 		if !volumeutil.NodeAffinityMatches(pv, node) {
-			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeConflict)
+			reasons = append(reasons, ErrReasonNodeConflict)
+			break
 		}
 	}
 	taken := map[string]bool{}
 	for _, c := range s.unbound {
 		if !canBind(c, s, node, taken) {
-			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonBindConflict)
+			reasons = append(reasons, ErrReasonBindConflict)
+			break
 		}
+	}
+	if s.missingVolume {
+		reasons = append(reasons, ErrReasonPVNotExist)
+	}
+	if len(reasons) > 0 {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, reasons...)
 	}
 	return nil
 }
