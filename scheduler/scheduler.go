@@ -541,6 +541,9 @@ func (s *Scheduler) handleFailure(ctx context.Context, qp *queue.QueuedPodInfo, 
 		qp.PodInfo = framework.NewPodInfo(cur)
 		rejected = false
 	}
+	if p := withNomination(qp.Pod, nominated); p != qp.Pod {
+		qp.PodInfo = framework.NewPodInfo(p)
+	}
 	qp.UnschedulablePlugins = sets.New[string]()
 	if fitErr != nil {
 		for _, st := range fitErr.Statuses {
@@ -552,22 +555,19 @@ func (s *Scheduler) handleFailure(ctx context.Context, qp *queue.QueuedPodInfo, 
 	s.setCondition(cur, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg})
 }
 
-// requeuedPod is the pod a failed cycle puts back in the queue, as
-// upstream's handleSchedulingFailure does: the informer's copy (cur), so
-// that an update that came while the pod was being scheduled (the queue
-// drops those) is not lost; nil if the informer has none. It carries the
-// node its preemption just nominated even before that patch comes back,
-// so that the next cycle tries that node first and does not preempt on
+// withNomination returns pod carrying the node its preemption just
+// nominated (a copy; pod itself when there is none or it has it already).
+// The failed cycle requeues it so, before the nomination's patch comes
+// back through the informer (the queue drops updates of a pod being
+// scheduled): the next cycle tries that node first and does not preempt on
 // another node while the victims there terminate.
-func requeuedPod(cur *corev1.Pod, ok bool, nominated string) *corev1.Pod {
-	if !ok {
-		return nil
+func withNomination(pod *corev1.Pod, nominated string) *corev1.Pod {
+	if nominated == "" || pod.Status.NominatedNodeName == nominated {
+		return pod
 	}
-	if nominated != "" && cur.Status.NominatedNodeName != nominated {
-		cur = cur.DeepCopy()
-		cur.Status.NominatedNodeName = nominated
-	}
-	return cur
+	pod = pod.DeepCopy()
+	pod.Status.NominatedNodeName = nominated
+	return pod
 }
 
 // addEventHandlers connects the informers to the cache and the queue.

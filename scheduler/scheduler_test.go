@@ -321,12 +321,12 @@ func TestAPreemptorWaitsForItsVictimsInsteadOfPreemptingAgain(t *testing.T) {
 	terminating.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	s.cache.UpdatePod(low, terminating)
 
-	requeued := requeuedPod(critical, true, "a")
+	requeued := withNomination(critical, "a")
 	nominated, why := cycle(requeued)
 	if nominated != "" || !strings.Contains(why, "not eligible due to a terminating pod on the nominated node") {
 		t.Fatalf("second cycle nominated %q (%s), want none while the victim terminates", nominated, why)
 	}
 	if critical.Status.NominatedNodeName != "" {
-		t.Fatal("requeuedPod changed the informer's copy")
+		t.Fatal("withNomination changed the informer's copy")
 	}
 }
