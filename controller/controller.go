@@ -221,7 +221,7 @@ func runControllers(ctx context.Context, cfg Config) error {
 		if !cfg.enabled(b.name) || b.name == nodeipam.Name && cfg.DisableNodeIPAM {
 			continue
 		}
-		d := deps{cfg: &cfg, client: cfg.Client, inf: inf, rec: rec, log: log}
+		d := deps{cfg: &cfg, client: cfg.Client, inf: inf, rec: rec.For(eventComponent(b.name, b.account)), log: log}
 		if cfg.UseServiceAccountCredentials {
 			d.client = accounts.client(b.account)
 		}
@@ -253,6 +253,27 @@ func runControllers(ctx context.Context, cfg Config) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// eventComponent is the source a controller's events report, as
+// upstream's controller reports it (`kubectl describe` shows it in From):
+// mostly its service account's name.
+func eventComponent(name, account string) string {
+	switch name {
+	case daemonset.Name:
+		return "daemonset-controller"
+	case endpointslice.Name:
+		return "endpoint-slice-controller"
+	case endpointslicemirroring.Name:
+		return "endpoint-slice-mirroring-controller"
+	case nodeipam.Name:
+		return "cidrAllocator"
+	case disruption.Name:
+		return "controllermanager"
+	case volume.Name:
+		return "persistentvolume-controller"
+	}
+	return account
 }
 
 // deps is what a controller may be built from.

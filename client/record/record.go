@@ -39,14 +39,22 @@ const senders = 4
 // maxAggregated bounds the remembered events used for counting repeats.
 const maxAggregated = 4096
 
-// Recorder emits events for one component instance.
+// Recorder emits events for one component instance. Recorders made by
+// For share their senders, spam filter and counts with the one they were
+// made from.
 type Recorder struct {
-	events    *client.Typed[corev1.Event]
+	*sink
 	component string
 	instance  string
-	queues    [senders]*sendQueue
-	now       func() time.Time
-	dropped   atomic.Int64
+}
+
+// sink is what the recorders of one process share: the queues, their
+// senders and what was sent.
+type sink struct {
+	events  *client.Typed[corev1.Event]
+	queues  [senders]*sendQueue
+	now     func() time.Time
+	dropped atomic.Int64
 
 	mu         sync.Mutex
 	correlator *correlator
@@ -70,12 +78,19 @@ type queued struct {
 // NewRecorder returns a recorder reporting as component (e.g.
 // "default-scheduler") from instance (e.g. the host or node name).
 func NewRecorder(c *client.Client, component, instance string) *Recorder {
-	r := &Recorder{events: c.Events(), component: component, instance: instance,
-		now: time.Now, seen: map[string]sentEvent{}, correlator: newCorrelator()}
-	for i := range r.queues {
-		r.queues[i] = &sendQueue{ready: make(chan struct{}, 1)}
+	s := &sink{events: c.Events(), now: time.Now, seen: map[string]sentEvent{}, correlator: newCorrelator()}
+	for i := range s.queues {
+		s.queues[i] = &sendQueue{ready: make(chan struct{}, 1)}
 	}
-	return r
+	return &Recorder{sink: s, component: component, instance: instance}
+}
+
+// For returns a recorder reporting as component from the same instance,
+// sent by r's senders (one Run serves both): each controller of the
+// controller manager reports under its own name, as upstream's do
+// ("deployment-controller"), over one set of senders.
+func (r *Recorder) For(component string) *Recorder {
+	return &Recorder{sink: r.sink, component: component, instance: r.instance}
 }
 
 // Eventf queues an event about obj. eventType is corev1.EventTypeNormal
@@ -172,8 +187,14 @@ func apiVersionOf(kind string) string {
 	switch kind {
 	case "Deployment", "ReplicaSet", "DaemonSet", "StatefulSet":
 		return "apps/v1"
-	case "Job":
+	case "Job", "CronJob":
 		return "batch/v1"
+	case "HorizontalPodAutoscaler":
+		return "autoscaling/v2"
+	case "EndpointSlice":
+		return "discovery.k8s.io/v1"
+	case "Lease":
+		return "coordination.k8s.io/v1"
 	case "PodDisruptionBudget":
 		return "policy/v1"
 	}
@@ -181,7 +202,7 @@ func apiVersionOf(kind string) string {
 }
 
 // Run sends queued events until ctx ends.
-func (r *Recorder) Run(ctx context.Context) {
+func (r *sink) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, q := range r.queues {
 		wg.Add(1)
@@ -202,7 +223,7 @@ func (r *Recorder) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-func (r *Recorder) send(ctx context.Context, ev *corev1.Event, key string) {
+func (r *sink) send(ctx context.Context, ev *corev1.Event, key string) {
 	r.mu.Lock()
 	prev, ok := r.seen[key]
 	r.mu.Unlock()
@@ -233,7 +254,7 @@ func (r *Recorder) send(ctx context.Context, ev *corev1.Event, key string) {
 	r.remember(key, created)
 }
 
-func (r *Recorder) remember(key string, ev *corev1.Event) {
+func (r *sink) remember(key string, ev *corev1.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.seen) >= maxAggregated {

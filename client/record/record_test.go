@@ -41,16 +41,25 @@ func TestRecorderAggregatesRepeatsIntoOneEvent(t *testing.T) {
 	r.Eventf(node, corev1.EventTypeNormal, "Starting", "starting %s", "kubelet")
 	r.Eventf(node, corev1.EventTypeNormal, "Starting", "starting %s", "kubelet")
 	r.Eventf(pod, corev1.EventTypeWarning, "Failed", "boom")
-	go r.Run(ctx)
+	r.For("second-component").Eventf(node, corev1.EventTypeNormal, "Other", "from the second")
+	go r.Run(ctx) // sends the second recorder's events too
 
 	var events []corev1.Event
+	var other *corev1.Event
 	for ctx.Err() == nil {
 		list, err := cl.Events().List(ctx, "default", metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		events = list.Items
-		if len(events) == 1 && events[0].Count == 3 {
+		events, other = nil, nil
+		for i, ev := range list.Items {
+			if ev.Reason == "Other" {
+				other = &list.Items[i]
+			} else {
+				events = append(events, ev)
+			}
+		}
+		if len(events) == 1 && events[0].Count == 3 && other != nil {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -63,6 +72,8 @@ func TestRecorderAggregatesRepeatsIntoOneEvent(t *testing.T) {
 		{"the event names its object, source and reporting controller", len(events) == 1 && events[0].InvolvedObject.Kind == "Node" &&
 			events[0].InvolvedObject.Name == "n1" && events[0].Source.Component == "test-component" && events[0].ReportingController == "test-component"},
 		{"the message is formatted", len(events) == 1 && events[0].Message == "starting kubelet"},
+		{"a recorder made by For reports its own component, from the same instance, sent by the first's Run",
+			other != nil && other.Source.Component == "second-component" && other.ReportingController == "second-component" && other.Source.Host == "host-a"},
 	}
 	for _, tc := range cases {
 		if !tc.ok {
