@@ -114,6 +114,22 @@ func (r *Remote) ContainerStatus(ctx context.Context, id string) (*cri.Container
 	return resp.Status, nil
 }
 
+// ListContainerStatuses implements ContainerStatusLister: one call over
+// the socket instead of a listing and a call per container. A server
+// without it (Unimplemented) is asked the old way.
+func (r *Remote) ListContainerStatuses(ctx context.Context, sandboxID string) ([]*cri.ContainerStatus, error) {
+	resp, err := r.rs.ListContainerStatuses(ctx, &cri.ListContainersRequest{PodSandboxId: sandboxID})
+	if status.Code(err) == codes.Unimplemented {
+		return containerStatusesOneByOne(ctx, r, sandboxID)
+	}
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return resp.Statuses, nil
+}
+
+var _ ContainerStatusLister = &Remote{}
+
 func (r *Remote) ExecSync(ctx context.Context, id string, cmd []string, timeout int64) (*cri.ExecSyncResponse, error) {
 	resp, err := r.rs.ExecSync(ctx, &cri.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: timeout})
 	return resp, fromStatus(err)
@@ -413,6 +429,11 @@ func (s *server) ListContainers(ctx context.Context, req *cri.ListContainersRequ
 func (s *server) ContainerStatus(ctx context.Context, req *cri.ContainerStatusRequest) (*cri.ContainerStatusResponse, error) {
 	st, err := s.rt.ContainerStatus(ctx, req.ContainerId)
 	return &cri.ContainerStatusResponse{Status: st}, toStatus(err)
+}
+
+func (s *server) ListContainerStatuses(ctx context.Context, req *cri.ListContainersRequest) (*cri.ListContainerStatusesResponse, error) {
+	sts, err := ContainerStatuses(ctx, s.rt, req.PodSandboxId)
+	return &cri.ListContainerStatusesResponse{Statuses: sts}, toStatus(err)
 }
 
 func (s *server) ExecSync(ctx context.Context, req *cri.ExecSyncRequest) (*cri.ExecSyncResponse, error) {

@@ -105,6 +105,12 @@ func ContainerStatuses(ctx context.Context, rt Runtime, sandboxID string) ([]*cr
 	if l, ok := rt.(ContainerStatusLister); ok {
 		return l.ListContainerStatuses(ctx, sandboxID)
 	}
+	return containerStatusesOneByOne(ctx, rt, sandboxID)
+}
+
+// containerStatusesOneByOne is ContainerStatuses for a runtime without
+// the one call: the listing, then each container's status.
+func containerStatusesOneByOne(ctx context.Context, rt Runtime, sandboxID string) ([]*cri.ContainerStatus, error) {
 	cs, err := rt.ListContainers(ctx, sandboxID)
 	if err != nil {
 		return nil, err

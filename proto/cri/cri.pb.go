@@ -2328,6 +2328,50 @@ func (x *ContainerStatusResponse) GetStatus() *ContainerStatus {
 	return nil
 }
 
+type ListContainerStatusesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Statuses      []*ContainerStatus     `protobuf:"bytes,1,rep,name=statuses,proto3" json:"statuses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListContainerStatusesResponse) Reset() {
+	*x = ListContainerStatusesResponse{}
+	mi := &file_cri_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListContainerStatusesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListContainerStatusesResponse) ProtoMessage() {}
+
+func (x *ListContainerStatusesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cri_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListContainerStatusesResponse.ProtoReflect.Descriptor instead.
+func (*ListContainerStatusesResponse) Descriptor() ([]byte, []int) {
+	return file_cri_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ListContainerStatusesResponse) GetStatuses() []*ContainerStatus {
+	if x != nil {
+		return x.Statuses
+	}
+	return nil
+}
+
 type ExecSyncRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ContainerId   string                 `protobuf:"bytes,1,opt,name=container_id,json=containerId,proto3" json:"container_id,omitempty"`
@@ -2339,7 +2383,7 @@ type ExecSyncRequest struct {
 
 func (x *ExecSyncRequest) Reset() {
 	*x = ExecSyncRequest{}
-	mi := &file_cri_proto_msgTypes[36]
+	mi := &file_cri_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2351,7 +2395,7 @@ func (x *ExecSyncRequest) String() string {
 func (*ExecSyncRequest) ProtoMessage() {}
 
 func (x *ExecSyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[36]
+	mi := &file_cri_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2364,7 +2408,7 @@ func (x *ExecSyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecSyncRequest.ProtoReflect.Descriptor instead.
 func (*ExecSyncRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{36}
+	return file_cri_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ExecSyncRequest) GetContainerId() string {
@@ -2399,7 +2443,7 @@ type ExecSyncResponse struct {
 
 func (x *ExecSyncResponse) Reset() {
 	*x = ExecSyncResponse{}
-	mi := &file_cri_proto_msgTypes[37]
+	mi := &file_cri_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2455,7 @@ func (x *ExecSyncResponse) String() string {
 func (*ExecSyncResponse) ProtoMessage() {}
 
 func (x *ExecSyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[37]
+	mi := &file_cri_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2424,7 +2468,7 @@ func (x *ExecSyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecSyncResponse.ProtoReflect.Descriptor instead.
 func (*ExecSyncResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{37}
+	return file_cri_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ExecSyncResponse) GetStdout() []byte {
@@ -2462,7 +2506,7 @@ type ExecStart struct {
 
 func (x *ExecStart) Reset() {
 	*x = ExecStart{}
-	mi := &file_cri_proto_msgTypes[38]
+	mi := &file_cri_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2474,7 +2518,7 @@ func (x *ExecStart) String() string {
 func (*ExecStart) ProtoMessage() {}
 
 func (x *ExecStart) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[38]
+	mi := &file_cri_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2487,7 +2531,7 @@ func (x *ExecStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecStart.ProtoReflect.Descriptor instead.
 func (*ExecStart) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{38}
+	return file_cri_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ExecStart) GetContainerId() string {
@@ -2528,7 +2572,7 @@ type TerminalSize struct {
 
 func (x *TerminalSize) Reset() {
 	*x = TerminalSize{}
-	mi := &file_cri_proto_msgTypes[39]
+	mi := &file_cri_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2540,7 +2584,7 @@ func (x *TerminalSize) String() string {
 func (*TerminalSize) ProtoMessage() {}
 
 func (x *TerminalSize) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[39]
+	mi := &file_cri_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2553,7 +2597,7 @@ func (x *TerminalSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
 func (*TerminalSize) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{39}
+	return file_cri_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *TerminalSize) GetWidth() uint32 {
@@ -2585,7 +2629,7 @@ type ExecInput struct {
 
 func (x *ExecInput) Reset() {
 	*x = ExecInput{}
-	mi := &file_cri_proto_msgTypes[40]
+	mi := &file_cri_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2597,7 +2641,7 @@ func (x *ExecInput) String() string {
 func (*ExecInput) ProtoMessage() {}
 
 func (x *ExecInput) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[40]
+	mi := &file_cri_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2610,7 +2654,7 @@ func (x *ExecInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecInput.ProtoReflect.Descriptor instead.
 func (*ExecInput) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{40}
+	return file_cri_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ExecInput) GetStart() *ExecStart {
@@ -2655,7 +2699,7 @@ type ExecOutput struct {
 
 func (x *ExecOutput) Reset() {
 	*x = ExecOutput{}
-	mi := &file_cri_proto_msgTypes[41]
+	mi := &file_cri_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2667,7 +2711,7 @@ func (x *ExecOutput) String() string {
 func (*ExecOutput) ProtoMessage() {}
 
 func (x *ExecOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[41]
+	mi := &file_cri_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2680,7 +2724,7 @@ func (x *ExecOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecOutput.ProtoReflect.Descriptor instead.
 func (*ExecOutput) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{41}
+	return file_cri_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ExecOutput) GetStdout() []byte {
@@ -2726,7 +2770,7 @@ type PortForwardInput struct {
 
 func (x *PortForwardInput) Reset() {
 	*x = PortForwardInput{}
-	mi := &file_cri_proto_msgTypes[42]
+	mi := &file_cri_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2738,7 +2782,7 @@ func (x *PortForwardInput) String() string {
 func (*PortForwardInput) ProtoMessage() {}
 
 func (x *PortForwardInput) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[42]
+	mi := &file_cri_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2751,7 +2795,7 @@ func (x *PortForwardInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortForwardInput.ProtoReflect.Descriptor instead.
 func (*PortForwardInput) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{42}
+	return file_cri_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PortForwardInput) GetPodSandboxId() string {
@@ -2791,7 +2835,7 @@ type PortForwardOutput struct {
 
 func (x *PortForwardOutput) Reset() {
 	*x = PortForwardOutput{}
-	mi := &file_cri_proto_msgTypes[43]
+	mi := &file_cri_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2803,7 +2847,7 @@ func (x *PortForwardOutput) String() string {
 func (*PortForwardOutput) ProtoMessage() {}
 
 func (x *PortForwardOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[43]
+	mi := &file_cri_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2816,7 +2860,7 @@ func (x *PortForwardOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortForwardOutput.ProtoReflect.Descriptor instead.
 func (*PortForwardOutput) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{43}
+	return file_cri_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *PortForwardOutput) GetData() []byte {
@@ -2843,7 +2887,7 @@ type ReadLogRequest struct {
 
 func (x *ReadLogRequest) Reset() {
 	*x = ReadLogRequest{}
-	mi := &file_cri_proto_msgTypes[44]
+	mi := &file_cri_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2855,7 +2899,7 @@ func (x *ReadLogRequest) String() string {
 func (*ReadLogRequest) ProtoMessage() {}
 
 func (x *ReadLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[44]
+	mi := &file_cri_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2868,7 +2912,7 @@ func (x *ReadLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadLogRequest.ProtoReflect.Descriptor instead.
 func (*ReadLogRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{44}
+	return file_cri_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReadLogRequest) GetContainerId() string {
@@ -2922,7 +2966,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_cri_proto_msgTypes[45]
+	mi := &file_cri_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2934,7 +2978,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[45]
+	mi := &file_cri_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2947,7 +2991,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{45}
+	return file_cri_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *LogChunk) GetData() []byte {
@@ -2965,7 +3009,7 @@ type ListContainerStatsRequest struct {
 
 func (x *ListContainerStatsRequest) Reset() {
 	*x = ListContainerStatsRequest{}
-	mi := &file_cri_proto_msgTypes[46]
+	mi := &file_cri_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2977,7 +3021,7 @@ func (x *ListContainerStatsRequest) String() string {
 func (*ListContainerStatsRequest) ProtoMessage() {}
 
 func (x *ListContainerStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[46]
+	mi := &file_cri_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2990,7 +3034,7 @@ func (x *ListContainerStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListContainerStatsRequest.ProtoReflect.Descriptor instead.
 func (*ListContainerStatsRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{46}
+	return file_cri_proto_rawDescGZIP(), []int{47}
 }
 
 type ListContainerStatsResponse struct {
@@ -3002,7 +3046,7 @@ type ListContainerStatsResponse struct {
 
 func (x *ListContainerStatsResponse) Reset() {
 	*x = ListContainerStatsResponse{}
-	mi := &file_cri_proto_msgTypes[47]
+	mi := &file_cri_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3014,7 +3058,7 @@ func (x *ListContainerStatsResponse) String() string {
 func (*ListContainerStatsResponse) ProtoMessage() {}
 
 func (x *ListContainerStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[47]
+	mi := &file_cri_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3027,7 +3071,7 @@ func (x *ListContainerStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListContainerStatsResponse.ProtoReflect.Descriptor instead.
 func (*ListContainerStatsResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{47}
+	return file_cri_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListContainerStatsResponse) GetStats() []*ContainerStats {
@@ -3045,7 +3089,7 @@ type GetEventsRequest struct {
 
 func (x *GetEventsRequest) Reset() {
 	*x = GetEventsRequest{}
-	mi := &file_cri_proto_msgTypes[48]
+	mi := &file_cri_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3057,7 +3101,7 @@ func (x *GetEventsRequest) String() string {
 func (*GetEventsRequest) ProtoMessage() {}
 
 func (x *GetEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[48]
+	mi := &file_cri_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3070,7 +3114,7 @@ func (x *GetEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetEventsRequest.ProtoReflect.Descriptor instead.
 func (*GetEventsRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{48}
+	return file_cri_proto_rawDescGZIP(), []int{49}
 }
 
 // ContainerEventResponse is one container event. Unlike CRI's, it carries
@@ -3091,7 +3135,7 @@ type ContainerEventResponse struct {
 
 func (x *ContainerEventResponse) Reset() {
 	*x = ContainerEventResponse{}
-	mi := &file_cri_proto_msgTypes[49]
+	mi := &file_cri_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3103,7 +3147,7 @@ func (x *ContainerEventResponse) String() string {
 func (*ContainerEventResponse) ProtoMessage() {}
 
 func (x *ContainerEventResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[49]
+	mi := &file_cri_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3116,7 +3160,7 @@ func (x *ContainerEventResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerEventResponse.ProtoReflect.Descriptor instead.
 func (*ContainerEventResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{49}
+	return file_cri_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ContainerEventResponse) GetContainerId() string {
@@ -3183,7 +3227,7 @@ type ContainerStats struct {
 
 func (x *ContainerStats) Reset() {
 	*x = ContainerStats{}
-	mi := &file_cri_proto_msgTypes[50]
+	mi := &file_cri_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3195,7 +3239,7 @@ func (x *ContainerStats) String() string {
 func (*ContainerStats) ProtoMessage() {}
 
 func (x *ContainerStats) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[50]
+	mi := &file_cri_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3208,7 +3252,7 @@ func (x *ContainerStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStats.ProtoReflect.Descriptor instead.
 func (*ContainerStats) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{50}
+	return file_cri_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ContainerStats) GetContainerId() string {
@@ -3276,7 +3320,7 @@ type ImageSpec struct {
 
 func (x *ImageSpec) Reset() {
 	*x = ImageSpec{}
-	mi := &file_cri_proto_msgTypes[51]
+	mi := &file_cri_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3288,7 +3332,7 @@ func (x *ImageSpec) String() string {
 func (*ImageSpec) ProtoMessage() {}
 
 func (x *ImageSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[51]
+	mi := &file_cri_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3301,7 +3345,7 @@ func (x *ImageSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageSpec.ProtoReflect.Descriptor instead.
 func (*ImageSpec) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{51}
+	return file_cri_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ImageSpec) GetImage() string {
@@ -3328,7 +3372,7 @@ type Image struct {
 
 func (x *Image) Reset() {
 	*x = Image{}
-	mi := &file_cri_proto_msgTypes[52]
+	mi := &file_cri_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3340,7 +3384,7 @@ func (x *Image) String() string {
 func (*Image) ProtoMessage() {}
 
 func (x *Image) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[52]
+	mi := &file_cri_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3353,7 +3397,7 @@ func (x *Image) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Image.ProtoReflect.Descriptor instead.
 func (*Image) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{52}
+	return file_cri_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Image) GetId() string {
@@ -3406,7 +3450,7 @@ type ListImagesRequest struct {
 
 func (x *ListImagesRequest) Reset() {
 	*x = ListImagesRequest{}
-	mi := &file_cri_proto_msgTypes[53]
+	mi := &file_cri_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3418,7 +3462,7 @@ func (x *ListImagesRequest) String() string {
 func (*ListImagesRequest) ProtoMessage() {}
 
 func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[53]
+	mi := &file_cri_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3431,7 +3475,7 @@ func (x *ListImagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImagesRequest.ProtoReflect.Descriptor instead.
 func (*ListImagesRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{53}
+	return file_cri_proto_rawDescGZIP(), []int{54}
 }
 
 type ListImagesResponse struct {
@@ -3443,7 +3487,7 @@ type ListImagesResponse struct {
 
 func (x *ListImagesResponse) Reset() {
 	*x = ListImagesResponse{}
-	mi := &file_cri_proto_msgTypes[54]
+	mi := &file_cri_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3455,7 +3499,7 @@ func (x *ListImagesResponse) String() string {
 func (*ListImagesResponse) ProtoMessage() {}
 
 func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[54]
+	mi := &file_cri_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3468,7 +3512,7 @@ func (x *ListImagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListImagesResponse.ProtoReflect.Descriptor instead.
 func (*ListImagesResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{54}
+	return file_cri_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListImagesResponse) GetImages() []*Image {
@@ -3487,7 +3531,7 @@ type ImageStatusRequest struct {
 
 func (x *ImageStatusRequest) Reset() {
 	*x = ImageStatusRequest{}
-	mi := &file_cri_proto_msgTypes[55]
+	mi := &file_cri_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3499,7 +3543,7 @@ func (x *ImageStatusRequest) String() string {
 func (*ImageStatusRequest) ProtoMessage() {}
 
 func (x *ImageStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[55]
+	mi := &file_cri_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3512,7 +3556,7 @@ func (x *ImageStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageStatusRequest.ProtoReflect.Descriptor instead.
 func (*ImageStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{55}
+	return file_cri_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ImageStatusRequest) GetImage() *ImageSpec {
@@ -3532,7 +3576,7 @@ type ImageStatusResponse struct {
 
 func (x *ImageStatusResponse) Reset() {
 	*x = ImageStatusResponse{}
-	mi := &file_cri_proto_msgTypes[56]
+	mi := &file_cri_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3544,7 +3588,7 @@ func (x *ImageStatusResponse) String() string {
 func (*ImageStatusResponse) ProtoMessage() {}
 
 func (x *ImageStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[56]
+	mi := &file_cri_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3557,7 +3601,7 @@ func (x *ImageStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageStatusResponse.ProtoReflect.Descriptor instead.
 func (*ImageStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{56}
+	return file_cri_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ImageStatusResponse) GetImage() *Image {
@@ -3578,7 +3622,7 @@ type PullImageRequest struct {
 
 func (x *PullImageRequest) Reset() {
 	*x = PullImageRequest{}
-	mi := &file_cri_proto_msgTypes[57]
+	mi := &file_cri_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3590,7 +3634,7 @@ func (x *PullImageRequest) String() string {
 func (*PullImageRequest) ProtoMessage() {}
 
 func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[57]
+	mi := &file_cri_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3603,7 +3647,7 @@ func (x *PullImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageRequest.ProtoReflect.Descriptor instead.
 func (*PullImageRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{57}
+	return file_cri_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *PullImageRequest) GetImage() *ImageSpec {
@@ -3629,7 +3673,7 @@ type PullImageResponse struct {
 
 func (x *PullImageResponse) Reset() {
 	*x = PullImageResponse{}
-	mi := &file_cri_proto_msgTypes[58]
+	mi := &file_cri_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3641,7 +3685,7 @@ func (x *PullImageResponse) String() string {
 func (*PullImageResponse) ProtoMessage() {}
 
 func (x *PullImageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[58]
+	mi := &file_cri_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3654,7 +3698,7 @@ func (x *PullImageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullImageResponse.ProtoReflect.Descriptor instead.
 func (*PullImageResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{58}
+	return file_cri_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *PullImageResponse) GetImageRef() string {
@@ -3673,7 +3717,7 @@ type RemoveImageRequest struct {
 
 func (x *RemoveImageRequest) Reset() {
 	*x = RemoveImageRequest{}
-	mi := &file_cri_proto_msgTypes[59]
+	mi := &file_cri_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3685,7 +3729,7 @@ func (x *RemoveImageRequest) String() string {
 func (*RemoveImageRequest) ProtoMessage() {}
 
 func (x *RemoveImageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[59]
+	mi := &file_cri_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3698,7 +3742,7 @@ func (x *RemoveImageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveImageRequest.ProtoReflect.Descriptor instead.
 func (*RemoveImageRequest) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{59}
+	return file_cri_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RemoveImageRequest) GetImage() *ImageSpec {
@@ -3716,7 +3760,7 @@ type RemoveImageResponse struct {
 
 func (x *RemoveImageResponse) Reset() {
 	*x = RemoveImageResponse{}
-	mi := &file_cri_proto_msgTypes[60]
+	mi := &file_cri_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3728,7 +3772,7 @@ func (x *RemoveImageResponse) String() string {
 func (*RemoveImageResponse) ProtoMessage() {}
 
 func (x *RemoveImageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cri_proto_msgTypes[60]
+	mi := &file_cri_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3741,7 +3785,7 @@ func (x *RemoveImageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveImageResponse.ProtoReflect.Descriptor instead.
 func (*RemoveImageResponse) Descriptor() ([]byte, []int) {
-	return file_cri_proto_rawDescGZIP(), []int{60}
+	return file_cri_proto_rawDescGZIP(), []int{61}
 }
 
 var File_cri_proto protoreflect.FileDescriptor
@@ -3941,7 +3985,9 @@ const file_cri_proto_rawDesc = "" +
 	"\x16ContainerStatusRequest\x12!\n" +
 	"\fcontainer_id\x18\x01 \x01(\tR\vcontainerId\"P\n" +
 	"\x17ContainerStatusResponse\x125\n" +
-	"\x06status\x18\x01 \x01(\v2\x1d.minik.cri.v1.ContainerStatusR\x06status\"`\n" +
+	"\x06status\x18\x01 \x01(\v2\x1d.minik.cri.v1.ContainerStatusR\x06status\"Z\n" +
+	"\x1dListContainerStatusesResponse\x129\n" +
+	"\bstatuses\x18\x01 \x03(\v2\x1d.minik.cri.v1.ContainerStatusR\bstatuses\"`\n" +
 	"\x0fExecSyncRequest\x12!\n" +
 	"\fcontainer_id\x18\x01 \x01(\tR\vcontainerId\x12\x10\n" +
 	"\x03cmd\x18\x02 \x03(\tR\x03cmd\x12\x18\n" +
@@ -4048,7 +4094,7 @@ const file_cri_proto_rawDesc = "" +
 	"\x17CONTAINER_CREATED_EVENT\x10\x00\x12\x1b\n" +
 	"\x17CONTAINER_STARTED_EVENT\x10\x01\x12\x1b\n" +
 	"\x17CONTAINER_STOPPED_EVENT\x10\x02\x12\x1b\n" +
-	"\x17CONTAINER_DELETED_EVENT\x10\x032\xbe\r\n" +
+	"\x17CONTAINER_DELETED_EVENT\x10\x032\xab\x0e\n" +
 	"\x0eRuntimeService\x12H\n" +
 	"\aVersion\x12\x1c.minik.cri.v1.VersionRequest\x1a\x1d.minik.cri.v1.VersionResponse\"\x00\x12l\n" +
 	"\x13UpdateRuntimeConfig\x12(.minik.cri.v1.UpdateRuntimeConfigRequest\x1a).minik.cri.v1.UpdateRuntimeConfigResponse\"\x00\x12Z\n" +
@@ -4061,7 +4107,8 @@ const file_cri_proto_rawDesc = "" +
 	"\rStopContainer\x12\".minik.cri.v1.StopContainerRequest\x1a#.minik.cri.v1.StopContainerResponse\"\x00\x12`\n" +
 	"\x0fRemoveContainer\x12$.minik.cri.v1.RemoveContainerRequest\x1a%.minik.cri.v1.RemoveContainerResponse\"\x00\x12]\n" +
 	"\x0eListContainers\x12#.minik.cri.v1.ListContainersRequest\x1a$.minik.cri.v1.ListContainersResponse\"\x00\x12`\n" +
-	"\x0fContainerStatus\x12$.minik.cri.v1.ContainerStatusRequest\x1a%.minik.cri.v1.ContainerStatusResponse\"\x00\x12K\n" +
+	"\x0fContainerStatus\x12$.minik.cri.v1.ContainerStatusRequest\x1a%.minik.cri.v1.ContainerStatusResponse\"\x00\x12k\n" +
+	"\x15ListContainerStatuses\x12#.minik.cri.v1.ListContainersRequest\x1a+.minik.cri.v1.ListContainerStatusesResponse\"\x00\x12K\n" +
 	"\bExecSync\x12\x1d.minik.cri.v1.ExecSyncRequest\x1a\x1e.minik.cri.v1.ExecSyncResponse\"\x00\x12?\n" +
 	"\x04Exec\x12\x17.minik.cri.v1.ExecInput\x1a\x18.minik.cri.v1.ExecOutput\"\x00(\x010\x01\x12A\n" +
 	"\x06Attach\x12\x17.minik.cri.v1.ExecInput\x1a\x18.minik.cri.v1.ExecOutput\"\x00(\x010\x01\x12T\n" +
@@ -4089,7 +4136,7 @@ func file_cri_proto_rawDescGZIP() []byte {
 }
 
 var file_cri_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_cri_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
+var file_cri_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
 var file_cri_proto_goTypes = []any{
 	(PodSandboxState)(0),                  // 0: minik.cri.v1.PodSandboxState
 	(ContainerState)(0),                   // 1: minik.cri.v1.ContainerState
@@ -4130,135 +4177,139 @@ var file_cri_proto_goTypes = []any{
 	(*ContainerStatus)(nil),               // 36: minik.cri.v1.ContainerStatus
 	(*ContainerStatusRequest)(nil),        // 37: minik.cri.v1.ContainerStatusRequest
 	(*ContainerStatusResponse)(nil),       // 38: minik.cri.v1.ContainerStatusResponse
-	(*ExecSyncRequest)(nil),               // 39: minik.cri.v1.ExecSyncRequest
-	(*ExecSyncResponse)(nil),              // 40: minik.cri.v1.ExecSyncResponse
-	(*ExecStart)(nil),                     // 41: minik.cri.v1.ExecStart
-	(*TerminalSize)(nil),                  // 42: minik.cri.v1.TerminalSize
-	(*ExecInput)(nil),                     // 43: minik.cri.v1.ExecInput
-	(*ExecOutput)(nil),                    // 44: minik.cri.v1.ExecOutput
-	(*PortForwardInput)(nil),              // 45: minik.cri.v1.PortForwardInput
-	(*PortForwardOutput)(nil),             // 46: minik.cri.v1.PortForwardOutput
-	(*ReadLogRequest)(nil),                // 47: minik.cri.v1.ReadLogRequest
-	(*LogChunk)(nil),                      // 48: minik.cri.v1.LogChunk
-	(*ListContainerStatsRequest)(nil),     // 49: minik.cri.v1.ListContainerStatsRequest
-	(*ListContainerStatsResponse)(nil),    // 50: minik.cri.v1.ListContainerStatsResponse
-	(*GetEventsRequest)(nil),              // 51: minik.cri.v1.GetEventsRequest
-	(*ContainerEventResponse)(nil),        // 52: minik.cri.v1.ContainerEventResponse
-	(*ContainerStats)(nil),                // 53: minik.cri.v1.ContainerStats
-	(*ImageSpec)(nil),                     // 54: minik.cri.v1.ImageSpec
-	(*Image)(nil),                         // 55: minik.cri.v1.Image
-	(*ListImagesRequest)(nil),             // 56: minik.cri.v1.ListImagesRequest
-	(*ListImagesResponse)(nil),            // 57: minik.cri.v1.ListImagesResponse
-	(*ImageStatusRequest)(nil),            // 58: minik.cri.v1.ImageStatusRequest
-	(*ImageStatusResponse)(nil),           // 59: minik.cri.v1.ImageStatusResponse
-	(*PullImageRequest)(nil),              // 60: minik.cri.v1.PullImageRequest
-	(*PullImageResponse)(nil),             // 61: minik.cri.v1.PullImageResponse
-	(*RemoveImageRequest)(nil),            // 62: minik.cri.v1.RemoveImageRequest
-	(*RemoveImageResponse)(nil),           // 63: minik.cri.v1.RemoveImageResponse
-	nil,                                   // 64: minik.cri.v1.PodSandboxConfig.LabelsEntry
-	nil,                                   // 65: minik.cri.v1.PodSandboxConfig.AnnotationsEntry
-	nil,                                   // 66: minik.cri.v1.PodSandboxConfig.SysctlsEntry
-	nil,                                   // 67: minik.cri.v1.PodSandbox.LabelsEntry
-	nil,                                   // 68: minik.cri.v1.PodSandbox.AnnotationsEntry
-	nil,                                   // 69: minik.cri.v1.ContainerConfig.LabelsEntry
-	nil,                                   // 70: minik.cri.v1.ContainerConfig.AnnotationsEntry
-	nil,                                   // 71: minik.cri.v1.Container.LabelsEntry
-	nil,                                   // 72: minik.cri.v1.Container.AnnotationsEntry
-	nil,                                   // 73: minik.cri.v1.ContainerStatus.LabelsEntry
-	nil,                                   // 74: minik.cri.v1.ContainerStatus.AnnotationsEntry
+	(*ListContainerStatusesResponse)(nil), // 39: minik.cri.v1.ListContainerStatusesResponse
+	(*ExecSyncRequest)(nil),               // 40: minik.cri.v1.ExecSyncRequest
+	(*ExecSyncResponse)(nil),              // 41: minik.cri.v1.ExecSyncResponse
+	(*ExecStart)(nil),                     // 42: minik.cri.v1.ExecStart
+	(*TerminalSize)(nil),                  // 43: minik.cri.v1.TerminalSize
+	(*ExecInput)(nil),                     // 44: minik.cri.v1.ExecInput
+	(*ExecOutput)(nil),                    // 45: minik.cri.v1.ExecOutput
+	(*PortForwardInput)(nil),              // 46: minik.cri.v1.PortForwardInput
+	(*PortForwardOutput)(nil),             // 47: minik.cri.v1.PortForwardOutput
+	(*ReadLogRequest)(nil),                // 48: minik.cri.v1.ReadLogRequest
+	(*LogChunk)(nil),                      // 49: minik.cri.v1.LogChunk
+	(*ListContainerStatsRequest)(nil),     // 50: minik.cri.v1.ListContainerStatsRequest
+	(*ListContainerStatsResponse)(nil),    // 51: minik.cri.v1.ListContainerStatsResponse
+	(*GetEventsRequest)(nil),              // 52: minik.cri.v1.GetEventsRequest
+	(*ContainerEventResponse)(nil),        // 53: minik.cri.v1.ContainerEventResponse
+	(*ContainerStats)(nil),                // 54: minik.cri.v1.ContainerStats
+	(*ImageSpec)(nil),                     // 55: minik.cri.v1.ImageSpec
+	(*Image)(nil),                         // 56: minik.cri.v1.Image
+	(*ListImagesRequest)(nil),             // 57: minik.cri.v1.ListImagesRequest
+	(*ListImagesResponse)(nil),            // 58: minik.cri.v1.ListImagesResponse
+	(*ImageStatusRequest)(nil),            // 59: minik.cri.v1.ImageStatusRequest
+	(*ImageStatusResponse)(nil),           // 60: minik.cri.v1.ImageStatusResponse
+	(*PullImageRequest)(nil),              // 61: minik.cri.v1.PullImageRequest
+	(*PullImageResponse)(nil),             // 62: minik.cri.v1.PullImageResponse
+	(*RemoveImageRequest)(nil),            // 63: minik.cri.v1.RemoveImageRequest
+	(*RemoveImageResponse)(nil),           // 64: minik.cri.v1.RemoveImageResponse
+	nil,                                   // 65: minik.cri.v1.PodSandboxConfig.LabelsEntry
+	nil,                                   // 66: minik.cri.v1.PodSandboxConfig.AnnotationsEntry
+	nil,                                   // 67: minik.cri.v1.PodSandboxConfig.SysctlsEntry
+	nil,                                   // 68: minik.cri.v1.PodSandbox.LabelsEntry
+	nil,                                   // 69: minik.cri.v1.PodSandbox.AnnotationsEntry
+	nil,                                   // 70: minik.cri.v1.ContainerConfig.LabelsEntry
+	nil,                                   // 71: minik.cri.v1.ContainerConfig.AnnotationsEntry
+	nil,                                   // 72: minik.cri.v1.Container.LabelsEntry
+	nil,                                   // 73: minik.cri.v1.Container.AnnotationsEntry
+	nil,                                   // 74: minik.cri.v1.ContainerStatus.LabelsEntry
+	nil,                                   // 75: minik.cri.v1.ContainerStatus.AnnotationsEntry
 }
 var file_cri_proto_depIdxs = []int32{
 	7,  // 0: minik.cri.v1.PodSandboxConfig.metadata:type_name -> minik.cri.v1.PodSandboxMetadata
 	8,  // 1: minik.cri.v1.PodSandboxConfig.port_mappings:type_name -> minik.cri.v1.PortMapping
-	64, // 2: minik.cri.v1.PodSandboxConfig.labels:type_name -> minik.cri.v1.PodSandboxConfig.LabelsEntry
-	65, // 3: minik.cri.v1.PodSandboxConfig.annotations:type_name -> minik.cri.v1.PodSandboxConfig.AnnotationsEntry
-	66, // 4: minik.cri.v1.PodSandboxConfig.sysctls:type_name -> minik.cri.v1.PodSandboxConfig.SysctlsEntry
+	65, // 2: minik.cri.v1.PodSandboxConfig.labels:type_name -> minik.cri.v1.PodSandboxConfig.LabelsEntry
+	66, // 3: minik.cri.v1.PodSandboxConfig.annotations:type_name -> minik.cri.v1.PodSandboxConfig.AnnotationsEntry
+	67, // 4: minik.cri.v1.PodSandboxConfig.sysctls:type_name -> minik.cri.v1.PodSandboxConfig.SysctlsEntry
 	9,  // 5: minik.cri.v1.RunPodSandboxRequest.config:type_name -> minik.cri.v1.PodSandboxConfig
 	7,  // 6: minik.cri.v1.PodSandbox.metadata:type_name -> minik.cri.v1.PodSandboxMetadata
 	0,  // 7: minik.cri.v1.PodSandbox.state:type_name -> minik.cri.v1.PodSandboxState
-	67, // 8: minik.cri.v1.PodSandbox.labels:type_name -> minik.cri.v1.PodSandbox.LabelsEntry
-	68, // 9: minik.cri.v1.PodSandbox.annotations:type_name -> minik.cri.v1.PodSandbox.AnnotationsEntry
+	68, // 8: minik.cri.v1.PodSandbox.labels:type_name -> minik.cri.v1.PodSandbox.LabelsEntry
+	69, // 9: minik.cri.v1.PodSandbox.annotations:type_name -> minik.cri.v1.PodSandbox.AnnotationsEntry
 	16, // 10: minik.cri.v1.ListPodSandboxResponse.items:type_name -> minik.cri.v1.PodSandbox
 	19, // 11: minik.cri.v1.ContainerConfig.metadata:type_name -> minik.cri.v1.ContainerMetadata
 	20, // 12: minik.cri.v1.ContainerConfig.envs:type_name -> minik.cri.v1.KeyValue
 	21, // 13: minik.cri.v1.ContainerConfig.mounts:type_name -> minik.cri.v1.Mount
-	69, // 14: minik.cri.v1.ContainerConfig.labels:type_name -> minik.cri.v1.ContainerConfig.LabelsEntry
-	70, // 15: minik.cri.v1.ContainerConfig.annotations:type_name -> minik.cri.v1.ContainerConfig.AnnotationsEntry
+	70, // 14: minik.cri.v1.ContainerConfig.labels:type_name -> minik.cri.v1.ContainerConfig.LabelsEntry
+	71, // 15: minik.cri.v1.ContainerConfig.annotations:type_name -> minik.cri.v1.ContainerConfig.AnnotationsEntry
 	22, // 16: minik.cri.v1.ContainerConfig.resources:type_name -> minik.cri.v1.LinuxContainerResources
 	23, // 17: minik.cri.v1.ContainerConfig.security_context:type_name -> minik.cri.v1.LinuxContainerSecurityContext
 	24, // 18: minik.cri.v1.CreateContainerRequest.config:type_name -> minik.cri.v1.ContainerConfig
 	9,  // 19: minik.cri.v1.CreateContainerRequest.sandbox_config:type_name -> minik.cri.v1.PodSandboxConfig
 	19, // 20: minik.cri.v1.Container.metadata:type_name -> minik.cri.v1.ContainerMetadata
 	1,  // 21: minik.cri.v1.Container.state:type_name -> minik.cri.v1.ContainerState
-	71, // 22: minik.cri.v1.Container.labels:type_name -> minik.cri.v1.Container.LabelsEntry
-	72, // 23: minik.cri.v1.Container.annotations:type_name -> minik.cri.v1.Container.AnnotationsEntry
+	72, // 22: minik.cri.v1.Container.labels:type_name -> minik.cri.v1.Container.LabelsEntry
+	73, // 23: minik.cri.v1.Container.annotations:type_name -> minik.cri.v1.Container.AnnotationsEntry
 	33, // 24: minik.cri.v1.ListContainersResponse.containers:type_name -> minik.cri.v1.Container
 	19, // 25: minik.cri.v1.ContainerStatus.metadata:type_name -> minik.cri.v1.ContainerMetadata
 	1,  // 26: minik.cri.v1.ContainerStatus.state:type_name -> minik.cri.v1.ContainerState
-	73, // 27: minik.cri.v1.ContainerStatus.labels:type_name -> minik.cri.v1.ContainerStatus.LabelsEntry
-	74, // 28: minik.cri.v1.ContainerStatus.annotations:type_name -> minik.cri.v1.ContainerStatus.AnnotationsEntry
+	74, // 27: minik.cri.v1.ContainerStatus.labels:type_name -> minik.cri.v1.ContainerStatus.LabelsEntry
+	75, // 28: minik.cri.v1.ContainerStatus.annotations:type_name -> minik.cri.v1.ContainerStatus.AnnotationsEntry
 	36, // 29: minik.cri.v1.ContainerStatusResponse.status:type_name -> minik.cri.v1.ContainerStatus
-	41, // 30: minik.cri.v1.ExecInput.start:type_name -> minik.cri.v1.ExecStart
-	42, // 31: minik.cri.v1.ExecInput.resize:type_name -> minik.cri.v1.TerminalSize
-	53, // 32: minik.cri.v1.ListContainerStatsResponse.stats:type_name -> minik.cri.v1.ContainerStats
-	2,  // 33: minik.cri.v1.ContainerEventResponse.container_event_type:type_name -> minik.cri.v1.ContainerEventType
-	7,  // 34: minik.cri.v1.ContainerEventResponse.pod_sandbox_metadata:type_name -> minik.cri.v1.PodSandboxMetadata
-	55, // 35: minik.cri.v1.ListImagesResponse.images:type_name -> minik.cri.v1.Image
-	54, // 36: minik.cri.v1.ImageStatusRequest.image:type_name -> minik.cri.v1.ImageSpec
-	55, // 37: minik.cri.v1.ImageStatusResponse.image:type_name -> minik.cri.v1.Image
-	54, // 38: minik.cri.v1.PullImageRequest.image:type_name -> minik.cri.v1.ImageSpec
-	54, // 39: minik.cri.v1.RemoveImageRequest.image:type_name -> minik.cri.v1.ImageSpec
-	3,  // 40: minik.cri.v1.RuntimeService.Version:input_type -> minik.cri.v1.VersionRequest
-	5,  // 41: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:input_type -> minik.cri.v1.UpdateRuntimeConfigRequest
-	10, // 42: minik.cri.v1.RuntimeService.RunPodSandbox:input_type -> minik.cri.v1.RunPodSandboxRequest
-	12, // 43: minik.cri.v1.RuntimeService.StopPodSandbox:input_type -> minik.cri.v1.StopPodSandboxRequest
-	14, // 44: minik.cri.v1.RuntimeService.RemovePodSandbox:input_type -> minik.cri.v1.RemovePodSandboxRequest
-	17, // 45: minik.cri.v1.RuntimeService.ListPodSandbox:input_type -> minik.cri.v1.ListPodSandboxRequest
-	25, // 46: minik.cri.v1.RuntimeService.CreateContainer:input_type -> minik.cri.v1.CreateContainerRequest
-	27, // 47: minik.cri.v1.RuntimeService.StartContainer:input_type -> minik.cri.v1.StartContainerRequest
-	29, // 48: minik.cri.v1.RuntimeService.StopContainer:input_type -> minik.cri.v1.StopContainerRequest
-	31, // 49: minik.cri.v1.RuntimeService.RemoveContainer:input_type -> minik.cri.v1.RemoveContainerRequest
-	34, // 50: minik.cri.v1.RuntimeService.ListContainers:input_type -> minik.cri.v1.ListContainersRequest
-	37, // 51: minik.cri.v1.RuntimeService.ContainerStatus:input_type -> minik.cri.v1.ContainerStatusRequest
-	39, // 52: minik.cri.v1.RuntimeService.ExecSync:input_type -> minik.cri.v1.ExecSyncRequest
-	43, // 53: minik.cri.v1.RuntimeService.Exec:input_type -> minik.cri.v1.ExecInput
-	43, // 54: minik.cri.v1.RuntimeService.Attach:input_type -> minik.cri.v1.ExecInput
-	45, // 55: minik.cri.v1.RuntimeService.PortForward:input_type -> minik.cri.v1.PortForwardInput
-	47, // 56: minik.cri.v1.RuntimeService.ReadLog:input_type -> minik.cri.v1.ReadLogRequest
-	49, // 57: minik.cri.v1.RuntimeService.ListContainerStats:input_type -> minik.cri.v1.ListContainerStatsRequest
-	51, // 58: minik.cri.v1.RuntimeService.GetContainerEvents:input_type -> minik.cri.v1.GetEventsRequest
-	56, // 59: minik.cri.v1.ImageService.ListImages:input_type -> minik.cri.v1.ListImagesRequest
-	58, // 60: minik.cri.v1.ImageService.ImageStatus:input_type -> minik.cri.v1.ImageStatusRequest
-	60, // 61: minik.cri.v1.ImageService.PullImage:input_type -> minik.cri.v1.PullImageRequest
-	62, // 62: minik.cri.v1.ImageService.RemoveImage:input_type -> minik.cri.v1.RemoveImageRequest
-	4,  // 63: minik.cri.v1.RuntimeService.Version:output_type -> minik.cri.v1.VersionResponse
-	6,  // 64: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:output_type -> minik.cri.v1.UpdateRuntimeConfigResponse
-	11, // 65: minik.cri.v1.RuntimeService.RunPodSandbox:output_type -> minik.cri.v1.RunPodSandboxResponse
-	13, // 66: minik.cri.v1.RuntimeService.StopPodSandbox:output_type -> minik.cri.v1.StopPodSandboxResponse
-	15, // 67: minik.cri.v1.RuntimeService.RemovePodSandbox:output_type -> minik.cri.v1.RemovePodSandboxResponse
-	18, // 68: minik.cri.v1.RuntimeService.ListPodSandbox:output_type -> minik.cri.v1.ListPodSandboxResponse
-	26, // 69: minik.cri.v1.RuntimeService.CreateContainer:output_type -> minik.cri.v1.CreateContainerResponse
-	28, // 70: minik.cri.v1.RuntimeService.StartContainer:output_type -> minik.cri.v1.StartContainerResponse
-	30, // 71: minik.cri.v1.RuntimeService.StopContainer:output_type -> minik.cri.v1.StopContainerResponse
-	32, // 72: minik.cri.v1.RuntimeService.RemoveContainer:output_type -> minik.cri.v1.RemoveContainerResponse
-	35, // 73: minik.cri.v1.RuntimeService.ListContainers:output_type -> minik.cri.v1.ListContainersResponse
-	38, // 74: minik.cri.v1.RuntimeService.ContainerStatus:output_type -> minik.cri.v1.ContainerStatusResponse
-	40, // 75: minik.cri.v1.RuntimeService.ExecSync:output_type -> minik.cri.v1.ExecSyncResponse
-	44, // 76: minik.cri.v1.RuntimeService.Exec:output_type -> minik.cri.v1.ExecOutput
-	44, // 77: minik.cri.v1.RuntimeService.Attach:output_type -> minik.cri.v1.ExecOutput
-	46, // 78: minik.cri.v1.RuntimeService.PortForward:output_type -> minik.cri.v1.PortForwardOutput
-	48, // 79: minik.cri.v1.RuntimeService.ReadLog:output_type -> minik.cri.v1.LogChunk
-	50, // 80: minik.cri.v1.RuntimeService.ListContainerStats:output_type -> minik.cri.v1.ListContainerStatsResponse
-	52, // 81: minik.cri.v1.RuntimeService.GetContainerEvents:output_type -> minik.cri.v1.ContainerEventResponse
-	57, // 82: minik.cri.v1.ImageService.ListImages:output_type -> minik.cri.v1.ListImagesResponse
-	59, // 83: minik.cri.v1.ImageService.ImageStatus:output_type -> minik.cri.v1.ImageStatusResponse
-	61, // 84: minik.cri.v1.ImageService.PullImage:output_type -> minik.cri.v1.PullImageResponse
-	63, // 85: minik.cri.v1.ImageService.RemoveImage:output_type -> minik.cri.v1.RemoveImageResponse
-	63, // [63:86] is the sub-list for method output_type
-	40, // [40:63] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	36, // 30: minik.cri.v1.ListContainerStatusesResponse.statuses:type_name -> minik.cri.v1.ContainerStatus
+	42, // 31: minik.cri.v1.ExecInput.start:type_name -> minik.cri.v1.ExecStart
+	43, // 32: minik.cri.v1.ExecInput.resize:type_name -> minik.cri.v1.TerminalSize
+	54, // 33: minik.cri.v1.ListContainerStatsResponse.stats:type_name -> minik.cri.v1.ContainerStats
+	2,  // 34: minik.cri.v1.ContainerEventResponse.container_event_type:type_name -> minik.cri.v1.ContainerEventType
+	7,  // 35: minik.cri.v1.ContainerEventResponse.pod_sandbox_metadata:type_name -> minik.cri.v1.PodSandboxMetadata
+	56, // 36: minik.cri.v1.ListImagesResponse.images:type_name -> minik.cri.v1.Image
+	55, // 37: minik.cri.v1.ImageStatusRequest.image:type_name -> minik.cri.v1.ImageSpec
+	56, // 38: minik.cri.v1.ImageStatusResponse.image:type_name -> minik.cri.v1.Image
+	55, // 39: minik.cri.v1.PullImageRequest.image:type_name -> minik.cri.v1.ImageSpec
+	55, // 40: minik.cri.v1.RemoveImageRequest.image:type_name -> minik.cri.v1.ImageSpec
+	3,  // 41: minik.cri.v1.RuntimeService.Version:input_type -> minik.cri.v1.VersionRequest
+	5,  // 42: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:input_type -> minik.cri.v1.UpdateRuntimeConfigRequest
+	10, // 43: minik.cri.v1.RuntimeService.RunPodSandbox:input_type -> minik.cri.v1.RunPodSandboxRequest
+	12, // 44: minik.cri.v1.RuntimeService.StopPodSandbox:input_type -> minik.cri.v1.StopPodSandboxRequest
+	14, // 45: minik.cri.v1.RuntimeService.RemovePodSandbox:input_type -> minik.cri.v1.RemovePodSandboxRequest
+	17, // 46: minik.cri.v1.RuntimeService.ListPodSandbox:input_type -> minik.cri.v1.ListPodSandboxRequest
+	25, // 47: minik.cri.v1.RuntimeService.CreateContainer:input_type -> minik.cri.v1.CreateContainerRequest
+	27, // 48: minik.cri.v1.RuntimeService.StartContainer:input_type -> minik.cri.v1.StartContainerRequest
+	29, // 49: minik.cri.v1.RuntimeService.StopContainer:input_type -> minik.cri.v1.StopContainerRequest
+	31, // 50: minik.cri.v1.RuntimeService.RemoveContainer:input_type -> minik.cri.v1.RemoveContainerRequest
+	34, // 51: minik.cri.v1.RuntimeService.ListContainers:input_type -> minik.cri.v1.ListContainersRequest
+	37, // 52: minik.cri.v1.RuntimeService.ContainerStatus:input_type -> minik.cri.v1.ContainerStatusRequest
+	34, // 53: minik.cri.v1.RuntimeService.ListContainerStatuses:input_type -> minik.cri.v1.ListContainersRequest
+	40, // 54: minik.cri.v1.RuntimeService.ExecSync:input_type -> minik.cri.v1.ExecSyncRequest
+	44, // 55: minik.cri.v1.RuntimeService.Exec:input_type -> minik.cri.v1.ExecInput
+	44, // 56: minik.cri.v1.RuntimeService.Attach:input_type -> minik.cri.v1.ExecInput
+	46, // 57: minik.cri.v1.RuntimeService.PortForward:input_type -> minik.cri.v1.PortForwardInput
+	48, // 58: minik.cri.v1.RuntimeService.ReadLog:input_type -> minik.cri.v1.ReadLogRequest
+	50, // 59: minik.cri.v1.RuntimeService.ListContainerStats:input_type -> minik.cri.v1.ListContainerStatsRequest
+	52, // 60: minik.cri.v1.RuntimeService.GetContainerEvents:input_type -> minik.cri.v1.GetEventsRequest
+	57, // 61: minik.cri.v1.ImageService.ListImages:input_type -> minik.cri.v1.ListImagesRequest
+	59, // 62: minik.cri.v1.ImageService.ImageStatus:input_type -> minik.cri.v1.ImageStatusRequest
+	61, // 63: minik.cri.v1.ImageService.PullImage:input_type -> minik.cri.v1.PullImageRequest
+	63, // 64: minik.cri.v1.ImageService.RemoveImage:input_type -> minik.cri.v1.RemoveImageRequest
+	4,  // 65: minik.cri.v1.RuntimeService.Version:output_type -> minik.cri.v1.VersionResponse
+	6,  // 66: minik.cri.v1.RuntimeService.UpdateRuntimeConfig:output_type -> minik.cri.v1.UpdateRuntimeConfigResponse
+	11, // 67: minik.cri.v1.RuntimeService.RunPodSandbox:output_type -> minik.cri.v1.RunPodSandboxResponse
+	13, // 68: minik.cri.v1.RuntimeService.StopPodSandbox:output_type -> minik.cri.v1.StopPodSandboxResponse
+	15, // 69: minik.cri.v1.RuntimeService.RemovePodSandbox:output_type -> minik.cri.v1.RemovePodSandboxResponse
+	18, // 70: minik.cri.v1.RuntimeService.ListPodSandbox:output_type -> minik.cri.v1.ListPodSandboxResponse
+	26, // 71: minik.cri.v1.RuntimeService.CreateContainer:output_type -> minik.cri.v1.CreateContainerResponse
+	28, // 72: minik.cri.v1.RuntimeService.StartContainer:output_type -> minik.cri.v1.StartContainerResponse
+	30, // 73: minik.cri.v1.RuntimeService.StopContainer:output_type -> minik.cri.v1.StopContainerResponse
+	32, // 74: minik.cri.v1.RuntimeService.RemoveContainer:output_type -> minik.cri.v1.RemoveContainerResponse
+	35, // 75: minik.cri.v1.RuntimeService.ListContainers:output_type -> minik.cri.v1.ListContainersResponse
+	38, // 76: minik.cri.v1.RuntimeService.ContainerStatus:output_type -> minik.cri.v1.ContainerStatusResponse
+	39, // 77: minik.cri.v1.RuntimeService.ListContainerStatuses:output_type -> minik.cri.v1.ListContainerStatusesResponse
+	41, // 78: minik.cri.v1.RuntimeService.ExecSync:output_type -> minik.cri.v1.ExecSyncResponse
+	45, // 79: minik.cri.v1.RuntimeService.Exec:output_type -> minik.cri.v1.ExecOutput
+	45, // 80: minik.cri.v1.RuntimeService.Attach:output_type -> minik.cri.v1.ExecOutput
+	47, // 81: minik.cri.v1.RuntimeService.PortForward:output_type -> minik.cri.v1.PortForwardOutput
+	49, // 82: minik.cri.v1.RuntimeService.ReadLog:output_type -> minik.cri.v1.LogChunk
+	51, // 83: minik.cri.v1.RuntimeService.ListContainerStats:output_type -> minik.cri.v1.ListContainerStatsResponse
+	53, // 84: minik.cri.v1.RuntimeService.GetContainerEvents:output_type -> minik.cri.v1.ContainerEventResponse
+	58, // 85: minik.cri.v1.ImageService.ListImages:output_type -> minik.cri.v1.ListImagesResponse
+	60, // 86: minik.cri.v1.ImageService.ImageStatus:output_type -> minik.cri.v1.ImageStatusResponse
+	62, // 87: minik.cri.v1.ImageService.PullImage:output_type -> minik.cri.v1.PullImageResponse
+	64, // 88: minik.cri.v1.ImageService.RemoveImage:output_type -> minik.cri.v1.RemoveImageResponse
+	65, // [65:89] is the sub-list for method output_type
+	41, // [41:65] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_cri_proto_init() }
@@ -4272,7 +4323,7 @@ func file_cri_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cri_proto_rawDesc), len(file_cri_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   72,
+			NumMessages:   73,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -23,25 +23,26 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RuntimeService_Version_FullMethodName             = "/minik.cri.v1.RuntimeService/Version"
-	RuntimeService_UpdateRuntimeConfig_FullMethodName = "/minik.cri.v1.RuntimeService/UpdateRuntimeConfig"
-	RuntimeService_RunPodSandbox_FullMethodName       = "/minik.cri.v1.RuntimeService/RunPodSandbox"
-	RuntimeService_StopPodSandbox_FullMethodName      = "/minik.cri.v1.RuntimeService/StopPodSandbox"
-	RuntimeService_RemovePodSandbox_FullMethodName    = "/minik.cri.v1.RuntimeService/RemovePodSandbox"
-	RuntimeService_ListPodSandbox_FullMethodName      = "/minik.cri.v1.RuntimeService/ListPodSandbox"
-	RuntimeService_CreateContainer_FullMethodName     = "/minik.cri.v1.RuntimeService/CreateContainer"
-	RuntimeService_StartContainer_FullMethodName      = "/minik.cri.v1.RuntimeService/StartContainer"
-	RuntimeService_StopContainer_FullMethodName       = "/minik.cri.v1.RuntimeService/StopContainer"
-	RuntimeService_RemoveContainer_FullMethodName     = "/minik.cri.v1.RuntimeService/RemoveContainer"
-	RuntimeService_ListContainers_FullMethodName      = "/minik.cri.v1.RuntimeService/ListContainers"
-	RuntimeService_ContainerStatus_FullMethodName     = "/minik.cri.v1.RuntimeService/ContainerStatus"
-	RuntimeService_ExecSync_FullMethodName            = "/minik.cri.v1.RuntimeService/ExecSync"
-	RuntimeService_Exec_FullMethodName                = "/minik.cri.v1.RuntimeService/Exec"
-	RuntimeService_Attach_FullMethodName              = "/minik.cri.v1.RuntimeService/Attach"
-	RuntimeService_PortForward_FullMethodName         = "/minik.cri.v1.RuntimeService/PortForward"
-	RuntimeService_ReadLog_FullMethodName             = "/minik.cri.v1.RuntimeService/ReadLog"
-	RuntimeService_ListContainerStats_FullMethodName  = "/minik.cri.v1.RuntimeService/ListContainerStats"
-	RuntimeService_GetContainerEvents_FullMethodName  = "/minik.cri.v1.RuntimeService/GetContainerEvents"
+	RuntimeService_Version_FullMethodName               = "/minik.cri.v1.RuntimeService/Version"
+	RuntimeService_UpdateRuntimeConfig_FullMethodName   = "/minik.cri.v1.RuntimeService/UpdateRuntimeConfig"
+	RuntimeService_RunPodSandbox_FullMethodName         = "/minik.cri.v1.RuntimeService/RunPodSandbox"
+	RuntimeService_StopPodSandbox_FullMethodName        = "/minik.cri.v1.RuntimeService/StopPodSandbox"
+	RuntimeService_RemovePodSandbox_FullMethodName      = "/minik.cri.v1.RuntimeService/RemovePodSandbox"
+	RuntimeService_ListPodSandbox_FullMethodName        = "/minik.cri.v1.RuntimeService/ListPodSandbox"
+	RuntimeService_CreateContainer_FullMethodName       = "/minik.cri.v1.RuntimeService/CreateContainer"
+	RuntimeService_StartContainer_FullMethodName        = "/minik.cri.v1.RuntimeService/StartContainer"
+	RuntimeService_StopContainer_FullMethodName         = "/minik.cri.v1.RuntimeService/StopContainer"
+	RuntimeService_RemoveContainer_FullMethodName       = "/minik.cri.v1.RuntimeService/RemoveContainer"
+	RuntimeService_ListContainers_FullMethodName        = "/minik.cri.v1.RuntimeService/ListContainers"
+	RuntimeService_ContainerStatus_FullMethodName       = "/minik.cri.v1.RuntimeService/ContainerStatus"
+	RuntimeService_ListContainerStatuses_FullMethodName = "/minik.cri.v1.RuntimeService/ListContainerStatuses"
+	RuntimeService_ExecSync_FullMethodName              = "/minik.cri.v1.RuntimeService/ExecSync"
+	RuntimeService_Exec_FullMethodName                  = "/minik.cri.v1.RuntimeService/Exec"
+	RuntimeService_Attach_FullMethodName                = "/minik.cri.v1.RuntimeService/Attach"
+	RuntimeService_PortForward_FullMethodName           = "/minik.cri.v1.RuntimeService/PortForward"
+	RuntimeService_ReadLog_FullMethodName               = "/minik.cri.v1.RuntimeService/ReadLog"
+	RuntimeService_ListContainerStats_FullMethodName    = "/minik.cri.v1.RuntimeService/ListContainerStats"
+	RuntimeService_GetContainerEvents_FullMethodName    = "/minik.cri.v1.RuntimeService/GetContainerEvents"
 )
 
 // RuntimeServiceClient is the client API for RuntimeService service.
@@ -63,6 +64,11 @@ type RuntimeServiceClient interface {
 	RemoveContainer(ctx context.Context, in *RemoveContainerRequest, opts ...grpc.CallOption) (*RemoveContainerResponse, error)
 	ListContainers(ctx context.Context, in *ListContainersRequest, opts ...grpc.CallOption) (*ListContainersResponse, error)
 	ContainerStatus(ctx context.Context, in *ContainerStatusRequest, opts ...grpc.CallOption) (*ContainerStatusResponse, error)
+	// ListContainerStatuses returns the full status of each container of a
+	// sandbox (every container when pod_sandbox_id is empty) in one call,
+	// where ListContainers and a ContainerStatus per container would read
+	// each container twice (upstream's CRI gives them in PodSandboxStatus).
+	ListContainerStatuses(ctx context.Context, in *ListContainersRequest, opts ...grpc.CallOption) (*ListContainerStatusesResponse, error)
 	// ExecSync runs a command in a running container (exec probes).
 	ExecSync(ctx context.Context, in *ExecSyncRequest, opts ...grpc.CallOption) (*ExecSyncResponse, error)
 	// Exec runs a command in a running container with its input and output
@@ -221,6 +227,16 @@ func (c *runtimeServiceClient) ContainerStatus(ctx context.Context, in *Containe
 	return out, nil
 }
 
+func (c *runtimeServiceClient) ListContainerStatuses(ctx context.Context, in *ListContainersRequest, opts ...grpc.CallOption) (*ListContainerStatusesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListContainerStatusesResponse)
+	err := c.cc.Invoke(ctx, RuntimeService_ListContainerStatuses_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *runtimeServiceClient) ExecSync(ctx context.Context, in *ExecSyncRequest, opts ...grpc.CallOption) (*ExecSyncResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ExecSyncResponse)
@@ -337,6 +353,11 @@ type RuntimeServiceServer interface {
 	RemoveContainer(context.Context, *RemoveContainerRequest) (*RemoveContainerResponse, error)
 	ListContainers(context.Context, *ListContainersRequest) (*ListContainersResponse, error)
 	ContainerStatus(context.Context, *ContainerStatusRequest) (*ContainerStatusResponse, error)
+	// ListContainerStatuses returns the full status of each container of a
+	// sandbox (every container when pod_sandbox_id is empty) in one call,
+	// where ListContainers and a ContainerStatus per container would read
+	// each container twice (upstream's CRI gives them in PodSandboxStatus).
+	ListContainerStatuses(context.Context, *ListContainersRequest) (*ListContainerStatusesResponse, error)
 	// ExecSync runs a command in a running container (exec probes).
 	ExecSync(context.Context, *ExecSyncRequest) (*ExecSyncResponse, error)
 	// Exec runs a command in a running container with its input and output
@@ -410,6 +431,9 @@ func (UnimplementedRuntimeServiceServer) ListContainers(context.Context, *ListCo
 }
 func (UnimplementedRuntimeServiceServer) ContainerStatus(context.Context, *ContainerStatusRequest) (*ContainerStatusResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ContainerStatus not implemented")
+}
+func (UnimplementedRuntimeServiceServer) ListContainerStatuses(context.Context, *ListContainersRequest) (*ListContainerStatusesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListContainerStatuses not implemented")
 }
 func (UnimplementedRuntimeServiceServer) ExecSync(context.Context, *ExecSyncRequest) (*ExecSyncResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ExecSync not implemented")
@@ -669,6 +693,24 @@ func _RuntimeService_ContainerStatus_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RuntimeService_ListContainerStatuses_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListContainersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RuntimeServiceServer).ListContainerStatuses(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RuntimeService_ListContainerStatuses_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RuntimeServiceServer).ListContainerStatuses(ctx, req.(*ListContainersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _RuntimeService_ExecSync_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ExecSyncRequest)
 	if err := dec(in); err != nil {
@@ -802,6 +844,10 @@ var RuntimeService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ContainerStatus",
 			Handler:    _RuntimeService_ContainerStatus_Handler,
+		},
+		{
+			MethodName: "ListContainerStatuses",
+			Handler:    _RuntimeService_ListContainerStatuses_Handler,
 		},
 		{
 			MethodName: "ExecSync",

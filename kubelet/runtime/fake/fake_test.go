@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"minik/kubelet/runtime"
 	"minik/kubelet/runtime/conformance"
 	"minik/kubelet/runtime/fake"
@@ -97,5 +99,56 @@ func TestEvents(t *testing.T) {
 				t.Errorf("after EndEventStreams: event %+v, want the stream's end", ev)
 			}
 		})
+	}
+}
+
+// oldServer is a mini-CRI server from before ListContainerStatuses: it
+// answers the listing and each status, and Unimplemented to the rest.
+type oldServer struct {
+	cri.UnimplementedRuntimeServiceServer
+	rt *fake.Runtime
+}
+
+func (s oldServer) ListContainers(ctx context.Context, req *cri.ListContainersRequest) (*cri.ListContainersResponse, error) {
+	cs, err := s.rt.ListContainers(ctx, req.PodSandboxId)
+	return &cri.ListContainersResponse{Containers: cs}, err
+}
+
+func (s oldServer) ContainerStatus(ctx context.Context, req *cri.ContainerStatusRequest) (*cri.ContainerStatusResponse, error) {
+	st, err := s.rt.ContainerStatus(ctx, req.ContainerId)
+	return &cri.ContainerStatusResponse{Status: st}, err
+}
+
+// TestContainerStatusesFromAnOlderServer: a server without the one call
+// is asked for the listing and each status instead.
+func TestContainerStatusesFromAnOlderServer(t *testing.T) {
+	ctx := context.Background()
+	rt := newFake()
+	sbCfg := &cri.PodSandboxConfig{Metadata: &cri.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "u"}, LogDirectory: t.TempDir()}
+	sb, err := rt.RunPodSandbox(ctx, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := rt.CreateContainer(ctx, sb, &cri.ContainerConfig{Metadata: &cri.ContainerMetadata{Name: "c"}, Image: "busybox", LogPath: "c/0.log"}, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "cri.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	cri.RegisterRuntimeServiceServer(s, oldServer{rt: rt})
+	go s.Serve(l)
+	defer s.Stop()
+	r, err := runtime.Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	sts, err := runtime.ContainerStatuses(ctx, r, sb)
+	if err != nil || len(sts) != 1 || sts[0].Id != id {
+		t.Fatalf("statuses %v, %v; want the one of %s", sts, err, id)
 	}
 }
