@@ -58,7 +58,7 @@ func upCommand() *cobra.Command {
 	host, _ := os.Hostname()
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Run a whole cluster in this process: embedded etcd, apiserver, scheduler, controller and kubelets",
+		Short: "Run a whole cluster in this process: embedded etcd, apiserver, scheduler, controller, kubelets, node proxy, cluster DNS (and the live view when asked)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("dns") {

@@ -33,7 +33,8 @@ import (
 	"minik/internal/testcluster"
 )
 
-// env is one cluster shared by the tests of a run.
+// env is one cluster, started by each Test function that needs one and
+// shared by its subtests.
 type env struct {
 	c       *testcluster.Cluster
 	cs      *kubernetes.Clientset

@@ -1,6 +1,8 @@
 // Package containerd is the Runtime that runs pods in containerd: one
-// containerd namespace per node; a sandbox is a network namespace made by
-// the CNI bridge plugin (no pause container); each container is a
+// containerd namespace per node; a sandbox is a network namespace whose
+// eth0 is a veth on the node's bridge, made in-process with netlink
+// (bridge.go; CNI's portmap only for hostPorts), with no pause container;
+// each container is a
 // containerd container with a runc task whose output goes to a log file.
 package containerd
 

@@ -16,7 +16,7 @@ import (
 //	host              the whole machine (/proc/stat)
 //	up                minik up: apiserver and etcd
 //	kubelet           the kubelet process itself
-//	kubelet_children  what the kubelet ran and reaped: CNI plugins
+//	kubelet_children  what the kubelet ran and reaped: CNI's portmap for hostPorts (pods here have none)
 //	containerd        the containerd daemon and the `shim start` runs it reaps
 //	shims             the node's shims and what they reaped: runc
 //

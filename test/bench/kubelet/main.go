@@ -10,7 +10,7 @@
 //	                   per pod from the first create to the last pod Running;
 //	                   the other *_cpu_ms_per_pod split it (cpu.go): minik up
 //	                   (apiserver, etcd), the kubelet, what the kubelet ran
-//	                   (CNI plugins), containerd, and the shims with the runc
+//	                   (CNI's portmap, for hostPorts only), containerd, and the shims with the runc
 //	                   runs they made.
 //	kubelet_idle_rss   the kubelet process's resident memory (VmRSS) once it
 //	                   has idled a few seconds with 10 pods running, then
@@ -154,7 +154,7 @@ func (p *proc) stop() {
 
 // hostBusy is the CPU time the whole machine has spent outside idle and
 // iowait since boot (/proc/stat), so the bench can say what a pod costs
-// in all: kubelet, apiserver, containerd, shims, runc, CNI plugins.
+// in all: kubelet, apiserver, containerd, shims, runc.
 func hostBusy() time.Duration {
 	data, _ := os.ReadFile("/proc/stat")
 	line, _, _ := strings.Cut(string(data), "\n")
