@@ -130,8 +130,8 @@ func EnsureKernel(log *slog.Logger) error {
 	return nil
 }
 
-// User is the API user the proxy runs as; it reads services,
-// endpointslices and nodes.
+// User is the API user the proxy (and the host-gw route agent) runs as;
+// it reads services, endpointslices and nodes.
 const User = "system:kube-proxy"
 
 // DeleteTable deletes the proxy's table from the kernel, if present (for

@@ -10,6 +10,7 @@ import (
 
 	"minik/client/kubeconfig"
 	"minik/internal/pki"
+	"minik/proxy"
 )
 
 // certsCommand issues (once) the certificates of a control plane that runs
@@ -170,7 +171,7 @@ func writeClusterLayout(out string, l clusterLayout) error {
 		if err := writeKC(dir, "kubelet.kubeconfig", pki.NodeUser(name), []string{pki.NodesGroup}, l.Server); err != nil {
 			return err
 		}
-		if err := writeKC(dir, "proxy.kubeconfig", pki.ProxyUser, nil, l.Server); err != nil {
+		if err := writeKC(dir, "proxy.kubeconfig", proxy.User, nil, l.Server); err != nil {
 			return err
 		}
 		if _, _, err := ca.EnsureServing(dir, "kubelet", []string{name, ip}); err != nil {

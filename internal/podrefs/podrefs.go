@@ -6,6 +6,8 @@ package podrefs
 
 import (
 	corev1 "k8s.io/api/core/v1"
+
+	"minik/internal/volumeutil"
 )
 
 // Ref names an object of the pod's namespace by its resource
@@ -53,10 +55,8 @@ func Of(pod *corev1.Pod) []Ref {
 			add("secrets", v.Secret.SecretName)
 		case v.ConfigMap != nil:
 			add("configmaps", v.ConfigMap.Name)
-		case v.PersistentVolumeClaim != nil:
-			add("persistentvolumeclaims", v.PersistentVolumeClaim.ClaimName)
-		case v.Ephemeral != nil:
-			add("persistentvolumeclaims", pod.Name+"-"+v.Name)
+		case v.PersistentVolumeClaim != nil, v.Ephemeral != nil:
+			add("persistentvolumeclaims", volumeutil.ClaimVolumeName(pod, &v))
 		case v.Projected != nil:
 			for _, src := range v.Projected.Sources {
 				if src.Secret != nil {
