@@ -1,7 +1,7 @@
 // Package st holds small builders for scheduler tests:
 //
-//	st.MakePod().Name("web").Label("app", "web").Req("500m", "1Gi").Obj()
-//	st.MakeNode().Name("n1").Label("zone", "a").Capacity("4", "8Gi").Obj()
+//	st.MakePod().Name("web").Label("app", "web").Req("cpu", "500m", "memory", "1Gi").Obj()
+//	st.MakeNode().Name("n1").Label("zone", "a").Capacity("cpu", "4", "memory", "8Gi").Obj()
 package st
 
 import (
@@ -79,7 +79,7 @@ func (p *PodWrapper) Owner(uid string) *PodWrapper {
 // Image sets the first container's image.
 func (p *PodWrapper) Image(img string) *PodWrapper { p.Spec.Containers[0].Image = img; return p }
 
-// ResourceList parses "cpu", "memory" style pairs: RL("cpu", "1", "memory", "1Gi").
+// ResourceList parses "cpu", "memory" style pairs: ResourceList("cpu", "1", "memory", "1Gi").
 func ResourceList(kv ...string) corev1.ResourceList {
 	rl := corev1.ResourceList{}
 	for i := 0; i+1 < len(kv); i += 2 {
