@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/client"
+	"minik/internal/quota"
 )
 
 // TestResourceQuotaUnderConcurrentCreates races many creates for the
@@ -97,4 +98,53 @@ func TestResourceQuotaUnderConcurrentCreates(t *testing.T) {
 			t.Fatalf("used configmaps = %s, want 1", used.String())
 		}
 	})
+}
+
+// TestResourceQuotaOnClaims charges claims to a quota on their count,
+// their storage and their class's storage, and refuses the claim that
+// would pass it with upstream's message.
+func TestResourceQuotaOnClaims(t *testing.T) {
+	ts := startTestServer(t)
+	c := ts.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "q"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	quotas := client.For[corev1.ResourceQuota](c, client.Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true})
+	hard := rl("persistentvolumeclaims", "2", "requests.storage", "3Gi", "gold.storageclass.storage.k8s.io/requests.storage", "1Gi")
+	q, err := quotas.Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "claims", Namespace: "q"},
+		Spec: corev1.ResourceQuotaSpec{Hard: hard}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Status = corev1.ResourceQuotaStatus{Hard: hard,
+		Used: rl("persistentvolumeclaims", "0", "requests.storage", "0", "gold.storageclass.storage.k8s.io/requests.storage", "0")}
+	if _, err := quotas.UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(name, class, size string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "q"},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &class,
+				Resources: corev1.VolumeResourceRequirements{Requests: rl("storage", size)}}}
+	}
+	if _, err := c.PersistentVolumeClaims().Create(ctx, claim("a", "gold", "1Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.PersistentVolumeClaims().Create(ctx, claim("b", "gold", "1Gi"), metav1.CreateOptions{})
+	want := `persistentvolumeclaims "b" is forbidden: exceeded quota: claims, requested: gold.storageclass.storage.k8s.io/requests.storage=1Gi, ` +
+		`used: gold.storageclass.storage.k8s.io/requests.storage=1Gi, limited: gold.storageclass.storage.k8s.io/requests.storage=1Gi`
+	if !apierrors.IsForbidden(err) || err.Error() != want {
+		t.Fatalf("second gold claim: %v, want 403 %q", err, want)
+	}
+	if _, err := c.PersistentVolumeClaims().Create(ctx, claim("c", "silver", "2Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := quotas.Get(ctx, "q", "claims", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := quota.String(got.Status.Used); used != "gold.storageclass.storage.k8s.io/requests.storage=1Gi,persistentvolumeclaims=2,requests.storage=3Gi" {
+		t.Fatalf("used %s", used)
+	}
 }

@@ -28,6 +28,15 @@ func pod(req, lim corev1.ResourceList) *corev1.Pod {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}}}}
 }
 
+func claim(class, storage string) *corev1.PersistentVolumeClaim {
+	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
+		Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: list("storage", storage)}}}
+	if class != "" {
+		c.Spec.StorageClassName = &class
+	}
+	return c
+}
+
 func TestAdmit(t *testing.T) {
 	now := time.Unix(1000, 0)
 	tests := []struct {
@@ -81,6 +90,28 @@ func TestAdmit(t *testing.T) {
 			obj:      &corev1.ConfigMap{},
 			quotas:   []*corev1.ResourceQuota{quotaOf("q", list("configmaps", "3"), list("configmaps", "1"))},
 			wantUsed: list("configmaps", "2"),
+		},
+		{
+			name: "a claim is charged its count and storage request, and both again under its class", resource: "persistentvolumeclaims",
+			obj: claim("gold", "1Gi"),
+			quotas: []*corev1.ResourceQuota{quotaOf("q",
+				list("persistentvolumeclaims", "2", "requests.storage", "5Gi", "gold.storageclass.storage.k8s.io/requests.storage", "2Gi",
+					"gold.storageclass.storage.k8s.io/persistentvolumeclaims", "2", "silver.storageclass.storage.k8s.io/requests.storage", "1Gi"),
+				list("persistentvolumeclaims", "1", "requests.storage", "1Gi", "gold.storageclass.storage.k8s.io/requests.storage", "1Gi",
+					"gold.storageclass.storage.k8s.io/persistentvolumeclaims", "1", "silver.storageclass.storage.k8s.io/requests.storage", "0"))},
+			wantUsed: list("persistentvolumeclaims", "2", "requests.storage", "2Gi", "gold.storageclass.storage.k8s.io/requests.storage", "2Gi",
+				"gold.storageclass.storage.k8s.io/persistentvolumeclaims", "2", "silver.storageclass.storage.k8s.io/requests.storage", "0"),
+		},
+		{
+			name: "the claim one past the limit is refused with upstream's message", resource: "persistentvolumeclaims",
+			obj:     claim("", "1Gi"),
+			quotas:  []*corev1.ResourceQuota{quotaOf("q", list("persistentvolumeclaims", "1", "requests.storage", "1Gi"), list("persistentvolumeclaims", "1", "requests.storage", "1Gi"))},
+			wantErr: "exceeded quota: q, requested: persistentvolumeclaims=1,requests.storage=1Gi, used: persistentvolumeclaims=1,requests.storage=1Gi, limited: persistentvolumeclaims=1,requests.storage=1Gi",
+		},
+		{
+			name: "a quota on requests.storage does not concern pods", resource: "pods",
+			obj:    pod(nil, nil),
+			quotas: []*corev1.ResourceQuota{quotaOf("q", list("requests.storage", "1Gi"), nil)},
 		},
 		{
 			name: "a quota scoped to BestEffort does not cover a pod with requests", resource: "pods",

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"minik/internal/volumeutil"
 )
 
 // legacyCounts are the object counts quotas name without "count/"
@@ -43,8 +45,10 @@ func ParseCountName(name corev1.ResourceName) (resource, group string, ok bool) 
 
 // Usage is what one stored object of resource.group counts against
 // quotas at now: its object count (count/<resource>, and the legacy name
-// of core kinds), and for a pod that has not ended, pods and its compute
-// requests and limits (upstream's pod evaluator).
+// of core kinds); for a pod that has not ended, pods and its compute
+// requests and limits (upstream's pod evaluator); for a Service, its load
+// balancers and node ports; for a claim, its storage (claimUsage). Of
+// every other kind only the count: CountsOnly.
 func Usage(res, group string, obj runtime.Object, now time.Time) corev1.ResourceList {
 	out := corev1.ResourceList{CountName(res, group): one.DeepCopy()}
 	if group == "" && legacyCounts.Has(res) && res != "pods" {
@@ -71,8 +75,65 @@ func Usage(res, group string, obj runtime.Object, now time.Time) corev1.Resource
 			}
 			out[corev1.ResourceServicesNodePorts] = *resource.NewQuantity(int64(ports), resource.DecimalSI)
 		}
+	case *corev1.PersistentVolumeClaim:
+		Add(out, claimUsage(o))
 	}
 	return out
+}
+
+// CountsOnly reports whether an object of resource.group uses nothing
+// but its object count, so that its metadata is all Usage needs: every
+// kind but pods, Services and claims.
+func CountsOnly(resource, group string) bool {
+	return group != "" || resource != "pods" && resource != "services" && resource != "persistentvolumeclaims"
+}
+
+// storageClassSuffix qualifies a claim's names by storage class:
+// gold.storageclass.storage.k8s.io/requests.storage.
+const storageClassSuffix = ".storageclass.storage.k8s.io/"
+
+// storageClassResource is name (persistentvolumeclaims or
+// requests.storage) counted for the claims of one storage class only.
+func storageClassResource(class string, name corev1.ResourceName) corev1.ResourceName {
+	return corev1.ResourceName(class + storageClassSuffix + string(name))
+}
+
+// claimUsage is upstream's PVC evaluator: requests.storage, and both it
+// and the claim count again under the claim's storage class. The storage
+// is the request, or the allocation when that is larger (a resize that
+// failed may be lowered; the volume keeps what was allocated), in whole
+// bytes.
+func claimUsage(pvc *corev1.PersistentVolumeClaim) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	class := volumeutil.ClaimClass(pvc)
+	if class != "" {
+		out[storageClassResource(class, corev1.ResourcePersistentVolumeClaims)] = one.DeepCopy()
+	}
+	request, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	if !ok {
+		return out
+	}
+	storage := request.DeepCopy()
+	if allocated, ok := pvc.Status.AllocatedResources[corev1.ResourceStorage]; ok && allocated.Cmp(storage) > 0 {
+		storage = allocated.DeepCopy()
+	}
+	storage.RoundUp(0)
+	out[corev1.ResourceRequestsStorage] = storage
+	if class != "" {
+		out[storageClassResource(class, corev1.ResourceRequestsStorage)] = storage.DeepCopy()
+	}
+	return out
+}
+
+// isClaimResource reports whether the claim evaluator answers for name
+// (besides the object counts).
+func isClaimResource(name corev1.ResourceName) bool {
+	if name == corev1.ResourceRequestsStorage {
+		return true
+	}
+	s := string(name)
+	return strings.HasSuffix(s, storageClassSuffix+string(corev1.ResourcePersistentVolumeClaims)) ||
+		strings.HasSuffix(s, storageClassSuffix+string(corev1.ResourceRequestsStorage))
 }
 
 // PodCounts reports whether a pod's compute resources count: not once it
@@ -114,8 +175,10 @@ func podComputeUsage(requests, limits corev1.ResourceList) corev1.ResourceList {
 	return out
 }
 
-// podResources are the compute names the pod evaluator answers for
-// (besides the object counts).
+// isPodResource reports whether the pod evaluator answers for name
+// (besides the object counts): the compute names, hugepages, and the
+// requests of extended resources (requests.example.com/gpu; a name
+// without a domain, such as requests.storage, is not one).
 func isPodResource(name corev1.ResourceName) bool {
 	switch name {
 	case corev1.ResourcePods, corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage,
@@ -124,21 +187,40 @@ func isPodResource(name corev1.ResourceName) bool {
 		return true
 	}
 	s := string(name)
-	return strings.HasPrefix(s, corev1.ResourceHugePagesPrefix) || strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix)
+	if strings.HasPrefix(s, corev1.ResourceHugePagesPrefix) || strings.HasPrefix(s, corev1.ResourceRequestsHugePagesPrefix) {
+		return true
+	}
+	return strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix) && strings.Contains(s, "/") && !strings.Contains(s, "kubernetes.io/")
+}
+
+// CountedBy returns the resource whose objects count toward the quota
+// name, as each of upstream's evaluators claims its names: an object
+// count (count/deployments.apps, or a legacy one such as configmaps) its
+// own resource; the compute names, pods; services.loadbalancers and
+// services.nodeports, services; requests.storage and the names of one
+// storage class, persistentvolumeclaims. ok is false for a name no
+// object counts toward.
+func CountedBy(name corev1.ResourceName) (resource, group string, ok bool) {
+	if r, g, isCount := ParseCountName(name); isCount {
+		return r, g, true
+	}
+	switch {
+	case isPodResource(name):
+		return "pods", "", true
+	case name == corev1.ResourceServicesLoadBalancers || name == corev1.ResourceServicesNodePorts:
+		return "services", "", true
+	case isClaimResource(name):
+		return "persistentvolumeclaims", "", true
+	}
+	return "", "", false
 }
 
 // Matching returns the names of hard that an object of resource.group
-// can count against.
+// can count against: those CountedBy gives to resource.group.
 func Matching(resource, group string, hard []corev1.ResourceName) []corev1.ResourceName {
 	var out []corev1.ResourceName
 	for _, name := range hard {
-		r, g, isCount := ParseCountName(name)
-		switch {
-		case isCount && r == resource && g == group:
-			out = append(out, name)
-		case resource == "pods" && group == "" && isPodResource(name):
-			out = append(out, name)
-		case resource == "services" && group == "" && (name == corev1.ResourceServicesLoadBalancers || name == corev1.ResourceServicesNodePorts):
+		if r, g, ok := CountedBy(name); ok && r == resource && g == group {
 			out = append(out, name)
 		}
 	}
