@@ -2,7 +2,8 @@
 // kube-controller-manager's resource quota controller:
 //
 //	quota added/changed, counted object added/changed/deleted ─▶ queue namespace
-//	  ─▶ the namespace's cached objects (a live list where NeedsLiveList)
+//	  ─▶ the namespace's cached objects of each kind its quotas name (a live
+//	     list where NeedsLiveList, or where the kind's own cache has not synced)
 //	  ─▶ Plan: per quota, Status(quota, objects) differs? ─▶ UpdateStatus
 //	  ─▶ framework.Execute through the sink; again in ResyncPeriod
 //
@@ -12,22 +13,28 @@
 // It lowers a usage only from what is at least as new as the quota it
 // read (its cache, or else a live list), so it never undoes a charge for
 // an object its caches have not seen yet; raising one is always safe.
+//
+// It counts every kind admission charges: the kinds of the shared
+// informers from their caches, and any other kind a quota names
+// (count/<resource>.<group>, custom resources too) through a
+// metadata-only informer it starts for it, found by discovery.
 package resourcequota
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 
 	"minik/client"
@@ -44,102 +51,79 @@ const ResyncPeriod = 5 * time.Minute
 
 var resourceQuotas = client.Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true}
 
-const nsIndex = "resourcequota/namespace"
-
-// source is one counted kind: its cache, how new the cache is, and a
-// live list for when the cache is older than a quota.
-type source struct {
-	kind Kind
-	list func(namespace string) []runtime.Object
-	rev  func() int64
-	live func(ctx context.Context, namespace string) ([]runtime.Object, error)
-}
-
 // Controller recomputes quota usage.
 type Controller struct {
-	quotas  *informer.Informer[corev1.ResourceQuota]
-	sources []source
-	queue   *framework.Queue
-	log     *slog.Logger
-	clock   clock.Clock
+	client *client.Client
+	quotas *informer.Informer[corev1.ResourceQuota]
+	// shared are the kinds read from the shared informers (and the
+	// controller's own quota informer), fixed by New.
+	shared map[Kind]*source
+	queue  *framework.Queue
+	log    *slog.Logger
+	clock  clock.Clock
 	// sink performs the writes (apiSink; a FakeSink in tests).
 	sink framework.Sink[Action]
+
+	mu sync.Mutex
+	// discovered holds what discovery said of each other kind a quota
+	// named, and its source (sourceOf).
+	discovered map[Kind]*discovered
+	// runCtx is Run's: the discovered kinds' informers run under it.
+	runCtx context.Context
 }
 
 // New registers the controller on the shared informers; it runs its own
 // ResourceQuota informer.
 func New(c *client.Client, inf *framework.Informers, clk clock.Clock, log *slog.Logger) *Controller {
 	api := client.For[corev1.ResourceQuota](c, resourceQuotas)
-	ctl := &Controller{quotas: informer.New(api, informer.Config{Logger: log}), sink: apiSink{api},
-		queue: framework.NewQueue(framework.QueueConfig{Name: Name}), log: log.With("controller", Name), clock: clk}
+	ctl := &Controller{client: c, quotas: informer.New(api, informer.Config{Logger: log}), sink: apiSink{api},
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name}), log: log.With("controller", Name), clock: clk,
+		discovered: map[Kind]*discovered{}}
 	ctl.quotas.AddHandler(informer.Handler[corev1.ResourceQuota]{
-		OnAdd:    func(q *corev1.ResourceQuota) { ctl.queue.Add(q.Namespace) },
-		OnUpdate: func(_, q *corev1.ResourceQuota) { ctl.queue.Add(q.Namespace) },
+		OnAdd: func(q *corev1.ResourceQuota) { ctl.queue.Add(q.Namespace) },
+		OnUpdate: func(old, q *corev1.ResourceQuota) {
+			ctl.queue.Add(q.Namespace)
+			if !equality.Semantic.DeepEqual(old.Spec.Hard, q.Spec.Hard) {
+				ctl.forgetUnnamed()
+			}
+		},
+		OnDelete: func(*corev1.ResourceQuota) { ctl.forgetUnnamed() },
 	})
-	_ = ctl.quotas.AddIndex(nsIndex, func(q *corev1.ResourceQuota) []string { return []string{q.Namespace} })
-	ctl.sources = []source{
+	shared := []*source{
 		watch(ctl, inf.Pods, client.For[corev1.Pod](c, client.Pods)),
 		watch(ctl, inf.ConfigMaps, client.For[corev1.ConfigMap](c, client.ConfigMaps)),
 		watch(ctl, inf.Secrets, client.For[corev1.Secret](c, client.Secrets)),
 		watch(ctl, inf.ServiceAccounts, client.For[corev1.ServiceAccount](c, client.ServiceAccounts)),
 		watch(ctl, inf.ReplicationControllers, client.For[corev1.ReplicationController](c, client.ReplicationControllers)),
+		watch(ctl, inf.PersistentVolumeClaims, client.For[corev1.PersistentVolumeClaim](c, client.PersistentVolumeClaims)),
 		watch(ctl, inf.ReplicaSets, client.For[appsv1.ReplicaSet](c, client.ReplicaSets)),
 		watch(ctl, inf.Deployments, client.For[appsv1.Deployment](c, client.Deployments)),
 		watch(ctl, inf.DaemonSets, client.For[appsv1.DaemonSet](c, client.DaemonSets)),
+		watch(ctl, inf.StatefulSets, client.For[appsv1.StatefulSet](c, client.StatefulSets)),
+		watch(ctl, inf.ControllerRevisions, client.For[appsv1.ControllerRevision](c, client.ControllerRevisions)),
 		watch(ctl, inf.Jobs, client.For[batchv1.Job](c, client.Jobs)),
+		watch(ctl, inf.CronJobs, client.For[batchv1.CronJob](c, client.CronJobs)),
 		watch(ctl, inf.PodDisruptionBudgets, client.For[policyv1.PodDisruptionBudget](c, client.PodDisruptionBudgets)),
 		watch(ctl, ctl.quotas, api),
 	}
 	if inf.Services != nil { // when the apiserver serves them
-		ctl.sources = append(ctl.sources, watch(ctl, inf.Services, client.For[corev1.Service](c, framework.ServicesResource)))
+		shared = append(shared,
+			watch(ctl, inf.Services, client.For[corev1.Service](c, framework.ServicesResource)),
+			watch(ctl, inf.Endpoints, client.For[corev1.Endpoints](c, framework.EndpointsResource)),
+			watch(ctl, inf.EndpointSlices, client.For[discoveryv1.EndpointSlice](c, framework.EndpointSlicesResource)))
+	}
+	ctl.shared = map[Kind]*source{}
+	for _, s := range shared {
+		ctl.shared[s.kind] = s
 	}
 	return ctl
 }
 
-// watch indexes a shared informer by namespace and queues the namespace
-// of every change, if it has quotas.
-func watch[T any](ctl *Controller, inf *informer.Informer[T], api *client.Typed[T]) source {
-	kind := Kind{api.Resource().Resource, api.Resource().Group}
-	if kind.Resource != "resourcequotas" { // indexed in New
-		_ = inf.AddIndex(nsIndex, func(o *T) []string { return []string{any(o).(metav1.Object).GetNamespace()} })
-	}
-	enqueue := func(o *T) {
-		ns := any(o).(metav1.Object).GetNamespace()
-		if len(ctl.quotas.Store().ByIndex(nsIndex, ns)) > 0 {
-			ctl.queue.Add(ns)
-		}
-	}
-	inf.AddHandler(informer.Handler[T]{OnAdd: enqueue, OnUpdate: func(_, o *T) { enqueue(o) }, OnDelete: enqueue})
-	return source{kind: kind,
-		list: func(ns string) []runtime.Object {
-			items := inf.Store().ByIndex(nsIndex, ns)
-			out := make([]runtime.Object, len(items))
-			for i, o := range items {
-				out[i] = any(o).(runtime.Object)
-			}
-			return out
-		},
-		rev: func() int64 { return parseRV(inf.LastResourceVersion()) },
-		live: func(ctx context.Context, ns string) ([]runtime.Object, error) {
-			list, err := api.List(ctx, ns, metav1.ListOptions{})
-			if err != nil {
-				return nil, err
-			}
-			out := make([]runtime.Object, len(list.Items))
-			for i := range list.Items {
-				out[i] = any(&list.Items[i]).(runtime.Object)
-			}
-			return out, nil
-		}}
-}
-
-func parseRV(rv string) int64 {
-	n, _ := strconv.ParseInt(rv, 10, 64)
-	return n
-}
-
 // Run works until ctx ends.
 func (ctl *Controller) Run(ctx context.Context, workers int) {
+	ctl.mu.Lock()
+	ctl.runCtx = ctx
+	ctl.mu.Unlock()
 	go func() { _ = ctl.quotas.Run(ctx) }()
 	select {
 	case <-ctl.quotas.Synced():
@@ -156,7 +140,7 @@ func (ctl *Controller) Run(ctx context.Context, workers int) {
 const conflictRetry = 100 * time.Millisecond
 
 func (ctl *Controller) sync(ctx context.Context, ns string) (framework.Result, error) {
-	quotas := ctl.quotas.Store().ByIndex(nsIndex, ns)
+	quotas := ctl.quotas.Store().ByIndex(informer.NamespaceIndex, ns)
 	now := ctl.clock.Now()
 	objs, err := ctl.observe(ctx, ns, quotas, now)
 	if err != nil {
@@ -173,29 +157,62 @@ func (ctl *Controller) sync(ctx context.Context, ns string) (framework.Result, e
 	return framework.Result{RequeueAfter: out.RequeueAfter}, nil
 }
 
-// observe returns the objects of ns: the cached ones, and a live list of
-// each kind NeedsLiveList names for one of quotas.
+// observe returns the objects of ns of every kind its quotas name: the
+// cached ones, and a live list of each kind whose own cache has not
+// synced yet or that NeedsLiveList names for one of quotas. A kind the
+// apiserver does not serve is left out.
 func (ctl *Controller) observe(ctx context.Context, ns string, quotas []*corev1.ResourceQuota, now time.Time) (Objects, error) {
 	objs := Objects{}
-	for _, s := range ctl.sources {
-		objs[s.kind] = s.list(ns)
+	var cached []*source
+	for _, kind := range Kinds(quotas) {
+		s, err := ctl.sourceOf(ctx, kind, now)
+		if err != nil {
+			return nil, err
+		}
+		if s == nil {
+			continue
+		}
+		if !s.synced() {
+			if err := ctl.readLive(ctx, s, ns, objs, now); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		objs[kind] = s.list(ns)
+		cached = append(cached, s)
 	}
 	live := map[Kind]bool{}
 	for _, q := range quotas {
 		want := Status(q, objs, now)
-		for _, s := range ctl.sources {
+		for _, s := range cached {
 			if live[s.kind] || !NeedsLiveList(q, want, s.kind, s.rev()) {
 				continue
 			}
-			items, err := s.live(ctx, ns)
-			if err != nil {
-				return nil, fmt.Errorf("listing %s: %w", s.kind.Resource, err)
+			if err := ctl.readLive(ctx, s, ns, objs, now); err != nil {
+				return nil, err
 			}
-			objs[s.kind], live[s.kind] = items, true
+			live[s.kind] = true
 			want = Status(q, objs, now)
 		}
 	}
 	return objs, nil
+}
+
+// readLive lists the objects of s's kind in ns into objs. A discovered
+// kind the apiserver answers NotFound for (its CRD was removed) is not
+// served: it is left out of objs and its informer stopped.
+func (ctl *Controller) readLive(ctx context.Context, s *source, ns string, objs Objects, now time.Time) error {
+	items, err := s.live(ctx, ns)
+	switch {
+	case err == nil:
+		objs[s.kind] = items
+	case s.discovered && apierrors.IsNotFound(err):
+		ctl.notServed(s.kind, now)
+		delete(objs, s.kind)
+	default:
+		return fmt.Errorf("listing %s: %w", s.kind.Resource, err)
+	}
+	return nil
 }
 
 // apiSink performs the actions through the apiserver.

@@ -1,6 +1,8 @@
 package resourcequota
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,19 +16,63 @@ import (
 // Kind names one counted resource: its plural and API group.
 type Kind struct{ Resource, Group string }
 
-// Objects are the objects of one namespace, by kind.
+// Objects are the objects of one namespace, by kind. Only the kinds
+// that were observed have an entry: a kind the apiserver does not serve
+// has none.
 type Objects map[Kind][]runtime.Object
 
+// kindOf is the kind whose objects count toward name
+// (internal/quota.CountedBy); ok is false if none does.
+func kindOf(name corev1.ResourceName) (Kind, bool) {
+	r, g, ok := quota.CountedBy(name)
+	return Kind{r, g}, ok
+}
+
+// Kinds returns the kinds whose objects count toward a name of the
+// quotas' spec.hard, each once and sorted: what a sync of their
+// namespace observes.
+func Kinds(quotas []*corev1.ResourceQuota) []Kind {
+	var out []Kind
+	for _, q := range quotas {
+		for name := range q.Spec.Hard {
+			if k, ok := kindOf(name); ok && !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Kind) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource))
+	})
+	return out
+}
+
+// counts reports whether a name of q's spec.hard counts objects of kind.
+func counts(q *corev1.ResourceQuota, kind Kind) bool {
+	for name := range q.Spec.Hard {
+		if k, ok := kindOf(name); ok && k == kind {
+			return true
+		}
+	}
+	return false
+}
+
 // Status computes what a quota's status should be: hard is spec.hard,
-// and used, for every hard name, the usage of the objects the quota
-// covers (the same rules internal/quota.Admit charges by). Names no
-// object counts against are 0.
+// and used, for every hard name whose kind objs holds, the usage of the
+// objects the quota covers (the same rules internal/quota.Admit charges
+// by). A name of a kind objs lacks (one the apiserver does not serve,
+// or a name nothing counts toward) keeps the usage it has, or stays
+// without one, as upstream's: a usage is computed only from objects
+// that were observed.
 func Status(q *corev1.ResourceQuota, objs Objects, now time.Time) corev1.ResourceQuotaStatus {
 	hard := q.Spec.Hard.DeepCopy()
 	names := quota.Names(hard)
 	used := corev1.ResourceList{}
 	for _, n := range names {
-		used[n] = *resource.NewQuantity(0, hard[n].Format)
+		if k, ok := kindOf(n); ok && observed(objs, k) {
+			used[n] = *resource.NewQuantity(0, hard[n].Format)
+		} else if u, ok := q.Status.Used[n]; ok {
+			used[n] = u.DeepCopy()
+		}
 	}
 	for kind, list := range objs {
 		matching := quota.Matching(kind.Resource, kind.Group, names)
@@ -41,6 +87,11 @@ func Status(q *corev1.ResourceQuota, objs Objects, now time.Time) corev1.Resourc
 		}
 	}
 	return corev1.ResourceQuotaStatus{Hard: hard, Used: used}
+}
+
+func observed(objs Objects, k Kind) bool {
+	_, ok := objs[k]
+	return ok
 }
 
 // StatusChanged reports whether the stored status differs from want.

@@ -79,6 +79,46 @@ spec:
 		kubectl("", "run", "p3", "-n", "team", "--image=busybox", "--restart=Never", "--", "sleep", "1")
 	})
 
+	t.Run("a quota on claims counts the claims there are and refuses the one past it", func(t *testing.T) {
+		claim := func(name string) string {
+			return `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: ` + name + `, namespace: team}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+`
+		}
+		used := func() string {
+			return kubectl("", "get", "quota", "claims", "-n", "team", "-o",
+				`jsonpath={.status.used.persistentvolumeclaims}/{.status.used.requests\.storage}`)
+		}
+		// The claim comes before the quota: only the controller can count it.
+		kubectl(claim("data1"), "create", "-f", "-")
+		kubectl("", "create", "quota", "claims", "-n", "team", "--hard=persistentvolumeclaims=1,requests.storage=1Gi")
+		eventually(t, 30*time.Second, "the claim counted", func() (bool, string) {
+			out := used()
+			return out == "1/1Gi", out
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, err := c.Kubectl(ctx, claim("data2"), "create", "-f", "-")
+		if err == nil || !strings.Contains(out, `Error from server (Forbidden)`) ||
+			!strings.Contains(out, `persistentvolumeclaims "data2" is forbidden: exceeded quota: claims, `+
+				`requested: persistentvolumeclaims=1,requests.storage=1Gi, used: persistentvolumeclaims=1,requests.storage=1Gi, `+
+				`limited: persistentvolumeclaims=1,requests.storage=1Gi`) {
+			t.Errorf("the second claim (err %v): %s", err, out)
+		}
+		// Deleting the claim gives its share back (no pod uses it, so its
+		// protection finalizer goes at once).
+		kubectl("", "delete", "pvc", "data1", "-n", "team", "--wait=false")
+		eventually(t, 30*time.Second, "the freed claim", func() (bool, string) {
+			out := used()
+			return out == "0/0", out
+		})
+		kubectl(claim("data2"), "create", "-f", "-")
+	})
+
 	t.Run("a restricted namespace refuses a privileged pod", func(t *testing.T) {
 		kubectl("", "create", "namespace", "locked")
 		out := kubectl("", "label", "namespace", "locked", "pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/warn=restricted")
