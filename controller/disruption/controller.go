@@ -2,14 +2,20 @@ package disruption
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -55,6 +61,14 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk c
 	inf.Deployments.AddHandler(informer.Handler[appsv1.Deployment]{OnUpdate: func(_, d *appsv1.Deployment) {
 		dc.enqueueFor(d.Namespace, d.Spec.Template.Labels)
 	}})
+	inf.StatefulSets.AddHandler(informer.Handler[appsv1.StatefulSet]{OnUpdate: func(_, ss *appsv1.StatefulSet) {
+		dc.enqueueFor(ss.Namespace, ss.Spec.Template.Labels)
+	}})
+	inf.ReplicationControllers.AddHandler(informer.Handler[corev1.ReplicationController]{OnUpdate: func(_, rc *corev1.ReplicationController) {
+		if rc.Spec.Template != nil {
+			dc.enqueueFor(rc.Namespace, rc.Spec.Template.Labels)
+		}
+	}})
 	return dc
 }
 
@@ -91,9 +105,14 @@ func (dc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 			}
 		}
 	}
-	scale, scaleErr := dc.controllerScale(pods)
+	scale, scaleErr := dc.controllerScale(ctx, pods)
 	out := Plan(Input{PDB: pdb, Pods: pods, ControllerScale: scale, ScaleErr: scaleErr, Now: dc.clock.Now()})
-	return framework.Result{RequeueAfter: out.RequeueAfter}, framework.Execute(ctx, dc.sink, out.Actions)
+	err := framework.Execute(ctx, dc.sink, out.Actions)
+	if re := (*readError)(nil); errors.As(scaleErr, &re) {
+		// Failed safe above; the scale is read again after a backoff.
+		err = errors.Join(err, re)
+	}
+	return framework.Result{RequeueAfter: out.RequeueAfter}, err
 }
 
 // apiSink performs the actions through the apiserver.
@@ -112,45 +131,140 @@ func (s apiSink) Do(ctx context.Context, a Action) error {
 }
 
 // controllerScale sums spec.replicas over the distinct controllers of
-// pods: ReplicationControllers, ReplicaSets, or the Deployment owning one.
-func (dc *Controller) controllerScale(pods []*corev1.Pod) (int32, error) {
-	seen := map[types.UID]bool{}
-	var total int32
+// pods, looked for as upstream's finders do, in order: a
+// ReplicationController, the Deployment of a ReplicaSet, a ReplicaSet, a
+// StatefulSet (all from the caches: one missing there is gone), else any
+// kind with a scale subresource (live reads: the kind's group version in
+// discovery, then its object's scale, which must have the owner's UID).
+func (dc *Controller) controllerScale(ctx context.Context, pods []*corev1.Pod) (int32, error) {
+	scales := map[types.UID]int32{}
+	looked := map[types.UID]bool{} // the pods' controllers found already
+	discovery := map[schema.GroupVersion]*metav1.APIResourceList{}
 	for _, p := range pods {
 		ref := metav1.GetControllerOfNoCopy(p)
 		if ref == nil {
 			return 0, errNoController(p)
 		}
-		var uid types.UID
-		var n int32
-		switch ref.Kind {
-		case "ReplicaSet":
-			rs, ok := dc.inf.ReplicaSets.Store().Get(p.Namespace, ref.Name)
-			if !ok || rs.UID != ref.UID {
-				return 0, errNoController(p)
+		if looked[ref.UID] {
+			continue
+		}
+		uid, n, found, cached := dc.cachedScale(p.Namespace, ref)
+		if !cached {
+			var err error
+			if uid, n, found, err = dc.liveScale(ctx, p.Namespace, ref, discovery); err != nil {
+				return 0, err
 			}
-			uid, n = rs.UID, replicas(rs.Spec.Replicas)
-			if dref := metav1.GetControllerOfNoCopy(rs); dref != nil && dref.Kind == "Deployment" {
-				if d, ok := dc.inf.Deployments.Store().Get(p.Namespace, dref.Name); ok && d.UID == dref.UID {
-					uid, n = d.UID, replicas(d.Spec.Replicas)
-				}
-			}
-		case "ReplicationController":
-			rc, ok := dc.inf.ReplicationControllers.Store().Get(p.Namespace, ref.Name)
-			if !ok || rc.UID != ref.UID {
-				return 0, errNoController(p)
-			}
-			uid, n = rc.UID, replicas(rc.Spec.Replicas)
-		default:
+		}
+		if !found {
 			return 0, errNoController(p)
 		}
-		if !seen[uid] {
-			seen[uid] = true
-			total += n
-		}
+		looked[ref.UID] = true
+		scales[uid] = n
+	}
+	var total int32
+	for _, n := range scales {
+		total += n
 	}
 	return total, nil
 }
+
+// cachedScale finds the scale of ref, a pod's controller, in the caches:
+// the UID and spec.replicas of the ReplicationController, the
+// ReplicaSet's Deployment (or the ReplicaSet, if it has none), or the
+// StatefulSet it names. cached is false for the other kinds; for these,
+// found is false when the cache holds no such object (the controller is
+// gone).
+func (dc *Controller) cachedScale(ns string, ref *metav1.OwnerReference) (uid types.UID, n int32, found, cached bool) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return "", 0, false, false
+	}
+	apps := gv.Group == appsv1.GroupName || gv.Group == "extensions"
+	switch {
+	case ref.Kind == "ReplicationController" && gv.Group == corev1.GroupName:
+		if rc, ok := dc.inf.ReplicationControllers.Store().Get(ns, ref.Name); ok && rc.UID == ref.UID {
+			return rc.UID, replicas(rc.Spec.Replicas), true, true
+		}
+	case ref.Kind == "ReplicaSet" && apps:
+		rs, ok := dc.inf.ReplicaSets.Store().Get(ns, ref.Name)
+		if !ok || rs.UID != ref.UID {
+			return "", 0, false, true
+		}
+		if dref := metav1.GetControllerOfNoCopy(rs); dref != nil && dref.Kind == "Deployment" {
+			if d, ok := dc.inf.Deployments.Store().Get(ns, dref.Name); ok && d.UID == dref.UID {
+				return d.UID, replicas(d.Spec.Replicas), true, true
+			}
+		}
+		return rs.UID, replicas(rs.Spec.Replicas), true, true
+	case ref.Kind == "StatefulSet" && gv.Group == appsv1.GroupName:
+		if ss, ok := dc.inf.StatefulSets.Store().Get(ns, ref.Name); ok && ss.UID == ref.UID {
+			return ss.UID, replicas(ss.Spec.Replicas), true, true
+		}
+	default:
+		return "", 0, false, false
+	}
+	return "", 0, false, true
+}
+
+// liveScale reads the scale subresource of ref, a pod's controller of a
+// kind the caches do not hold: found is false when the object is gone or
+// is another one of that name. discovery keeps the group versions read
+// during one sync. A kind its group version does not serve, or serves
+// without a scale subresource, is an error, as upstream's; so is a read
+// that failed (a *readError: the sync is retried).
+func (dc *Controller) liveScale(ctx context.Context, ns string, ref *metav1.OwnerReference,
+	discovery map[schema.GroupVersion]*metav1.APIResourceList) (uid types.UID, n int32, found bool, err error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return "", 0, false, err
+	}
+	list, ok := discovery[gv]
+	if !ok {
+		list = &metav1.APIResourceList{}
+		path := "/apis/" + gv.String()
+		if gv.Group == "" {
+			path = "/api/" + gv.Version
+		}
+		if err := dc.c.Do(ctx, http.MethodGet, path, nil, nil, list); err != nil && !apierrors.IsNotFound(err) {
+			return "", 0, false, &readError{fmt.Errorf("discovery of %s: %w", gv, err)}
+		}
+		discovery[gv] = list
+	}
+	var res *client.Resource
+	scalable := false
+	for _, ar := range list.APIResources {
+		if ar.Kind == ref.Kind && !strings.Contains(ar.Name, "/") {
+			res = &client.Resource{Group: gv.Group, Version: gv.Version, Resource: ar.Name, Namespaced: ar.Namespaced}
+		}
+	}
+	if res == nil {
+		return "", 0, false, fmt.Errorf("no matches for kind %q in version %q", ref.Kind, gv)
+	}
+	for _, ar := range list.APIResources {
+		scalable = scalable || ar.Name == res.Resource+"/scale"
+	}
+	if !scalable {
+		return "", 0, false, fmt.Errorf("%s does not implement the scale subresource", res.GroupResource())
+	}
+	var scale autoscalingv1.Scale
+	if err := dc.c.Do(ctx, http.MethodGet, res.Path(ns, ref.Name, "scale"), nil, nil, &scale); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", 0, false, nil
+		}
+		return "", 0, false, &readError{fmt.Errorf("get %s %s/%s scale: %w", res.GroupResource(), ns, ref.Name, err)}
+	}
+	if scale.UID != ref.UID {
+		return "", 0, false, nil
+	}
+	return scale.UID, scale.Spec.Replicas, true, nil
+}
+
+// readError is a live read of controllerScale that failed: the budget
+// fails safe (SyncFailed) and its sync is retried with backoff.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
 
 func replicas(p *int32) int32 {
 	if p == nil {

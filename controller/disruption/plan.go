@@ -3,7 +3,8 @@
 //
 //	pdb/pod event ─▶ queue(pdb) ─▶ pods matching its selector
 //	   ─▶ expected pods: minAvailable as a number → the matching pods;
-//	      otherwise → the scale of their controllers (RS, Deployment, RC)
+//	      otherwise → the scale of their controllers (RC, Deployment, RS, StatefulSet,
+//	      else any kind's scale subresource)
 //	   ─▶ Plan: event NoControllers when a percentage or maxUnavailable needs a scale it lacks;
 //	      Compute: desiredHealthy, currentHealthy (ready, not being deleted),
 //	      disruptionsAllowed = max(0, current − desired), condition DisruptionAllowed
@@ -12,6 +13,7 @@
 package disruption
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,7 +43,9 @@ type Input struct {
 	// Pods are the pods matching the selector.
 	Pods []*corev1.Pod
 	// ControllerScale is the sum of spec.replicas over the distinct
-	// controllers of Pods; ScaleErr says why it could not be found.
+	// controllers of Pods; ScaleErr says why it could not be found (a
+	// noControllersError from errNoController brings the NoControllers
+	// event).
 	ControllerScale int32
 	ScaleErr        error
 	Now             time.Time
@@ -73,12 +77,12 @@ func (a Action) String() string { return string(a.Type) + " " + a.PDB.Namespace 
 type Output = framework.Output[Action]
 
 // Plan returns the writes for in.PDB: the new status if it changed,
-// after the event of a scale it needed and lacked; and to look again
+// after the event of a scale it needed and found no controller for; and to look again
 // when the first eviction the apiserver recorded times out.
 func Plan(in Input) Output {
 	var out Output
 	pdb := in.PDB
-	if in.ScaleErr != nil && (pdb.Spec.MaxUnavailable != nil || pdb.Spec.MinAvailable != nil && pdb.Spec.MinAvailable.Type != intstr.Int) {
+	if errors.As(in.ScaleErr, new(noControllersError)) && (pdb.Spec.MaxUnavailable != nil || pdb.Spec.MinAvailable != nil && pdb.Spec.MinAvailable.Type != intstr.Int) {
 		out.Actions = append(out.Actions, Action{Type: RecordNoControllers, PDB: pdb, Message: in.ScaleErr.Error()})
 	}
 	st := Compute(in)
@@ -191,7 +195,14 @@ func Equal(a, b policyv1.PodDisruptionBudgetStatus) bool {
 	return apiequality.Semantic.DeepEqual(a, b)
 }
 
-// errNoController explains a pod whose controller's scale is unknown.
-func errNoController(p *corev1.Pod) error {
-	return fmt.Errorf("found no controllers for pod %q", p.Name)
+// noControllersError says that a pod has no controller, or none whose
+// scale was found: the event NoControllers. Other scale errors (a kind
+// without a scale subresource, a failed read) only fail the budget safe.
+type noControllersError struct{ pod string }
+
+func (e noControllersError) Error() string {
+	return fmt.Sprintf("found no controllers for pod %q", e.pod)
 }
+
+// errNoController explains a pod whose controller's scale is unknown.
+func errNoController(p *corev1.Pod) error { return noControllersError{p.Name} }

@@ -69,7 +69,7 @@ func TestPlan(t *testing.T) {
 	current.Status = Compute(Input{PDB: current, Pods: three, Now: now})
 	evicted := pdb(ip(intstr.FromInt32(1)), nil)
 	evicted.Status.DisruptedPods = map[string]metav1.Time{"a": metav1.NewTime(now.Add(-30 * time.Second)), "b": metav1.NewTime(now.Add(-time.Minute))}
-	noControllers := errors.New(`found no controllers for pod "a"`)
+	noControllers := errNoController(three[0])
 	cases := []struct {
 		name        string
 		in          Input
@@ -80,6 +80,9 @@ func TestPlan(t *testing.T) {
 		{"a budget whose status is current is not written", Input{PDB: current, Pods: three}, nil, 0},
 		{"a percentage without controllers reports NoControllers, then the failed status",
 			Input{PDB: pdb(ip(intstr.FromString("50%")), nil), Pods: three, ScaleErr: noControllers}, []ActionType{RecordNoControllers, UpdateStatus}, 0},
+		{"a scale that failed otherwise (a kind without scale) is no NoControllers event",
+			Input{PDB: pdb(ip(intstr.FromString("50%")), nil), Pods: three, ScaleErr: errors.New("crontabs.example.com does not implement the scale subresource")},
+			[]ActionType{UpdateStatus}, 0},
 		{"a whole minAvailable needs no controllers: no event",
 			Input{PDB: pdb(ip(intstr.FromInt32(2)), nil), Pods: three, ScaleErr: noControllers}, []ActionType{UpdateStatus}, 0},
 		{"recorded evictions bring a look when the first times out",
