@@ -20,6 +20,7 @@ import (
 // FakeSink: no apiserver.
 func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 	all := []string{"create", "delete", "deletecollection", "get", "list"}
+	gone := metav1.NewTime(testutil.T0)
 	discovery := synctest.Reads{
 		"/api/v1": &metav1.APIResourceList{GroupVersion: "v1", APIResources: []metav1.APIResource{
 			{Name: "pods", Namespaced: true, Verbs: all}, {Name: "configmaps", Namespaced: true, Verbs: all}}},
@@ -30,14 +31,18 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 		"/api/v1/namespaces/doomed/configmaps":        &metav1.PartialObjectMetadataList{},
 		"/apis/apps/v1/namespaces/doomed/deployments": &metav1.PartialObjectMetadataList{},
 	}
-	with := func(podsLeft int) synctest.Reads {
+	with := func(podsLeft int, grace *int64) synctest.Reads {
 		r := synctest.Reads{}
 		for k, v := range discovery {
 			r[k] = v
 		}
 		list := &metav1.PartialObjectMetadataList{}
 		for range podsLeft {
-			list.Items = append(list.Items, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{"example.com/hold"}}})
+			meta := metav1.ObjectMeta{Finalizers: []string{"example.com/hold"}}
+			if grace != nil {
+				meta = metav1.ObjectMeta{DeletionTimestamp: &gone, DeletionGracePeriodSeconds: grace}
+			}
+			list.Items = append(list.Items, metav1.PartialObjectMetadata{ObjectMeta: meta})
 		}
 		r["/api/v1/namespaces/doomed/pods"] = list
 		return r
@@ -54,14 +59,16 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 		wantRequeue time.Duration
 	}{
 		{name: "an emptied namespace has its collections deleted, workloads first, then is finalized",
-			ns: doomed(), reads: with(0), wantDone: append(deletes, "Finalize doomed")},
-		{name: "pods left after the deletes: the status says so and the namespace is looked at again",
-			ns: doomed(), reads: with(2), wantDone: append(deletes, "UpdateStatus doomed"), wantRequeue: retryInterval},
+			ns: doomed(), reads: with(0, nil), wantDone: append(deletes, "Finalize doomed")},
+		{name: "pods with a finalizer left after the deletes: the status says so and the namespace is looked at again",
+			ns: doomed(), reads: with(2, nil), wantDone: append(deletes, "UpdateStatus doomed"), wantRequeue: 8 * time.Second},
+		{name: "pods in their 30s grace period left after the deletes: looked at again in 16s",
+			ns: doomed(), reads: with(2, testutil.Int64(30)), wantDone: append(deletes, "UpdateStatus doomed"), wantRequeue: 16 * time.Second},
 		{name: "a refused delete ends the sync before the rest",
-			ns: doomed(), reads: with(0), refuse: "DeleteCollection doomed pods",
+			ns: doomed(), reads: with(0, nil), refuse: "DeleteCollection doomed pods",
 			wantDone: deletes[:1], wantErr: "DeleteCollection doomed pods: refused"},
 		{name: "a refused finalize fails the sync",
-			ns: doomed(), reads: with(0), refuse: "Finalize doomed", wantDone: deletes, wantErr: "Finalize doomed: refused"},
+			ns: doomed(), reads: with(0, nil), refuse: "Finalize doomed", wantDone: deletes, wantErr: "Finalize doomed: refused"},
 		{name: "a failed list writes nothing more after the deletes",
 			ns: doomed(), reads: discovery, wantDone: deletes, wantErr: "list pods"},
 		{name: "a failed discovery writes nothing",

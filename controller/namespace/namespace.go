@@ -4,7 +4,7 @@
 //	ns deleted ─▶ phase Terminating, spec.finalizers [kubernetes]
 //	   ─▶ discovery: every namespaced resource that has deletecollection
 //	   ─▶ Plan ─▶ DeleteCollection of each in it, workloads first
-//	   ─▶ LIST them again ─▶ Plan ─▶ something left? UpdateStatus (conditions), retry soon
+//	   ─▶ LIST them again ─▶ Plan ─▶ something left? UpdateStatus (conditions, if changed), retry soon
 //	                             ─▶ nothing left? Finalize: PUT namespaces/NAME/finalize without "kubernetes"
 //
 // The discovery and the lists are the driver's reads; Plan is pure and
@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -86,7 +87,8 @@ func (nc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	return framework.Result{RequeueAfter: out.RequeueAfter}, framework.Execute(ctx, nc.sink, out.Actions)
 }
 
-// remaining lists every collection in ns and counts what is left.
+// remaining lists every collection in ns and counts what is left, and
+// the longest grace period of the pods left.
 func remaining(ctx context.Context, c *client.Client, ns string, resources []client.Resource) (Remaining, error) {
 	rem := Remaining{Counts: map[string]int{}, Finalizers: map[string]int{}}
 	for _, r := range resources {
@@ -98,6 +100,9 @@ func remaining(ctx context.Context, c *client.Client, ns string, resources []cli
 		for _, it := range list.Items {
 			for _, f := range it.Finalizers {
 				rem.Finalizers[f]++
+			}
+			if r.Group == "" && r.Resource == "pods" && it.DeletionGracePeriodSeconds != nil {
+				rem.PodGrace = max(rem.PodGrace, time.Duration(*it.DeletionGracePeriodSeconds)*time.Second)
 			}
 		}
 	}
@@ -120,7 +125,7 @@ func (s apiSink) Do(ctx context.Context, a Action) error {
 		}
 		return err
 	case UpdateStatus:
-		// Only logged: the namespace is looked at again in retryInterval.
+		// Only logged: the namespace is looked at again soon (Plan's RequeueAfter).
 		if _, err := s.c.Namespaces().UpdateStatus(ctx, ns, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
 			s.log.Debug("status update failed", "namespace", ns.Name, "err", err)
 		}

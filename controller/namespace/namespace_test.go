@@ -3,6 +3,7 @@ package namespace
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +25,7 @@ func TestConditions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			conds := Conditions(tc.rem, testutil.T0)
+			conds := Conditions(nil, tc.rem, testutil.T0)
 			if conds[0].Type != corev1.NamespaceContentRemaining || conds[0].Status != tc.wantContent || conds[0].Message != tc.wantMsg {
 				t.Errorf("content condition %+v", conds[0])
 			}
@@ -33,6 +34,43 @@ func TestConditions(t *testing.T) {
 			}
 			if tc.rem.Empty() != (tc.wantContent == corev1.ConditionFalse) {
 				t.Errorf("Empty() = %v", tc.rem.Empty())
+			}
+		})
+	}
+}
+
+func TestConditionsKeepTheirTransitionTime(t *testing.T) {
+	before := metav1.NewTime(testutil.T0.Add(-time.Minute))
+	now := testutil.T0
+	two := Remaining{Counts: map[string]int{"pods": 2}, Finalizers: map[string]int{"example.com/hold": 2}}
+	one := Remaining{Counts: map[string]int{"pods": 1}, Finalizers: map[string]int{"example.com/hold": 1}}
+	noFinalizers := Remaining{Counts: map[string]int{"pods": 1}}
+	other := corev1.NamespaceCondition{Type: corev1.NamespaceDeletionDiscoveryFailure, Status: corev1.ConditionFalse, LastTransitionTime: before}
+	prev := append([]corev1.NamespaceCondition{other}, Conditions(nil, two, before.Time)...)
+	cases := []struct {
+		name             string
+		rem              Remaining
+		wantContentSince metav1.Time
+		wantFinSince     metav1.Time
+		wantContentMsg   string
+	}{
+		{"less content left: the message changes, not the transition time", one, before, before,
+			"Some resources are remaining: pods has 1 resource instances"},
+		{"the finalizers gone: that condition turns False at now, the other keeps its time", noFinalizers, before, metav1.NewTime(now),
+			"Some resources are remaining: pods has 1 resource instances"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			conds := Conditions(prev, tc.rem, now)
+			if len(conds) != 3 || conds[0] != other {
+				t.Fatalf("conditions %+v, want the other condition kept first, then the two", conds)
+			}
+			content, fins := conds[1], conds[2]
+			if content.Type != corev1.NamespaceContentRemaining || !content.LastTransitionTime.Equal(&tc.wantContentSince) || content.Message != tc.wantContentMsg {
+				t.Errorf("content condition %+v, want since %v with %q", content, tc.wantContentSince, tc.wantContentMsg)
+			}
+			if fins.Type != corev1.NamespaceFinalizersRemaining || !fins.LastTransitionTime.Equal(&tc.wantFinSince) {
+				t.Errorf("finalizers condition %+v, want since %v", fins, tc.wantFinSince)
 			}
 		})
 	}

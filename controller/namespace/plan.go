@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/client"
@@ -15,8 +16,12 @@ import (
 )
 
 // retryInterval is how soon a namespace with content left is looked at
-// again (pods in their grace period, objects with finalizers).
+// again when nothing left gives an estimate of when it goes.
 const retryInterval = time.Second
+
+// finalizerEstimate is how long objects with finalizers are expected to
+// take to go, as upstream's finalizerEstimateSeconds.
+const finalizerEstimate = 15 * time.Second
 
 // ActionType says what an Action does.
 type ActionType string
@@ -73,8 +78,8 @@ func Finalizing(ns *corev1.Namespace) bool {
 
 // Plan is one step of a namespace's deletion. A sync steps twice: the
 // deletes of every collection, then, once the lists counted what is
-// left, either the conditions and a look again in retryInterval, or the
-// finalize.
+// left, either the conditions (written if they changed) and a look again
+// (Remaining.requeueAfter), or the finalize.
 func Plan(ns *corev1.Namespace, obs Observed, now time.Time) Output {
 	var out Output
 	if !Finalizing(ns) {
@@ -88,9 +93,13 @@ func Plan(ns *corev1.Namespace, obs Observed, now time.Time) Output {
 	}
 	cp := ns.DeepCopy()
 	if !obs.Remaining.Empty() {
-		cp.Status.Conditions = Conditions(*obs.Remaining, now)
-		out.Actions = append(out.Actions, Action{Type: UpdateStatus, Namespace: cp})
-		out.RequeueAfter = retryInterval
+		// Written only when it changed: a namespace waiting for its pods
+		// is looked at again and again.
+		if conds := Conditions(ns.Status.Conditions, *obs.Remaining, now); !apiequality.Semantic.DeepEqual(conds, ns.Status.Conditions) {
+			cp.Status.Conditions = conds
+			out.Actions = append(out.Actions, Action{Type: UpdateStatus, Namespace: cp})
+		}
+		out.RequeueAfter = obs.Remaining.requeueAfter(now.Sub(ns.DeletionTimestamp.Time))
 		return out
 	}
 	cp.Spec.Finalizers = slices.DeleteFunc(cp.Spec.Finalizers, func(f corev1.FinalizerName) bool { return f == corev1.FinalizerKubernetes })
@@ -105,6 +114,28 @@ type Remaining struct {
 	Counts map[string]int
 	// Finalizers has the number of objects left per finalizer name.
 	Finalizers map[string]int
+	// PodGrace is the longest grace period the pods left were deleted
+	// with (metadata.deletionGracePeriodSeconds), 0 if none.
+	PodGrace time.Duration
+}
+
+// requeueAfter is how soon to look at a namespace again while r is left,
+// terminating is how long ago its deletion began. As upstream's, it is
+// estimate/2 + 1s: the estimate is the longest grace period of the pods
+// left while that long has not passed since the deletion, at least
+// finalizerEstimate while objects with finalizers are left, and 0
+// otherwise (every retryInterval).
+func (r Remaining) requeueAfter(terminating time.Duration) time.Duration {
+	var estimate time.Duration
+	if terminating < r.PodGrace {
+		estimate = r.PodGrace
+	}
+	for _, n := range r.Finalizers {
+		if n > 0 {
+			estimate = max(estimate, finalizerEstimate)
+		}
+	}
+	return (estimate/time.Second/2)*time.Second + retryInterval
 }
 
 // Empty reports whether nothing is left.
@@ -117,9 +148,11 @@ func (r Remaining) Empty() bool {
 	return true
 }
 
-// Conditions returns the status conditions Kubernetes reports for r:
-// NamespaceContentRemaining and NamespaceFinalizersRemaining.
-func Conditions(r Remaining, now time.Time) []corev1.NamespaceCondition {
+// Conditions returns the status conditions Kubernetes reports for r,
+// NamespaceContentRemaining and NamespaceFinalizersRemaining, in place of
+// those in prev (the namespace's), whose other conditions are kept. A
+// condition whose status did not change keeps its lastTransitionTime.
+func Conditions(prev []corev1.NamespaceCondition, r Remaining, now time.Time) []corev1.NamespaceCondition {
 	t := metav1.NewTime(now)
 	content := corev1.NamespaceCondition{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionFalse,
 		Reason: "ContentRemoved", Message: "All content successfully removed", LastTransitionTime: t}
@@ -131,7 +164,19 @@ func Conditions(r Remaining, now time.Time) []corev1.NamespaceCondition {
 	if msg := summarize(r.Finalizers, "%s in %d resource instances"); msg != "" {
 		fins.Status, fins.Reason, fins.Message = corev1.ConditionTrue, "SomeFinalizersRemain", "Some content in the namespace has finalizers remaining: "+msg
 	}
-	return []corev1.NamespaceCondition{content, fins}
+	out := slices.Clone(prev)
+	for _, c := range []corev1.NamespaceCondition{content, fins} {
+		i := slices.IndexFunc(out, func(o corev1.NamespaceCondition) bool { return o.Type == c.Type })
+		if i < 0 {
+			out = append(out, c)
+			continue
+		}
+		if out[i].Status == c.Status {
+			c.LastTransitionTime = out[i].LastTransitionTime
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // summarize renders counts as Kubernetes does, e.g. "pods has 2 resource

@@ -72,3 +72,79 @@ func TestPlan(t *testing.T) {
 		}
 	})
 }
+
+// TestPlanWritesTheStatusOnlyWhenItChanged: a namespace waiting for its
+// content is looked at again and again; its status is written only when
+// what is left changed, and a condition's lastTransitionTime only moves
+// when its status does.
+func TestPlanWritesTheStatusOnlyWhenItChanged(t *testing.T) {
+	since := metav1.NewTime(testutil.T0)
+	later := testutil.T0.Add(time.Minute)
+	waiting := doomed()
+	waiting.Status.Conditions = []corev1.NamespaceCondition{
+		{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionTrue, LastTransitionTime: since,
+			Reason: "SomeResourcesRemain", Message: "Some resources are remaining: pods has 2 resource instances"},
+		{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionFalse, LastTransitionTime: since,
+			Reason: "ContentHasNoFinalizers", Message: "All content-preserving finalizers finished"},
+	}
+	cases := []struct {
+		name      string
+		rem       *Remaining
+		wantWrite bool
+		wantMsg   string // of NamespaceContentRemaining in the write
+	}{
+		{"the same content left again: nothing written",
+			&Remaining{Counts: map[string]int{"pods": 2}}, false, ""},
+		{"less content left: the new message, with the same transition time",
+			&Remaining{Counts: map[string]int{"pods": 1}}, true, "Some resources are remaining: pods has 1 resource instances"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := Plan(waiting, Observed{Remaining: tc.rem}, later)
+			if out.RequeueAfter == 0 {
+				t.Errorf("no requeue while content is left")
+			}
+			if (len(out.Actions) > 0) != tc.wantWrite {
+				t.Fatalf("actions %v, want a status write: %v", out.Actions, tc.wantWrite)
+			}
+			if !tc.wantWrite {
+				return
+			}
+			c := out.Actions[0].Namespace.Status.Conditions[0]
+			if c.Message != tc.wantMsg || !c.LastTransitionTime.Equal(&since) {
+				t.Errorf("content condition %+v, want %q since %v", c, tc.wantMsg, since)
+			}
+		})
+	}
+}
+
+// TestRequeueCadence: as upstream, a namespace with content left is looked
+// at again after half its estimate plus a second: the estimate is the
+// longest grace period of the pods left while it runs, at least 15s while
+// objects with finalizers are left.
+func TestRequeueCadence(t *testing.T) {
+	cases := []struct {
+		name string
+		rem  Remaining
+		at   time.Duration // since the namespace's deletion
+		want time.Duration
+	}{
+		{"objects without finalizers or pods in their grace period: every second",
+			Remaining{Counts: map[string]int{"configmaps": 1}}, 0, time.Second},
+		{"pods deleted with a 30s grace period: 16s",
+			Remaining{Counts: map[string]int{"pods": 2}, PodGrace: 30 * time.Second}, 0, 16 * time.Second},
+		{"pods left after their grace period: every second",
+			Remaining{Counts: map[string]int{"pods": 2}, PodGrace: 30 * time.Second}, 30 * time.Second, time.Second},
+		{"objects with finalizers: 8s", Remaining{Counts: map[string]int{"configmaps": 1}, Finalizers: map[string]int{"example.com/hold": 1}}, time.Hour, 8 * time.Second},
+		{"pods with a long grace period and finalizers: the longer",
+			Remaining{Counts: map[string]int{"pods": 1}, Finalizers: map[string]int{"example.com/hold": 1}, PodGrace: 60 * time.Second}, 0, 31 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rem := tc.rem
+			if got := Plan(doomed(), Observed{Remaining: &rem}, testutil.T0.Add(tc.at)).RequeueAfter; got != tc.want {
+				t.Errorf("requeue after %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
