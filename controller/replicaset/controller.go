@@ -27,7 +27,8 @@ const Name = "replicaset"
 // Kind adapts one workload type (ReplicaSet, ReplicationController) to
 // the shared controller.
 type Kind[T any] struct {
-	// Name of the controller, APIVersion and Kind of its objects.
+	// Name of the controller (its logs' and its queue's metrics'),
+	// APIVersion and Kind of its objects.
 	Name, APIVersion, Kind string
 	Informer               *informer.Informer[T]
 	API                    *client.Typed[T]
@@ -62,10 +63,11 @@ type Controller[T any] struct {
 	slowStart map[string]int
 }
 
-// NewController registers a controller for kind on the shared informers.
+// NewController registers a controller for kind on the shared informers;
+// its queue is named kind.Name.
 func NewController[T any](kind Kind[T], c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, log *slog.Logger) *Controller[T] {
 	rc := &Controller[T]{kind: kind, c: c, pods: inf.Pods, rec: rec, log: log.With("controller", kind.Name), clock: clk,
-		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), expect: framework.NewExpectations(clk),
+		queue: framework.NewQueue(framework.QueueConfig{Name: kind.Name, Clock: clk}), expect: framework.NewExpectations(clk),
 		slowStart: map[string]int{}}
 	rc.sink = func(obj *T, now time.Time) framework.Sink[Action] { return &apiSink[T]{rc: rc, obj: obj, now: now} }
 	kind.Informer.AddHandler(informer.Handler[T]{

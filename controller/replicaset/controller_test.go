@@ -3,6 +3,8 @@ package replicaset
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -16,6 +18,8 @@ import (
 	"minik/controller/framework"
 	"minik/controller/internal/synctest"
 	"minik/controller/internal/testutil"
+	"minik/internal/metrics"
+	"minik/internal/metrics/metricstest"
 )
 
 // TestSyncRunsThePlanThroughTheSink drives the controller's sync over
@@ -65,5 +69,31 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			_, err := rc.sync(context.Background(), "default/web")
 			synctest.Check(t, err, tc.wantErr, sink, tc.wantDone)
 		})
+	}
+}
+
+// TestEachKindsQueueHasItsControllersName: the ReplicationController
+// controller is this one with another Kind, and its queue's workqueue_*
+// metrics carry its own name, not the ReplicaSet controller's.
+func TestEachKindsQueueHasItsControllersName(t *testing.T) {
+	srv := httptest.NewServer(metrics.Handler(metrics.NewRegistry(framework.Collectors()...)))
+	defer srv.Close()
+	inf := framework.NewInformers(&client.Client{}, slog.New(slog.DiscardHandler))
+	clk := testingclock.NewFakeClock(testutil.T0)
+	rs := NewReplicaSets(&client.Client{}, inf, nil, clk, slog.New(slog.DiscardHandler))
+	rc := NewController(Kind[corev1.ReplicationController]{Name: "replicationcontroller", APIVersion: "v1", Kind: "ReplicationController",
+		Informer: inf.ReplicationControllers}, &client.Client{}, inf, nil, clk, slog.New(slog.DiscardHandler))
+	adds := func() (rsAdds, rcAdds float64) {
+		_, m := metricstest.Scrape(t, http.DefaultClient, srv.URL)
+		return m.Value("workqueue_adds_total", map[string]string{"name": Name}),
+			m.Value("workqueue_adds_total", map[string]string{"name": "replicationcontroller"})
+	}
+	rsBefore, rcBefore := adds()
+	rs.queue.Add("default/web")
+	rc.queue.Add("default/web")
+	rc.queue.Add("default/api")
+	rsAfter, rcAfter := adds()
+	if rsAfter-rsBefore != 1 || rcAfter-rcBefore != 2 {
+		t.Errorf("adds: replicaset +%v, replicationcontroller +%v; want +1 and +2", rsAfter-rsBefore, rcAfter-rcBefore)
 	}
 }

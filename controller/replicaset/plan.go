@@ -2,7 +2,7 @@
 // ReplicationController running:
 //
 //	rs/pod event ─▶ queue(rs key) ─▶ expectations met?
-//	   ─▶ Plan(workload, pods in namespace, now) ─▶ actions:
+//	   ─▶ Plan(workload, its pods and the namespace's orphans, now) ─▶ actions:
 //	      AdoptPod / ReleasePod, CreatePods N or DeletePods (ranked), UpdateStatus
 //	   ─▶ framework.ExecuteAll(apiSink): patch ownerReferences, create in slow-start
 //	      batches, delete, then the status: replicas, fullyLabeled, ready, available,
@@ -144,7 +144,8 @@ func (a Action) String() string {
 // available (minReadySeconds).
 type Output = framework.Output[Action]
 
-// Plan compares w with pods (every pod of its namespace) at now.
+// Plan compares w with pods (its own pods and the orphans of its
+// namespace, which it may adopt) at now.
 // With unsatisfied expectations it only claims pods and computes status:
 // its pod count may be stale, so it must not create or delete. The
 // status is always planned: whether it changes depends on the outcome of
@@ -179,7 +180,8 @@ func Plan(w Workload, pods []*corev1.Pod, expectationsSatisfied bool, now time.T
 }
 
 // podsToDelete ranks active by DeletionLess, where a pod's rank is the
-// number of active pods in related (the namespace) on the same node.
+// number of active pods in related (Plan's pods: its own and the
+// orphans) on the same node.
 func podsToDelete(active, related []*corev1.Pod, n int) []*corev1.Pod {
 	onNode := map[string]int{}
 	for _, p := range related {
