@@ -90,8 +90,8 @@ type Config struct {
 	// timing, 20s passes, 40s quarantine, 12500 ended pods kept).
 	PodGC podgc.Config
 	// HorizontalPodAutoscaler is the HPA controller's timing and tolerance
-	// (zero: Kubernetes' 15s sync period, 0.1 tolerance, 5m downscale
-	// stabilization).
+	// (zero: Kubernetes' 15s sync period, 0.1 tolerance (nil Tolerance),
+	// 5m downscale stabilization).
 	HorizontalPodAutoscaler podautoscaler.Config
 	// UseServiceAccountCredentials runs each controller as its own service
 	// account, kube-system/<account>, with a token Client's identity gets

@@ -12,6 +12,7 @@ import (
 	"minik/controller"
 	"minik/controller/framework"
 	"minik/controller/nodelifecycle"
+	"minik/controller/podautoscaler"
 )
 
 // controllerCommand runs the controller manager as its own process.
@@ -21,8 +22,12 @@ func controllerCommand() *cobra.Command {
 		terminatedPodThreshold int
 		// The eviction flags always set the policy, so that an explicit 0
 		// is kept (a rate of 0 taints no node).
-		eviction    = nodelifecycle.DefaultEvictionConfig()
-		cfg         = controller.Config{Eviction: &eviction}
+		eviction = nodelifecycle.DefaultEvictionConfig()
+		// The tolerance flag always sets it, so that an explicit 0 is
+		// kept (any distance from the target scales).
+		hpaTolerance = 0.1
+		cfg          = controller.Config{Eviction: &eviction,
+			HorizontalPodAutoscaler: podautoscaler.Config{Tolerance: &hpaTolerance}}
 		rootCAFile  string
 		metricsAddr string
 	)
@@ -89,7 +94,7 @@ func controllerCommand() *cobra.Command {
 	f.IntVar(&terminatedPodThreshold, "terminated-pod-gc-threshold", 12500, "ended (Succeeded or Failed) pods kept before the oldest are deleted (0: no limit)")
 	f.DurationVar(&cfg.HorizontalPodAutoscaler.SyncPeriod, "horizontal-pod-autoscaler-sync-period", 15e9, "how often each HorizontalPodAutoscaler is reconciled")
 	f.DurationVar(&cfg.HorizontalPodAutoscaler.DownscaleStabilization, "horizontal-pod-autoscaler-downscale-stabilization", 300e9, "scale-down stabilization window of HorizontalPodAutoscalers that set none")
-	f.Float64Var(&cfg.HorizontalPodAutoscaler.Tolerance, "horizontal-pod-autoscaler-tolerance", 0.1, "usage ratio distance from 1.0 within which a HorizontalPodAutoscaler does not scale")
+	f.Float64Var(&hpaTolerance, "horizontal-pod-autoscaler-tolerance", hpaTolerance, "usage ratio distance from 1.0 within which a HorizontalPodAutoscaler does not scale (0: any distance scales)")
 	metricsFlag(f, &metricsAddr)
 	f.BoolVar(&cfg.UseServiceAccountCredentials, "use-service-account-credentials", true,
 		"run each controller as its own service account kube-system/<name> with the role system:controller:<name> (as kubeadm runs kube-controller-manager); false makes every controller act as --kubeconfig's user, which then needs all their rights")

@@ -19,6 +19,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"minik/controller/framework"
 )
@@ -30,8 +31,9 @@ type Config struct {
 	// --horizontal-pod-autoscaler-sync-period).
 	SyncPeriod time.Duration
 	// Tolerance is the usage ratio distance from 1.0 within which nothing
-	// changes (default 0.1).
-	Tolerance float64
+	// changes (--horizontal-pod-autoscaler-tolerance). Nil means the
+	// default, 0.1; 0 scales on any distance.
+	Tolerance *float64
 	// DownscaleStabilization is the scale-down stabilization window of HPAs
 	// without a behavior (or one without scaleDown.stabilizationWindowSeconds)
 	// (default 5m).
@@ -46,8 +48,8 @@ func (c *Config) defaults() {
 	if c.SyncPeriod <= 0 {
 		c.SyncPeriod = 15 * time.Second
 	}
-	if c.Tolerance <= 0 {
-		c.Tolerance = 0.1
+	if c.Tolerance == nil {
+		c.Tolerance = ptr.To(0.1)
 	}
 	if c.DownscaleStabilization <= 0 {
 		c.DownscaleStabilization = 5 * time.Minute

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -361,6 +362,39 @@ func TestPlanPutsTheSyncAsActions(t *testing.T) {
 			}
 			if st.DesiredReplicas != tc.desired {
 				t.Errorf("desiredReplicas %d, want %d", st.DesiredReplicas, tc.desired)
+			}
+		})
+	}
+}
+
+// TestTolerance: the tolerance is 0.1 unless set; 0 is a setting too
+// (--horizontal-pod-autoscaler-tolerance 0, as upstream's flag takes):
+// any distance from the target scales.
+func TestTolerance(t *testing.T) {
+	pods2 := []*corev1.Pod{makePod("a", "100m").Obj(), makePod("b", "100m").Obj()}
+	cases := []struct {
+		name      string
+		tolerance *float64
+		usage     int64 // millicores of each pod, against a 50% target of 100m
+		want      int32 // 0: no rescale
+	}{
+		{"unset: 8% above the target is within the default 0.1", nil, 54, 0},
+		{"unset: 12% above the target scales", nil, 56, 3},
+		{"0: 8% above the target scales", ptr.To(0.0), 54, 3},
+		{"0: exactly the target does not", ptr.To(0.0), 50, 0},
+		{"0.2: 12% above the target is within it", ptr.To(0.2), 56, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 2, StatusReplicas: 2, Pods: pods2,
+				Usage: cpuUsage(map[string]int64{"a": tc.usage, "b": tc.usage}), Config: Config{Tolerance: tc.tolerance}, Now: t0}
+			out, _ := Plan(in)
+			var got int32
+			if len(out.Actions) > 0 && out.Actions[0].Type == Rescale {
+				got = out.Actions[0].Replicas
+			}
+			if got != tc.want {
+				t.Errorf("rescaled to %d, want %d (0: none)", got, tc.want)
 			}
 		})
 	}

@@ -91,7 +91,7 @@ func resourceReplicas(current int32, target int32, targetValue int64, resource c
 	}
 	scaleUpWithUnready := len(unready) > 0 && usageRatio > 1.0
 	if !scaleUpWithUnready && len(missing) == 0 {
-		if math.Abs(1.0-usageRatio) <= cfg.Tolerance {
+		if math.Abs(1.0-usageRatio) <= *cfg.Tolerance {
 			return current, utilization, rawAverage, nil
 		}
 		return int32(math.Ceil(usageRatio * float64(ready))), utilization, rawAverage, nil
@@ -120,7 +120,7 @@ func resourceReplicas(current int32, target int32, targetValue int64, resource c
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if math.Abs(1.0-newRatio) <= cfg.Tolerance || (usageRatio < 1.0 && newRatio > 1.0) || (usageRatio > 1.0 && newRatio < 1.0) {
+	if math.Abs(1.0-newRatio) <= *cfg.Tolerance || (usageRatio < 1.0 && newRatio > 1.0) || (usageRatio > 1.0 && newRatio < 1.0) {
 		return current, utilization, rawAverage, nil
 	}
 	proposal := int32(math.Ceil(newRatio * float64(len(metrics))))
