@@ -9,8 +9,8 @@ import (
 // ExecuteAll performs every action in order, a failed one not stopping
 // the rest, and returns their errors joined: for plans whose actions do
 // not assume each other's success (a status written whatever the pod
-// creates did, each adoption on its own), as the ReplicaSet, DaemonSet,
-// StatefulSet and CronJob drivers always did.
+// creates did, each adoption on its own), those of the ReplicaSet (and
+// ReplicationController), DaemonSet, StatefulSet, CronJob and Job drivers.
 func ExecuteAll[A fmt.Stringer](ctx context.Context, sink Sink[A], actions []A) error {
 	var errs []error
 	for _, a := range actions {

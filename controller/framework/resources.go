@@ -8,8 +8,9 @@ import (
 	"minik/client/informer"
 )
 
-// Resource is a type-erased view of one informer, for the controllers
-// that treat every kind alike (garbage collector, namespace deletion).
+// Resource is a type-erased view of one informer, for the controller
+// that treats every kind alike, the garbage collector (namespace
+// deletion finds its kinds through discovery, and lists them live).
 type Resource struct {
 	API client.Resource
 	// GVK is the kind of its objects, as ownerReferences name it.

@@ -49,7 +49,8 @@ type Controller struct {
 	sink framework.Sink[Action]
 }
 
-// New registers the controller on inf's namespace and pod informers.
+// New registers the controller on inf's namespace informer; what a
+// namespace holds it reads live (discovery and lists), from no informer.
 func New(c *client.Client, inf *framework.Informers, clk clock.Clock, log *slog.Logger) *Controller {
 	nc := &Controller{c: c, inf: inf, log: log.With("controller", Name), clock: clk,
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk})}

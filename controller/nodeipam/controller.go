@@ -89,9 +89,11 @@ func (ic *Controller) observe(n *corev1.Node) {
 	ic.mu.Unlock()
 }
 
-// Run assigns CIDRs until ctx ends. It waits for the node cache so that
-// CIDRs in use are known before any is handed out. One worker, whatever
-// workers says: two syncs would plan the same Next subnet.
+// Run assigns CIDRs until ctx ends. It waits for nothing itself: the
+// manager starts it once every informer has synced, when the node
+// handlers have occupied the subnets of every listed node, so none in
+// use is handed out. One worker, whatever workers says: two syncs would
+// plan the same Next subnet.
 func (ic *Controller) Run(ctx context.Context, workers int) {
 	framework.RunWorkers(ctx, ic.queue, 1, ic.sync, func(key string, err error) {
 		ic.log.Warn("allocate failed", "node", key, "err", err)

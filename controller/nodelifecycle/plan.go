@@ -12,7 +12,8 @@
 //	   conditions     ─▶ matching NoSchedule taints (memory/disk/pid pressure, ...)
 //	   not Ready      ─▶ MarkPodNotReady for each of its Ready pods
 //	every monitor period, and when a node is queued ─▶ zone pass:
-//	   JudgeZones(nodes by topology.kubernetes.io/zone): Normal / PartialDisruption / FullDisruption
+//	   JudgeZones(nodes by ZoneKey: topology.kubernetes.io/region and zone, or their
+//	      failure-domain.beta.kubernetes.io forms): Normal / PartialDisruption / FullDisruption
 //	      ─▶ per zone rate: --node-eviction-rate; partial: --secondary-node-eviction-rate, 0 if small
 //	      ─▶ every zone fully disrupted: no NoExecute taint anywhere (ZoneTaints takes them off)
 //	   TaintQueue.Pop(now) ─▶ ZoneTaints: the nodes whose turn came get their NoExecute taint
