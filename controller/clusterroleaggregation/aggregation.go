@@ -57,9 +57,12 @@ func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controll
 	return ctl
 }
 
-// Run aggregates until ctx ends.
+// Run aggregates with workers goroutines until ctx ends. Several are
+// safe: the queue never gives one role to two of them, each writes only
+// its role, and a role whose write changes what another aggregates
+// queues that one again (upstream runs five).
 func (ctl *Controller) Run(ctx context.Context, workers int) {
-	framework.RunWorkers(ctx, ctl.queue, 1, ctl.sync, func(key string, err error) {
+	framework.RunWorkers(ctx, ctl.queue, workers, ctl.sync, func(key string, err error) {
 		ctl.log.Warn("aggregating failed", "clusterrole", key, "err", err)
 	})
 }
