@@ -27,18 +27,17 @@ const (
 
 // Condition reasons, as kubectl and users see them.
 const (
-	ReasonNewRSCreated         = "NewReplicaSetCreated"
-	ReasonFoundNewRS           = "FoundNewReplicaSet"
-	ReasonRSUpdated            = "ReplicaSetUpdated"
-	ReasonNewRSAvailable       = "NewReplicaSetAvailable"
-	ReasonTimedOut             = "ProgressDeadlineExceeded"
-	ReasonPaused               = "DeploymentPaused"
-	ReasonResumed              = "DeploymentResumed"
-	ReasonMinimumAvailable     = "MinimumReplicasAvailable"
-	ReasonMinimumUnavailable   = "MinimumReplicasUnavailable"
-	ReasonFailedRSCreate       = "ReplicaSetCreateError"
-	defaultRevisionHistory     = 10
-	defaultProgressDeadlineSec = 600
+	ReasonNewRSCreated       = "NewReplicaSetCreated"
+	ReasonFoundNewRS         = "FoundNewReplicaSet"
+	ReasonRSUpdated          = "ReplicaSetUpdated"
+	ReasonNewRSAvailable     = "NewReplicaSetAvailable"
+	ReasonTimedOut           = "ProgressDeadlineExceeded"
+	ReasonPaused             = "DeploymentPaused"
+	ReasonResumed            = "DeploymentResumed"
+	ReasonMinimumAvailable   = "MinimumReplicasAvailable"
+	ReasonMinimumUnavailable = "MinimumReplicasUnavailable"
+	ReasonFailedRSCreate     = "ReplicaSetCreateError"
+	defaultRevisionHistory   = 10
 )
 
 // ComputeHash returns the pod-template-hash of template.
