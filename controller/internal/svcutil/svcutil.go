@@ -9,6 +9,7 @@ package svcutil
 import (
 	"maps"
 	"net/netip"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -127,7 +128,7 @@ func podIPsEqual(a, b []corev1.PodIP) bool {
 }
 
 // ServiceKeysForPodUpdate returns the keys of the Services a pod update
-// must resync, as Kubernetes' GetServicesToUpdateOnPodChange: none if
+// must resync, sorted, as Kubernetes' GetServicesToUpdateOnPodChange: none if
 // nothing that matters changed; with new labels, the Services it left or
 // joined (and, if its endpoint changed too, every one it was or is in);
 // otherwise the Services it is in. servicesOf finds a label set's
@@ -167,12 +168,9 @@ func keys(svcs []*corev1.Service) map[string]bool {
 	return out
 }
 
+// sortedKeys returns the keys of m in order.
 func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
+	return slices.Sorted(maps.Keys(m))
 }
 
 // TriggerState is what a controller remembers of a Service between syncs

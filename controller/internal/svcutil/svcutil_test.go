@@ -82,7 +82,6 @@ func TestServiceKeysForPodUpdate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ServiceKeysForPodUpdate(tc.old, tc.cur, servicesOf)
-			slices.Sort(got)
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
