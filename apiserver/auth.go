@@ -38,6 +38,19 @@ func UserFrom(ctx context.Context) *User {
 }
 
 // withUser returns ctx carrying u (the apiserver's own writes carry none).
+// authenticatedKey holds the user protect authenticated before it gave
+// the request a slot, so that authenticate does not do it again.
+type authenticatedKey struct{}
+
+func withAuthenticated(ctx context.Context, u *User) context.Context {
+	return context.WithValue(ctx, authenticatedKey{}, u)
+}
+
+func authenticatedFrom(ctx context.Context) (*User, bool) {
+	u, ok := ctx.Value(authenticatedKey{}).(*User)
+	return u, ok
+}
+
 func withUser(ctx context.Context, u *User) context.Context {
 	return context.WithValue(ctx, userKey{}, u)
 }
@@ -47,7 +60,10 @@ func withUser(ctx context.Context, u *User) context.Context {
 // discovery endpoints, which are routed before this middleware.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u := s.authenticateRequest(r)
+		u, ok := authenticatedFrom(r.Context())
+		if !ok {
+			u = s.authenticateRequest(r)
+		}
 		if u == nil {
 			writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
 			return

@@ -32,7 +32,10 @@ import (
 //	request ─▶ long-running? ──yes──────────────────────────────▶ handler
 //	              │no
 //	              ▼
-//	   body read deadline ─▶ in-flight slot (node heartbeat: waits for one / read-only / mutating)? ─no─▶ 429 Retry-After: 1
+//	   body read deadline ─▶ authenticated? ─no─▶ handler (401, or a public page), no slot
+//	              │yes
+//	              ▼
+//	   in-flight slot (node heartbeat: waits for one / read-only / mutating)? ─no─▶ 429 Retry-After: 1
 //	              │yes
 //	              ▼
 //	   context deadline (RequestTimeout, or ?timeout= when shorter) ─▶ handler ─▶ release slot
@@ -177,6 +180,15 @@ func (s *Server) protect(next http.Handler) http.Handler {
 		if r.Body != nil && r.Body != http.NoBody {
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(l.timeout))
 		}
+		// As kube-apiserver authenticates before its in-flight limits: a
+		// client that cannot authenticate never holds a slot (the router
+		// answers it 401, or serves a public page).
+		u := s.authenticateRequest(r)
+		if u == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		r = r.WithContext(withAuthenticated(r.Context(), u))
 		release, err := l.acquire(r)
 		if err != nil {
 			writeError(w, r, err)

@@ -37,14 +37,6 @@ func TestInflightLimitAndSlowBodies(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := strings.TrimPrefix(ts.config.Host, "https://")
-	// An anonymous client never gets a slot (401 before the body is
-	// read) and is cut off at the body deadline too.
-	anon, err := tls.Dial("tcp", host, &tls.Config{RootCAs: ts.ca.CertPool(), NextProtos: []string{"http/1.1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer anon.Close()
-	fmt.Fprintf(anon, "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000000\r\n\r\n{", host)
 	// An authenticated one holds the slot while it trickles.
 	authed := ts.config.TLS.Clone()
 	authed.NextProtos = []string{"http/1.1"}
@@ -71,6 +63,16 @@ func TestInflightLimitAndSlowBodies(t *testing.T) {
 	if secs, ok := apierrors.SuggestsClientDelay(busy); !ok || secs != 1 {
 		t.Errorf("429 suggests a delay of %d (%v), want 1s", secs, ok)
 	}
+	// An anonymous client, coming while the slot is held, is not given
+	// one: it is answered 401 before its body is read (not 429), as
+	// kube-apiserver authenticates before its in-flight limits, and is
+	// cut off at the body deadline too.
+	anon, err := tls.Dial("tcp", host, &tls.Config{RootCAs: ts.ca.CertPool(), NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Close()
+	fmt.Fprintf(anon, "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000000\r\n\r\n{", host)
 	// Reads have their own slots, and so do node heartbeats.
 	if _, err := admin.ConfigMaps().List(ctx, "default", metav1.ListOptions{}); err != nil {
 		t.Errorf("a read while the mutating slot is held: %v", err)
