@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,11 +24,13 @@ func controllerCommand() *cobra.Command {
 		// The eviction flags always set the policy, so that an explicit 0
 		// is kept (a rate of 0 taints no node).
 		eviction = nodelifecycle.DefaultEvictionConfig()
-		// The tolerance flag always sets it, so that an explicit 0 is
-		// kept (any distance from the target scales).
-		hpaTolerance = 0.1
-		cfg          = controller.Config{Eviction: &eviction,
-			HorizontalPodAutoscaler: podautoscaler.Config{Tolerance: &hpaTolerance}}
+		// The tolerance and stabilization flags always set them, so that
+		// an explicit 0 is kept (any distance from the target scales; a
+		// scale-down is not delayed).
+		hpaTolerance      = 0.1
+		hpaDownscaleDelay = 5 * time.Minute
+		cfg               = controller.Config{Eviction: &eviction,
+			HorizontalPodAutoscaler: podautoscaler.Config{Tolerance: &hpaTolerance, DownscaleStabilization: &hpaDownscaleDelay}}
 		rootCAFile  string
 		metricsAddr string
 	)
@@ -93,7 +96,7 @@ func controllerCommand() *cobra.Command {
 	f.IntVar(&eviction.LargeClusterSizeThreshold, "large-cluster-size-threshold", eviction.LargeClusterSizeThreshold, "zone size up to which a partially disrupted zone gets no NoExecute taints")
 	f.IntVar(&terminatedPodThreshold, "terminated-pod-gc-threshold", 12500, "ended (Succeeded or Failed) pods kept before the oldest are deleted (0: no limit)")
 	f.DurationVar(&cfg.HorizontalPodAutoscaler.SyncPeriod, "horizontal-pod-autoscaler-sync-period", 15e9, "how often each HorizontalPodAutoscaler is reconciled")
-	f.DurationVar(&cfg.HorizontalPodAutoscaler.DownscaleStabilization, "horizontal-pod-autoscaler-downscale-stabilization", 300e9, "scale-down stabilization window of HorizontalPodAutoscalers that set none")
+	f.DurationVar(&hpaDownscaleDelay, "horizontal-pod-autoscaler-downscale-stabilization", hpaDownscaleDelay, "scale-down stabilization window of HorizontalPodAutoscalers that set none (0: none)")
 	f.Float64Var(&hpaTolerance, "horizontal-pod-autoscaler-tolerance", hpaTolerance, "usage ratio distance from 1.0 within which a HorizontalPodAutoscaler does not scale (0: any distance scales)")
 	metricsFlag(f, &metricsAddr)
 	f.BoolVar(&cfg.UseServiceAccountCredentials, "use-service-account-credentials", true,

@@ -36,8 +36,9 @@ type Config struct {
 	Tolerance *float64
 	// DownscaleStabilization is the scale-down stabilization window of HPAs
 	// without a behavior (or one without scaleDown.stabilizationWindowSeconds)
-	// (default 5m).
-	DownscaleStabilization time.Duration
+	// (--horizontal-pod-autoscaler-downscale-stabilization). Nil means the
+	// default, 5m; 0 scales down at once.
+	DownscaleStabilization *time.Duration
 	// CPUInitializationPeriod (default 5m) and InitialReadinessDelay
 	// (default 30s) decide which CPU samples of new pods count.
 	CPUInitializationPeriod time.Duration
@@ -51,8 +52,8 @@ func (c *Config) defaults() {
 	if c.Tolerance == nil {
 		c.Tolerance = ptr.To(0.1)
 	}
-	if c.DownscaleStabilization <= 0 {
-		c.DownscaleStabilization = 5 * time.Minute
+	if c.DownscaleStabilization == nil {
+		c.DownscaleStabilization = ptr.To(5 * time.Minute)
 	}
 	if c.CPUInitializationPeriod <= 0 {
 		c.CPUInitializationPeriod = 5 * time.Minute
@@ -404,7 +405,7 @@ func metricReplicas(in Input, m autoscalingv2.MetricSpec, current int32, cfg Con
 // of at most max(2×current, 4), within [min, max].
 func (out *decision) normalize(st *autoscalingv2.HorizontalPodAutoscalerStatus, current, proposal, minR, maxR int32, cfg Config, now time.Time) int32 {
 	stabilized := proposal
-	cutoff := now.Add(-cfg.DownscaleStabilization)
+	cutoff := now.Add(-*cfg.DownscaleStabilization)
 	for _, r := range out.State.Recommendations {
 		if !r.At.Before(cutoff) && r.Replicas > stabilized {
 			stabilized = r.Replicas
@@ -443,7 +444,7 @@ func (out *decision) normalizeWithBehavior(st *autoscalingv2.HorizontalPodAutosc
 	current, proposal, minR, maxR int32, cfg Config, now time.Time) int32 {
 	up, down := rulesOrDefault(b.ScaleUp, true), rulesOrDefault(b.ScaleDown, false)
 	upWindow := time.Duration(deref(up.StabilizationWindowSeconds, 0)) * time.Second
-	downWindow := cfg.DownscaleStabilization
+	downWindow := *cfg.DownscaleStabilization
 	if down.StabilizationWindowSeconds != nil {
 		downWindow = time.Duration(*down.StabilizationWindowSeconds) * time.Second
 	}
