@@ -16,29 +16,36 @@ import (
 	"minik/internal/quota"
 )
 
-// TestResourceQuotaUnderConcurrentCreates races many creates for the
-// last slots of a quota: exactly the quota's worth commit, the rest get
-// upstream's 403, and status.used matches what was stored.
-func TestResourceQuotaUnderConcurrentCreates(t *testing.T) {
+// startWithQuota starts a server with the namespace q and a quota name
+// in it of hard, whose first status (the controller's part) says used.
+func startWithQuota(t *testing.T, name string, hard, used corev1.ResourceList) (context.Context, *client.Client, *client.Typed[corev1.ResourceQuota]) {
+	t.Helper()
 	ts := startTestServer(t)
 	c := ts.client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	if _, err := c.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "q"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	quotas := client.For[corev1.ResourceQuota](c, client.Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true})
-	hard := rl("pods", "5", "configmaps", "3")
-	q, err := quotas.Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "quota", Namespace: "q"},
+	q, err := quotas.Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "q"},
 		Spec: corev1.ResourceQuotaSpec{Hard: hard}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The controller's part: the first status.
-	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: rl("pods", "0", "configmaps", "0")}
+	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: used}
 	if _, err := quotas.UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return ctx, c, quotas
+}
+
+// TestResourceQuotaUnderConcurrentCreates races many creates for the
+// last slots of a quota: exactly the quota's worth commit, the rest get
+// upstream's 403, and status.used matches what was stored.
+func TestResourceQuotaUnderConcurrentCreates(t *testing.T) {
+	hard := rl("pods", "5", "configmaps", "3")
+	ctx, c, quotas := startWithQuota(t, "quota", hard, rl("pods", "0", "configmaps", "0"))
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -104,25 +111,9 @@ func TestResourceQuotaUnderConcurrentCreates(t *testing.T) {
 // their storage and their class's storage, and refuses the claim that
 // would pass it with upstream's message.
 func TestResourceQuotaOnClaims(t *testing.T) {
-	ts := startTestServer(t)
-	c := ts.client(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := c.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "q"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	quotas := client.For[corev1.ResourceQuota](c, client.Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true})
 	hard := rl("persistentvolumeclaims", "2", "requests.storage", "3Gi", "gold.storageclass.storage.k8s.io/requests.storage", "1Gi")
-	q, err := quotas.Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "claims", Namespace: "q"},
-		Spec: corev1.ResourceQuotaSpec{Hard: hard}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.Status = corev1.ResourceQuotaStatus{Hard: hard,
-		Used: rl("persistentvolumeclaims", "0", "requests.storage", "0", "gold.storageclass.storage.k8s.io/requests.storage", "0")}
-	if _, err := quotas.UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	ctx, c, quotas := startWithQuota(t, "claims", hard,
+		rl("persistentvolumeclaims", "0", "requests.storage", "0", "gold.storageclass.storage.k8s.io/requests.storage", "0"))
 	claim := func(name, class, size string) *corev1.PersistentVolumeClaim {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "q"},
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &class,
@@ -131,7 +122,7 @@ func TestResourceQuotaOnClaims(t *testing.T) {
 	if _, err := c.PersistentVolumeClaims().Create(ctx, claim("a", "gold", "1Gi"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.PersistentVolumeClaims().Create(ctx, claim("b", "gold", "1Gi"), metav1.CreateOptions{})
+	_, err := c.PersistentVolumeClaims().Create(ctx, claim("b", "gold", "1Gi"), metav1.CreateOptions{})
 	want := `persistentvolumeclaims "b" is forbidden: exceeded quota: claims, requested: gold.storageclass.storage.k8s.io/requests.storage=1Gi, ` +
 		`used: gold.storageclass.storage.k8s.io/requests.storage=1Gi, limited: gold.storageclass.storage.k8s.io/requests.storage=1Gi`
 	if !apierrors.IsForbidden(err) || err.Error() != want {
