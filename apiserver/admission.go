@@ -14,6 +14,7 @@ import (
 
 	"minik/apiserver/defaults"
 	"minik/apiserver/validation"
+	"minik/internal/quota"
 )
 
 // Admission runs after decoding and before storage, in Kubernetes' order:
@@ -93,7 +94,7 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	if err := s.admitPodSecurity(ctx, h, obj, nil, reads); err != nil {
 		return err
 	}
-	return s.admitResourceQuota(ctx, h, obj, reads)
+	return s.admitResourceQuota(ctx, h, obj, nil, reads)
 }
 
 // schedulingGatedMessage is upstream's message for a gated pod.
@@ -122,8 +123,9 @@ func keepsStatusOnCreate(obj runtime.Object) bool {
 	return false
 }
 
-// admitUpdate admits a changed object (sub is "" or "status").
-func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string, obj, old runtime.Object) error {
+// admitUpdate admits a changed object (sub is "" or a subresource); the
+// quotas it charges are in reads.guards.
+func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string, obj, old runtime.Object, reads *admissionReads) error {
 	if err := s.admitNodeRestriction(ctx, h, "update", sub, obj, old); err != nil {
 		return err
 	}
@@ -155,7 +157,7 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 		}
 		// Upstream's PodSecurity checks this subresource: a debug
 		// container may not exceed the namespace's level.
-		return s.admitPodSecurity(ctx, h, obj, old, &admissionReads{srv: s})
+		return s.admitPodSecurity(ctx, h, obj, old, reads)
 	}
 	if c, ok := obj.(*apiextv1.CustomResourceDefinition); ok {
 		if err := admitCRD(c, old.(*apiextv1.CustomResourceDefinition)); err != nil {
@@ -175,10 +177,22 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 	if errs := validation.Update(obj, old, h.res.Namespaced); len(errs) > 0 {
 		return apierrors.NewInvalid(gk, m.GetName(), errs)
 	}
-	if sub != "" { // scale, finalize: upstream's PodSecurity skips subresources
+	if sub != "" { // scale, finalize: upstream's PodSecurity and ResourceQuota skip subresources
 		return nil
 	}
-	return s.admitPodSecurity(ctx, h, obj, old, &admissionReads{srv: s})
+	// Validating admission, in upstream's order.
+	if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+		if err := s.admitClaimResize(ctx, h, pvc, old.(*corev1.PersistentVolumeClaim)); err != nil {
+			return err
+		}
+	}
+	if err := s.admitPodSecurity(ctx, h, obj, old, reads); err != nil {
+		return err
+	}
+	if !quota.ChargesOnUpdate(h.res.Resource, h.res.Group) {
+		return nil
+	}
+	return s.admitResourceQuota(ctx, h, obj, old, reads)
 }
 
 // admitDelete refuses to delete the namespaces the system needs, and

@@ -11,14 +11,14 @@ import (
 	"minik/internal/quota"
 )
 
-// admitResourceQuota is the ResourceQuota plugin for a create: the
-// quotas of the object's namespace that it counts against must have room
-// for it (internal/quota.Admit decides). The usage it charges is written
-// into those quotas' status.used in the create's own etcd transaction,
-// guarded by each quota's revision: of two creates racing for the last
-// slot, one commits and the other is admitted again on fresh reads, and
-// a create that fails charges nothing.
-func (s *Server) admitResourceQuota(ctx context.Context, h *resourceHandler, obj runtime.Object, reads *admissionReads) error {
+// admitResourceQuota is the ResourceQuota plugin for a create, or with
+// old for an update: the quotas of the object's namespace that it counts
+// against must have room for it (internal/quota.Admit decides). The
+// usage it charges is written into those quotas' status.used in the
+// write's own etcd transaction, guarded by each quota's revision: of two
+// writes racing for the last slot, one commits and the other is admitted
+// again on fresh reads, and a write that fails charges nothing.
+func (s *Server) admitResourceQuota(ctx context.Context, h *resourceHandler, obj, old runtime.Object, reads *admissionReads) error {
 	if !h.res.Namespaced || h.res.Virtual {
 		return nil
 	}
@@ -30,7 +30,7 @@ func (s *Server) admitResourceQuota(ctx context.Context, h *resourceHandler, obj
 	if err != nil || len(quotas) == 0 {
 		return err
 	}
-	charged, err := quota.Admit(h.res.Resource, h.res.Group, obj, quotas, time.Now())
+	charged, err := quota.Admit(h.res.Resource, h.res.Group, obj, old, quotas, time.Now())
 	if err != nil {
 		return apierrors.NewForbidden(h.res.GroupResource(), m.GetName(), err)
 	}

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"minik/client"
 	"minik/internal/quota"
@@ -138,4 +140,95 @@ func TestResourceQuotaOnClaims(t *testing.T) {
 	if used := quota.String(got.Status.Used); used != "gold.storageclass.storage.k8s.io/requests.storage=1Gi,persistentvolumeclaims=2,requests.storage=3Gi" {
 		t.Fatalf("used %s", used)
 	}
+}
+
+// TestQuotaAndResizeOnUpdates: an update is charged what it adds, as
+// upstream's evaluators charge a Service and a claim on update (a
+// Service turned NodePort, a claim grown), and a claim may grow only
+// when its class allows expansion (PersistentVolumeClaimResize).
+func TestQuotaAndResizeOnUpdates(t *testing.T) {
+	hard := rl("services.nodeports", "1", "requests.storage", "3Gi")
+	ctx, c, quotas := startWithQuota(t, "updates", hard, rl("services.nodeports", "0", "requests.storage", "0"))
+	used := func() string {
+		t.Helper()
+		got, err := quotas.Get(ctx, "q", "updates", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return quota.String(got.Status.Used)
+	}
+	services := client.For[corev1.Service](c, client.Services)
+
+	t.Run("a Service turned NodePort past the quota is refused and stays as it was", func(t *testing.T) {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "q"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "https", Port: 443}}}}
+		if _, err := services.Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := services.Patch(ctx, "q", "web", types.MergePatchType, []byte(`{"spec":{"type":"NodePort"}}`), metav1.PatchOptions{})
+		want := `services "web" is forbidden: exceeded quota: updates, requested: services.nodeports=2, used: services.nodeports=0, limited: services.nodeports=1`
+		if !apierrors.IsForbidden(err) || err.Error() != want {
+			t.Fatalf("patch to NodePort: %v, want 403 %q", err, want)
+		}
+		got, err := services.Get(ctx, "q", "web", metav1.GetOptions{})
+		if err != nil || got.Spec.Type != corev1.ServiceTypeClusterIP {
+			t.Fatalf("service after the refused patch: %v, %v", got, err)
+		}
+	})
+
+	classes := c.StorageClasses()
+	for name, grows := range map[string]bool{"fixed": false, "growable": true} {
+		sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "example.com/disk", AllowVolumeExpansion: &grows}
+		if _, err := classes.Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claims := c.PersistentVolumeClaims()
+	boundClaim := func(name, class string) {
+		t.Helper()
+		cl := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "q"},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &class,
+				Resources: corev1.VolumeResourceRequirements{Requests: rl("storage", "1Gi")}}}
+		cl, err := claims.Create(ctx, cl, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: rl("storage", "1Gi")}
+		if _, err := claims.UpdateStatus(ctx, cl, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grow := func(name, size string) error {
+		_, err := claims.Patch(ctx, "q", name, types.MergePatchType,
+			[]byte(`{"spec":{"resources":{"requests":{"storage":"`+size+`"}}}}`), metav1.PatchOptions{})
+		return err
+	}
+	boundClaim("fixed", "fixed")
+	boundClaim("growable", "growable")
+
+	t.Run("a claim of a class without allowVolumeExpansion may not grow", func(t *testing.T) {
+		err := grow("fixed", "2Gi")
+		want := `persistentvolumeclaims "fixed" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize`
+		if !apierrors.IsForbidden(err) || err.Error() != want {
+			t.Fatalf("grow: %v, want 403 %q", err, want)
+		}
+	})
+	t.Run("a claim of a class that allows it grows, and is charged the growth", func(t *testing.T) {
+		if err := grow("growable", "2Gi"); err != nil {
+			t.Fatal(err)
+		}
+		if u := used(); u != "requests.storage=3Gi,services.nodeports=0" {
+			t.Fatalf("used %s, want requests.storage=3Gi", u)
+		}
+	})
+	t.Run("a claim grown past the quota is refused", func(t *testing.T) {
+		err := grow("growable", "3Gi")
+		want := `persistentvolumeclaims "growable" is forbidden: exceeded quota: updates, requested: requests.storage=1Gi, used: requests.storage=3Gi, limited: requests.storage=3Gi`
+		if !apierrors.IsForbidden(err) || err.Error() != want {
+			t.Fatalf("grow: %v, want 403 %q", err, want)
+		}
+		if u := used(); u != "requests.storage=3Gi,services.nodeports=0" {
+			t.Fatalf("used %s after the refused growth", u)
+		}
+	})
 }

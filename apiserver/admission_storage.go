@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -38,6 +39,47 @@ func (s *Server) admitStorageCreate(ctx context.Context, obj runtime.Object) err
 		o.Status = corev1.PersistentVolumeStatus{Phase: corev1.VolumePending, LastPhaseTransitionTime: &now}
 	}
 	return nil
+}
+
+// admitClaimResize is upstream's PersistentVolumeClaimResize plugin: a
+// claim's storage request may grow only once it is bound, and only when
+// its storage class (the same before and after) sets
+// allowVolumeExpansion. The default local-path class does not: a
+// directory on a node has no size to grow.
+func (s *Server) admitClaimResize(ctx context.Context, h *resourceHandler, pvc, old *corev1.PersistentVolumeClaim) error {
+	newSize, oldSize := pvc.Spec.Resources.Requests[corev1.ResourceStorage], old.Spec.Resources.Requests[corev1.ResourceStorage]
+	if newSize.Cmp(oldSize) <= 0 {
+		return nil
+	}
+	if old.Status.Phase != corev1.ClaimBound {
+		return apierrors.NewForbidden(h.res.GroupResource(), pvc.Name, errors.New("Only bound persistent volume claims can be expanded"))
+	}
+	allowed, err := s.classAllowsExpansion(ctx, volumeutil.ClaimClass(pvc), volumeutil.ClaimClass(old))
+	if err != nil {
+		return err
+	}
+	if !allowed {
+		return apierrors.NewForbidden(h.res.GroupResource(), pvc.Name,
+			errors.New("only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"))
+	}
+	return nil
+}
+
+// classAllowsExpansion reports whether a claim of class (formerly
+// oldClass) may grow: both name one existing class that allows it.
+func (s *Server) classAllowsExpansion(ctx context.Context, class, oldClass string) (bool, error) {
+	if class == "" || class != oldClass {
+		return false, nil
+	}
+	obj, err := s.handlers["storage.k8s.io/v1/storageclasses"].store.Get(ctx, "", class)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	sc := obj.(*storagev1.StorageClass)
+	return sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion, nil
 }
 
 func addFinalizer(m *metav1.ObjectMeta, f string) {

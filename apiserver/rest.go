@@ -241,8 +241,7 @@ func (h *resourceHandler) createOnce(ctx context.Context, ri *requestInfo, obj r
 			return nil, apierrors.NewAlreadyExists(h.res.GroupResource(), m.GetName())
 		}
 		if attempt == maxQuotaAttempts {
-			return nil, apierrors.NewConflict(schema.GroupResource{Resource: "resourcequotas"}, "",
-				fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+			return nil, quotaConflict()
 		}
 		obj = requested.DeepCopyObject()
 	}
@@ -251,6 +250,14 @@ func (h *resourceHandler) createOnce(ctx context.Context, ri *requestInfo, obj r
 // maxQuotaAttempts bounds how often a create is admitted again after
 // losing a race for a quota (each lost race is another create's win).
 const maxQuotaAttempts = 100
+
+// quotaConflict answers a write that lost the race for a quota
+// maxQuotaAttempts times: 409, as upstream's quota admission answers
+// when it cannot write the quota's usage.
+func quotaConflict() error {
+	return apierrors.NewConflict(schema.GroupResource{Resource: "resourcequotas"}, "",
+		fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+}
 
 // created finishes createObject with the store's answer.
 func (h *resourceHandler) created(stored runtime.Object, err error, m metav1.Object) (runtime.Object, error) {
@@ -317,28 +324,32 @@ func (h *resourceHandler) updateObject(ctx context.Context, ri *requestInfo, dry
 // object the client asked for (before admission) in requested.
 func (h *resourceHandler) updateOnce(ctx context.Context, ri *requestInfo, dryRun bool, next func(current runtime.Object) (runtime.Object, error), requested *runtime.Object) (runtime.Object, error) {
 	var dryResult runtime.Object
-	stored, _, err := h.store.GuaranteedUpdate(ctx, ri.namespace, ri.name, func(current runtime.Object) (runtime.Object, error) {
+	stored, _, err := h.store.GuardedUpdate(ctx, ri.namespace, ri.name, func(current runtime.Object) (runtime.Object, []storage.Guard, error) {
 		oldCopy := current.DeepCopyObject()
 		obj, err := next(current)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if h.store.HasCompanions() {
 			*requested = obj.DeepCopyObject()
 		}
 		if err := h.carryOver(ri.subresource, obj, oldCopy); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if err := h.srv.admitUpdate(ctx, h, ri.subresource, obj, oldCopy); err != nil {
-			return nil, err
+		reads := &admissionReads{srv: h.srv}
+		if err := h.srv.admitUpdate(ctx, h, ri.subresource, obj, oldCopy, reads); err != nil {
+			return nil, nil, err
 		}
 		obj = h.trackWrite(ri, oldCopy, obj)
 		if dryRun {
 			dryResult = obj
-			return nil, storage.ErrNoChange
+			return nil, nil, storage.ErrNoChange
 		}
-		return obj, nil
+		return obj, reads.guards, nil
 	})
+	if errors.Is(err, storage.ErrGuardFailed) {
+		return nil, quotaConflict()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -220,9 +220,29 @@ var ErrNoChange = errors.New("no change")
 // is marked deleted with no finalizers left, the object is removed instead.
 // It returns the stored object and whether it was deleted.
 func (s *Store) GuaranteedUpdate(ctx context.Context, namespace, name string, update UpdateFunc) (runtime.Object, bool, error) {
+	return s.GuardedUpdate(ctx, namespace, name, func(current runtime.Object) (runtime.Object, []Guard, error) {
+		next, err := update(current)
+		return next, nil, err
+	})
+}
+
+// GuardedUpdateFunc is an UpdateFunc that also returns the guards its
+// write commits under (the ResourceQuotas an update charges).
+type GuardedUpdateFunc func(current runtime.Object) (runtime.Object, []Guard, error)
+
+// maxGuardLosses bounds how often GuardedUpdate decides again after a
+// guard failed (each loss is another writer's win).
+const maxGuardLosses = 100
+
+// GuardedUpdate is GuaranteedUpdate whose write also commits the guards
+// update returns, in one transaction: when a guard fails, update runs
+// again on the object as it is, and after maxGuardLosses such losses it
+// answers ErrGuardFailed.
+func (s *Store) GuardedUpdate(ctx context.Context, namespace, name string, update GuardedUpdateFunc) (runtime.Object, bool, error) {
 	defer s.observe(opUpdate, time.Now())
 	key := s.Key(namespace, name)
 	resp, err := s.client.Get(ctx, key)
+	guardLosses := 0
 	for {
 		if err != nil {
 			return nil, false, storageError(err)
@@ -235,7 +255,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, namespace, name string, up
 		if err != nil {
 			return nil, false, err
 		}
-		next, err := update(current.DeepCopyObject())
+		next, guards, err := update(current.DeepCopyObject())
 		if errors.Is(err, ErrNoChange) {
 			return current, false, nil
 		}
@@ -261,9 +281,13 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, namespace, name string, up
 			return current, false, nil
 		}
 		comp := diffCompanions(s.companionsOf(current), s.companionsOf(next))
+		cmps := append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)}, comp.cmps()...)
+		for _, g := range guards {
+			cmps = append(cmps, g.cmp())
+		}
 		txn, txnErr := s.client.Txn(ctx).
-			If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)}, comp.cmps()...)...).
-			Then(append([]clientv3.Op{clientv3.OpPut(key, string(data))}, comp.ops()...)...).
+			If(cmps...).
+			Then(append(append([]clientv3.Op{clientv3.OpPut(key, string(data))}, comp.ops()...), puts(guards)...)...).
 			Else(append([]clientv3.Op{clientv3.OpGet(key)}, comp.reads()...)...).
 			Commit()
 		if txnErr != nil {
@@ -275,9 +299,13 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, namespace, name string, up
 		}
 		got := txn.Responses[0].GetResponseRange()
 		if len(got.Kvs) > 0 && got.Kvs[0].ModRevision == kv.ModRevision {
-			// The object did not change: a companion key was taken.
+			// The object did not change: a companion key was taken, or
+			// else a guard failed.
 			if err := comp.taken(txn.Responses[1:]); err != nil {
 				return nil, false, err
+			}
+			if guardLosses++; guardLosses == maxGuardLosses {
+				return nil, false, ErrGuardFailed
 			}
 		}
 		// Lost a race: retry on the value the failed transaction read.

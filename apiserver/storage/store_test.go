@@ -233,6 +233,62 @@ func TestStoreVerbs(t *testing.T) {
 	}
 }
 
+// TestGuardedUpdate: an update's guards commit with it; when one fails,
+// the update is decided again on fresh reads, and the guard's write is
+// made only with the update that commits.
+func TestGuardedUpdate(t *testing.T) {
+	s := newPodStore(t, nil, 100)
+	s.create(t, makePod("a").Obj())
+	guardRev := s.create(t, makePod("quota").Obj())
+	calls := 0
+	_, _, err := s.GuardedUpdate(ctxT(t), "ns", "a", func(cur runtime.Object) (runtime.Object, []Guard, error) {
+		calls++
+		if calls == 1 {
+			s.relabel(t, "quota", "charged", "by-another") // another writer wins the guarded key
+		}
+		g, err := s.Get(ctxT(t), "ns", "quota")
+		if err != nil {
+			return nil, nil, err
+		}
+		g.(*corev1.Pod).Labels["charged"] = fmt.Sprintf("by-me-%d", calls)
+		put, err := s.PutGuard(g)
+		if err != nil {
+			return nil, nil, err
+		}
+		if calls == 1 {
+			put.ModRevision = guardRev // what the first read saw, before the other writer
+		}
+		p := cur.(*corev1.Pod)
+		p.Labels = map[string]string{"updated": "yes"}
+		return p, []Guard{put}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 {
+		t.Fatalf("update decided %d times, want 2 (once more after the failed guard)", calls)
+	}
+	q, _ := s.Get(ctxT(t), "ns", "quota")
+	if got := q.(*corev1.Pod).Labels["charged"]; got != "by-me-2" {
+		t.Fatalf("guarded key charged %q, want the second decision's by-me-2", got)
+	}
+
+	t.Run("a guard that always fails ends in ErrGuardFailed", func(t *testing.T) {
+		_, _, err := s.GuardedUpdate(ctxT(t), "ns", "a", func(cur runtime.Object) (runtime.Object, []Guard, error) {
+			p := cur.(*corev1.Pod)
+			p.Labels = map[string]string{"updated": "again"}
+			return p, []Guard{{Key: s.Key("ns", "quota"), ModRevision: guardRev}}, nil
+		})
+		if !errors.Is(err, ErrGuardFailed) {
+			t.Fatalf("err %v, want ErrGuardFailed", err)
+		}
+		a, _ := s.Get(ctxT(t), "ns", "a")
+		if a.(*corev1.Pod).Labels["updated"] != "yes" {
+			t.Fatalf("object written despite the failed guard: %v", a.(*corev1.Pod).Labels)
+		}
+	})
+}
+
 func TestGuaranteedUpdateUnderConcurrentWriters(t *testing.T) {
 	t.Run("a write between read and write makes the update retry on the new value", func(t *testing.T) {
 		s := newPodStore(t, nil, 100)

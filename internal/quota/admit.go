@@ -9,14 +9,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Admit decides the create of obj (of resource.group) against the
-// quotas of its namespace, as upstream's ResourceQuota admission: each
-// quota that covers obj and limits something obj uses must have usage
-// stats for it, every container must name cpu and memory a quota limits,
-// and used + requested must stay within hard for every quota. It returns
-// copies of the quotas to charge, with status.used raised by obj's usage,
-// or an error to answer as 403 (nil, nil: nothing to charge).
-func Admit(resource, group string, obj runtime.Object, quotas []*corev1.ResourceQuota, now time.Time) ([]*corev1.ResourceQuota, error) {
+// Admit decides the create of obj (of resource.group), or with old its
+// update from old, against the quotas of its namespace, as upstream's
+// ResourceQuota admission: each quota that covers obj and limits
+// something obj uses must have usage stats for it, every container must
+// name cpu and memory a quota limits, and used + requested must stay
+// within hard for every quota. An update requests only what obj uses
+// beyond old (a Service turned NodePort, a claim grown). It returns
+// copies of the quotas to charge, with status.used raised by that, or an
+// error to answer as 403 (nil, nil: nothing to charge).
+func Admit(resource, group string, obj, old runtime.Object, quotas []*corev1.ResourceQuota, now time.Time) ([]*corev1.ResourceQuota, error) {
 	var covering []*corev1.ResourceQuota
 	for _, q := range quotas {
 		if !MatchesScopes(q, obj) {
@@ -46,8 +48,11 @@ func Admit(resource, group string, obj runtime.Object, quotas []*corev1.Resource
 		return nil, nil
 	}
 	delta := Usage(resource, group, obj, now)
+	if old != nil {
+		delta = Subtract(delta, Usage(resource, group, old, now))
+	}
 	for k, v := range delta {
-		if v.IsZero() {
+		if v.Sign() <= 0 {
 			delete(delta, k)
 		}
 	}
@@ -74,4 +79,12 @@ func Admit(resource, group string, obj runtime.Object, quotas []*corev1.Resource
 		charged = append(charged, c)
 	}
 	return charged, nil
+}
+
+// ChargesOnUpdate reports whether an update of resource.group can change
+// what it charges, so that quota admission runs on it too: as upstream's
+// evaluators, a Service (its type and ports) and a claim (its storage
+// request, grown by a resize). Other kinds are charged on create only.
+func ChargesOnUpdate(resource, group string) bool {
+	return group == "" && (resource == "services" || resource == "persistentvolumeclaims")
 }

@@ -44,6 +44,7 @@ func TestAdmit(t *testing.T) {
 		resource string
 		group    string
 		obj      runtime.Object
+		old      runtime.Object // an update's previous object
 		quotas   []*corev1.ResourceQuota
 		wantErr  string
 		wantUsed corev1.ResourceList // of the first charged quota
@@ -86,6 +87,40 @@ func TestAdmit(t *testing.T) {
 			wantErr: "exceeded quota: q, requested: services.nodeports=2, used: services.nodeports=1, limited: services.nodeports=2",
 		},
 		{
+			name: "a Service turned NodePort is charged its node ports, not its count again", resource: "services",
+			obj:      &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}}}},
+			old:      &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: []corev1.ServicePort{{Port: 80}}}},
+			quotas:   []*corev1.ResourceQuota{quotaOf("q", list("services.nodeports", "2", "services", "1"), list("services.nodeports", "0", "services", "1"))},
+			wantUsed: list("services.nodeports", "1", "services", "1"),
+		},
+		{
+			name: "a Service turned NodePort past the limit is refused", resource: "services",
+			obj:     &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}}}},
+			old:     &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: []corev1.ServicePort{{Port: 80}}}},
+			quotas:  []*corev1.ResourceQuota{quotaOf("q", list("services.nodeports", "0"), list("services.nodeports", "0"))},
+			wantErr: "exceeded quota: q, requested: services.nodeports=1, used: services.nodeports=0, limited: services.nodeports=0",
+		},
+		{
+			name: "a NodePort Service turned ClusterIP charges nothing (the controller frees its ports)", resource: "services",
+			obj:    &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: []corev1.ServicePort{{Port: 80}}}},
+			old:    &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}}}},
+			quotas: []*corev1.ResourceQuota{quotaOf("q", list("services.nodeports", "0"), list("services.nodeports", "1"))},
+		},
+		{
+			name: "a claim grown by a resize is charged the growth", resource: "persistentvolumeclaims",
+			obj:      claim("gold", "3Gi"),
+			old:      claim("gold", "1Gi"),
+			quotas:   []*corev1.ResourceQuota{quotaOf("q", list("requests.storage", "4Gi", "persistentvolumeclaims", "1"), list("requests.storage", "1Gi", "persistentvolumeclaims", "1"))},
+			wantUsed: list("requests.storage", "3Gi", "persistentvolumeclaims", "1"),
+		},
+		{
+			name: "a claim grown past the limit is refused with upstream's message", resource: "persistentvolumeclaims",
+			obj:     claim("gold", "3Gi"),
+			old:     claim("gold", "1Gi"),
+			quotas:  []*corev1.ResourceQuota{quotaOf("q", list("gold.storageclass.storage.k8s.io/requests.storage", "2Gi"), list("gold.storageclass.storage.k8s.io/requests.storage", "1Gi"))},
+			wantErr: "exceeded quota: q, requested: gold.storageclass.storage.k8s.io/requests.storage=2Gi, used: gold.storageclass.storage.k8s.io/requests.storage=1Gi, limited: gold.storageclass.storage.k8s.io/requests.storage=2Gi",
+		},
+		{
 			name: "the legacy name of a core count is charged", resource: "configmaps",
 			obj:      &corev1.ConfigMap{},
 			quotas:   []*corev1.ResourceQuota{quotaOf("q", list("configmaps", "3"), list("configmaps", "1"))},
@@ -125,7 +160,7 @@ func TestAdmit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			charged, err := Admit(tt.resource, tt.group, tt.obj, tt.quotas, now)
+			charged, err := Admit(tt.resource, tt.group, tt.obj, tt.old, tt.quotas, now)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error = %v, want %q", err, tt.wantErr)
