@@ -24,13 +24,16 @@ func controllerCommand() *cobra.Command {
 		// The eviction flags always set the policy, so that an explicit 0
 		// is kept (a rate of 0 taints no node).
 		eviction = nodelifecycle.DefaultEvictionConfig()
-		// The tolerance and stabilization flags always set them, so that
-		// an explicit 0 is kept (any distance from the target scales; a
-		// scale-down is not delayed).
-		hpaTolerance      = 0.1
-		hpaDownscaleDelay = 5 * time.Minute
-		cfg               = controller.Config{Eviction: &eviction,
-			HorizontalPodAutoscaler: podautoscaler.Config{Tolerance: &hpaTolerance, DownscaleStabilization: &hpaDownscaleDelay}}
+		// The HPA flags always set their fields, so that an explicit 0
+		// is kept (any distance from the target scales; a scale-down is
+		// not delayed; a new ready pod's CPU samples count at once).
+		hpaTolerance         = 0.1
+		hpaDownscaleDelay    = 5 * time.Minute
+		hpaCPUInitialization = 5 * time.Minute
+		hpaInitialReadiness  = 30 * time.Second
+		cfg                  = controller.Config{Eviction: &eviction,
+			HorizontalPodAutoscaler: podautoscaler.Config{Tolerance: &hpaTolerance, DownscaleStabilization: &hpaDownscaleDelay,
+				CPUInitializationPeriod: &hpaCPUInitialization, InitialReadinessDelay: &hpaInitialReadiness}}
 		rootCAFile  string
 		metricsAddr string
 	)
@@ -97,6 +100,8 @@ func controllerCommand() *cobra.Command {
 	f.IntVar(&terminatedPodThreshold, "terminated-pod-gc-threshold", 12500, "ended (Succeeded or Failed) pods kept before the oldest are deleted (0: no limit)")
 	f.DurationVar(&cfg.HorizontalPodAutoscaler.SyncPeriod, "horizontal-pod-autoscaler-sync-period", 15e9, "how often each HorizontalPodAutoscaler is reconciled")
 	f.DurationVar(&hpaDownscaleDelay, "horizontal-pod-autoscaler-downscale-stabilization", hpaDownscaleDelay, "scale-down stabilization window of HorizontalPodAutoscalers that set none (0: none)")
+	f.DurationVar(&hpaCPUInitialization, "horizontal-pod-autoscaler-cpu-initialization-period", hpaCPUInitialization, "period after a pod starts when its CPU samples may be skipped")
+	f.DurationVar(&hpaInitialReadiness, "horizontal-pod-autoscaler-initial-readiness-delay", hpaInitialReadiness, "period after a pod starts during which a readiness change is taken as its initial readiness")
 	f.Float64Var(&hpaTolerance, "horizontal-pod-autoscaler-tolerance", hpaTolerance, "usage ratio distance from 1.0 within which a HorizontalPodAutoscaler does not scale (0: any distance scales)")
 	metricsFlag(f, &metricsAddr)
 	f.BoolVar(&cfg.UseServiceAccountCredentials, "use-service-account-credentials", true,

@@ -39,10 +39,14 @@ type Config struct {
 	// (--horizontal-pod-autoscaler-downscale-stabilization). Nil means the
 	// default, 5m; 0 scales down at once.
 	DownscaleStabilization *time.Duration
-	// CPUInitializationPeriod (default 5m) and InitialReadinessDelay
-	// (default 30s) decide which CPU samples of new pods count.
-	CPUInitializationPeriod time.Duration
-	InitialReadinessDelay   time.Duration
+	// CPUInitializationPeriod (default 5m,
+	// --horizontal-pod-autoscaler-cpu-initialization-period) and
+	// InitialReadinessDelay (default 30s,
+	// --horizontal-pod-autoscaler-initial-readiness-delay) decide which
+	// CPU samples of new pods count. Nil means the default; 0 counts a
+	// ready pod's samples at once.
+	CPUInitializationPeriod *time.Duration
+	InitialReadinessDelay   *time.Duration
 }
 
 func (c *Config) defaults() {
@@ -55,11 +59,11 @@ func (c *Config) defaults() {
 	if c.DownscaleStabilization == nil {
 		c.DownscaleStabilization = ptr.To(5 * time.Minute)
 	}
-	if c.CPUInitializationPeriod <= 0 {
-		c.CPUInitializationPeriod = 5 * time.Minute
+	if c.CPUInitializationPeriod == nil {
+		c.CPUInitializationPeriod = ptr.To(5 * time.Minute)
 	}
-	if c.InitialReadinessDelay <= 0 {
-		c.InitialReadinessDelay = 30 * time.Second
+	if c.InitialReadinessDelay == nil {
+		c.InitialReadinessDelay = ptr.To(30 * time.Second)
 	}
 }
 

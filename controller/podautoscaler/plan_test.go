@@ -404,3 +404,36 @@ func TestTolerance(t *testing.T) {
 		})
 	}
 }
+
+// TestCPUInitializationPeriod pins the two flags that decide which CPU
+// samples of new pods count: a pod ready for 2 minutes, sampled from
+// before it was ready, is left out during the default 5m period (a
+// scale-up then counts it at 0% usage, which here keeps the ratio at 1),
+// and counts once the period is 0.
+func TestCPUInitializationPeriod(t *testing.T) {
+	pods := []*corev1.Pod{makePod("old", "100m").Obj(), makePod("new", "100m").ReadySince(2 * time.Minute).Obj()}
+	usage := cpuUsage(map[string]int64{"old": 100, "new": 100})
+	usage[corev1.ResourceCPU]["new"] = PodUsage{Value: 100, Timestamp: t0.Add(-2*time.Minute + 5*time.Second), Window: 10 * time.Second}
+	cases := []struct {
+		name   string
+		period *time.Duration
+		want   int32
+	}{
+		{"unset: the new pod's sample is skipped", nil, 0},
+		{"0: the new pod's sample counts", ptr.To(time.Duration(0)), 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 2, StatusReplicas: 2, Pods: pods, Usage: usage,
+				Config: Config{CPUInitializationPeriod: tc.period}, Now: t0}
+			out, _ := Plan(in)
+			var got int32
+			if len(out.Actions) > 0 && out.Actions[0].Type == Rescale {
+				got = out.Actions[0].Replicas
+			}
+			if got != tc.want {
+				t.Errorf("rescaled to %d, want %d (0: none)", got, tc.want)
+			}
+		})
+	}
+}

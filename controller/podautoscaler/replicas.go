@@ -145,8 +145,8 @@ func cpuSampleUnready(p *corev1.Pod, m PodUsage, cfg Config, now time.Time) bool
 	if cond == nil || p.Status.StartTime == nil {
 		return true
 	}
-	if p.Status.StartTime.Add(cfg.CPUInitializationPeriod).After(now) {
+	if p.Status.StartTime.Add(*cfg.CPUInitializationPeriod).After(now) {
 		return cond.Status == corev1.ConditionFalse || m.Timestamp.Before(cond.LastTransitionTime.Add(m.Window))
 	}
-	return cond.Status == corev1.ConditionFalse && p.Status.StartTime.Add(cfg.InitialReadinessDelay).After(cond.LastTransitionTime.Time)
+	return cond.Status == corev1.ConditionFalse && p.Status.StartTime.Add(*cfg.InitialReadinessDelay).After(cond.LastTransitionTime.Time)
 }
