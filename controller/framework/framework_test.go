@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"slices"
@@ -93,6 +94,54 @@ func TestQueue(t *testing.T) {
 		if q.NumRequeues("a") != 0 {
 			t.Fatal("Forget kept the count")
 		}
+	})
+	t.Run("RunWorkers retries a sync that asks for Backoff without reporting it, and Forgets on success", func(t *testing.T) {
+		clk := clocktesting.NewFakeClock(testutil.T0)
+		q := NewQueue(QueueConfig{Clock: clk, BaseDelay: time.Second, MaxDelay: time.Minute})
+		ctx, cancel := context.WithCancel(context.Background())
+		synced := make(chan int, 10)
+		calls := 0
+		sync := func(context.Context, string) (Result, error) {
+			calls++
+			synced <- calls
+			return Result{Backoff: calls < 3}, nil
+		}
+		done := make(chan struct{})
+		go func() {
+			RunWorkers(ctx, q, 1, sync, func(key string, err error) { t.Errorf("reported %s: %v", key, err) })
+			close(done)
+		}()
+		waitFor := func(what string, cond func() bool) {
+			t.Helper()
+			for deadline := time.Now().Add(2 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal(what)
+				}
+			}
+		}
+		waiting := func() bool {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			_, ok := q.waiting["a"]
+			return ok
+		}
+		q.Add("a")
+		for i, step := range []time.Duration{0, time.Second, 2 * time.Second} {
+			if step > 0 {
+				waitFor("the key did not wait for its backoff", waiting)
+				clk.Step(step - time.Millisecond)
+				if len(synced) != 0 {
+					t.Fatalf("synced again before the %v backoff", step)
+				}
+				clk.Step(time.Millisecond)
+			}
+			if got := <-synced; got != i+1 {
+				t.Fatalf("sync %d, want %d", got, i+1)
+			}
+		}
+		waitFor("the count of the key's retries was not reset", func() bool { return q.NumRequeues("a") == 0 })
+		cancel()
+		<-done
 	})
 	t.Run("ShutDown wakes Get with false", func(t *testing.T) {
 		q := NewQueue(QueueConfig{})

@@ -21,6 +21,8 @@ import (
 type Output[A any] struct {
 	Actions      []A
 	RequeueAfter time.Duration
+	// Backoff asks for the key again after its backoff (Result.Backoff).
+	Backoff bool
 }
 
 // Sink performs one action: an API write, and the event that reports it.

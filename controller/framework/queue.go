@@ -246,6 +246,10 @@ type Result struct {
 	// RequeueAfter, if positive, syncs the key again after this long
 	// (e.g. when minReadySeconds or a toleration runs out).
 	RequeueAfter time.Duration
+	// Backoff syncs the key again after its backoff, as a failure does,
+	// without reporting one: work is left that gives no estimate of when
+	// it ends (where upstream's controllers return an error to wait).
+	Backoff bool
 }
 
 // SyncFunc reconciles the object with key. An error retries the key with
@@ -272,6 +276,8 @@ func RunWorkers(ctx context.Context, q *Queue, n int, syncFn SyncFunc, onError f
 					if onError != nil && !apierrors.IsConflict(err) {
 						onError(key, err)
 					}
+					q.AddRateLimited(key)
+				case err == nil && res.Backoff:
 					q.AddRateLimited(key)
 				case err == nil:
 					q.Forget(key)

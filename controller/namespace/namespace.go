@@ -53,7 +53,9 @@ type Controller struct {
 // namespace holds it reads live (discovery and lists), from no informer.
 func New(c *client.Client, inf *framework.Informers, clk clock.Clock, log *slog.Logger) *Controller {
 	nc := &Controller{c: c, inf: inf, log: log.With("controller", Name), clock: clk,
-		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk})}
+		// Backoff (content left with no estimate) waits at most a
+		// minute, as upstream's namespace controller's rate limiter.
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk, MaxDelay: time.Minute})}
 	nc.sink = apiSink{c: c, log: nc.log}
 	inf.Namespaces.AddHandler(framework.Handler[corev1.Namespace](nc.queue))
 	return nc
@@ -85,7 +87,7 @@ func (nc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	}
 	obs.Remaining = &rem
 	out := Plan(ns, obs, nc.clock.Now())
-	return framework.Result{RequeueAfter: out.RequeueAfter}, framework.Execute(ctx, nc.sink, out.Actions)
+	return framework.Result{RequeueAfter: out.RequeueAfter, Backoff: out.Backoff}, framework.Execute(ctx, nc.sink, out.Actions)
 }
 
 // remaining lists every collection in ns and counts what is left, and
@@ -126,7 +128,7 @@ func (s apiSink) Do(ctx context.Context, a Action) error {
 		}
 		return err
 	case UpdateStatus:
-		// Only logged: the namespace is looked at again soon (Plan's RequeueAfter).
+		// Only logged: the namespace is looked at again soon (Plan's RequeueAfter or Backoff).
 		if _, err := s.c.Namespaces().UpdateStatus(ctx, ns, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
 			s.log.Debug("status update failed", "namespace", ns.Name, "err", err)
 		}

@@ -15,10 +15,6 @@ import (
 	"minik/controller/framework"
 )
 
-// retryInterval is how soon a namespace with content left is looked at
-// again when nothing left gives an estimate of when it goes.
-const retryInterval = time.Second
-
 // finalizerEstimate is how long objects with finalizers are expected to
 // take to go, as upstream's finalizerEstimateSeconds.
 const finalizerEstimate = 15 * time.Second
@@ -56,8 +52,8 @@ func (a Action) String() string {
 	return string(a.Type) + " " + a.Namespace.Name
 }
 
-// Output is one step for a namespace; RequeueAfter is set while content
-// is left.
+// Output is one step for a namespace; while content is left, it has
+// RequeueAfter or, when nothing left gives an estimate, Backoff.
 type Output = framework.Output[Action]
 
 // Observed is what the driver read from the apiserver for a namespace.
@@ -79,7 +75,7 @@ func Finalizing(ns *corev1.Namespace) bool {
 // Plan is one step of a namespace's deletion. A sync steps twice: the
 // deletes of every collection, then, once the lists counted what is
 // left, either the conditions (written if they changed) and a look again
-// (Remaining.requeueAfter), or the finalize.
+// (Remaining.estimate), or the finalize.
 func Plan(ns *corev1.Namespace, obs Observed, now time.Time) Output {
 	var out Output
 	if !Finalizing(ns) {
@@ -99,7 +95,14 @@ func Plan(ns *corev1.Namespace, obs Observed, now time.Time) Output {
 			cp.Status.Conditions = conds
 			out.Actions = append(out.Actions, Action{Type: UpdateStatus, Namespace: cp})
 		}
-		out.RequeueAfter = obs.Remaining.requeueAfter(now.Sub(ns.DeletionTimestamp.Time))
+		// As upstream's: half the estimate plus a second, or without one
+		// the queue's backoff (upstream's sync fails with "unexpected
+		// items still remain"), from 5ms up to a minute.
+		if estimate := obs.Remaining.estimate(now.Sub(ns.DeletionTimestamp.Time)); estimate > 0 {
+			out.RequeueAfter = (estimate/time.Second/2)*time.Second + time.Second
+		} else {
+			out.Backoff = true
+		}
 		return out
 	}
 	cp.Spec.Finalizers = slices.DeleteFunc(cp.Spec.Finalizers, func(f corev1.FinalizerName) bool { return f == corev1.FinalizerKubernetes })
@@ -119,13 +122,12 @@ type Remaining struct {
 	PodGrace time.Duration
 }
 
-// requeueAfter is how soon to look at a namespace again while r is left,
-// terminating is how long ago its deletion began. As upstream's, it is
-// estimate/2 + 1s: the estimate is the longest grace period of the pods
-// left while that long has not passed since the deletion, at least
-// finalizerEstimate while objects with finalizers are left, and 0
-// otherwise (every retryInterval).
-func (r Remaining) requeueAfter(terminating time.Duration) time.Duration {
+// estimate is how long r should take to go, terminating being how long
+// ago the namespace's deletion began: as upstream's, the longest grace
+// period of the pods left while that long has not passed since the
+// deletion, at least finalizerEstimate while objects with finalizers
+// are left, and otherwise 0 (no estimate).
+func (r Remaining) estimate(terminating time.Duration) time.Duration {
 	var estimate time.Duration
 	if terminating < r.PodGrace {
 		estimate = r.PodGrace
@@ -135,7 +137,7 @@ func (r Remaining) requeueAfter(terminating time.Duration) time.Duration {
 			estimate = max(estimate, finalizerEstimate)
 		}
 	}
-	return (estimate/time.Second/2)*time.Second + retryInterval
+	return estimate
 }
 
 // Empty reports whether nothing is left.

@@ -38,8 +38,8 @@ func TestPlan(t *testing.T) {
 	}{
 		{"a deleted namespace first has every collection deleted, in discovery's order",
 			doomed(), Observed{Collections: collections}, []string{"DeleteCollection doomed deployments.apps", "DeleteCollection doomed pods"}, 0},
-		{"content left after the deletes is reported, and looked at again soon",
-			doomed(), Observed{Collections: collections, Remaining: left}, []string{"UpdateStatus doomed"}, retryInterval},
+		{"content left after the deletes is reported, and looked at again after the queue's backoff (-1)",
+			doomed(), Observed{Collections: collections, Remaining: left}, []string{"UpdateStatus doomed"}, -1},
 		{"nothing left: the namespace is finalized",
 			doomed(), Observed{Collections: collections, Remaining: empty}, []string{"Finalize doomed"}, 0},
 		{"a namespace not being deleted is left alone", active, Observed{Collections: collections}, nil, 0},
@@ -52,8 +52,12 @@ func TestPlan(t *testing.T) {
 			for _, a := range out.Actions {
 				got = append(got, a.String())
 			}
-			if !slices.Equal(got, c.want) || out.RequeueAfter != c.wantRequeue {
-				t.Errorf("actions %v, requeue %v; want %v, %v", got, out.RequeueAfter, c.want, c.wantRequeue)
+			requeue := out.RequeueAfter
+			if out.Backoff {
+				requeue = -1
+			}
+			if !slices.Equal(got, c.want) || requeue != c.wantRequeue {
+				t.Errorf("actions %v, requeue %v; want %v, %v", got, requeue, c.want, c.wantRequeue)
 			}
 		})
 	}
@@ -101,7 +105,7 @@ func TestPlanWritesTheStatusOnlyWhenItChanged(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			out := Plan(waiting, Observed{Remaining: tc.rem}, later)
-			if out.RequeueAfter == 0 {
+			if out.RequeueAfter == 0 && !out.Backoff {
 				t.Errorf("no requeue while content is left")
 			}
 			if (len(out.Actions) > 0) != tc.wantWrite {
@@ -121,7 +125,8 @@ func TestPlanWritesTheStatusOnlyWhenItChanged(t *testing.T) {
 // TestRequeueCadence: as upstream, a namespace with content left is looked
 // at again after half its estimate plus a second: the estimate is the
 // longest grace period of the pods left while it runs, at least 15s while
-// objects with finalizers are left.
+// objects with finalizers are left. Without an estimate, the queue's
+// backoff decides (want 0: Backoff).
 func TestRequeueCadence(t *testing.T) {
 	cases := []struct {
 		name string
@@ -129,12 +134,12 @@ func TestRequeueCadence(t *testing.T) {
 		at   time.Duration // since the namespace's deletion
 		want time.Duration
 	}{
-		{"objects without finalizers or pods in their grace period: every second",
-			Remaining{Counts: map[string]int{"configmaps": 1}}, 0, time.Second},
+		{"objects without finalizers or pods in their grace period: backoff",
+			Remaining{Counts: map[string]int{"configmaps": 1}}, 0, 0},
 		{"pods deleted with a 30s grace period: 16s",
 			Remaining{Counts: map[string]int{"pods": 2}, PodGrace: 30 * time.Second}, 0, 16 * time.Second},
-		{"pods left after their grace period: every second",
-			Remaining{Counts: map[string]int{"pods": 2}, PodGrace: 30 * time.Second}, 30 * time.Second, time.Second},
+		{"pods left after their grace period: backoff",
+			Remaining{Counts: map[string]int{"pods": 2}, PodGrace: 30 * time.Second}, 30 * time.Second, 0},
 		{"objects with finalizers: 8s", Remaining{Counts: map[string]int{"configmaps": 1}, Finalizers: map[string]int{"example.com/hold": 1}}, time.Hour, 8 * time.Second},
 		{"pods with a long grace period and finalizers: the longer",
 			Remaining{Counts: map[string]int{"pods": 1}, Finalizers: map[string]int{"example.com/hold": 1}, PodGrace: 60 * time.Second}, 0, 31 * time.Second},
@@ -142,8 +147,9 @@ func TestRequeueCadence(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rem := tc.rem
-			if got := Plan(doomed(), Observed{Remaining: &rem}, testutil.T0.Add(tc.at)).RequeueAfter; got != tc.want {
-				t.Errorf("requeue after %v, want %v", got, tc.want)
+			out := Plan(doomed(), Observed{Remaining: &rem}, testutil.T0.Add(tc.at))
+			if out.RequeueAfter != tc.want || out.Backoff != (tc.want == 0) {
+				t.Errorf("requeue after %v (backoff %v), want %v", out.RequeueAfter, out.Backoff, tc.want)
 			}
 		})
 	}
