@@ -507,7 +507,7 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ri *requ
 		}
 		obj, err := decodeInto(h.res, patched, "application/json", mode, w)
 		if err != nil {
-			return nil, err
+			return nil, patchError(patched, err)
 		}
 		// As kube-apiserver: a patch may not rename or move the object
 		// (this also refuses a strategic "$patch: delete" of the whole
