@@ -464,7 +464,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, obs *ru
 	if err != nil {
 		return w.startFailed(pod, c.Name, podstep.ReasonCreateContainerError, err.Error())
 	}
-	w.event(pod, corev1.EventTypeNormal, "Created", "Created container %s", c.Name)
+	w.event(pod, corev1.EventTypeNormal, "Created", "Created container: %s", c.Name)
 	t0 = time.Now()
 	err = k.rt.StartContainer(ctx, id)
 	k.log.Debug("StartContainer", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "took", time.Since(t0), "err", err)
