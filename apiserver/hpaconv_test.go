@@ -1,7 +1,10 @@
 package apiserver
 
 import (
+	"context"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -9,7 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"minik/client"
 )
 
 func TestHPAConversion(t *testing.T) {
@@ -68,4 +74,34 @@ func TestHPAConversion(t *testing.T) {
 			t.Errorf("converted spec %+v", h.Spec)
 		}
 	})
+}
+
+// TestHPAWrittenThroughV1KeepsManagedFields: a write through the
+// autoscaling/v1 view is recorded in managedFields like any other (the
+// view's handler tracked it as v1 on the v2 object it stores, which the
+// field manager refused, so the write's manager was lost).
+func TestHPAWrittenThroughV1KeepsManagedFields(t *testing.T) {
+	ts := startTestServer(t)
+	c := ts.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v1 := client.For[autoscalingv1.HorizontalPodAutoscaler](c, client.Resource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers", Namespaced: true})
+	cpu := int32(50)
+	hpa := &autoscalingv1.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: autoscalingv1.HorizontalPodAutoscalerSpec{MaxReplicas: 3, TargetCPUUtilizationPercentage: &cpu,
+			ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}}
+	if _, err := v1.Create(ctx, hpa, metav1.CreateOptions{FieldManager: "creator"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := v1.Patch(ctx, "default", "web", types.MergePatchType, []byte(`{"spec":{"maxReplicas":5}}`), metav1.PatchOptions{FieldManager: "patcher"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var managers []string
+	for _, e := range got.ManagedFields {
+		managers = append(managers, e.Manager+"/"+string(e.Operation))
+	}
+	if !slices.Contains(managers, "creator/Update") || !slices.Contains(managers, "patcher/Update") {
+		t.Fatalf("managers %v, want creator and patcher", managers)
+	}
 }

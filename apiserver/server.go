@@ -249,7 +249,9 @@ func New(cfg Config) (*Server, error) {
 			h.store = byID[res.StorageOf]
 			h.conv = conversionFor(res)
 			for _, other := range all {
-				if other.ID() == res.StorageOf {
+				// The resource that owns the store: another version of
+				// the same resource (autoscaling/v1 of v2) shares its ID.
+				if other.ID() == res.StorageOf && other.StorageOf == "" {
 					h.storedRes = other
 				}
 			}
