@@ -104,4 +104,12 @@ func TestHPAWrittenThroughV1KeepsManagedFields(t *testing.T) {
 	if !slices.Contains(managers, "creator/Update") || !slices.Contains(managers, "patcher/Update") {
 		t.Fatalf("managers %v, want creator and patcher", managers)
 	}
+	apply := []byte(`{"apiVersion":"autoscaling/v1","kind":"HorizontalPodAutoscaler","metadata":{"name":"web","namespace":"default"},"spec":{"maxReplicas":7}}`)
+	got, err = v1.Patch(ctx, "default", "web", types.ApplyPatchType, apply, metav1.PatchOptions{FieldManager: "applier", Force: ptr.To(true)})
+	if err != nil {
+		t.Fatalf("server-side apply through v1: %v", err)
+	}
+	if got.Spec.MaxReplicas != 7 || got.Spec.TargetCPUUtilizationPercentage == nil || *got.Spec.TargetCPUUtilizationPercentage != 50 {
+		t.Fatalf("after apply: %+v", got.Spec)
+	}
 }
