@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -114,6 +115,34 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) runtime.Runtime { return newRuntime(t) }, conformance.Options{
 		Image: "busybox", MissingImage: "localhost:1/missing:1", RunsProcesses: true,
 	})
+}
+
+// TestConformanceOverSocket runs the suite through the mini-CRI socket,
+// as minik up's kubelet reaches containerd: the gRPC adapters with real
+// containers behind them (streams, exit codes, errors).
+func TestConformanceOverSocket(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) runtime.Runtime {
+		rt := newRuntime(t)
+		dir, err := os.MkdirTemp("", "minik-cri-") // short: a socket path has a length limit
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		sock := filepath.Join(dir, "cri.sock")
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go runtime.Serve(ctx, l, rt)
+		r, err := runtime.Dial(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}, conformance.Options{Image: "busybox", MissingImage: "localhost:1/missing:1", RunsProcesses: true})
 }
 
 // The process spec made from an image and a container's user options is
