@@ -237,3 +237,59 @@ func TestDiscoveredKinds(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestSlowDiscoveryHoldsUpNoOtherKind: discovery is asked without the
+// controller's lock, so a kind already discovered is found at once while
+// another kind's discovery waits on the apiserver.
+func TestSlowDiscoveryHoldsUpNoOtherKind(t *testing.T) {
+	group := func(name string) *metav1.APIGroup {
+		return &metav1.APIGroup{Name: name, PreferredVersion: metav1.GroupVersionForDiscovery{GroupVersion: name + "/v1", Version: "v1"}}
+	}
+	resources := func(name, resource, kind string) *metav1.APIResourceList {
+		return &metav1.APIResourceList{GroupVersion: name + "/v1", APIResources: []metav1.APIResource{
+			{Name: resource, Namespaced: true, Kind: kind, Verbs: []string{"list", "watch"}}}}
+	}
+	reads := synctest.Reads{
+		"/apis/example.com": group("example.com"), "/apis/example.com/v1": resources("example.com", "widgets", "Widget"),
+		"/apis/example.org": group("example.org"), "/apis/example.org/v1": resources("example.org", "gadgets", "Gadget"),
+	}
+	asking, release := make(chan struct{}), make(chan struct{})
+	c, err := client.New(client.Config{Host: "http://apiserver.invalid", Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.URL.Path == "/apis/example.com" {
+			close(asking)
+			<-release
+		}
+		return reads.RoundTrip(req)
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := New(c, framework.NewInformers(c, slog.New(slog.DiscardHandler)), testingclock.NewFakeClock(time.Unix(1000, 0)), slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	gadgets, widgets := Kind{Resource: "gadgets", Group: "example.org"}, Kind{Resource: "widgets", Group: "example.com"}
+	now := time.Unix(1000, 0)
+	if s, err := ctl.sourceOf(ctx, gadgets, now); err != nil || s == nil {
+		t.Fatalf("gadgets: %v, %v", s, err)
+	}
+	slow := make(chan error, 1)
+	go func() {
+		_, err := ctl.sourceOf(ctx, widgets, now)
+		slow <- err
+	}()
+	<-asking
+	found := make(chan struct{})
+	go func() {
+		_, _ = ctl.sourceOf(ctx, gadgets, now)
+		close(found)
+	}()
+	select {
+	case <-found:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a discovered kind waited on another kind's discovery")
+	}
+	close(release)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -106,15 +106,25 @@ func (ctl *Controller) sourceOf(ctx context.Context, kind Kind, now time.Time) (
 		return nil, nil // its usage needs the whole object: a shared informer, or not served
 	}
 	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
 	d := ctl.discovered[kind]
+	ctl.mu.Unlock()
 	if d != nil && now.Sub(d.at) < rediscoverPeriod {
 		return d.source, nil
 	}
+	// Discovery is asked without the lock, so that the other workers'
+	// syncs do not wait on it; of two workers asking at once, the first
+	// to come back decides.
 	res, served, err := discover(ctx, ctl.client, kind)
 	if err != nil {
 		return nil, fmt.Errorf("discovery of %s: %w", kind.Resource, err)
 	}
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	latest := ctl.discovered[kind]
+	if latest != nil && latest != d {
+		return latest.source, nil
+	}
+	d = latest // nil if the kind was forgotten meanwhile
 	if d != nil && d.source != nil && served && d.res == res {
 		d.at = now
 		return d.source, nil
