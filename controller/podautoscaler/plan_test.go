@@ -375,6 +375,20 @@ func TestPlanPutsTheSyncAsActions(t *testing.T) {
 // TestTolerance: the tolerance is 0.1 unless set; 0 is a setting too
 // (--horizontal-pod-autoscaler-tolerance 0, as upstream's flag takes):
 // any distance from the target scales.
+// checkRescale plans in and checks the replica count of its Rescale
+// (want 0: no Rescale).
+func checkRescale(t *testing.T, in Input, want int32) {
+	t.Helper()
+	out, _ := Plan(in)
+	var got int32
+	if len(out.Actions) > 0 && out.Actions[0].Type == Rescale {
+		got = out.Actions[0].Replicas
+	}
+	if got != want {
+		t.Errorf("rescaled to %d, want %d (0: none)", got, want)
+	}
+}
+
 func TestTolerance(t *testing.T) {
 	pods2 := []*corev1.Pod{makePod("a", "100m").Obj(), makePod("b", "100m").Obj()}
 	cases := []struct {
@@ -391,16 +405,8 @@ func TestTolerance(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 2, StatusReplicas: 2, Pods: pods2,
-				Usage: cpuUsage(map[string]int64{"a": tc.usage, "b": tc.usage}), Config: Config{Tolerance: tc.tolerance}, Now: t0}
-			out, _ := Plan(in)
-			var got int32
-			if len(out.Actions) > 0 && out.Actions[0].Type == Rescale {
-				got = out.Actions[0].Replicas
-			}
-			if got != tc.want {
-				t.Errorf("rescaled to %d, want %d (0: none)", got, tc.want)
-			}
+			checkRescale(t, Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 2, StatusReplicas: 2, Pods: pods2,
+				Usage: cpuUsage(map[string]int64{"a": tc.usage, "b": tc.usage}), Config: Config{Tolerance: tc.tolerance}, Now: t0}, tc.want)
 		})
 	}
 }
@@ -424,16 +430,8 @@ func TestCPUInitializationPeriod(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 2, StatusReplicas: 2, Pods: pods, Usage: usage,
-				Config: Config{CPUInitializationPeriod: tc.period}, Now: t0}
-			out, _ := Plan(in)
-			var got int32
-			if len(out.Actions) > 0 && out.Actions[0].Type == Rescale {
-				got = out.Actions[0].Replicas
-			}
-			if got != tc.want {
-				t.Errorf("rescaled to %d, want %d (0: none)", got, tc.want)
-			}
+			checkRescale(t, Input{HPA: makeHPA(1, 10, 50), SpecReplicas: 2, StatusReplicas: 2, Pods: pods, Usage: usage,
+				Config: Config{CPUInitializationPeriod: tc.period}, Now: t0}, tc.want)
 		})
 	}
 }
