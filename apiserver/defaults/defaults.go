@@ -3,7 +3,7 @@
 // from a real apiserver. Every function mutates its argument in place, is
 // idempotent, and never overwrites a value the client set.
 //
-// The facts follow upstream pkg/apis/{core,apps,batch,scheduling,rbac}/v1
+// The facts follow upstream pkg/apis/{core,apps,batch,scheduling,rbac,networking}/v1
 // defaults.go, the +default markers in k8s.io/api, and a few defaults that
 // upstream applies in registry strategies or admission plugins (named on
 // each function).
@@ -16,6 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -27,9 +28,9 @@ import (
 // Object applies the defaults for obj's type; run it on every decoded
 // create and update body. For pods it also runs DefaultTolerationSeconds,
 // which upstream's admission applies on both create and update. Types
-// without defaults (Event, Lease, ServiceAccount, PodDisruptionBudget) and
-// unknown types are left untouched. Defaults that upstream applies on create
-// only are in OnCreate.
+// without defaults (Event, Lease, ServiceAccount, PodDisruptionBudget,
+// Ingress) and unknown types are left untouched. Defaults that upstream
+// applies on create only are in OnCreate.
 func Object(obj runtime.Object) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
@@ -77,6 +78,10 @@ func Object(obj runtime.Object) {
 		StorageClass(o)
 	case *storagev1.CSIDriver:
 		CSIDriver(o)
+	case *networkingv1.NetworkPolicy:
+		NetworkPolicy(o)
+	case *networkingv1.IngressClass:
+		IngressClass(o)
 	case *resourcev1.ResourceClaim:
 		ResourceClaim(o)
 	case *resourcev1.ResourceClaimTemplate:
@@ -87,7 +92,7 @@ func Object(obj runtime.Object) {
 		RoleBinding(o)
 	case *rbacv1.ClusterRoleBinding:
 		ClusterRoleBinding(o)
-	case *corev1.Event, *coordinationv1.Lease, *corev1.ServiceAccount, *policyv1.PodDisruptionBudget:
+	case *corev1.Event, *coordinationv1.Lease, *corev1.ServiceAccount, *policyv1.PodDisruptionBudget, *networkingv1.Ingress:
 		// Upstream has no server-side defaults for these types.
 	}
 }
