@@ -19,6 +19,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -116,6 +117,12 @@ func Create(obj runtime.Object, namespaced bool) field.ErrorList {
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateResourceSlice(o, nil)...)
 	case *resourcev1.DeviceTaintRule:
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateDeviceTaintRule(o, nil)...)
+	case *networkingv1.NetworkPolicy:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateNetworkPolicySpec(&o.Spec, specPath)...)
+	case *networkingv1.Ingress:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateIngressCreate(o)...)
+	case *networkingv1.IngressClass:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateIngressClass(o)...)
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		return validateHorizontalPodAutoscaler(o, namespaced)
 	case *rbacv1.Role:
@@ -287,6 +294,18 @@ func Update(obj, old runtime.Object, namespaced bool) field.ErrorList {
 		return update(o, old, func(o, old *resourcev1.DeviceTaintRule) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateDeviceTaintRule(o, old)...)
 		})
+	case *networkingv1.NetworkPolicy:
+		return update(o, old, func(o, old *networkingv1.NetworkPolicy) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateNetworkPolicySpec(&o.Spec, specPath)...)
+		})
+	case *networkingv1.Ingress:
+		return update(o, old, func(o, old *networkingv1.Ingress) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateIngressSpec(&o.Spec, specPath)...)
+		})
+	case *networkingv1.IngressClass:
+		return update(o, old, func(o, old *networkingv1.IngressClass) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateIngressClassUpdate(o, old)...)
+		})
 	case *rbacv1.Role:
 		return update(o, old, func(o, old *rbacv1.Role) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateRole(o)...)
@@ -388,6 +407,10 @@ func StatusUpdate(obj, old runtime.Object) field.ErrorList {
 	case *resourcev1.DeviceTaintRule:
 		return update(o, old, func(o, old *resourcev1.DeviceTaintRule) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, false), validateDeviceTaintRuleStatus(o)...)
+		})
+	case *networkingv1.Ingress:
+		return update(o, old, func(o, old *networkingv1.Ingress) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, true), validateIngressStatus(o, old)...)
 		})
 	}
 	return genericMetaUpdate(obj, old)
