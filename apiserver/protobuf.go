@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -63,7 +64,7 @@ var protoScheme = func() *runtime.Scheme {
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
 		coordinationv1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme, policyv1.AddToScheme, schedulingv1.AddToScheme,
 		autoscalingv1.AddToScheme, autoscalingv2.AddToScheme, storagev1.AddToScheme, rbacv1.AddToScheme, resourcev1.AddToScheme,
-		authenticationv1.AddToScheme, authorizationv1.AddToScheme, apiextv1.AddToScheme} {
+		networkingv1.AddToScheme, authenticationv1.AddToScheme, authorizationv1.AddToScheme, apiextv1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err) // a programming error in the list above
 		}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -193,6 +194,22 @@ func All() []*Resource {
 			New:     func() runtime.Object { return &resourcev1.ResourceSlice{} },
 			NewList: func() runtime.Object { return &resourcev1.ResourceSliceList{} }, SpecGeneration: true,
 			Fields: resourceSliceFields},
+
+		// What ingress controllers and network policy plugins read: served
+		// and stored, acted on by no minik component (minik runs no ingress
+		// controller, and its pod network enforces no policies).
+		{Group: "networking.k8s.io", Kind: "IngressClass", Resource: "ingressclasses", Singular: "ingressclass",
+			New:     func() runtime.Object { return &networkingv1.IngressClass{} },
+			NewList: func() runtime.Object { return &networkingv1.IngressClassList{} }, SpecGeneration: true},
+		{Group: "networking.k8s.io", Kind: "Ingress", Resource: "ingresses", Singular: "ingress", Namespaced: true,
+			ShortNames:   []string{"ing"},
+			New:          func() runtime.Object { return &networkingv1.Ingress{} },
+			NewList:      func() runtime.Object { return &networkingv1.IngressList{} },
+			Subresources: []string{"status"}, HasStatus: true},
+		{Group: "networking.k8s.io", Kind: "NetworkPolicy", Resource: "networkpolicies", Singular: "networkpolicy", Namespaced: true,
+			ShortNames: []string{"netpol"},
+			New:        func() runtime.Object { return &networkingv1.NetworkPolicy{} },
+			NewList:    func() runtime.Object { return &networkingv1.NetworkPolicyList{} }, SpecGeneration: true},
 
 		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Resource: "clusterroles", Singular: "clusterrole",
 			New: func() runtime.Object { return &rbacv1.ClusterRole{} }, NewList: func() runtime.Object { return &rbacv1.ClusterRoleList{} }},
