@@ -89,6 +89,9 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	if errs := validation.Create(obj, h.res.Namespaced); len(errs) > 0 {
 		return apierrors.NewInvalid(h.res.GroupVersion().WithKind(h.res.Kind).GroupKind(), m.GetName(), errs)
 	}
+	for _, w := range writeWarnings(obj, nil) {
+		addWarning(ctx, w)
+	}
 	// Validating admission runs on the validated object, as upstream's
 	// (ResourceQuota last of all).
 	if err := s.admitPodSecurity(ctx, h, obj, nil, reads); err != nil {
@@ -179,6 +182,9 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 	}
 	if sub != "" { // scale, finalize: upstream's PodSecurity and ResourceQuota skip subresources
 		return nil
+	}
+	for _, w := range writeWarnings(obj, old) {
+		addWarning(ctx, w)
 	}
 	// Validating admission, in upstream's order.
 	if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok {

@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,6 +24,29 @@ func networkingClient[T any](c *client.Client, resource string, namespaced bool)
 	return client.For[T](c, client.Resource{Group: networkingv1.GroupName, Version: "v1", Resource: resource, Namespaced: namespaced})
 }
 
+// rawRequest sends body as the admin and returns the answer (its body read).
+func rawRequest(t *testing.T, ts *testServer, method, path, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.config.Host+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	raw := &http.Client{Transport: &http.Transport{TLSClientConfig: ts.config.TLS.Clone()}}
+	resp, err := raw.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(data)
+}
+
 // causeFields returns the field paths of a 422's causes.
 func causeFields(err error) []string {
 	status, ok := err.(apierrors.APIStatus)
@@ -37,7 +62,7 @@ func causeFields(err error) []string {
 
 // TestNetworkingKinds: NetworkPolicy, Ingress and IngressClass are stored
 // defaulted and validated, read, listed, watched and updated as upstream
-// serves them.
+// serves them; a NetworkPolicy write says that minik does not enforce it.
 func TestNetworkingKinds(t *testing.T) {
 	ts := startTestServer(t)
 	ctx := t.Context()
@@ -100,6 +125,32 @@ func TestNetworkingKinds(t *testing.T) {
 		}
 	})
 
+	t.Run("a NetworkPolicy create and update warn that minik does not enforce it, reads do not", func(t *testing.T) {
+		const body = `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"deny-all","namespace":"default"},"spec":{"podSelector":{}}}`
+		want := `299 - "` + networkPolicyNotEnforced + `"`
+		base := "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies"
+		resp, out := rawRequest(t, ts, http.MethodPost, base, body)
+		if resp.StatusCode != http.StatusCreated || resp.Header.Get("Warning") != want {
+			t.Errorf("create: %d, Warning %q, want 201 and %q\n%s", resp.StatusCode, resp.Header.Get("Warning"), want, out)
+		}
+		for _, read := range []string{base, base + "/deny-all", "/apis/networking.k8s.io/v1/networkpolicies"} {
+			resp, out = rawRequest(t, ts, http.MethodGet, read, "")
+			if resp.StatusCode != http.StatusOK || len(resp.Header.Values("Warning")) != 0 {
+				t.Errorf("GET %s: %d, Warning %q, want 200 and none\n%s", read, resp.StatusCode, resp.Header.Values("Warning"), out)
+			}
+		}
+		np := get(t, ctx, policies, "default", "deny-all")
+		np.Labels = map[string]string{"team": "a"}
+		put, err := json.Marshal(np)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, out = rawRequest(t, ts, http.MethodPut, base+"/deny-all", string(put))
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Warning") != want {
+			t.Errorf("update: %d, Warning %q, want 200 and %q\n%s", resp.StatusCode, resp.Header.Get("Warning"), want, out)
+		}
+	})
+
 	t.Run("an Ingress keeps spec and status apart and counts spec changes", func(t *testing.T) {
 		ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 			Spec: networkingv1.IngressSpec{IngressClassName: ptr.To("nginx"), Rules: []networkingv1.IngressRule{{Host: "web.example.com",
@@ -136,6 +187,16 @@ func TestNetworkingKinds(t *testing.T) {
 		list, err := ingresses.List(ctx, "default", metav1.ListOptions{})
 		if err != nil || len(list.Items) != 1 {
 			t.Errorf("list: %v, %v", err, list)
+		}
+	})
+
+	t.Run("an Ingress made with only the class annotation gets upstream's deprecation warning", func(t *testing.T) {
+		const body = `{"apiVersion":"networking.k8s.io/v1","kind":"Ingress","metadata":{"name":"old","namespace":"default",` +
+			`"annotations":{"kubernetes.io/ingress.class":"nginx"}},"spec":{"defaultBackend":{"service":{"name":"web","port":{"number":80}}}}}`
+		resp, out := rawRequest(t, ts, http.MethodPost, "/apis/networking.k8s.io/v1/namespaces/default/ingresses", body)
+		want := `299 - "annotation \"kubernetes.io/ingress.class\" is deprecated, please use 'spec.ingressClassName' instead"`
+		if resp.StatusCode != http.StatusCreated || resp.Header.Get("Warning") != want {
+			t.Errorf("create: %d, Warning %q, want 201 and %q\n%s", resp.StatusCode, resp.Header.Get("Warning"), want, out)
 		}
 	})
 
