@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -24,26 +23,14 @@ func networkingClient[T any](c *client.Client, resource string, namespaced bool)
 	return client.For[T](c, client.Resource{Group: networkingv1.GroupName, Version: "v1", Resource: resource, Namespaced: namespaced})
 }
 
-// rawRequest sends body as the admin and returns the answer (its body read).
+// rawRequest sends body (JSON) as the admin and returns the answer.
 func rawRequest(t *testing.T, ts *testServer, method, path, body string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, ts.config.Host+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	var headers []string
 	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+		headers = []string{"Content-Type", "application/json"}
 	}
-	raw := &http.Client{Transport: &http.Transport{TLSClientConfig: ts.config.TLS.Clone()}}
-	resp, err := raw.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, data := ts.response(t, method, path, body, headers...)
 	return resp, string(data)
 }
 

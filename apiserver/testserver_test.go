@@ -149,6 +149,13 @@ func (ts *testServer) client(tb testing.TB) *client.Client {
 // and returns the answer's code and body.
 func (ts *testServer) do(t *testing.T, method, path, body string, headers ...string) (int, []byte) {
 	t.Helper()
+	resp, data := ts.response(t, method, path, body, headers...)
+	return resp.StatusCode, data
+}
+
+// response is do, returning the whole response (its body read).
+func (ts *testServer) response(t *testing.T, method, path, body string, headers ...string) (*http.Response, []byte) {
+	t.Helper()
 	req, err := http.NewRequest(method, ts.config.Host+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -166,5 +173,5 @@ func (ts *testServer) do(t *testing.T, method, path, body string, headers ...str
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, data
+	return resp, data
 }
