@@ -233,6 +233,9 @@ func runKubelet(ctx context.Context, o *kubeletOptions) error {
 	}
 	cfg.Ready = make(chan struct{})
 	go releaseStartupMemory(ctx, cfg.Ready)
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(kubelet.GCPercent)
+	}
 	return kubelet.Run(ctx, cfg)
 }
 
