@@ -219,6 +219,6 @@ func (s *sharedInformers) Secrets() *objectcache.Cache[corev1.Secret]       { re
 // for thousands of nodes every 10s.
 type idleStats struct{}
 
-func (idleStats) Summary(context.Context) (*eviction.Summary, error) {
+func (idleStats) Summary(context.Context, bool) (*eviction.Summary, error) {
 	return &eviction.Summary{}, nil
 }

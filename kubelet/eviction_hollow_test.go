@@ -31,7 +31,7 @@ type diskHog struct {
 	Outside atomic.Int64
 }
 
-func (d *diskHog) Summary(ctx context.Context) (*eviction.Summary, error) {
+func (d *diskHog) Summary(ctx context.Context, _ bool) (*eviction.Summary, error) {
 	s := &eviction.Summary{
 		Node: eviction.NodeStats{MemoryCapacityBytes: 8 * gib, MemoryWorkingSetBytes: gib,
 			NodeFsCapacityBytes: 100 * gib, NodeFsAvailableBytes: 60*gib - d.Outside.Load(),

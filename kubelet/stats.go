@@ -18,9 +18,12 @@ import (
 // (logs, emptyDir volumes on disk).
 type hostStats struct{ k *Kubelet }
 
-func (h hostStats) Summary(ctx context.Context) (*eviction.Summary, error) {
+func (h hostStats) Summary(ctx context.Context, pods bool) (*eviction.Summary, error) {
 	k := h.k
 	node, nodeErr := eviction.ReadNodeStats(k.cfg.RootDir)
+	if !pods {
+		return &eviction.Summary{Node: node}, nodeErr
+	}
 	cs, err := k.rt.ListContainers(ctx, "")
 	if err != nil {
 		return nil, err

@@ -18,9 +18,11 @@ import (
 const podCleanupTimeout = 30 * time.Second
 
 // StatsProvider reads what the eviction manager decides from: the node's
-// signals and each pod's usage.
+// signals and, with pods, each pod's usage (every container's stats and a
+// walk of its logs and emptyDirs: asked for only to rank pods once a
+// threshold is met, not every 10s).
 type StatsProvider interface {
-	Summary(ctx context.Context) (*Summary, error)
+	Summary(ctx context.Context, pods bool) (*Summary, error)
 }
 
 // Pods is what the eviction loop needs from the kubelet.
@@ -79,7 +81,10 @@ func RunLoop(ctx context.Context, cfg LoopConfig) error {
 // a channel closed once the pod it evicted is cleaned up, nil when it
 // evicted none.
 func synchronize(ctx context.Context, cfg LoopConfig) <-chan struct{} {
-	summary, err := cfg.Stats.Summary(ctx)
+	summary, err := cfg.Stats.Summary(ctx, false)
+	if err == nil && cfg.Manager.Met(summary.Node) {
+		summary, err = cfg.Stats.Summary(ctx, true)
+	}
 	if err != nil {
 		cfg.Log.Warn("eviction manager: reading stats", "err", err)
 		if summary == nil {

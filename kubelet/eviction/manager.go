@@ -85,13 +85,7 @@ type Decision struct {
 // resource to reclaim and the active pods ranked for eviction.
 func (m *Manager) Synchronize(now time.Time, s *Summary, active []*corev1.Pod) *Decision {
 	obs := observe(s.Node)
-	var met []Threshold
-	for _, t := range m.thresholds {
-		o, ok := obs[t.Signal]
-		if ok && t.Amount(o.capacity).Cmp(o.available) > 0 {
-			met = append(met, t)
-		}
-	}
+	met := m.met(obs)
 	m.mu.Lock()
 	for _, t := range met {
 		m.lastObserved[signalCondition[t.Signal]] = now
@@ -128,6 +122,24 @@ func (m *Manager) Synchronize(now time.Time, s *Summary, active []*corev1.Pod) *
 	}
 	rankFor(d.threshold.Signal, d.stats)(d.Candidates)
 	return d
+}
+
+// Met reports whether the node's signals meet a threshold, so that the
+// pods' usage is needed to rank them.
+func (m *Manager) Met(node NodeStats) bool {
+	return len(m.met(observe(node))) > 0
+}
+
+// met returns the thresholds the observed signals meet.
+func (m *Manager) met(obs map[Signal]observation) []Threshold {
+	var met []Threshold
+	for _, t := range m.thresholds {
+		o, ok := obs[t.Signal]
+		if ok && t.Amount(o.capacity).Cmp(o.available) > 0 {
+			met = append(met, t)
+		}
+	}
+	return met
 }
 
 // Message is the kubelet's eviction message for pod: the resource, the
