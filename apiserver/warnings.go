@@ -5,6 +5,8 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"minik/apiserver/validation"
 )
 
 // networkPolicyNotEnforced is the warning every NetworkPolicy create and
@@ -22,13 +24,9 @@ func writeWarnings(obj, old runtime.Object) []string {
 		return []string{networkPolicyNotEnforced}
 	case *networkingv1.Ingress:
 		// Upstream's ingress strategy, on create only.
-		if _, ok := o.Annotations[ingressClassAnnotation]; ok && old == nil && o.Spec.IngressClassName == nil {
-			return []string{fmt.Sprintf("annotation %q is deprecated, please use 'spec.ingressClassName' instead", ingressClassAnnotation)}
+		if _, ok := o.Annotations[validation.IngressClassAnnotation]; ok && old == nil && o.Spec.IngressClassName == nil {
+			return []string{fmt.Sprintf("annotation %q is deprecated, please use 'spec.ingressClassName' instead", validation.IngressClassAnnotation)}
 		}
 	}
 	return nil
 }
-
-// ingressClassAnnotation is the class annotation that came before
-// spec.ingressClassName.
-const ingressClassAnnotation = "kubernetes.io/ingress.class"

@@ -22,9 +22,9 @@ import (
 // minik never stored such values, so an update is checked as a create.
 
 const (
-	// ingressClassAnnotation is the class annotation that came before
+	// IngressClassAnnotation is the class annotation that came before
 	// spec.ingressClassName.
-	ingressClassAnnotation = "kubernetes.io/ingress.class"
+	IngressClassAnnotation = "kubernetes.io/ingress.class"
 	// maxIngressClassControllerLength bounds spec.controller, in bytes.
 	maxIngressClassControllerLength = 250
 )
@@ -159,9 +159,9 @@ func validateIPBlock(b *networkingv1.IPBlock, fldPath *field.Path) field.ErrorLi
 // annotation, when set beside spec.ingressClassName, must agree with it.
 func validateIngressCreate(ing *networkingv1.Ingress) field.ErrorList {
 	errs := validateIngressSpec(&ing.Spec, specPath)
-	if class, ok := ing.Annotations[ingressClassAnnotation]; ok && ing.Spec.IngressClassName != nil && class != *ing.Spec.IngressClassName {
+	if class, ok := ing.Annotations[IngressClassAnnotation]; ok && ing.Spec.IngressClassName != nil && class != *ing.Spec.IngressClassName {
 		// Upstream's path: "annotations", not "metadata.annotations".
-		errs = append(errs, field.Invalid(field.NewPath("annotations").Child(ingressClassAnnotation), class,
+		errs = append(errs, field.Invalid(field.NewPath("annotations").Child(IngressClassAnnotation), class,
 			"must match `ingressClassName` when both are specified"))
 	}
 	return errs
