@@ -10,6 +10,7 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik/apiserver/defaults"
@@ -288,6 +289,33 @@ func globalDefault(items []runtime.Object) *schedulingv1.PriorityClass {
 		}
 	}
 	return best
+}
+
+// newestDefault picks, among the items of type T that isDefault accepts,
+// the one created last, and of those created in the same second the first
+// by name; the zero T (nil) when none is accepted. It is how upstream's
+// DefaultStorageClass and DefaultIngressClass plugins choose when more
+// than one class is marked default (they no longer refuse the create).
+func newestDefault[T metav1.Object](items []runtime.Object, isDefault func(T) bool) T {
+	var best T
+	found := false
+	for _, o := range items {
+		c, ok := o.(T)
+		if !ok || !isDefault(c) {
+			continue
+		}
+		if !found || newerClass(c, best) {
+			best, found = c, true
+		}
+	}
+	return best
+}
+
+// newerClass: a was created after b, or in the same second and sorts
+// first by name.
+func newerClass(a, b metav1.Object) bool {
+	at, bt := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	return at.After(bt.Time) || at.Equal(&bt) && a.GetName() < b.GetName()
 }
 
 // admitPriorityClass allows a single globalDefault class.

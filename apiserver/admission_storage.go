@@ -89,25 +89,13 @@ func addFinalizer(m *metav1.ObjectMeta, f string) {
 }
 
 // defaultStorageClass picks the class annotated as default; with several,
-// the newest wins (then the name), as upstream's GetDefaultClass.
+// the newest (newestDefault), as upstream's GetDefaultClass.
 func (s *Server) defaultStorageClass(ctx context.Context) (*storagev1.StorageClass, error) {
-	h := s.handlers["storage.k8s.io/v1/storageclasses"]
-	list, err := h.store.List(ctx, storageListAll())
+	list, err := s.handlers["storage.k8s.io/v1/storageclasses"].store.List(ctx, storageListAll())
 	if err != nil {
 		return nil, err
 	}
-	var best *storagev1.StorageClass
-	for _, o := range list.Items {
-		sc := o.(*storagev1.StorageClass)
-		if !volumeutil.IsDefaultClass(sc) {
-			continue
-		}
-		if best == nil || sc.CreationTimestamp.After(best.CreationTimestamp.Time) ||
-			sc.CreationTimestamp.Equal(&best.CreationTimestamp) && sc.Name < best.Name {
-			best = sc
-		}
-	}
-	return best, nil
+	return newestDefault(list.Items, volumeutil.IsDefaultClass), nil
 }
 
 // bootstrapStorage creates the local-path StorageClass, the default class
