@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,10 +21,11 @@ import (
 
 // Admission runs after decoding and before storage, in Kubernetes' order:
 // NamespaceLifecycle, ServiceAccount, NodeRestriction, RBAC escalation,
-// mutating plugins (defaulting, LimitRanger, priority, default
-// tolerations), validation, then PodSecurity and ResourceQuota.
-// Everything here is a pure check except the reads of namespaces,
-// priority classes, service accounts, limit ranges and quotas.
+// mutating plugins (defaulting, the default storage and ingress classes,
+// LimitRanger, priority, default tolerations), validation, then
+// PodSecurity and ResourceQuota. Everything here is a pure check except
+// the reads of namespaces, priority classes, service accounts, storage
+// and ingress classes, limit ranges and quotas.
 
 // admitCreate admits a new object, reading namespaces and priority
 // classes through reads.
@@ -79,6 +81,10 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	case *corev1.Service:
 		o.Status = corev1.ServiceStatus{}
 		if err := s.admitService(ctx, o, nil); err != nil {
+			return err
+		}
+	case *networkingv1.Ingress:
+		if err := admitDefaultIngressClass(ctx, o, s.ingressClasses); err != nil {
 			return err
 		}
 	}

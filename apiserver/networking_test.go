@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
+	"minik/apiserver/validation"
 	"minik/client"
 )
 
@@ -272,6 +273,58 @@ func TestNetworkingKinds(t *testing.T) {
 			if _, err := networkingClient[networkingv1.IngressClass](u, "ingressclasses", false).List(ctx, "", metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 				t.Errorf("listing ingress classes without a role for them: %v, want Forbidden", err)
 			}
+		}
+	})
+
+	t.Run("an Ingress created without a class gets the newest default IngressClass, an update does not", func(t *testing.T) {
+		defaultClass := func(name string) *networkingv1.IngressClass {
+			return &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: name,
+				Annotations: map[string]string{networkingv1.AnnotationIsDefaultIngressClass: "true"}},
+				Spec: networkingv1.IngressClassSpec{Controller: "example.com/" + name}}
+		}
+		classless := func(name string, annotations map[string]string) *networkingv1.Ingress {
+			return &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations},
+				Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+					Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}
+		}
+		older, err := classes.Create(ctx, defaultClass("a-older"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := ingresses.Create(ctx, classless("plain", nil), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := plain.Spec.IngressClassName; got == nil || *got != "a-older" {
+			t.Errorf("ingressClassName %v, want the default class a-older", got)
+		}
+		annotated, err := ingresses.Create(ctx, classless("annotated", map[string]string{validation.IngressClassAnnotation: "nginx"}), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := annotated.Spec.IngressClassName; got != nil {
+			t.Errorf("ingressClassName %q, want none: the annotation names the class", *got)
+		}
+		plain.Spec.IngressClassName = nil
+		updated, err := ingresses.Update(ctx, plain, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := updated.Spec.IngressClassName; got != nil {
+			t.Errorf("after an update that removed the class: %q, want none (only creates are defaulted)", *got)
+		}
+		// A second default, created a second later: the newest wins,
+		// although a-older comes first by name.
+		time.Sleep(time.Until(older.CreationTimestamp.Add(time.Second)))
+		if _, err := classes.Create(ctx, defaultClass("b-newer"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		second, err := ingresses.Create(ctx, classless("second", nil), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create with two default classes: %v, want it admitted", err)
+		}
+		if got := second.Spec.IngressClassName; got == nil || *got != "b-newer" {
+			t.Errorf("ingressClassName %v, want the newest default class b-newer", got)
 		}
 	})
 }
