@@ -287,9 +287,7 @@ func validateIngressBackend(b *networkingv1.IngressBackend, fldPath *field.Path)
 	if svc.Name == "" {
 		errs = append(errs, field.Required(p.Child("name"), ""))
 	} else {
-		// RelaxedServiceNameValidation is GA in v1.37: a Service name is
-		// an RFC 1123 label (it may start with a digit).
-		for _, msg := range apimachineryvalidation.NameIsDNSLabel(svc.Name, false) {
+		for _, msg := range serviceName(svc.Name, false) {
 			errs = append(errs, field.Invalid(p.Child("name"), svc.Name, msg))
 		}
 	}

@@ -37,8 +37,17 @@ func IsHeadless(svc *corev1.Service) bool {
 	return len(svc.Spec.ClusterIPs) == 1 && svc.Spec.ClusterIPs[0] == corev1.ClusterIPNone
 }
 
+// serviceName is the rule for a Service's name and for a reference to a
+// Service by name (an Ingress backend): an RFC 1123 label, which may
+// start with a digit. This is kube-apiserver's rule under
+// RelaxedServiceNameValidation (KEP-5311: alpha in v1.34, beta and on by
+// default in v1.36, GA and locked on in v1.37); before it, a Service name
+// was an RFC 1035 label and had to start with a letter. Only a create
+// checks it: the name is immutable, so an update never checks it again.
+var serviceName = apimachineryvalidation.NameIsDNSLabel
+
 func validateService(svc *corev1.Service) field.ErrorList {
-	errs := objectMeta(&svc.ObjectMeta, true, apimachineryvalidation.NameIsDNS1035Label)
+	errs := objectMeta(&svc.ObjectMeta, true, serviceName)
 	return append(errs, validateServiceSpec(svc, nil)...)
 }
 

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,9 +70,32 @@ func TestServiceCreate(t *testing.T) {
 			s.Spec.ClusterIP, s.Spec.ClusterIPs, s.Spec.IPFamilies, s.Spec.IPFamilyPolicy = "", nil, nil, nil
 		})},
 		{
-			name: "a service name must be a DNS-1035 label",
+			name: "a service name may start with a digit (an RFC 1123 label, RelaxedServiceNameValidation)",
 			svc:  service(func(s *corev1.Service) { s.Name = "1web" }),
-			want: []want{{field.ErrorTypeInvalid, "metadata.name", "a DNS-1035 label"}},
+		},
+		{
+			name: "a service name may be all digits",
+			svc:  service(func(s *corev1.Service) { s.Name = "8080" }),
+		},
+		{
+			name: "a service name must be an RFC 1123 label: no dots",
+			svc:  service(func(s *corev1.Service) { s.Name = "web.api" }),
+			want: []want{{field.ErrorTypeInvalid, "metadata.name", "must not contain dots"}},
+		},
+		{
+			name: "a service name must be an RFC 1123 label: no underscores",
+			svc:  service(func(s *corev1.Service) { s.Name = "web_api" }),
+			want: []want{{field.ErrorTypeInvalid, "metadata.name", "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'"}},
+		},
+		{
+			name: "a service name must be an RFC 1123 label: no upper case",
+			svc:  service(func(s *corev1.Service) { s.Name = "Web" }),
+			want: []want{{field.ErrorTypeInvalid, "metadata.name", "a lowercase RFC 1123 label"}},
+		},
+		{
+			name: "a service name must be an RFC 1123 label: at most 63 characters",
+			svc:  service(func(s *corev1.Service) { s.Name = strings.Repeat("a", 64) }),
+			want: []want{{field.ErrorTypeInvalid, "metadata.name", "must be no more than 63 characters"}},
 		},
 		{
 			name: "a service needs ports unless headless or ExternalName",
@@ -236,6 +260,11 @@ func TestServiceUpdate(t *testing.T) {
 	}{
 		{name: "a selector may change", old: service(), svc: service(func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "v2"} })},
 		{name: "a ClusterIP service may become NodePort", old: service(), svc: service(nodePort)},
+		{
+			name: "the name is not checked again on update: it is immutable",
+			old:  service(func(s *corev1.Service) { s.Name = "Web.1" }),
+			svc:  service(func(s *corev1.Service) { s.Name = "Web.1"; s.Labels = map[string]string{"tier": "front"} }),
+		},
 		{
 			name: "the cluster IP may not change",
 			old:  service(),
