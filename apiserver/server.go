@@ -76,6 +76,9 @@ type Config struct {
 	// CompactionInterval is how often etcd history is compacted
 	// (default 5m, 0 keeps the default, negative disables).
 	CompactionInterval time.Duration
+	// EventTTL is how long an Event is kept after its last write
+	// (default 1h, kube-apiserver's --event-ttl): etcd deletes it then.
+	EventTTL time.Duration
 	// BookmarkInterval is how often watchers that allow bookmarks get one
 	// (default 1m, kube-apiserver's frequency: each bookmark wakes every
 	// watcher and its client, most of an idle cluster's work).
@@ -123,6 +126,7 @@ type Server struct {
 	nodes           *storage.Store
 	pdbs            *storage.Store
 	serviceStore    *storage.Store
+	events          *storage.Store
 	stores          []*storage.Store
 
 	// services allocates cluster IPs and node ports (services.go).
@@ -192,6 +196,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ServiceRepairInterval == 0 {
 		cfg.ServiceRepairInterval = 3 * time.Minute
+	}
+	if cfg.EventTTL <= 0 {
+		cfg.EventTTL = DefaultEventTTL
 	}
 	services, err := newServiceAllocators(cfg)
 	if err != nil {
@@ -290,6 +297,8 @@ func New(cfg Config) (*Server, error) {
 		&nodeAuthorizer{graph: s.nodeGraph, volumes: s.volumeGraph, podsRev: s.pods.Cache().LatestRevision},
 		s.rbac,
 	}
+	s.events = byID["events"]
+	s.events.SetTTL(cfg.EventTTL)
 	s.serviceStore = byID["services"]
 	s.serviceStore.SetCompanions(services.companions)
 	s.namespaceCache = newObjectCache("namespaces", s.namespaces)
@@ -343,6 +352,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.repairServiceAllocations(ctx); err != nil {
 		return fmt.Errorf("checking service IP and node port allocations: %w", err)
 	}
+	go s.expireOldEvents(ctx)
 	go s.bookmarkLoop(ctx)
 	go s.compactLoop(ctx)
 	go s.repairLoop(ctx)
@@ -416,6 +426,21 @@ func (s *Server) tlsConfig() (*tls.Config, error) {
 
 // bookmarkLoop asks etcd for progress (so caches learn the latest
 // revision when their resource is idle) and sends watch bookmarks.
+// DefaultEventTTL is how long Events are kept unless Config says otherwise.
+const DefaultEventTTL = time.Hour
+
+// expireOldEvents gives the Events an earlier minik kept without a TTL
+// one now, in the background: they go EventTTL after this start.
+func (s *Server) expireOldEvents(ctx context.Context) {
+	n, err := s.events.ExpireUnleased(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		slog.Warn("giving older events their TTL", "attached", n, "err", err)
+	case n > 0:
+		slog.Info("older events kept without a TTL now expire", "events", n, "ttl", s.cfg.EventTTL)
+	}
+}
+
 func (s *Server) bookmarkLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.BookmarkInterval)
 	defer t.Stop()

@@ -38,6 +38,8 @@ type Store struct {
 	// (companions.go).
 	companions CompanionsFunc
 	durations  [numOps]prometheus.Observer // metrics.go
+	// ttl, if set, makes objects expire after their last write (ttl.go).
+	ttl *ttlLeases
 }
 
 // NewStore returns a store for objects under prefix. Call Start to begin
@@ -184,13 +186,23 @@ func (s *Store) Create(ctx context.Context, obj runtime.Object, guards ...Guard)
 		cmps = append(cmps, g.cmp())
 	}
 	cmps = append(cmps, comp.cmps()...)
-	resp, err := s.client.Txn(ctx).
-		If(cmps...).
-		Then(append(append([]clientv3.Op{clientv3.OpPut(key, string(data))}, comp.ops()...), puts(guards)...)...).
-		Else(append([]clientv3.Op{clientv3.OpGet(key, clientv3.WithKeysOnly())}, comp.reads()...)...).
-		Commit()
-	if err != nil {
-		return nil, storageError(err)
+	var resp *clientv3.TxnResponse
+	for lost := false; ; lost = true {
+		put, lease, err := s.putObject(ctx, key, data)
+		if err != nil {
+			return nil, err
+		}
+		resp, err = s.client.Txn(ctx).
+			If(cmps...).
+			Then(append(append([]clientv3.Op{put}, comp.ops()...), puts(guards)...)...).
+			Else(append([]clientv3.Op{clientv3.OpGet(key, clientv3.WithKeysOnly())}, comp.reads()...)...).
+			Commit()
+		if err == nil {
+			break
+		}
+		if lost || !s.leaseLost(err, lease) {
+			return nil, storageError(err)
+		}
 	}
 	if !resp.Succeeded {
 		exists := len(resp.Responses[0].GetResponseRange().Kvs) > 0
@@ -242,7 +254,7 @@ func (s *Store) GuardedUpdate(ctx context.Context, namespace, name string, updat
 	defer s.observe(opUpdate, time.Now())
 	key := s.Key(namespace, name)
 	resp, err := s.client.Get(ctx, key)
-	guardLosses := 0
+	guardLosses, leaseRetried := 0, false
 	for {
 		if err != nil {
 			return nil, false, storageError(err)
@@ -269,7 +281,9 @@ func (s *Store) GuardedUpdate(ctx context.Context, namespace, name string, updat
 			}
 			// Lost a race (say, to a status update): read again and
 			// decide afresh, rather than answer a delete that did not happen.
-			resp, err = s.client.Get(ctx, key)
+			if resp, err = s.client.Get(ctx, key); err != nil {
+				return nil, false, storageError(err)
+			}
 			continue
 		}
 		data, err := s.encode(next)
@@ -285,12 +299,20 @@ func (s *Store) GuardedUpdate(ctx context.Context, namespace, name string, updat
 		for _, g := range guards {
 			cmps = append(cmps, g.cmp())
 		}
+		put, lease, err := s.putObject(ctx, key, data)
+		if err != nil {
+			return nil, false, err
+		}
 		txn, txnErr := s.client.Txn(ctx).
 			If(cmps...).
-			Then(append(append([]clientv3.Op{clientv3.OpPut(key, string(data))}, comp.ops()...), puts(guards)...)...).
+			Then(append(append([]clientv3.Op{put}, comp.ops()...), puts(guards)...)...).
 			Else(append([]clientv3.Op{clientv3.OpGet(key)}, comp.reads()...)...).
 			Commit()
 		if txnErr != nil {
+			if !leaseRetried && s.leaseLost(txnErr, lease) {
+				leaseRetried = true
+				continue // decide again on the same read, with another lease
+			}
 			return nil, false, storageError(txnErr)
 		}
 		if txn.Succeeded {

@@ -27,6 +27,7 @@ func apiserverCommand() *cobra.Command {
 		kubeletCert, kubeletKey     string
 		watchCacheSize              int
 		compactionInterval          time.Duration
+		eventTTL                    time.Duration
 		auth                        = &authFlags{}
 		svc                         serviceFlags
 		etcdTLS                     etcd.ClientTLS
@@ -51,7 +52,7 @@ func apiserverCommand() *cobra.Command {
 			defer client.Close()
 			cfg := apiserver.Config{Etcd: client, Listen: listen, TLSCertFile: cert, TLSKeyFile: key,
 				ClientCAFile: clientCA, KubeletClientCertFile: kubeletCert, KubeletClientKeyFile: kubeletKey,
-				WatchCacheSize: watchCacheSize, CompactionInterval: compactionInterval,
+				WatchCacheSize: watchCacheSize, CompactionInterval: compactionInterval, EventTTL: eventTTL,
 				ServiceClusterIPRange: svc.clusterIPRange, ServiceNodePortRange: svc.nodePortRange, AdvertiseAddress: svc.advertiseAddress}
 			auth.apply(&cfg)
 			api, err := apiserver.New(cfg)
@@ -75,6 +76,7 @@ func apiserverCommand() *cobra.Command {
 	f.StringVar(&kubeletKey, "kubelet-client-key", "", "client key for reaching kubelets")
 	f.IntVar(&watchCacheSize, "watch-cache-size", 10000, "events per resource a watch can resume from")
 	f.DurationVar(&compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd history (negative: never)")
+	f.DurationVar(&eventTTL, "event-ttl", apiserver.DefaultEventTTL, "how long to keep events after their last write")
 	svc.add(f)
 	return cmd
 }

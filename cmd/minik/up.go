@@ -40,6 +40,7 @@ type upOptions struct {
 	controller         bool
 	watchCacheSize     int
 	compactionInterval time.Duration
+	eventTTL           time.Duration
 	preloadImages      []string
 	auth               *authFlags
 	clusterDNS         []string
@@ -86,6 +87,7 @@ func upCommand() *cobra.Command {
 	f.BoolVar(&o.controller, "controller", true, "run the controller manager")
 	f.IntVar(&o.watchCacheSize, "watch-cache-size", 10000, "events per resource a watch can resume from")
 	f.DurationVar(&o.compactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often to compact etcd history (negative: never)")
+	f.DurationVar(&o.eventTTL, "event-ttl", apiserver.DefaultEventTTL, "how long to keep events after their last write")
 	f.BoolVar(&o.proxy, "proxy", true, "with the kubelets, run the node proxy (Services in this host's nftables)")
 	f.StringSliceVar(&o.preloadImages, "preload-images", nil, "image archives (OCI or docker) to import into every node, e.g. bin/images/busybox.tar")
 	dnsFlags(f, &o.clusterDNS, &o.clusterDomain)
@@ -223,7 +225,7 @@ func runUp(ctx context.Context, o *upOptions) error {
 		Etcd: etcdClient, Listen: o.listen,
 		TLSCertFile: files.servingCert, TLSKeyFile: files.servingKey, ClientCAFile: filepath.Join(files.pkiDir, "ca.crt"),
 		KubeletClientCertFile: files.kubeletCert, KubeletClientKeyFile: files.kubeletKey,
-		WatchCacheSize: o.watchCacheSize, CompactionInterval: o.compactionInterval,
+		WatchCacheSize: o.watchCacheSize, CompactionInterval: o.compactionInterval, EventTTL: o.eventTTL,
 		ServiceAccountSigningKeyFile: files.saKey,
 		ServiceClusterIPRange:        o.service.clusterIPRange, ServiceNodePortRange: o.service.nodePortRange,
 		AdvertiseAddress: o.service.advertiseAddress,
