@@ -30,14 +30,10 @@ func admitDefaultIngressClass(ctx context.Context, ing *networkingv1.Ingress, cl
 	return nil
 }
 
-// defaultIngressClass picks the class annotated
-// ingressclass.kubernetes.io/is-default-class with exactly "true" ("True"
-// does not count: upstream compares the string); with several, the
+// defaultIngressClass picks the class marked default; with several, the
 // newest (newestDefault). nil when no class is marked.
 func defaultIngressClass(items []runtime.Object) *networkingv1.IngressClass {
-	return newestDefault(items, func(ic *networkingv1.IngressClass) bool {
-		return ic.Annotations[networkingv1.AnnotationIsDefaultIngressClass] == "true"
-	})
+	return newestDefault(items, validation.IsDefaultIngressClass)
 }
 
 // ingressClasses reads every IngressClass from etcd, as DefaultStorageClass

@@ -9,6 +9,8 @@ import (
 	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"minik/apiserver/validation"
 )
 
 var networkPolicyColumns = []metav1.TableColumnDefinition{
@@ -100,7 +102,7 @@ func ingressAddress(lb networkingv1.IngressLoadBalancerStatus) string {
 // as KIND[.APIGROUP]/NAME or <none>.
 func ingressClassRow(ic *networkingv1.IngressClass, now time.Time) metav1.TableRow {
 	name := ic.Name
-	if ic.Annotations[networkingv1.AnnotationIsDefaultIngressClass] == "true" {
+	if validation.IsDefaultIngressClass(ic) {
 		name += " (default)"
 	}
 	params := "<none>"

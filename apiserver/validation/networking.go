@@ -21,6 +21,13 @@ import (
 // older releases accepted (invalid CIDRs, secret names, wildcard rules);
 // minik never stored such values, so an update is checked as a create.
 
+// IsDefaultIngressClass reports whether ic is marked the default class:
+// ingressclass.kubernetes.io/is-default-class is exactly "true" ("True"
+// does not count: upstream compares the string).
+func IsDefaultIngressClass(ic *networkingv1.IngressClass) bool {
+	return ic.Annotations[networkingv1.AnnotationIsDefaultIngressClass] == "true"
+}
+
 const (
 	// IngressClassAnnotation is the class annotation that came before
 	// spec.ingressClassName.
