@@ -37,7 +37,7 @@ func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, fldPath *field.Path) 
 		errs = append(errs, nonNegative(int64(spec.Ordinals.Start), fldPath.Child("ordinals", "start"))...)
 	}
 	if spec.ServiceName != "" {
-		for _, msg := range apimachineryvalidation.NameIsDNS1035Label(spec.ServiceName, false) {
+		for _, msg := range serviceName(spec.ServiceName, false) {
 			errs = append(errs, field.Invalid(fldPath.Child("serviceName"), spec.ServiceName, msg))
 		}
 	}

@@ -67,7 +67,11 @@ func TestStatefulCreate(t *testing.T) {
 		{
 			name: "a service name that is not a DNS label is rejected",
 			obj:  statefulSet(func(s *appsv1.StatefulSet) { s.Spec.ServiceName = "Kv_Svc" }),
-			want: []want{{field.ErrorTypeInvalid, "spec.serviceName", "a DNS-1035 label must consist of lower case alphanumeric characters"}},
+			want: []want{{field.ErrorTypeInvalid, "spec.serviceName", "a lowercase RFC 1123 label must consist of lower case alphanumeric characters"}},
+		},
+		{
+			name: "a service name may start with a digit, as a Service's may (RelaxedServiceNameValidation)",
+			obj:  statefulSet(func(s *appsv1.StatefulSet) { s.Spec.ServiceName = "1web" }),
 		},
 		{
 			name: "a stateful set without a service name is valid (it is optional since 1.30)",

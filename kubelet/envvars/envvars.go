@@ -107,9 +107,9 @@ func hasClusterIP(s *corev1.Service) bool {
 }
 
 // varName turns a Service or port name into a variable name as the
-// kubelet does: upper case, '-' to '_'. A Service name is a DNS-1035
-// label (it starts with a letter); a port name may start with a digit,
-// which then follows the '_' of SVC_SERVICE_PORT_.
+// kubelet does: upper case, '-' to '_'. Either may start with a digit
+// (Service names since RelaxedServiceNameValidation); the variable is
+// then made all the same, as environment variable names may too.
 func varName(s string) string {
 	return strings.ToUpper(strings.ReplaceAll(s, "-", "_"))
 }
