@@ -111,6 +111,9 @@ func TestSchemasCarryPatchHints(t *testing.T) {
 		{"pod spec containers are a list map", dig(schemas(core, "io.k8s.api.core.v1.PodSpec"), "properties", "containers", "x-kubernetes-list-type"), "map"},
 		{"pod spec volumes retain keys", dig(schemas(core, "io.k8s.api.core.v1.PodSpec"), "properties", "volumes", "x-kubernetes-patch-strategy"), "merge,retainKeys"},
 		{"pod spec containers are required", slices.Contains(toStrings(dig(schemas(core, "io.k8s.api.core.v1.PodSpec"), "required")), "containers"), true},
+		// No omitempty, but +optional in its comment, as upstream's document says.
+		{"an event's reporting component is optional", slices.Contains(toStrings(dig(schemas(core, "io.k8s.api.core.v1.Event"), "required")), "reportingComponent"), false},
+		{"an event's involved object is required", slices.Contains(toStrings(dig(schemas(core, "io.k8s.api.core.v1.Event"), "required")), "involvedObject"), true},
 		{"pod has its group version kind", dig(schemas(core, "io.k8s.api.core.v1.Pod"), "x-kubernetes-group-version-kind"), []any{map[string]any{"group": "", "version": "v1", "kind": "Pod"}}},
 		{"pod spec is described from SwaggerDoc", dig(schemas(core, "io.k8s.api.core.v1.Pod"), "properties", "spec", "description") != nil, true},
 		{"pod spec refers through allOf", dig(schemas(core, "io.k8s.api.core.v1.Pod"), "properties", "spec", "allOf"), []any{map[string]any{"$ref": "#/components/schemas/io.k8s.api.core.v1.PodSpec"}}},

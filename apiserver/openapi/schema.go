@@ -1,5 +1,7 @@
 package openapi
 
+//go:generate go run ./optionalfields/gen
+
 import (
 	"encoding/json"
 	"reflect"
@@ -155,7 +157,7 @@ func (b *builder) fields(t reflect.Type, props object, required *[]string) {
 		}
 		p := b.field(f.Type, f.Tag, doc[name])
 		props[name] = p
-		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") && !optionalByComment[t.PkgPath()+"."+t.Name()+"."+name] {
 			*required = append(*required, name)
 		}
 	}
