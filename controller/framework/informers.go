@@ -111,6 +111,11 @@ func NewInformers(c *client.Client, log *slog.Logger) *Informers {
 	addOwnerIndexes(inf.ConfigMaps)
 	addOwnerIndexes(inf.Secrets)
 	addOwnerIndexes(inf.ServiceAccounts)
+	addOwnerIndexes(inf.Namespaces)
+	addOwnerIndexes(inf.ClusterRoles)
+	addOwnerIndexes(inf.PersistentVolumes)
+	addOwnerIndexes(inf.PersistentVolumeClaims)
+	addOwnerIndexes(inf.StorageClasses)
 	return inf
 }
 

@@ -56,8 +56,10 @@ func NewResource[T any](inf *informer.Informer[T], api client.Resource, kind str
 	}
 }
 
-// Resources returns a view of every informer that holds objects which can
-// own or depend on others.
+// Resources returns a view of every shared informer that holds every
+// object of its kind (not Leases: only the node heartbeats), for the
+// collector: any object can own or depend on others. Other kinds it
+// follows through MetadataResources.
 func (inf *Informers) Resources() []*Resource {
 	out := []*Resource{
 		NewResource(inf.Pods, client.Pods, "Pod"),
@@ -74,6 +76,10 @@ func (inf *Informers) Resources() []*Resource {
 		NewResource(inf.StatefulSets, client.StatefulSets, "StatefulSet"),
 		NewResource(inf.ControllerRevisions, client.ControllerRevisions, "ControllerRevision"),
 		NewResource(inf.CronJobs, client.CronJobs, "CronJob"),
+		NewResource(inf.Namespaces, client.Namespaces, "Namespace"),
+		NewResource(inf.ClusterRoles, client.ClusterRoles, "ClusterRole"),
+		NewResource(inf.PersistentVolumes, client.PersistentVolumes, "PersistentVolume"),
+		NewResource(inf.StorageClasses, client.StorageClasses, "StorageClass"),
 	}
 	// Claims: a StatefulSet's retention policy makes the set or a pod
 	// their owner, and the collector deletes them after it.

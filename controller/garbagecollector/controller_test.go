@@ -3,11 +3,15 @@ package garbagecollector
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"minik/client"
 	"minik/controller/framework"
@@ -70,5 +74,32 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 			_, err := gc.sync(context.Background(), tc.key)
 			synctest.Check(t, err, tc.wantErr, sink, tc.wantDone)
 		})
+	}
+}
+
+// TestDependentsOfEveryCachedKind: an owner's dependents are found in the
+// cache of each kind the shared informers hold whole, claims and
+// cluster-scoped kinds too; a deleted owner queues them all.
+func TestDependentsOfEveryCachedKind(t *testing.T) {
+	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "uid-owner"}
+	meta := func(ns, name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), OwnerReferences: []metav1.OwnerReference{owner}}
+	}
+	inf := framework.NewInformers(&client.Client{}, slog.New(slog.DiscardHandler))
+	inf.PersistentVolumeClaims.Replace([]*corev1.PersistentVolumeClaim{{ObjectMeta: meta("default", "claim")}})
+	inf.PersistentVolumes.Replace([]*corev1.PersistentVolume{{ObjectMeta: meta("", "pv")}})
+	inf.Namespaces.Replace([]*corev1.Namespace{{ObjectMeta: meta("", "ns")}})
+	inf.ClusterRoles.Replace([]*rbacv1.ClusterRole{{ObjectMeta: meta("", "role")}})
+	inf.StorageClasses.Replace([]*storagev1.StorageClass{{ObjectMeta: meta("", "class")}})
+	gc := New(&client.Client{}, inf, slog.New(slog.DiscardHandler))
+	var got []string
+	for _, d := range gc.dependents("uid-owner") {
+		got = append(got, d.key)
+	}
+	slices.Sort(got)
+	want := []string{"clusterroles.rbac.authorization.k8s.io||role", "namespaces||ns", "persistentvolumeclaims|default|claim",
+		"persistentvolumes||pv", "storageclasses.storage.k8s.io||class"}
+	if !slices.Equal(got, want) {
+		t.Errorf("dependents %v, want %v", got, want)
 	}
 }
