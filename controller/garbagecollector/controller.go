@@ -26,27 +26,40 @@ type Controller struct {
 	log   *slog.Logger
 	queue *framework.Queue
 
-	// mu guards the resources: custom ones come and go with their CRDs.
+	// mu guards the resources: those of the followed kinds come and go
+	// with their CRDs and with discovery.
 	mu        sync.RWMutex
 	resources []*framework.Resource
 	byGVK     map[schema.GroupKind]*framework.Resource
 	byName    map[string]*framework.Resource
-	custom    *framework.CustomResources
+	followed  *framework.MetadataResources
 
 	// sink performs the plans' actions (apiSink; a FakeSink in tests).
 	sink framework.Sink[Action]
 }
 
-// New wires the collector to every resource of inf, and to the custom
-// resources of the CRDs as they are established.
+// ignored are the kinds never collected, as upstream's
+// GetDeletableResources ignores them: events, in both their groups.
+var ignored = []schema.GroupResource{{Resource: "events"}, {Group: "events.k8s.io", Resource: "events"}}
+
+// deletable are the verbs of a kind the collector follows: it lists and
+// watches the kind, and deletes its objects.
+var deletable = []string{"list", "watch", "delete"}
+
+// New wires the collector to every resource of inf, and through
+// metadata-only informers to every other kind the apiserver serves that
+// it can list, watch and delete (custom resources as their CRDs are
+// established; the others as discovery lists them).
 func New(c *client.Client, inf *framework.Informers, log *slog.Logger) *Controller {
 	gc := &Controller{c: c, log: log.With("controller", Name), queue: framework.NewQueue(framework.QueueConfig{Name: Name}),
 		byGVK: map[schema.GroupKind]*framework.Resource{}, byName: map[string]*framework.Resource{}}
 	gc.sink = apiSink{gc}
-	for _, r := range inf.Resources() {
+	shared := inf.Resources()
+	for _, r := range shared {
 		gc.addResource(r)
 	}
-	gc.custom = framework.NewCustomResources(c, gc.log, gc.addResource, gc.judgeOwnedBy, gc.removeResource)
+	gc.followed = framework.NewMetadataResources(c, gc.log, framework.MetadataConfig{Shared: shared, Skip: ignored, Verbs: deletable,
+		OnAdd: gc.addResource, OnSynced: gc.judgeOwnedBy, OnRemove: gc.removeResource})
 	return gc
 }
 
@@ -81,7 +94,8 @@ func (gc *Controller) judgeOwnedBy(r *framework.Resource) {
 	}
 }
 
-// removeResource forgets a custom resource whose CRD went.
+// removeResource forgets a kind no longer followed (its CRD went, or
+// discovery no longer lists it).
 func (gc *Controller) removeResource(r *framework.Resource) {
 	gc.mu.Lock()
 	defer gc.mu.Unlock()
@@ -162,8 +176,8 @@ func (gc *Controller) resourceFor(ref metav1.OwnerReference) *framework.Resource
 // Run processes the queue with workers goroutines until ctx ends.
 func (gc *Controller) Run(ctx context.Context, workers int) {
 	go func() {
-		if err := gc.custom.Run(ctx); err != nil && ctx.Err() == nil {
-			gc.log.Warn("following CustomResourceDefinitions stopped", "err", err)
+		if err := gc.followed.Run(ctx); err != nil && ctx.Err() == nil {
+			gc.log.Warn("following the served kinds stopped", "err", err)
 		}
 	}()
 	framework.RunWorkers(ctx, gc.queue, workers, gc.sync, func(key string, err error) {

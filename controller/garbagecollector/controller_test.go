@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"minik/client"
@@ -101,5 +102,99 @@ func TestDependentsOfEveryCachedKind(t *testing.T) {
 		"persistentvolumes||pv", "storageclasses.storage.k8s.io||class"}
 	if !slices.Equal(got, want) {
 		t.Errorf("dependents %v, want %v", got, want)
+	}
+}
+
+// TestSyncFollowsEveryServedKind: the kinds with no shared informer that
+// discovery lists (HorizontalPodAutoscalers, Ingresses, Roles) are
+// followed through metadata-only caches, as owners and as dependents.
+// A gone owner is confirmed by a live GET, here a NotFound.
+func TestSyncFollowsEveryServedKind(t *testing.T) {
+	all := []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+	group := func(name string) metav1.APIGroup {
+		v := metav1.GroupVersionForDiscovery{GroupVersion: name + "/v1", Version: "v1"}
+		return metav1.APIGroup{Name: name, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v}
+	}
+	resources := func(gv string, rs ...metav1.APIResource) *metav1.APIResourceList {
+		return &metav1.APIResourceList{GroupVersion: gv, APIResources: rs}
+	}
+	discovery := synctest.Reads{
+		"/apis": &metav1.APIGroupList{Groups: []metav1.APIGroup{group("autoscaling"), group("networking.k8s.io"),
+			group("rbac.authorization.k8s.io"), group("events.k8s.io")}},
+		"/api/v1": resources("v1", metav1.APIResource{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", Verbs: all},
+			metav1.APIResource{Name: "events", Namespaced: true, Kind: "Event", Verbs: all}),
+		"/apis/autoscaling/v1": resources("autoscaling/v1",
+			metav1.APIResource{Name: "horizontalpodautoscalers", Namespaced: true, Kind: "HorizontalPodAutoscaler", Verbs: all}),
+		"/apis/networking.k8s.io/v1": resources("networking.k8s.io/v1",
+			metav1.APIResource{Name: "ingresses", Namespaced: true, Kind: "Ingress", Verbs: all}),
+		"/apis/rbac.authorization.k8s.io/v1": resources("rbac.authorization.k8s.io/v1",
+			metav1.APIResource{Name: "roles", Namespaced: true, Kind: "Role", Verbs: all}),
+		"/apis/events.k8s.io/v1": resources("events.k8s.io/v1",
+			metav1.APIResource{Name: "events", Namespaced: true, Kind: "Event", Verbs: all}),
+	}
+	ref := func(apiVersion, kind, name string) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID("uid-" + name)}
+	}
+	meta := func(name string, owners ...metav1.OwnerReference) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), OwnerReferences: owners}
+	}
+	partial := func(m metav1.ObjectMeta) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: m}
+	}
+	hpa := ref("autoscaling/v1", "HorizontalPodAutoscaler", "hpa")
+	ingress := ref("networking.k8s.io/v1", "Ingress", "web")
+	cm := ref("v1", "ConfigMap", "cm")
+	roles := schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "roles"}
+	ingresses := schema.GroupResource{Group: "networking.k8s.io", Resource: "ingresses"}
+	cases := []struct {
+		name       string
+		configMaps []*corev1.ConfigMap
+		cached     map[schema.GroupResource][]*metav1.PartialObjectMetadata
+		key        string
+		wantDone   []string
+	}{
+		{name: "a ConfigMap owned by a deleted HorizontalPodAutoscaler is deleted",
+			configMaps: []*corev1.ConfigMap{{ObjectMeta: meta("owned", hpa)}}, key: "configmaps|default|owned",
+			wantDone: []string{"Delete default/owned"}},
+		{name: "a ConfigMap owned by an Ingress still there is kept",
+			configMaps: []*corev1.ConfigMap{{ObjectMeta: meta("owned", ingress)}}, key: "configmaps|default|owned",
+			cached: map[schema.GroupResource][]*metav1.PartialObjectMetadata{ingresses: {partial(meta("web"))}}},
+		{name: "a Role owned by a deleted ConfigMap is deleted",
+			cached: map[schema.GroupResource][]*metav1.PartialObjectMetadata{roles: {partial(meta("r", cm))}},
+			key:    "roles.rbac.authorization.k8s.io|default|r", wantDone: []string{"Delete default/r"}},
+		{name: "an Ingress owned by a deleted Role, and by a ConfigMap still there, loses only the Role",
+			configMaps: []*corev1.ConfigMap{{ObjectMeta: meta("cm")}},
+			cached: map[schema.GroupResource][]*metav1.PartialObjectMetadata{
+				ingresses: {partial(meta("web", ref("rbac.authorization.k8s.io/v1", "Role", "gone"), cm))}},
+			key: "ingresses.networking.k8s.io|default|web", wantDone: []string{"RemoveOwnerRefs default/web"}},
+		{name: "events are not followed",
+			key: "events|default|e"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := discovery.Client()
+			inf := framework.NewInformers(c, slog.New(slog.DiscardHandler))
+			inf.ConfigMaps.Replace(tc.configMaps)
+			gc := New(c, inf, slog.New(slog.DiscardHandler))
+			sink := &framework.FakeSink[Action]{}
+			gc.sink = sink
+			if err := gc.followed.Refresh(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for gr, objs := range tc.cached {
+				mi, ok := gc.followed.Informer(gr)
+				if !ok {
+					t.Fatalf("%v not followed", gr)
+				}
+				mi.Replace(objs)
+			}
+			for _, gr := range []schema.GroupResource{{Resource: "events"}, {Group: "events.k8s.io", Resource: "events"}} {
+				if _, ok := gc.followed.Informer(gr); ok {
+					t.Fatalf("%v followed", gr)
+				}
+			}
+			_, err := gc.sync(context.Background(), tc.key)
+			synctest.Check(t, err, "", sink, tc.wantDone)
+		})
 	}
 }
