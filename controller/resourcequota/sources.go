@@ -3,17 +3,16 @@ package resourcequota
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"minik/client"
 	"minik/client/informer"
+	"minik/controller/framework"
 	"minik/internal/quota"
 )
 
@@ -142,9 +141,8 @@ func (ctl *Controller) sourceOf(ctx context.Context, kind Kind, now time.Time) (
 // the controller runs. Before Run (the driver tests) it is made but not
 // started: its cache never syncs, and its kind is read by live lists.
 func (ctl *Controller) startInformer(res client.Resource) (*source, context.CancelFunc) {
-	api := client.For[metav1.PartialObjectMetadata](ctl.client, res)
-	inf := informer.New(api, informer.Config{Logger: ctl.log})
-	s := watch(ctl, inf, api)
+	inf := framework.NewMetadataInformer(ctl.client, res, ctl.log)
+	s := watch(ctl, inf, client.For[metav1.PartialObjectMetadata](ctl.client, res))
 	s.synced, s.discovered = inf.HasSynced, true
 	if ctl.runCtx == nil {
 		return s, func() {}
@@ -185,31 +183,18 @@ func (ctl *Controller) forget(kind Kind) {
 	delete(ctl.discovered, kind)
 }
 
-// discover asks the apiserver's discovery how kind is served: in the
-// preferred version of its group, as a namespaced collection that can be
-// listed and watched. served is false for a kind it does not serve so.
+// discover asks the apiserver's discovery how kind is served
+// (framework.DiscoverResources: its group's preferred version where
+// served there), as a namespaced collection that can be listed and
+// watched. served is false for a kind it does not serve so.
 func discover(ctx context.Context, c *client.Client, kind Kind) (res client.Resource, served bool, err error) {
-	version, path := "v1", "/api/v1"
-	if kind.Group != "" {
-		var g metav1.APIGroup
-		if err := c.Do(ctx, http.MethodGet, "/apis/"+kind.Group, nil, nil, &g); err != nil {
-			if apierrors.IsNotFound(err) {
-				return res, false, nil
-			}
-			return res, false, err
-		}
-		version, path = g.PreferredVersion.Version, "/apis/"+g.PreferredVersion.GroupVersion
-	}
-	var list metav1.APIResourceList
-	if err := c.Do(ctx, http.MethodGet, path, nil, nil, &list); err != nil {
-		if apierrors.IsNotFound(err) {
-			return res, false, nil
-		}
+	resources, err := framework.DiscoverResources(ctx, c, kind.Group)
+	if err != nil {
 		return res, false, err
 	}
-	for _, ar := range list.APIResources {
-		if ar.Name == kind.Resource && ar.Namespaced && slices.Contains(ar.Verbs, "list") && slices.Contains(ar.Verbs, "watch") {
-			return client.Resource{Group: kind.Group, Version: version, Resource: kind.Resource, Namespaced: true}, true, nil
+	for _, r := range resources {
+		if r.API.Resource == kind.Resource && r.API.Namespaced && r.Has("list", "watch") {
+			return r.API, true, nil
 		}
 	}
 	return res, false, nil
