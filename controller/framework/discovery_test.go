@@ -217,3 +217,24 @@ func TestMetadataResourcesFollowDiscovery(t *testing.T) {
 	}
 	check("removed after a failed discovery", removed, "")
 }
+
+// TestMetadataInformerKeepsWhatItsReadersUse: owners, finalizers and
+// labels stay in the cache; managedFields and annotations do not.
+func TestMetadataInformerKeepsWhatItsReadersUse(t *testing.T) {
+	inf := framework.NewMetadataInformer(synctest.Reads{}.Client(), client.Roles, slog.New(slog.DiscardHandler))
+	inf.Replace([]*metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r",
+		Labels: map[string]string{"app": "a"}, Finalizers: []string{"orphan"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "cm", UID: "u"}},
+		Annotations:     map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"},
+		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}})
+	o, ok := inf.Store().Get("ns", "r")
+	if !ok {
+		t.Fatal("not cached")
+	}
+	if len(o.OwnerReferences) != 1 || len(o.Finalizers) != 1 || o.Labels["app"] != "a" {
+		t.Errorf("owners, finalizers or labels dropped: %+v", o.ObjectMeta)
+	}
+	if o.Annotations != nil || o.ManagedFields != nil {
+		t.Errorf("annotations or managedFields kept: %+v", o.ObjectMeta)
+	}
+}

@@ -236,7 +236,14 @@ func (m *MetadataResources) sync() {
 
 // NewMetadataInformer makes (without starting) an informer of the
 // metadata of res's objects: what a controller needs of a kind it has
-// no type for (owners, finalizers, a count).
+// no type for (owners, finalizers, a count). Its cache drops
+// managedFields and annotations, which no such reader uses and which
+// are most of an object's metadata (kubectl's last-applied-configuration).
 func NewMetadataInformer(c *client.Client, res client.Resource, log *slog.Logger) *informer.Informer[metav1.PartialObjectMetadata] {
-	return informer.New(client.For[metav1.PartialObjectMetadata](c, res), informer.Config{Logger: log})
+	inf := informer.New(client.For[metav1.PartialObjectMetadata](c, res), informer.Config{Logger: log})
+	inf.SetTransform(func(o *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+		o.ManagedFields, o.Annotations = nil, nil
+		return o
+	})
+	return inf
 }
