@@ -366,6 +366,45 @@ metadata:
 	waitNotFound(t, c, "namespace", "team")
 }
 
+// The controller manager collects objects of the kinds it finds by
+// discovery (no shared informer and no CRD: a Role, a NetworkPolicy)
+// whose owner is gone, and objects owned by a deleted one.
+func TestGarbageCollectorOnDiscoveredKinds(t *testing.T) {
+	c := testcluster.Start(t, "--scheduler=false")
+	uid := strings.TrimSpace(c.MustKubectl(t, "", "create", "configmap", "owner", "-o", "jsonpath={.metadata.uid}"))
+	c.MustKubectl(t, `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: owned
+  ownerReferences:
+  - {apiVersion: v1, kind: ConfigMap, name: owner, uid: `+uid+`}
+rules: []
+`, "create", "-f", "-")
+	c.MustKubectl(t, `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: policy
+spec:
+  podSelector: {}
+`, "create", "-f", "-")
+	npUID := strings.TrimSpace(c.MustKubectl(t, "", "get", "networkpolicy", "policy", "-o", "jsonpath={.metadata.uid}"))
+	c.MustKubectl(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: dependent
+  ownerReferences:
+  - {apiVersion: networking.k8s.io/v1, kind: NetworkPolicy, name: policy, uid: `+npUID+`}
+`, "create", "-f", "-")
+
+	c.MustKubectl(t, "", "delete", "configmap", "owner")
+	c.MustKubectl(t, "", "delete", "networkpolicy", "policy")
+	waitNotFound(t, c, "role", "owned")
+	waitNotFound(t, c, "configmap", "dependent")
+}
+
 // waitNotFound waits until kubectl get says NotFound for one object.
 func waitNotFound(t *testing.T, c *testcluster.Cluster, kind, name string) {
 	t.Helper()
