@@ -21,8 +21,9 @@ type Resource struct {
 	ByIndex func(index, value string) []metav1.Object
 	// List reads every cached object.
 	List func() []metav1.Object
-	// AddHandler registers handlers on the informer (before Start).
-	AddHandler func(onAddOrUpdate, onDelete func(obj metav1.Object))
+	// AddHandler registers handlers on the informer (before Start);
+	// onAddOrUpdate gets the object before the change too (nil for an add).
+	AddHandler func(onAddOrUpdate func(old, obj metav1.Object), onDelete func(obj metav1.Object))
 }
 
 // NewResource wraps inf, whose objects are of kind kind of api.
@@ -46,10 +47,10 @@ func NewResource[T any](inf *informer.Informer[T], api client.Resource, kind str
 		},
 		ByIndex: func(index, value string) []metav1.Object { return conv(inf.Store().ByIndex(index, value)) },
 		List:    func() []metav1.Object { return conv(inf.Store().List()) },
-		AddHandler: func(upsert, del func(metav1.Object)) {
+		AddHandler: func(upsert func(old, obj metav1.Object), del func(metav1.Object)) {
 			inf.AddHandler(informer.Handler[T]{
-				OnAdd:    func(o *T) { upsert(any(o).(metav1.Object)) },
-				OnUpdate: func(_, o *T) { upsert(any(o).(metav1.Object)) },
+				OnAdd:    func(o *T) { upsert(nil, any(o).(metav1.Object)) },
+				OnUpdate: func(old, o *T) { upsert(any(old).(metav1.Object), any(o).(metav1.Object)) },
 				OnDelete: func(o *T) { del(any(o).(metav1.Object)) },
 			})
 		},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -70,7 +71,7 @@ func (gc *Controller) addResource(r *framework.Resource) {
 	gc.byGVK[r.GVK.GroupKind()] = r
 	gc.byName[r.API.GroupResource().String()] = r
 	gc.mu.Unlock()
-	r.AddHandler(func(obj metav1.Object) { gc.observe(r, obj) }, func(obj metav1.Object) { gc.observeDelete(r, obj) })
+	r.AddHandler(func(old, obj metav1.Object) { gc.observe(r, old, obj) }, func(obj metav1.Object) { gc.observeDelete(r, obj) })
 }
 
 // judgeOwnedBy queues the objects owned by r's kind once r's informer
@@ -120,13 +121,26 @@ func itemKey(r *framework.Resource, obj metav1.Object) string {
 	return r.API.GroupResource().String() + "|" + obj.GetNamespace() + "|" + obj.GetName()
 }
 
-func (gc *Controller) observe(r *framework.Resource, obj metav1.Object) {
+func (gc *Controller) observe(r *framework.Resource, old, obj metav1.Object) {
+	if old != nil && !gcRelevantChange(old, obj) {
+		return // a status update or a Lease renewal: nothing the collector decides on changed
+	}
 	fins := obj.GetFinalizers()
 	deletingWithGC := obj.GetDeletionTimestamp() != nil &&
 		(slices.Contains(fins, metav1.FinalizerOrphanDependents) || slices.Contains(fins, metav1.FinalizerDeleteDependents))
 	if len(obj.GetOwnerReferences()) > 0 || deletingWithGC {
 		gc.queue.Add(itemKey(r, obj))
 	}
+}
+
+// gcRelevantChange reports an update that may change the collector's
+// decision about obj: its owner references, or its deletion (timestamp
+// or finalizers). As upstream's graph builder, other updates queue
+// nothing: an owner's own change reaches its dependents through its sync.
+func gcRelevantChange(old, obj metav1.Object) bool {
+	return !equality.Semantic.DeepEqual(old.GetOwnerReferences(), obj.GetOwnerReferences()) ||
+		(old.GetDeletionTimestamp() == nil) != (obj.GetDeletionTimestamp() == nil) ||
+		!slices.Equal(old.GetFinalizers(), obj.GetFinalizers())
 }
 
 // observeDelete queues the dependents of a deleted object (now perhaps

@@ -198,3 +198,37 @@ func TestSyncFollowsEveryServedKind(t *testing.T) {
 		})
 	}
 }
+
+// Only a change of owners or of deletion queues an object again: a
+// status update or a Lease renewal does not.
+func TestGCRelevantChange(t *testing.T) {
+	owner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n", UID: "u1"}}
+	base := func() *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{Name: "x", OwnerReferences: owner, ResourceVersion: "1", Labels: map[string]string{"a": "b"}}
+	}
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name   string
+		change func(m *metav1.ObjectMeta)
+		want   bool
+	}{
+		{"a new resourceVersion and labels", func(m *metav1.ObjectMeta) { m.ResourceVersion, m.Labels = "2", nil }, false},
+		{"another owner", func(m *metav1.ObjectMeta) { m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{Name: "m", UID: "u2"}) }, true},
+		{"owners dropped", func(m *metav1.ObjectMeta) { m.OwnerReferences = nil }, true},
+		{"blockOwnerDeletion set", func(m *metav1.ObjectMeta) {
+			yes := true
+			m.OwnerReferences = []metav1.OwnerReference{owner[0]}
+			m.OwnerReferences[0].BlockOwnerDeletion = &yes
+		}, true},
+		{"deletion starts", func(m *metav1.ObjectMeta) { m.DeletionTimestamp = &now }, true},
+		{"a finalizer added", func(m *metav1.ObjectMeta) { m.Finalizers = []string{metav1.FinalizerDeleteDependents} }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := base()
+			tc.change(next)
+			if got := gcRelevantChange(base(), next); got != tc.want {
+				t.Fatalf("gcRelevantChange = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
