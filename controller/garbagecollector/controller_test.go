@@ -213,7 +213,9 @@ func TestGCRelevantChange(t *testing.T) {
 		want   bool
 	}{
 		{"a new resourceVersion and labels", func(m *metav1.ObjectMeta) { m.ResourceVersion, m.Labels = "2", nil }, false},
-		{"another owner", func(m *metav1.ObjectMeta) { m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{Name: "m", UID: "u2"}) }, true},
+		{"another owner", func(m *metav1.ObjectMeta) {
+			m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{Name: "m", UID: "u2"})
+		}, true},
 		{"owners dropped", func(m *metav1.ObjectMeta) { m.OwnerReferences = nil }, true},
 		{"blockOwnerDeletion set", func(m *metav1.ObjectMeta) {
 			yes := true
