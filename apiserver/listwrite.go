@@ -47,6 +47,10 @@ func (h *resourceHandler) writeList(w http.ResponseWriter, r *http.Request, page
 			})
 		}
 	}
+	if f, ok := metadataRequested(r, true); ok {
+		f.writeList(w, r, lm, each)
+		return
+	}
 	var bw *bodyWriter
 	var err error
 	switch {

@@ -94,8 +94,15 @@ func (s *Server) writeTable(w http.ResponseWriter, r *http.Request, h *resourceH
 	writeJSONBody(w, r, http.StatusOK, t)
 }
 
-// writeMaybeTable answers with one object, as a one-row Table if asked.
+// writeMaybeTable answers with one object, as a one-row Table or as its
+// metadata only if asked.
 func (s *Server) writeMaybeTable(w http.ResponseWriter, r *http.Request, h *resourceHandler, code int, obj runtime.Object) {
+	if f, ok := metadataRequested(r, false); ok {
+		if _, isStatus := obj.(*metav1.Status); !isStatus {
+			f.write(w, r, code, f.partialOf(obj))
+			return
+		}
+	}
 	if !tableRequested(r) {
 		writeObject(w, r, code, obj)
 		return

@@ -99,14 +99,20 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 	}
 	defer watcher.Stop()
 
-	asTable := tableRequested(r)
+	asMetadata, metadataOnly := metadataRequested(r, false)
+	asTable := !metadataOnly && tableRequested(r)
 	// Custom objects have no protobuf form: JSON, as upstream answers.
 	asProtobuf := !asTable && wantsProtobuf(r) && h.res.Custom == nil
+	if metadataOnly {
+		asProtobuf = asMetadata.protobuf // PartialObjectMetadata has one, for every kind
+	}
 	// Frames are shared by every watcher of the store: the views that
 	// share it (events.k8s.io Events, a CRD's versions) each have a key.
 	view := h.res.APIVersion()
 	format := view + "/json"
 	switch {
+	case metadataOnly:
+		format = asMetadata.format()
 	case asTable:
 		format = view + "/table/" + includeObject(r)
 	case asProtobuf:
@@ -123,6 +129,9 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 		return json.Marshal(obj)
 	}
 	frame := func(typ watch.EventType, obj runtime.Object) []byte {
+		if metadataOnly {
+			return asMetadata.frame(typ, obj)
+		}
 		if asProtobuf {
 			obj, err := h.out(obj)
 			if err != nil {
@@ -136,6 +145,13 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 			return []byte(`{"type":"ERROR","object":` + string(st) + "}\n")
 		}
 		return []byte(`{"type":"` + string(typ) + `","object":` + string(data) + "}\n")
+	}
+
+	bookmark := func(rev int64, initialEnd bool) []byte {
+		if metadataOnly {
+			return asMetadata.frame(watch.Bookmark, h.bookmarkObject(rev, initialEnd))
+		}
+		return h.bookmarkFrame(rev, initialEnd, asProtobuf)
 	}
 
 	flusher, _ := w.(http.Flusher)
@@ -157,7 +173,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 		h.watchEvents.Inc()
 	}
 	if sendInitial == "true" && bookmarks {
-		if !write(h.bookmarkFrame(from, true, asProtobuf)) {
+		if !write(bookmark(from, true)) {
 			return
 		}
 	}
@@ -191,7 +207,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 			for _, d := range batch {
 				var b []byte
 				if d.Event == nil {
-					b = h.bookmarkFrame(d.Rev, false, asProtobuf)
+					b = bookmark(d.Rev, false)
 				} else {
 					ev, typ := d.Event, d.Type
 					b = ev.Frame(format+string(typ), func() []byte { return frame(typ, ev.Object) })
@@ -217,6 +233,16 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ri *requ
 // bookmarkFrame is a BOOKMARK event: an empty object of the resource's
 // kind carrying only the resourceVersion.
 func (h *resourceHandler) bookmarkFrame(rev int64, initialEnd, asProtobuf bool) []byte {
+	obj := h.bookmarkObject(rev, initialEnd)
+	if asProtobuf {
+		return protobufFrame(watch.Bookmark, obj)
+	}
+	data, _ := json.Marshal(obj)
+	return []byte(`{"type":"BOOKMARK","object":` + string(data) + "}\n")
+}
+
+// bookmarkObject is an empty object of the resource's kind at rev.
+func (h *resourceHandler) bookmarkObject(rev int64, initialEnd bool) runtime.Object {
 	obj := h.res.New()
 	ta, _ := meta.TypeAccessor(obj)
 	ta.SetAPIVersion(h.res.APIVersion())
@@ -226,11 +252,7 @@ func (h *resourceHandler) bookmarkFrame(rev int64, initialEnd, asProtobuf bool) 
 	if initialEnd {
 		m.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true"})
 	}
-	if asProtobuf {
-		return protobufFrame(watch.Bookmark, obj)
-	}
-	data, _ := json.Marshal(obj)
-	return []byte(`{"type":"BOOKMARK","object":` + string(data) + "}\n")
+	return obj
 }
 
 // protobufFrame is one frame of a protobuf watch; an object that fails to
