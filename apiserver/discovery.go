@@ -151,6 +151,10 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveAPIVersions(w http.ResponseWriter, r *http.Request) {
+	if aggregatedDiscoveryRequested(r) {
+		s.serveAggregatedDiscovery(w, r, true)
+		return
+	}
 	writeJSON(w, 200, &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"},
 		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: r.Host}}})
 }
@@ -165,6 +169,10 @@ func (s *Server) apiGroup(g *groupVersions) metav1.APIGroup {
 }
 
 func (s *Server) serveAPIGroupList(w http.ResponseWriter, r *http.Request) {
+	if aggregatedDiscoveryRequested(r) {
+		s.serveAggregatedDiscovery(w, r, false)
+		return
+	}
 	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
 	groups := s.allGroups()
 	for i := range groups {
@@ -211,9 +219,7 @@ func (s *Server) serveResourceList(w http.ResponseWriter, r *http.Request) {
 		}
 		list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv}
 		for _, rs := range res {
-			list.APIResources = append(list.APIResources, metav1.APIResource{Name: rs.Resource, SingularName: rs.Singular,
-				Namespaced: rs.Namespaced, Kind: rs.Kind, Verbs: rs.ServedVerbs(), ShortNames: rs.ShortNames,
-				Categories: rs.Categories})
+			list.APIResources = append(list.APIResources, resourceListEntry(rs))
 			for _, sub := range rs.Subresources {
 				list.APIResources = append(list.APIResources, subresourceDiscovery(rs, sub))
 			}
@@ -223,6 +229,13 @@ func (s *Server) serveResourceList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeError(w, r, notFoundPath(r))
+}
+
+// resourceListEntry is rs in its group version's resource list: its
+// verbs, short names and categories.
+func resourceListEntry(rs *registry.Resource) metav1.APIResource {
+	return metav1.APIResource{Name: rs.Resource, SingularName: rs.Singular, Namespaced: rs.Namespaced, Kind: rs.Kind,
+		Verbs: rs.ServedVerbs(), ShortNames: rs.ShortNames, Categories: rs.Categories}
 }
 
 func subresourceDiscovery(rs *registry.Resource, sub string) metav1.APIResource {

@@ -208,6 +208,17 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	return c.do(ctx, call{method: method, path: path, query: query, body: body, contentType: "application/json"}, out)
 }
 
+// GetAs reads path asking for the media types in accept, and returns the
+// body and the Content-Type the server chose among them (a client that
+// asks for aggregated discovery learns from it which form it got).
+func (c *Client) GetAs(ctx context.Context, path, accept string) (body []byte, contentType string, err error) {
+	data, resp, err := c.exchange(ctx, call{method: http.MethodGet, path: path, accept: accept})
+	if err != nil {
+		return nil, "", err
+	}
+	return data, resp.Header.Get("Content-Type"), nil
+}
+
 // call is one request; gr and name only improve error messages.
 type call struct {
 	method      string
@@ -219,25 +230,15 @@ type call struct {
 	name        string
 	// typed calls carry k8s.io/api objects, so they may go as protobuf.
 	typed bool
+	// accept, if set, is the Accept header (a conversion such as
+	// aggregated discovery); otherwise JSON, or protobuf for typed calls.
+	accept string
 }
 
 func (c *Client) do(ctx context.Context, cl call, out any) error {
-	if c.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
-	resp, err := c.send(ctx, cl)
+	data, resp, err := c.exchange(ctx, cl)
 	if err != nil {
 		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("client: %s %s: read response: %w", cl.method, cl.path, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return decodeError(resp, data, cl)
 	}
 	if out == nil || len(data) == 0 {
 		return nil
@@ -255,6 +256,29 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 		return fmt.Errorf("client: %s %s: decode response: %w", cl.method, cl.path, err)
 	}
 	return nil
+}
+
+// exchange sends cl and returns the whole answer: its body, read, and
+// the response for its headers; a non-2xx answer is a *StatusError.
+func (c *Client) exchange(ctx context.Context, cl call) ([]byte, *http.Response, error) {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	resp, err := c.send(ctx, cl)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client: %s %s: read response: %w", cl.method, cl.path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, nil, decodeError(resp, data, cl)
+	}
+	return data, resp, nil
 }
 
 func isProtobuf(resp *http.Response) bool {
@@ -355,9 +379,12 @@ func (c *Client) sendOnce(ctx context.Context, cl call, payload []byte, contentT
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	if useProtobuf {
+	switch {
+	case cl.accept != "":
+		req.Header.Set("Accept", cl.accept)
+	case useProtobuf:
 		req.Header.Set("Accept", acceptProtobuf)
-	} else {
+	default:
 		req.Header.Set("Accept", jsonMediaType)
 	}
 	req.Header.Set("User-Agent", c.userAgent)

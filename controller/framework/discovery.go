@@ -2,11 +2,14 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,6 +45,11 @@ func (r APIResource) Has(verbs ...string) bool {
 func DiscoverResources(ctx context.Context, c *client.Client, groups ...string) ([]APIResource, error) {
 	var found []metav1.APIGroup
 	if len(groups) == 0 {
+		// Every group: in two requests when the apiserver serves the
+		// aggregated form, as kube-apiserver and minik's do.
+		if out, ok, err := discoverAggregated(ctx, c); ok || err != nil {
+			return out, err
+		}
 		var list metav1.APIGroupList
 		if err := c.Do(ctx, http.MethodGet, "/apis", nil, nil, &list); err != nil {
 			return nil, fmt.Errorf("discovery: %w", err)
@@ -122,4 +130,54 @@ func groupResources(ctx context.Context, c *client.Client, g metav1.APIGroup) ([
 		}
 	}
 	return out, nil
+}
+
+// aggregatedAccept asks for aggregated discovery, else the plain form.
+const aggregatedAccept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+
+// discoverAggregated reads /api and /apis in the aggregated form; ok is
+// false when the apiserver answered the plain form instead.
+func discoverAggregated(ctx context.Context, c *client.Client) (out []APIResource, ok bool, err error) {
+	for _, path := range []string{"/api", "/apis"} {
+		body, contentType, err := c.GetAs(ctx, path, aggregatedAccept)
+		if err != nil {
+			return nil, false, fmt.Errorf("discovery: %w", err)
+		}
+		if mt, params, err := mime.ParseMediaType(contentType); err != nil || mt != "application/json" || params["as"] != "APIGroupDiscoveryList" || params["v"] != "v2" {
+			return nil, false, nil
+		}
+		var list apidiscoveryv2.APIGroupDiscoveryList
+		if err := json.Unmarshal(body, &list); err != nil {
+			return nil, false, fmt.Errorf("discovery: %s: %w", path, err)
+		}
+		for _, g := range list.Items {
+			out = append(out, aggregatedGroupResources(g)...)
+		}
+	}
+	return out, true, nil
+}
+
+// aggregatedGroupResources keeps each resource of g in the first of its
+// versions (the preferred one first) that serves it, as groupResources.
+func aggregatedGroupResources(g apidiscoveryv2.APIGroupDiscovery) []APIResource {
+	var out []APIResource
+	seen := map[string]bool{}
+	for _, v := range g.Versions {
+		for _, r := range v.Resources {
+			if seen[r.Resource] {
+				continue
+			}
+			seen[r.Resource] = true
+			kind := ""
+			if r.ResponseKind != nil {
+				kind = r.ResponseKind.Kind
+			}
+			out = append(out, APIResource{
+				API:   client.Resource{Group: g.Name, Version: v.Version, Resource: r.Resource, Namespaced: r.Scope == apidiscoveryv2.ScopeNamespace},
+				Kind:  kind,
+				Verbs: r.Verbs,
+			})
+		}
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -41,6 +42,7 @@ var all = []string{"create", "delete", "deletecollection", "get", "list", "patch
 // serves v1 too; example.com serves gadgets only in its older version.
 func discovery() synctest.Reads {
 	return synctest.Reads{
+		"/api": &metav1.APIVersions{Versions: []string{"v1"}},
 		"/apis": &metav1.APIGroupList{Groups: []metav1.APIGroup{groupOf("autoscaling", "v2", "v1"),
 			groupOf("rbac.authorization.k8s.io", "v1"), groupOf("events.k8s.io", "v1"), groupOf("example.com", "v2", "v1")}},
 		"/apis/autoscaling": groupOf("autoscaling", "v2", "v1"),
@@ -94,6 +96,16 @@ func TestDiscoverResources(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the aggregated form finds the same, in two reads", func(t *testing.T) {
+		reads := aggregated(discovery())
+		rs, err := framework.DiscoverResources(context.Background(), reads.Client())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := strings.Join(names(rs), " "), strings.Join(names(must(framework.DiscoverResources(context.Background(), discovery().Client()))), " "); got != want {
+			t.Errorf("aggregated %s\nlegacy     %s", got, want)
+		}
+	})
 	t.Run("a failed read is an error", func(t *testing.T) {
 		if _, err := framework.DiscoverResources(context.Background(), synctest.Reads{}.Client()); err == nil {
 			t.Fatal("no error without /apis")
@@ -236,5 +248,52 @@ func TestMetadataInformerKeepsWhatItsReadersUse(t *testing.T) {
 	}
 	if o.Annotations != nil || o.ManagedFields != nil {
 		t.Errorf("annotations or managedFields kept: %+v", o.ObjectMeta)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// aggregated is legacy's discovery in the aggregated form only: /api and
+// /apis, nothing per group version.
+func aggregated(legacy synctest.Reads) synctest.Reads {
+	group := func(name string, versions []string) apidiscoveryv2.APIGroupDiscovery {
+		g := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		for _, v := range versions {
+			path := "/apis/" + name + "/" + v
+			if name == "" {
+				path = "/api/" + v
+			}
+			vd := apidiscoveryv2.APIVersionDiscovery{Version: v}
+			for _, r := range legacy[path].(*metav1.APIResourceList).APIResources {
+				if strings.Contains(r.Name, "/") {
+					continue
+				}
+				scope := apidiscoveryv2.ScopeCluster
+				if r.Namespaced {
+					scope = apidiscoveryv2.ScopeNamespace
+				}
+				vd.Resources = append(vd.Resources, apidiscoveryv2.APIResourceDiscovery{Resource: r.Name, Scope: scope,
+					ResponseKind: &metav1.GroupVersionKind{Group: name, Version: v, Kind: r.Kind}, Verbs: r.Verbs})
+			}
+			g.Versions = append(g.Versions, vd)
+		}
+		return g
+	}
+	apis := &apidiscoveryv2.APIGroupDiscoveryList{}
+	for _, g := range legacy["/apis"].(*metav1.APIGroupList).Groups {
+		var versions []string
+		for _, v := range g.Versions {
+			versions = append(versions, v.Version)
+		}
+		apis.Items = append(apis.Items, group(g.Name, versions))
+	}
+	return synctest.Reads{
+		"/api":  &apidiscoveryv2.APIGroupDiscoveryList{Items: []apidiscoveryv2.APIGroupDiscovery{group("", []string{"v1"})}},
+		"/apis": apis,
 	}
 }

@@ -119,6 +119,7 @@ func TestSyncFollowsEveryServedKind(t *testing.T) {
 		return &metav1.APIResourceList{GroupVersion: gv, APIResources: rs}
 	}
 	discovery := synctest.Reads{
+		"/api": &metav1.APIVersions{Versions: []string{"v1"}},
 		"/apis": &metav1.APIGroupList{Groups: []metav1.APIGroup{group("autoscaling"), group("networking.k8s.io"),
 			group("rbac.authorization.k8s.io"), group("events.k8s.io")}},
 		"/api/v1": resources("v1", metav1.APIResource{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", Verbs: all},
