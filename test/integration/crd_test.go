@@ -345,14 +345,7 @@ func TestGarbageCollectorOnCustomResources(t *testing.T) {
   - {apiVersion: v1, kind: ConfigMap, name: owner, uid: `+uid+`}`, 1)
 	c.MustKubectl(t, owned, "create", "-f", "-")
 	ctUID := strings.TrimSpace(c.MustKubectl(t, crontab, "create", "-f", "-", "-o", "jsonpath={.metadata.uid}"))
-	c.MustKubectl(t, `
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: dependent
-  ownerReferences:
-  - {apiVersion: stable.example.com/v1, kind: CronTab, name: nightly, uid: `+ctUID+`}
-`, "create", "-f", "-")
+	c.MustKubectl(t, ownedConfigMap("dependent", "stable.example.com/v1", "CronTab", "nightly", ctUID), "create", "-f", "-")
 
 	c.MustKubectl(t, "", "delete", "configmap", "owner")
 	c.MustKubectl(t, "", "delete", "crontab", "nightly")
@@ -390,19 +383,25 @@ spec:
   podSelector: {}
 `, "create", "-f", "-")
 	npUID := strings.TrimSpace(c.MustKubectl(t, "", "get", "networkpolicy", "policy", "-o", "jsonpath={.metadata.uid}"))
-	c.MustKubectl(t, `
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: dependent
-  ownerReferences:
-  - {apiVersion: networking.k8s.io/v1, kind: NetworkPolicy, name: policy, uid: `+npUID+`}
-`, "create", "-f", "-")
+	c.MustKubectl(t, ownedConfigMap("dependent", "networking.k8s.io/v1", "NetworkPolicy", "policy", npUID), "create", "-f", "-")
 
 	c.MustKubectl(t, "", "delete", "configmap", "owner")
 	c.MustKubectl(t, "", "delete", "networkpolicy", "policy")
 	waitNotFound(t, c, "role", "owned")
 	waitNotFound(t, c, "configmap", "dependent")
+}
+
+// ownedConfigMap is the manifest of a ConfigMap whose owner is the
+// object apiVersion/kind name with uid.
+func ownedConfigMap(name, apiVersion, kind, owner, uid string) string {
+	return `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ` + name + `
+  ownerReferences:
+  - {apiVersion: ` + apiVersion + `, kind: ` + kind + `, name: ` + owner + `, uid: ` + uid + `}
+`
 }
 
 // waitNotFound waits until kubectl get says NotFound for one object.
