@@ -22,9 +22,11 @@ func TestSyncRunsThePlanThroughTheSink(t *testing.T) {
 	all := []string{"create", "delete", "deletecollection", "get", "list"}
 	gone := metav1.NewTime(testutil.T0)
 	discovery := synctest.Reads{
+		"/api": &metav1.APIVersions{Versions: []string{"v1"}},
 		"/api/v1": &metav1.APIResourceList{GroupVersion: "v1", APIResources: []metav1.APIResource{
 			{Name: "pods", Namespaced: true, Verbs: all}, {Name: "configmaps", Namespaced: true, Verbs: all}}},
 		"/apis": &metav1.APIGroupList{Groups: []metav1.APIGroup{{Name: "apps",
+			Versions:         []metav1.GroupVersionForDiscovery{{GroupVersion: "apps/v1", Version: "v1"}},
 			PreferredVersion: metav1.GroupVersionForDiscovery{GroupVersion: "apps/v1", Version: "v1"}}}},
 		"/apis/apps/v1": &metav1.APIResourceList{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
 			{Name: "deployments", Namespaced: true, Verbs: all}}},

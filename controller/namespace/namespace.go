@@ -16,13 +16,11 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
 	"minik/client"
@@ -147,26 +145,16 @@ func (s apiSink) Do(ctx context.Context, a Action) error {
 }
 
 // ContentResources discovers what a namespace deletion empties, as
-// upstream's namespace controller does: every namespaced resource of each
-// group's preferred version (custom resources too) that can be listed and
-// deleted as a collection, the workloads of deleteFirst first.
+// upstream's namespace controller does: every namespaced resource that
+// can be listed and deleted as a collection, in its group's preferred
+// version where served there (framework.DiscoverResources; custom
+// resources too), the workloads of deleteFirst first.
 func ContentResources(ctx context.Context, c *client.Client) ([]client.Resource, error) {
-	groupVersions := []string{"/api/v1"}
-	var groups metav1.APIGroupList
-	if err := c.Do(ctx, "GET", "/apis", nil, nil, &groups); err != nil {
-		return nil, fmt.Errorf("discovery: %w", err)
+	rs, err := framework.DiscoverResources(ctx, c)
+	if err != nil {
+		return nil, err
 	}
-	for _, g := range groups.Groups {
-		groupVersions = append(groupVersions, "/apis/"+g.PreferredVersion.GroupVersion)
-	}
-	var out []client.Resource
-	for _, path := range groupVersions {
-		var list metav1.APIResourceList
-		if err := c.Do(ctx, "GET", path, nil, nil, &list); err != nil {
-			return nil, fmt.Errorf("discovery of %s: %w", path, err)
-		}
-		out = append(out, collections(&list)...)
-	}
+	out := collections(rs)
 	first := func(r client.Resource) int {
 		if i := slices.Index(deleteFirst, r.GroupResource().String()); i >= 0 {
 			return i
@@ -177,20 +165,14 @@ func ContentResources(ctx context.Context, c *client.Client) ([]client.Resource,
 	return out, nil
 }
 
-// collections returns the namespaced resources of list (no subresources)
-// whose collections can be listed and deleted.
-func collections(list *metav1.APIResourceList) []client.Resource {
-	gv, err := schema.ParseGroupVersion(list.GroupVersion)
-	if err != nil {
-		return nil
-	}
+// collections returns the namespaced resources of rs whose collections
+// can be listed and deleted.
+func collections(rs []framework.APIResource) []client.Resource {
 	var out []client.Resource
-	for _, ar := range list.APIResources {
-		if !ar.Namespaced || strings.Contains(ar.Name, "/") ||
-			!slices.Contains(ar.Verbs, "list") || !slices.Contains(ar.Verbs, "deletecollection") {
-			continue
+	for _, r := range rs {
+		if r.API.Namespaced && r.Has("list", "deletecollection") {
+			out = append(out, r.API)
 		}
-		out = append(out, client.Resource{Group: gv.Group, Version: gv.Version, Resource: ar.Name, Namespaced: true})
 	}
 	return out
 }

@@ -7,7 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"minik/client"
+	"minik/controller/framework"
 	"minik/controller/internal/testutil"
 )
 
@@ -78,28 +81,24 @@ func TestConditionsKeepTheirTransitionTime(t *testing.T) {
 
 func TestCollections(t *testing.T) {
 	all := []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
-	list := &metav1.APIResourceList{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
-		{Name: "deployments", Namespaced: true, Verbs: all},
-		{Name: "deployments/status", Namespaced: true, Verbs: []string{"get", "patch", "update"}},
-		{Name: "controllerrevisions", Namespaced: true, Verbs: all},
-	}}
-	core := &metav1.APIResourceList{GroupVersion: "v1", APIResources: []metav1.APIResource{
-		{Name: "services", Namespaced: true, Verbs: all},
-		{Name: "nodes", Namespaced: false, Verbs: all},
-		{Name: "localsubjectaccessreviews", Namespaced: true, Verbs: []string{"create"}},
-		{Name: "bindings", Namespaced: true, Verbs: []string{"create"}},
-	}}
-	metrics := &metav1.APIResourceList{GroupVersion: "metrics.k8s.io/v1beta1", APIResources: []metav1.APIResource{
-		{Name: "pods", Namespaced: true, Verbs: []string{"get", "list"}},
-	}}
+	resource := func(gv, name string, namespaced bool, verbs ...string) framework.APIResource {
+		g, _ := schema.ParseGroupVersion(gv)
+		return framework.APIResource{API: client.Resource{Group: g.Group, Version: g.Version, Resource: name, Namespaced: namespaced}, Verbs: verbs}
+	}
 	tests := []struct {
 		name string
-		list *metav1.APIResourceList
+		list []framework.APIResource
 		want []string
 	}{
-		{"every namespaced resource of a group is a collection, its subresources are not", list, []string{"deployments.apps", "controllerrevisions.apps"}},
-		{"a cluster-scoped resource and one that cannot be listed and deleted are left alone", core, []string{"services"}},
-		{"a read-only resource (metrics) is left alone", metrics, nil},
+		{"every namespaced resource that can be listed and deleted is a collection",
+			[]framework.APIResource{resource("apps/v1", "deployments", true, all...), resource("apps/v1", "controllerrevisions", true, all...)},
+			[]string{"deployments.apps", "controllerrevisions.apps"}},
+		{"a cluster-scoped resource and one that cannot be listed and deleted are left alone",
+			[]framework.APIResource{resource("v1", "services", true, all...), resource("v1", "nodes", false, all...),
+				resource("v1", "localsubjectaccessreviews", true, "create"), resource("v1", "bindings", true, "create")},
+			[]string{"services"}},
+		{"a read-only resource (metrics) is left alone",
+			[]framework.APIResource{resource("metrics.k8s.io/v1beta1", "pods", true, "get", "list")}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
