@@ -662,3 +662,45 @@ func TestJSONListItemsGetTheListsKind(t *testing.T) {
 		t.Fatalf("items %+v", got.Items)
 	}
 }
+
+// A client of PartialObjectMetadata asks for metadata-only answers
+// (the list form for a list), with plain JSON as the fallback.
+func TestMetadataOnlyReadsAskForMetadata(t *testing.T) {
+	accepts := make(chan string, 3)
+	c, _ := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		accepts <- r.Header.Get("Accept")
+		if r.URL.Query().Get("watch") == "true" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/roles") {
+			writeJSON(w, http.StatusOK, map[string]any{"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+				"items": []any{map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": map[string]any{"name": "r"}}}})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": map[string]any{"name": "r"}})
+	}, Config{})
+	roles := For[metav1.PartialObjectMetadata](c, Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles", Namespaced: true})
+	list, err := roles.List(t.Context(), "ns", metav1.ListOptions{})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "r" {
+		t.Fatalf("list: %v %+v", err, list)
+	}
+	if _, err := roles.Get(t.Context(), "ns", "r", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := roles.Watch(t.Context(), "ns", metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	for _, want := range []string{
+		"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+		"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
+		"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
+	} {
+		if got := <-accepts; got != want {
+			t.Errorf("Accept %q, want %q", got, want)
+		}
+	}
+}

@@ -52,6 +52,9 @@ type Typed[T any] struct {
 	c    *Client
 	res  Resource
 	kind string
+	// metadataOnly: T is PartialObjectMetadata, so reads ask the server
+	// for the objects' metadata only, not their whole bodies.
+	metadataOnly bool
 }
 
 // For returns a client for res with objects of type T. It panics if *T is
@@ -61,7 +64,8 @@ func For[T any](c *Client, res Resource) *Typed[T] {
 		panic(fmt.Sprintf("client.For: *%T is not a Kubernetes object", *new(T)))
 	}
 	// In k8s.io/api the Go type name is the kind: corev1.Pod is "Pod".
-	return &Typed[T]{c: c, res: res, kind: reflect.TypeFor[T]().Name()}
+	_, metadataOnly := any(new(T)).(*metav1.PartialObjectMetadata)
+	return &Typed[T]{c: c, res: res, kind: reflect.TypeFor[T]().Name(), metadataOnly: metadataOnly}
 }
 
 // Resource returns the resource this client works on.
@@ -179,7 +183,7 @@ func (t *Typed[T]) one(ctx context.Context, cl call) (*T, error) {
 }
 
 func (t *Typed[T]) call(method, ns, name string, q url.Values, body any, subresource ...string) call {
-	return call{
+	cl := call{
 		method:      method,
 		path:        t.res.Path(ns, name, subresource...),
 		query:       q,
@@ -189,6 +193,16 @@ func (t *Typed[T]) call(method, ns, name string, q url.Values, body any, subreso
 		name:        name,
 		typed:       true,
 	}
+	if t.metadataOnly && method == http.MethodGet && len(subresource) == 0 {
+		// JSON, whose items decode into T whatever the kind; the plain
+		// form last, for a server that has no metadata-only answers.
+		kind := "PartialObjectMetadata"
+		if name == "" && q.Get("watch") != "true" {
+			kind = "PartialObjectMetadataList"
+		}
+		cl.accept = jsonMediaType + ";as=" + kind + ";g=meta.k8s.io;v=v1," + jsonMediaType
+	}
+	return cl
 }
 
 func (t *Typed[T]) namespaceOf(obj *T) (string, error) {
