@@ -62,6 +62,7 @@ func TestAggregatedDiscovery(t *testing.T) {
 	}
 	aggGroups, aggResources, aggCalls := read(false)
 	groups, resources, calls := read(true)
+	t.Logf("client-go's discovery: %d requests aggregated, %d legacy", aggCalls, calls)
 	if aggCalls != 2 {
 		t.Errorf("aggregated discovery took %d requests, want 2 (/api and /apis)", aggCalls)
 	}
