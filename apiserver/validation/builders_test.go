@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -134,44 +135,28 @@ func objMeta(name string) metav1.ObjectMeta {
 func replicationController(edits ...func(*corev1.ReplicationController)) *corev1.ReplicationController {
 	t := templateSpec(web)
 	o := &corev1.ReplicationController{ObjectMeta: objMeta("rc"), Spec: corev1.ReplicationControllerSpec{Template: &t}}
-	defaults.Object(o)
-	for _, e := range edits {
-		e(o)
-	}
-	return o
+	return defaulted(o, edits)
 }
 
 func replicaSet(edits ...func(*appsv1.ReplicaSet)) *appsv1.ReplicaSet {
 	o := &appsv1.ReplicaSet{ObjectMeta: objMeta("rs"), Spec: appsv1.ReplicaSetSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: web}, Template: templateSpec(web),
 	}}
-	defaults.Object(o)
-	for _, e := range edits {
-		e(o)
-	}
-	return o
+	return defaulted(o, edits)
 }
 
 func deployment(edits ...func(*appsv1.Deployment)) *appsv1.Deployment {
 	o := &appsv1.Deployment{ObjectMeta: objMeta("d"), Spec: appsv1.DeploymentSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: web}, Template: templateSpec(web),
 	}}
-	defaults.Object(o)
-	for _, e := range edits {
-		e(o)
-	}
-	return o
+	return defaulted(o, edits)
 }
 
 func daemonSet(edits ...func(*appsv1.DaemonSet)) *appsv1.DaemonSet {
 	o := &appsv1.DaemonSet{ObjectMeta: objMeta("ds"), Spec: appsv1.DaemonSetSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: web}, Template: templateSpec(web),
 	}}
-	defaults.Object(o)
-	for _, e := range edits {
-		e(o)
-	}
-	return o
+	return defaulted(o, edits)
 }
 
 // job returns a Job through the whole create pipeline, generated selector
@@ -183,6 +168,16 @@ func job(edits ...func(*batchv1.Job)) *batchv1.Job {
 	o.UID = types.UID("0a1b2c3d-0000-0000-0000-000000000001")
 	defaults.Object(o)
 	defaults.OnCreate(o)
+	for _, e := range edits {
+		e(o)
+	}
+	return o
+}
+
+// defaulted is o as the apiserver stores it (defaults.Object), then
+// changed by each of a builder's edits in turn.
+func defaulted[T runtime.Object](o T, edits []func(T)) T {
+	defaults.Object(o)
 	for _, e := range edits {
 		e(o)
 	}

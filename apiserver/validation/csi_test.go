@@ -10,17 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
-
-	"minik/apiserver/defaults"
 )
 
 func csiDriver(edits ...func(*storagev1.CSIDriver)) *storagev1.CSIDriver {
 	d := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "hostpath.csi.k8s.io", ResourceVersion: "1"}}
-	defaults.Object(d)
-	for _, e := range edits {
-		e(d)
-	}
-	return d
+	return defaulted(d, edits)
 }
 
 func csiNode(edits ...func(*storagev1.CSINode)) *storagev1.CSINode {

@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
-
-	"minik/apiserver/defaults"
 )
 
 // networkPolicy is a defaulted policy that lets the web pods take TCP 80
@@ -29,11 +27,7 @@ func networkPolicy(edits ...func(*networkingv1.NetworkPolicy)) *networkingv1.Net
 				To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8", Except: []string{"10.1.0.0/16"}}}},
 			}},
 		}}
-	defaults.Object(np)
-	for _, e := range edits {
-		e(np)
-	}
-	return np
+	return defaulted(np, edits)
 }
 
 func pathType(t networkingv1.PathType) *networkingv1.PathType { return &t }
@@ -52,11 +46,7 @@ func ingress(edits ...func(*networkingv1.Ingress)) *networkingv1.Ingress {
 			}}},
 			TLS: []networkingv1.IngressTLS{{Hosts: []string{"web.example.com"}, SecretName: "web-tls"}},
 		}}
-	defaults.Object(ing)
-	for _, e := range edits {
-		e(ing)
-	}
-	return ing
+	return defaulted(ing, edits)
 }
 
 // firstPath is the first path of the first rule.
@@ -69,11 +59,7 @@ func ingressClass(edits ...func(*networkingv1.IngressClass)) *networkingv1.Ingre
 		Spec: networkingv1.IngressClassSpec{Controller: "k8s.io/ingress-nginx",
 			Parameters: &networkingv1.IngressClassParametersReference{APIGroup: ptr.To("k8s.example.com"),
 				Kind: "IngressParameters", Name: "external-lb"}}}
-	defaults.Object(ic)
-	for _, e := range edits {
-		e(ic)
-	}
-	return ic
+	return defaulted(ic, edits)
 }
 
 func TestNetworkingKindsCreate(t *testing.T) {

@@ -21,11 +21,7 @@ import (
 
 func node(edits ...func(*corev1.Node)) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", ResourceVersion: "1"}, Status: corev1.NodeStatus{Capacity: rl("cpu", "2", "memory", "4Gi", "pods", "110")}}
-	defaults.Object(n)
-	for _, e := range edits {
-		e(n)
-	}
-	return n
+	return defaulted(n, edits)
 }
 
 func namespace(name string) *corev1.Namespace {

@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
-
-	"minik/apiserver/defaults"
 )
 
 // statefulSet returns a defaulted StatefulSet whose container mounts the
@@ -27,11 +25,7 @@ func statefulSet(edits ...func(*appsv1.StatefulSet)) *appsv1.StatefulSet {
 			Resources:   corev1.VolumeResourceRequirements{Requests: rl("storage", "2Gi")},
 		}}},
 	}}
-	defaults.Object(o)
-	for _, e := range edits {
-		e(o)
-	}
-	return o
+	return defaulted(o, edits)
 }
 
 func cronJob(edits ...func(*batchv1.CronJob)) *batchv1.CronJob {
@@ -40,11 +34,7 @@ func cronJob(edits ...func(*batchv1.CronJob)) *batchv1.CronJob {
 	o := &batchv1.CronJob{ObjectMeta: objMeta("backup"), Spec: batchv1.CronJobSpec{
 		Schedule: "*/5 * * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: t}},
 	}}
-	defaults.Object(o)
-	for _, e := range edits {
-		e(o)
-	}
-	return o
+	return defaulted(o, edits)
 }
 
 func TestStatefulCreate(t *testing.T) {

@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
-
-	"minik/apiserver/defaults"
 )
 
 func storageList(q string) corev1.ResourceList {
@@ -22,31 +20,19 @@ func pv(edits ...func(*corev1.PersistentVolume)) *corev1.PersistentVolume {
 	v := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1", ResourceVersion: "1"},
 		Spec: corev1.PersistentVolumeSpec{Capacity: storageList("1Gi"), AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data/pv-1"}}}}
-	defaults.Object(v)
-	for _, e := range edits {
-		e(v)
-	}
-	return v
+	return defaulted(v, edits)
 }
 
 func pvc(edits ...func(*corev1.PersistentVolumeClaim)) *corev1.PersistentVolumeClaim {
 	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default", ResourceVersion: "1"},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{Requests: storageList("1Gi")}}}
-	defaults.Object(c)
-	for _, e := range edits {
-		e(c)
-	}
-	return c
+	return defaulted(c, edits)
 }
 
 func storageClass(edits ...func(*storagev1.StorageClass)) *storagev1.StorageClass {
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast", ResourceVersion: "1"}, Provisioner: "example.com/fast"}
-	defaults.Object(sc)
-	for _, e := range edits {
-		e(sc)
-	}
-	return sc
+	return defaulted(sc, edits)
 }
 
 func TestStorageCreate(t *testing.T) {
