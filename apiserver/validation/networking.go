@@ -48,25 +48,26 @@ var (
 		networkingv1.IngressClassParametersReferenceScopeNamespace}
 )
 
+// validateNetworkPolicyRule checks one ingress or egress rule: its ports,
+// and its peers (the rule's from or to, named by peersField).
+func validateNetworkPolicyRule(ports []networkingv1.NetworkPolicyPort, peers []networkingv1.NetworkPolicyPeer, p *field.Path, peersField string) field.ErrorList {
+	var errs field.ErrorList
+	for j := range ports {
+		errs = append(errs, validateNetworkPolicyPort(&ports[j], p.Child("ports").Index(j))...)
+	}
+	for j := range peers {
+		errs = append(errs, validateNetworkPolicyPeer(&peers[j], p.Child(peersField).Index(j))...)
+	}
+	return errs
+}
+
 func validateNetworkPolicySpec(spec *networkingv1.NetworkPolicySpec, fldPath *field.Path) field.ErrorList {
 	errs := metav1validation.ValidateLabelSelector(&spec.PodSelector, strictSelector, fldPath.Child("podSelector"))
 	for i, rule := range spec.Ingress {
-		p := fldPath.Child("ingress").Index(i)
-		for j := range rule.Ports {
-			errs = append(errs, validateNetworkPolicyPort(&rule.Ports[j], p.Child("ports").Index(j))...)
-		}
-		for j := range rule.From {
-			errs = append(errs, validateNetworkPolicyPeer(&rule.From[j], p.Child("from").Index(j))...)
-		}
+		errs = append(errs, validateNetworkPolicyRule(rule.Ports, rule.From, fldPath.Child("ingress").Index(i), "from")...)
 	}
 	for i, rule := range spec.Egress {
-		p := fldPath.Child("egress").Index(i)
-		for j := range rule.Ports {
-			errs = append(errs, validateNetworkPolicyPort(&rule.Ports[j], p.Child("ports").Index(j))...)
-		}
-		for j := range rule.To {
-			errs = append(errs, validateNetworkPolicyPeer(&rule.To[j], p.Child("to").Index(j))...)
-		}
+		errs = append(errs, validateNetworkPolicyRule(rule.Ports, rule.To, fldPath.Child("egress").Index(i), "to")...)
 	}
 	if len(spec.PolicyTypes) > len(policyTypes) {
 		return append(errs, field.Invalid(fldPath.Child("policyTypes"), spec.PolicyTypes, "may not specify more than two policyTypes"))
