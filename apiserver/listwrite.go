@@ -87,6 +87,11 @@ func (h *resourceHandler) writeList(w http.ResponseWriter, r *http.Request, page
 	if err == nil {
 		err = bw.Close()
 	}
+	finishStream(w, r, bw, err)
+}
+
+// finishStream ends a streamed list that failed with err (nil: done).
+func finishStream(w http.ResponseWriter, r *http.Request, bw *bodyWriter, err error) {
 	if err == nil {
 		return
 	}
@@ -102,18 +107,25 @@ func (h *resourceHandler) writeList(w http.ResponseWriter, r *http.Request, page
 
 // writeJSONList writes the list's JSON, one item at a time.
 func (h *resourceHandler) writeJSONList(bw io.Writer, lm metav1.ListMeta, each func(func(runtime.Object) error) error) error {
-	head, err := json.Marshal(lm)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(bw, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, h.res.Kind+"List", h.res.APIVersion(), head); err != nil {
-		return err
-	}
 	// Items of a built-in kind go without their kind and apiVersion, as
 	// kube-apiserver writes them (the list says them once; clients fill
 	// them in). Custom resources keep theirs, as upstream: their JSON
 	// starts with apiVersion, so the prefix never matches.
 	typeMeta := []byte(fmt.Sprintf(`{"kind":%q,"apiVersion":%q,`, h.res.Kind, h.res.APIVersion()))
+	return streamJSONList(bw, h.res.Kind+"List", h.res.APIVersion(), lm, typeMeta, each)
+}
+
+// streamJSONList writes a list of kind listKind whose items each yields,
+// encoding one item at a time; an item's JSON that starts with
+// stripTypeMeta (nil: none) goes without it.
+func streamJSONList(bw io.Writer, listKind, apiVersion string, lm metav1.ListMeta, stripTypeMeta []byte, each func(func(runtime.Object) error) error) error {
+	head, err := json.Marshal(lm)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(bw, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, listKind, apiVersion, head); err != nil {
+		return err
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf) // a newline after each item, which JSON allows
 	var sep []byte
@@ -123,7 +135,7 @@ func (h *resourceHandler) writeJSONList(bw io.Writer, lm metav1.ListMeta, each f
 			return err
 		}
 		item := buf.Bytes()
-		if rest, ok := bytes.CutPrefix(item, typeMeta); ok {
+		if rest, ok := bytes.CutPrefix(item, stripTypeMeta); ok && stripTypeMeta != nil {
 			item = rest
 			sep = append(sep, '{')
 		}

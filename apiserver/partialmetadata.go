@@ -85,19 +85,29 @@ func (f metadataForm) write(w http.ResponseWriter, r *http.Request, code int, v 
 	writeJSONBody(w, r, code, v)
 }
 
-// writeList answers a LIST with the metadata of each item: small enough
-// to hold, as the items' bodies are left out.
+// writeList answers a LIST with the metadata of each item: JSON is
+// streamed an item at a time (each keeps its kind, as upstream's); the
+// protobuf list is built first, its items' bodies left out.
 func (f metadataForm) writeList(w http.ResponseWriter, r *http.Request, lm metav1.ListMeta, each func(func(runtime.Object) error) error) {
+	partials := func(yield func(runtime.Object) error) error {
+		return each(func(obj runtime.Object) error { return yield(f.partialOf(obj)) })
+	}
+	if !f.protobuf {
+		bw := newBodyWriter(w, r, http.StatusOK, "application/json")
+		err := streamJSONList(bw, "PartialObjectMetadataList", f.groupVersion, lm, nil, partials)
+		if err == nil {
+			err = bw.Close()
+		}
+		finishStream(w, r, bw, err)
+		return
+	}
 	list := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: f.groupVersion, Kind: "PartialObjectMetadataList"}, ListMeta: lm}
-	if err := each(func(obj runtime.Object) error {
-		list.Items = append(list.Items, *f.partialOf(obj))
+	if err := partials(func(obj runtime.Object) error {
+		list.Items = append(list.Items, *obj.(*metav1.PartialObjectMetadata))
 		return nil
 	}); err != nil {
 		writeError(w, r, err)
 		return
-	}
-	if list.Items == nil {
-		list.Items = []metav1.PartialObjectMetadata{}
 	}
 	f.write(w, r, http.StatusOK, list)
 }

@@ -103,8 +103,14 @@ func TestPartialObjectMetadata(t *testing.T) {
 				t.Errorf("GET %s (%s): the object's data came along: %.200s", tc.path, tc.accept, body)
 			}
 		}
+		var partials metav1.PartialObjectMetadataList
+		_, body := ts.response(t, "GET", "/api/v1/namespaces/default/configmaps", "", "Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+		if err := json.Unmarshal(body, &partials); err != nil || len(partials.Items) != 2 || partials.Items[1].Name != "b" ||
+			partials.Items[0].Kind != "PartialObjectMetadata" || partials.ResourceVersion == "" {
+			t.Fatalf("streamed JSON list: %v %s", err, body)
+		}
 		var partial metav1.PartialObjectMetadata
-		_, body := ts.response(t, "GET", "/api/v1/namespaces/default/configmaps/a", "", "Accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
+		_, body = ts.response(t, "GET", "/api/v1/namespaces/default/configmaps/a", "", "Accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
 		if err := json.Unmarshal(body, &partial); err != nil || partial.Name != "a" {
 			t.Fatalf("%v %s", err, body)
 		}
