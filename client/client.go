@@ -98,8 +98,10 @@ type Client struct {
 	userAgent  string
 	timeout    time.Duration
 	limiter    *rate.Limiter // nil: unlimited
-	protobuf   bool          // typed calls speak protobuf
-	maxRetries int           // sends again of a request refused with Retry-After
+	qps        float64       // the limiter's settings, for the clients made from this one
+	burst      int
+	protobuf   bool // typed calls speak protobuf
+	maxRetries int  // sends again of a request refused with Retry-After
 
 	tokenHTTPOnce sync.Once
 	tokenHTTP     *http.Client // WithTokenSource's clients' connections
@@ -137,11 +139,18 @@ func New(cfg Config) (*Client, error) {
 	if c.userAgent == "" {
 		c.userAgent = "minik"
 	}
-	if cfg.QPS > 0 {
-		burst := max(cfg.Burst, 1)
-		c.limiter = rate.NewLimiter(rate.Limit(cfg.QPS), burst)
-	}
+	c.qps, c.burst = cfg.QPS, cfg.Burst
+	c.limiter = newLimiter(c.qps, c.burst)
 	return c, nil
+}
+
+// newLimiter returns a token bucket of qps with bursts of burst, or nil
+// (unlimited) when qps is 0.
+func newLimiter(qps float64, burst int) *rate.Limiter {
+	if qps <= 0 {
+		return nil
+	}
+	return rate.NewLimiter(rate.Limit(qps), max(burst, 1))
 }
 
 // NewFromKubeconfig returns a Client for kc's current context.
@@ -155,7 +164,9 @@ func NewFromKubeconfig(kc *kubeconfig.Config) (*Client, error) {
 
 // WithTokenSource returns a Client to the same apiserver that
 // authenticates with ts's tokens instead of this client's certificate or
-// token, with its own user agent and no rate limit. Every Client made from
+// token, with its own user agent and its own rate limit of the same QPS
+// and burst (as each of kube-controller-manager's controllers has its own
+// client and token bucket). Every Client made from
 // c this way shares one connection pool (HTTP/2: one connection), which
 // presents no client certificate: an apiserver that sees one believes it
 // before a bearer token.
@@ -169,7 +180,8 @@ func (c *Client) WithTokenSource(ts TokenSource, userAgent string) *Client {
 		}
 		c.tokenHTTP = &http.Client{Transport: tr}
 	})
-	return &Client{base: c.base, http: c.tokenHTTP, tokens: ts, userAgent: userAgent, timeout: c.timeout, protobuf: c.protobuf, maxRetries: c.maxRetries}
+	return &Client{base: c.base, http: c.tokenHTTP, tokens: ts, userAgent: userAgent, timeout: c.timeout, protobuf: c.protobuf,
+		maxRetries: c.maxRetries, limiter: newLimiter(c.qps, c.burst), qps: c.qps, burst: c.burst}
 }
 
 // NewTransport returns the HTTP transport Clients use by default. HTTP/2

@@ -704,3 +704,32 @@ func TestMetadataOnlyReadsAskForMetadata(t *testing.T) {
 		}
 	}
 }
+
+// Each client made with WithTokenSource has its own token bucket of the
+// same size, as each of kube-controller-manager's controllers does: one
+// busy controller does not slow the others.
+func TestTokenSourceClientsHaveTheirOwnRateLimit(t *testing.T) {
+	c, _ := newServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, pod("ns", "p", "1")) },
+		Config{QPS: 100, Burst: 30})
+	a := c.WithTokenSource(fixedToken("a"), "a")
+	b := c.WithTokenSource(fixedToken("b"), "b")
+	for _, d := range []*Client{a, b} {
+		if d.limiter == nil || d.limiter.Limit() != 100 || d.limiter.Burst() != 30 {
+			t.Fatalf("derived limiter = %+v, want 100 QPS with bursts of 30", d.limiter)
+		}
+	}
+	if a.limiter == c.limiter || a.limiter == b.limiter {
+		t.Error("derived clients share a token bucket")
+	}
+	unlimited, err := New(Config{Host: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := unlimited.WithTokenSource(fixedToken("u"), "u"); u.limiter != nil {
+		t.Error("a client without a limit made a limited one")
+	}
+}
+
+type fixedToken string
+
+func (f fixedToken) Token(context.Context) (string, error) { return string(f), nil }

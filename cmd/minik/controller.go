@@ -36,6 +36,8 @@ func controllerCommand() *cobra.Command {
 				CPUInitializationPeriod: &hpaCPUInitialization, InitialReadinessDelay: &hpaInitialReadiness}}
 		rootCAFile  string
 		metricsAddr string
+		qps         float64
+		burst       int
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -55,6 +57,7 @@ func controllerCommand() *cobra.Command {
 				return err
 			}
 			ccfg.UserAgent = "minik-controller"
+			ccfg.QPS, ccfg.Burst = qps, burst
 			c, err := client.New(ccfg)
 			if err != nil {
 				return err
@@ -106,6 +109,11 @@ func controllerCommand() *cobra.Command {
 	metricsFlag(f, &metricsAddr)
 	f.BoolVar(&cfg.UseServiceAccountCredentials, "use-service-account-credentials", true,
 		"run each controller as its own service account kube-system/<name> with the role system:controller:<name> (as kubeadm runs kube-controller-manager); false makes every controller act as --kubeconfig's user, which then needs all their rights")
+	// kube-controller-manager's names (its defaults are 20 and 30; the
+	// Kubernetes scalability jobs run it at 100 and 100). Each service
+	// account's client, and the shared informers', has its own bucket.
+	f.Float64Var(&qps, "kube-api-qps", 0, "requests per second to the apiserver, per controller service account (0: unlimited)")
+	f.IntVar(&burst, "kube-api-burst", 0, "requests a controller may send at once above --kube-api-qps")
 	f.StringSliceVar(&cfg.Controllers, "controllers", nil, "controllers to run (default all): "+strings.Join(controller.Names(), ", "))
 	return cmd
 }
