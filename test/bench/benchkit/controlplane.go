@@ -49,8 +49,9 @@ type ControlPlaneOptions struct {
 	// ClusterCIDR is the controller's range of node podCIDRs (default
 	// 10.0.0.0/8: room for 65,536 nodes of a /24 each).
 	ClusterCIDR string
-	// APIServerArgs are added to minik apiserver's.
-	APIServerArgs []string
+	// APIServerArgs, SchedulerArgs and ControllerArgs are added to those
+	// components' flags.
+	APIServerArgs, SchedulerArgs, ControllerArgs []string
 	// KubeAPIServer, if set, is upstream's kube-apiserver binary, run in
 	// place of minik apiserver with the same certificates, etcd and port
 	// (a peer to measure minik against).
@@ -118,10 +119,11 @@ func StartControlPlane(ctx context.Context, bin, dir string, o ControlPlaneOptio
 		apiserver,
 	}
 	if o.Scheduler {
-		steps = append(steps, step{"scheduler", bin, []string{"scheduler", "--kubeconfig", filepath.Join(pkiDir, "scheduler", "kubeconfig")}})
+		steps = append(steps, step{"scheduler", bin, append([]string{"scheduler", "--kubeconfig", filepath.Join(pkiDir, "scheduler", "kubeconfig")}, o.SchedulerArgs...)})
 	}
 	if o.Controller {
-		steps = append(steps, step{"controller", bin, []string{"controller", "--kubeconfig", filepath.Join(pkiDir, "controller", "kubeconfig"), "--cluster-cidr", o.ClusterCIDR}})
+		steps = append(steps, step{"controller", bin, append([]string{"controller", "--kubeconfig", filepath.Join(pkiDir, "controller", "kubeconfig"),
+			"--cluster-cidr", o.ClusterCIDR}, o.ControllerArgs...)})
 	}
 	for _, s := range steps {
 		p, err := Start(s.name, s.bin, filepath.Join(dir, s.name+".log"), s.args...)

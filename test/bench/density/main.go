@@ -4,7 +4,9 @@
 // -pods-per-node pods each through Deployments, then -latency-pods more
 // pods are started one Deployment at a time at -latency-qps, as the
 // density test of kubernetes/perf-tests does (saturation, then latency
-// pods). It prints one JSON line per figure:
+// pods), with the scheduler and the controller limited to -component-qps
+// requests a second each, as the Kubernetes scalability jobs run theirs.
+// It prints one JSON line per figure:
 //
 //   - pod startup latency (p50, p99, max) of the latency pods, the SLI:
 //     from the pod's creationTimestamp to when all its containers are
@@ -56,6 +58,7 @@ type options struct {
 	replicasPerDeployment int
 	latencyPods           int
 	latencyQPS            float64
+	componentQPS          float64
 	plot                  string
 	spread                time.Duration
 	keep                  bool
@@ -70,6 +73,7 @@ func main() {
 	flag.IntVar(&o.replicasPerDeployment, "replicas", 300, "replicas of each saturation Deployment")
 	flag.IntVar(&o.latencyPods, "latency-pods", 500, "latency pods, one Deployment of 1 each, after saturation")
 	flag.Float64Var(&o.latencyQPS, "latency-qps", 10, "latency Deployments created per second")
+	flag.Float64Var(&o.componentQPS, "component-qps", 100, "--kube-api-qps and --kube-api-burst of the scheduler and the controller, as the Kubernetes scalability jobs run kube-scheduler and kube-controller-manager (0: unlimited)")
 	flag.StringVar(&o.plot, "plot", "", "write the pod startup latency CDF to this PNG file")
 	flag.DurationVar(&o.spread, "start-spread", 10*time.Second, "the hollow nodes start evenly over this time (minik hollow --start-spread)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (the components' logs are in it)")
@@ -94,7 +98,12 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer cleanup()
-	cp, h, c, err := benchkit.StartWithHollowNodes(ctx, o.bin, dir, benchkit.ControlPlaneOptions{Scheduler: true, Controller: true}, o.nodes, o.spread)
+	cpo := benchkit.ControlPlaneOptions{Scheduler: true, Controller: true}
+	if o.componentQPS > 0 {
+		limit := []string{"--kube-api-qps", fmt.Sprint(o.componentQPS), "--kube-api-burst", fmt.Sprint(int(o.componentQPS))}
+		cpo.SchedulerArgs, cpo.ControllerArgs = limit, limit
+	}
+	cp, h, c, err := benchkit.StartWithHollowNodes(ctx, o.bin, dir, cpo, o.nodes, o.spread)
 	if err != nil {
 		return err
 	}
@@ -113,9 +122,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	cpuBefore, testStart := processCPU(cp, h), time.Now()
 
 	// Saturation: every Deployment at once; the controller and the
-	// scheduler go as fast as they can.
+	// scheduler go as fast as -component-qps lets them.
 	saturation := o.nodes * o.podsPerNode
 	satStart := time.Now()
 	for i, left := 0, saturation; left > 0; i++ {
@@ -151,6 +161,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	cpuAfter, testTime := processCPU(cp, h), time.Since(testStart)
 
 	load := benchkit.LoadAvg()
 	latency, _ := pods.startupLatencies("latency")
@@ -170,6 +181,11 @@ func run(ctx context.Context, o options) error {
 		"mutating_p99_ms": benchkit.Round(mut.P99*1000, 1), "mutating_worst": mut.Kind.String(), "mutating_worst_calls": mut.Calls,
 		"readonly_p99_ms": benchkit.Round(ro.P99*1000, 1), "readonly_worst": ro.Kind.String(), "readonly_worst_calls": ro.Calls,
 		"load1": load})
+	cpu := map[string]any{"bench": "density", "figure": "cpu", "nodes": o.nodes, "window_s": benchkit.Round(testTime.Seconds(), 1)}
+	for name, d := range cpuAfter {
+		cpu[name+"_cores"] = benchkit.Round((d-cpuBefore[name]).Seconds()/testTime.Seconds(), 2)
+	}
+	benchkit.Emit(cpu)
 	rss := map[string]any{"bench": "density", "figure": "peak_rss", "nodes": o.nodes}
 	for name, p := range cp.Procs {
 		rss[name+"_mb"] = benchkit.Round(p.PeakRSSMB(), 1)
@@ -184,13 +200,23 @@ func run(ctx context.Context, o options) error {
 		"size_mb": benchkit.Round(db, 1)})
 	benchkit.Emit(map[string]any{"bench": "density", "figure": "total", "nodes": o.nodes, "pods": saturation + o.latencyPods,
 		"saturation_s": benchkit.Round(satTime.Seconds(), 1), "saturation_pods_per_s": benchkit.Round(float64(saturation)/satTime.Seconds(), 1),
-		"total_s": benchkit.Round(time.Since(begin).Seconds(), 1), "load1": load})
+		"total_s": benchkit.Round(time.Since(begin).Seconds(), 1), "component_qps": o.componentQPS, "load1": load})
 	if o.plot != "" {
 		if err := benchkit.PlotCDF(o.plot, fmt.Sprintf("pod startup latency, %d latency pods on %d hollow nodes", len(latency), o.nodes), latency); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// processCPU reads the CPU time each component and the hollow nodes have
+// used so far.
+func processCPU(cp *benchkit.ControlPlane, h *benchkit.Proc) map[string]time.Duration {
+	out := map[string]time.Duration{"hollow": h.CPU()}
+	for name, p := range cp.Procs {
+		out[name] = p.CPU()
+	}
+	return out
 }
 
 func createDeployment(ctx context.Context, c *client.Client, name, group string, replicas int) error {

@@ -110,6 +110,7 @@ func main() {
 	flag.DurationVar(&idleCPUWindow, "idle-cpu-window", 60*time.Second, "how long node_idle_cpu measures (cover a few of the kubelet's relists)")
 	flag.StringVar(&cpuProfile, "kubelet-cpuprofile", "", "write a CPU profile of the kubelet during the start of the pods 10 at a time (its /debug/pprof, read with an admin certificate) to this file")
 	flag.StringVar(&upCPUProfile, "up-cpuprofile", "", "write a CPU profile of `minik up` (the control plane) during the start of the pods 10 at a time (its apiserver's /debug/pprof) to this file")
+	flag.StringVar(&idleProfileDir, "idle-profile-dir", "", "write CPU profiles of the kubelet and `minik up` over node_idle_cpu's window to DIR/{kubelet,up}-idle.pprof (the profiling itself adds a little CPU)")
 	flag.StringVar(&heapProfile, "kubelet-heapprofile", "", "write the idle kubelet's heap profile (10 pods) to this file")
 	flag.StringVar(&smapsOut, "smaps", "", "copy the idle kubelet's /proc/PID/smaps to this file (where its RSS is)")
 	flag.Parse()
@@ -350,7 +351,7 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 				return err
 			}
 			if conc == 10 && round == rounds {
-				if err := idleCPU(ctx, n, podMeters()); err != nil {
+				if err := idleCPU(ctx, n, podMeters(), startIdleProfiles(ctx, c, ca, dir)); err != nil {
 					return err
 				}
 			}
@@ -438,21 +439,31 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 // profileBurst starts the CPU profiles asked for (-kubelet-cpuprofile,
 // -up-cpuprofile) over the next 5s, and returns the wait for them.
 func profileBurst(ctx context.Context, c *client.Client, ca *pki.CA, dir string) func() error {
+	return startProfiles(ctx, c, ca, dir, 5*time.Second, cpuProfile, upCPUProfile)
+}
+
+// startProfiles starts CPU profiles of the kubelet (into kubeletOut) and
+// of `minik up` (into upOut) over the next d, each only if its file is
+// named, and returns the wait for them.
+func startProfiles(ctx context.Context, c *client.Client, ca *pki.CA, dir string, d time.Duration, kubeletOut, upOut string) func() error {
 	type profile struct {
 		name, out string
 		read      func() error
 	}
+	seconds := fmt.Sprint(int(d.Seconds()))
 	var ps []profile
-	if cpuProfile != "" {
-		ps = append(ps, profile{"the kubelet's", cpuProfile, func() error { return kubeletProfile(ctx, c, ca, dir, "profile?seconds=5", cpuProfile) }})
+	if kubeletOut != "" {
+		ps = append(ps, profile{"the kubelet's", kubeletOut, func() error {
+			return kubeletProfile(ctx, c, ca, dir, "profile?seconds="+seconds, kubeletOut)
+		}})
 	}
-	if upCPUProfile != "" {
-		ps = append(ps, profile{"minik up's", upCPUProfile, func() error {
+	if upOut != "" {
+		ps = append(ps, profile{"minik up's", upOut, func() error {
 			var data []byte
-			if err := c.Do(ctx, "GET", "/debug/pprof/profile", url.Values{"seconds": {"5"}}, nil, &data); err != nil {
+			if err := c.Do(ctx, "GET", "/debug/pprof/profile", url.Values{"seconds": {seconds}}, nil, &data); err != nil {
 				return err
 			}
-			return os.WriteFile(upCPUProfile, data, 0o644)
+			return os.WriteFile(upOut, data, 0o644)
 		}})
 	}
 	errs := make([]chan error, len(ps))
@@ -613,9 +624,22 @@ func measure(ctx context.Context, c *client.Client, n, conc int, run string, met
 	return lat, cpu, nil // the pods keep running: the caller deletes them
 }
 
+// startIdleProfiles returns what starts the idle window's CPU profiles of
+// the kubelet and `minik up` into -idle-profile-dir, if set.
+func startIdleProfiles(ctx context.Context, c *client.Client, ca *pki.CA, dir string) func() func() error {
+	if idleProfileDir == "" {
+		return func() func() error { return func() error { return nil } }
+	}
+	return func() func() error {
+		return startProfiles(ctx, c, ca, dir, idleCPUWindow,
+			filepath.Join(idleProfileDir, "kubelet-idle.pprof"), filepath.Join(idleProfileDir, "up-idle.pprof"))
+	}
+}
+
 // idleCPU reports node_idle_cpu: the meters' CPU over idleCPUWindow while
-// the n pods just started sit idle, in % of one core.
-func idleCPU(ctx context.Context, n int, meters []cpuMeter) error {
+// the n pods just started sit idle, in % of one core; profile starts the
+// window's CPU profiles and returns their wait.
+func idleCPU(ctx context.Context, n int, meters []cpuMeter, profile func() func() error) error {
 	fmt.Fprintf(os.Stderr, "measuring the idle node's CPU with %d pods running for %v\n", n, idleCPUWindow)
 	select {
 	case <-time.After(idleSettle):
@@ -626,6 +650,7 @@ func idleCPU(ctx context.Context, n int, meters []cpuMeter) error {
 	for _, m := range meters {
 		cpu[m.name] = -m.read()
 	}
+	profiled := profile()
 	select {
 	case <-time.After(idleCPUWindow):
 	case <-ctx.Done():
@@ -642,7 +667,7 @@ func idleCPU(ctx context.Context, n int, meters []cpuMeter) error {
 	}
 	r["minik_pct"] = round2(100 * own.Seconds() / idleCPUWindow.Seconds())
 	report(r)
-	return nil
+	return profiled()
 }
 
 // deleteAll deletes the bench pods and waits until they are gone.
@@ -668,6 +693,10 @@ var cpuProfile, heapProfile string
 
 // upCPUProfile is where -up-cpuprofile writes the control plane's profile.
 var upCPUProfile string
+
+// idleProfileDir is where -idle-profile-dir writes the idle window's
+// profiles.
+var idleProfileDir string
 
 // kubeletProfile reads the kubelet's /debug/pprof/PROFILE (at the port its
 // Node reports) as an admin, into out.
