@@ -19,6 +19,7 @@ import (
 // URL: cluster-admin and the group system:monitoring may get it).
 //
 //	request ─▶ measure (code, duration) ─▶ authenticate ─▶ serveResource (sets verb, resource, scope)
+//	           a watch, log or CONNECT while it lasts ─▶ apiserver_longrunning_requests
 //	watch event written ─▶ apiserver_watch_events_total
 //	storage op ─▶ etcd_request_duration_seconds (storage/metrics.go)
 //	in-flight slots ─▶ apiserver_current_inflight_requests (read when scraped)
@@ -27,6 +28,7 @@ type serverMetrics struct {
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	watchEvents *prometheus.CounterVec
+	longRunning *prometheus.GaugeVec
 }
 
 // watchCounter is the apiserver_watch_events_total series of a resource
@@ -47,6 +49,10 @@ func newServerMetrics(s *Server) *serverMetrics {
 			Buckets: metrics.RequestBuckets,
 		}, []string{"verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component"}),
 	}
+	m.longRunning = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "apiserver_longrunning_requests",
+		Help: "Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.",
+	}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component"})
 	m.watchEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "apiserver_watch_events_total",
 		Help: "Number of events sent in watch clients",
@@ -61,7 +67,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 			ConstLabels: prometheus.Labels{"request_kind": kind},
 		}, func() float64 { return float64(len(slots)) })
 	}
-	cs := append([]prometheus.Collector{m.requests, m.duration, m.watchEvents,
+	cs := append([]prometheus.Collector{m.requests, m.duration, m.watchEvents, m.longRunning,
 		inflight("readOnly", s.limiter.readOnly), inflight("mutating", s.limiter.mutating)}, storage.Collectors()...)
 	m.registry = metrics.NewRegistry(cs...)
 	return m
@@ -81,12 +87,15 @@ func (s *Server) servePrometheus(w http.ResponseWriter, r *http.Request) {
 func (s *Server) measure(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w, verb: r.Method}
+		rec := &statusRecorder{ResponseWriter: w, verb: r.Method, longRunning: s.metrics.longRunning}
 		var out http.ResponseWriter = rec
 		if _, ok := w.(http.Hijacker); ok {
 			out = hijackRecorder{rec} // HTTP/1.1: exec and port-forward take the connection
 		}
 		next.ServeHTTP(out, r)
+		if rec.open != nil {
+			rec.open.Dec()
+		}
 		dryRun := ""
 		if rec.dryRun {
 			dryRun = "All"
@@ -120,6 +129,12 @@ func noteRequest(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 		rec.scope = "cluster"
 	}
 	_, rec.dryRun = r.URL.Query()["dryRun"]
+	// The requests kube-apiserver counts as long-running: watches, logs
+	// and the streaming subresources.
+	if rec.open == nil && (rec.verb == "WATCH" || rec.verb == "CONNECT" || rec.subresource == "log") {
+		rec.open = rec.longRunning.WithLabelValues(rec.verb, rec.group, rec.version, rec.resource, rec.subresource, rec.scope, "apiserver")
+		rec.open.Inc()
+	}
 }
 
 // upstreamVerb is the verb label kube-apiserver reports: the HTTP verb,
@@ -168,6 +183,10 @@ type statusRecorder struct {
 	code                                               int
 	verb, group, version, resource, subresource, scope string
 	dryRun                                             bool
+	// longRunning is the gauge vector; open, the series this request
+	// holds up while it lasts (watch, log, CONNECT), if any.
+	longRunning *prometheus.GaugeVec
+	open        prometheus.Gauge
 }
 
 func (w *statusRecorder) WriteHeader(code int) {

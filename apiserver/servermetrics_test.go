@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,6 +68,25 @@ func TestMetricsEndpoint(t *testing.T) {
 		if b, a := sample(before, m.name, m.labels), sample(after, m.name, m.labels); a <= b {
 			t.Errorf("%s%v did not move: %v before, %v after", m.name, m.labels, b, a)
 		}
+	}
+
+	// The open watch is a long-running request until it ends.
+	open := map[string]string{"verb": "WATCH", "resource": "configmaps", "scope": "namespace", "component": "apiserver"}
+	if n := sample(after, "apiserver_longrunning_requests", open); n != 1 {
+		t.Errorf("apiserver_longrunning_requests%v = %v with one watch open, want 1", open, n)
+	}
+	w.Stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, now := scrape(t, admin, url)
+		n := sample(now, "apiserver_longrunning_requests", open)
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("apiserver_longrunning_requests%v = %v after the watch ended, want 0", open, n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 
 	// Authorized as kube-apiserver does: anonymous 401, a user without
