@@ -52,6 +52,7 @@ var (
 	PersistentVolumeClaims = Resource{Version: "v1", Resource: "persistentvolumeclaims", Namespaced: true}
 	StorageClasses         = Resource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}
 	Services               = Resource{Version: "v1", Resource: "services", Namespaced: true}
+	ResourceQuotas         = Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true}
 	EndpointSlices         = Resource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices", Namespaced: true}
 	// HorizontalPodAutoscalers are autoscaling/v2, their stored version.
 	HorizontalPodAutoscalers = Resource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers", Namespaced: true}

@@ -200,7 +200,8 @@ func TestMetadataResourcesFollowDiscovery(t *testing.T) {
 	if err := m.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	check("added", added, "gadgets.example.com/v1 Gadget, horizontalpodautoscalers.autoscaling/v2 HorizontalPodAutoscaler, "+
+	check("added", added, "customresourcedefinitions.apiextensions.k8s.io/v1 CustomResourceDefinition, "+
+		"gadgets.example.com/v1 Gadget, horizontalpodautoscalers.autoscaling/v2 HorizontalPodAutoscaler, "+
 		"pods/v1 Pod, roles.rbac.authorization.k8s.io/v1 Role, widgets.example.com/v2 Widget")
 	if _, ok := m.Informer(schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "roles"}); !ok {
 		t.Error("no informer of roles")

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -43,10 +44,15 @@ type Informers struct {
 	ControllerRevisions    *informer.Informer[appsv1.ControllerRevision]
 	CronJobs               *informer.Informer[batchv1.CronJob]
 	PodDisruptionBudgets   *informer.Informer[policyv1.PodDisruptionBudget]
-	// Leases watches only the node heartbeats in kube-node-lease.
+	// Leases holds every Lease: the node heartbeats in kube-node-lease
+	// for the node lifecycle, the others for the garbage collector.
 	Leases     *informer.Informer[coordinationv1.Lease]
 	ConfigMaps *informer.Informer[corev1.ConfigMap]
 	Secrets    *informer.Informer[corev1.Secret]
+	// ResourceQuotas and HorizontalPodAutoscalers feed their controllers
+	// and the garbage collector.
+	ResourceQuotas           *informer.Informer[corev1.ResourceQuota]
+	HorizontalPodAutoscalers *informer.Informer[autoscalingv2.HorizontalPodAutoscaler]
 	// ServiceAccounts is here for the garbage collector.
 	ServiceAccounts *informer.Informer[corev1.ServiceAccount]
 	// ClusterRoles feeds the cluster role aggregation.
@@ -71,31 +77,31 @@ type Informers struct {
 // controller-UID and owner-UID indexes on the ones that hold dependents.
 func NewInformers(c *client.Client, log *slog.Logger) *Informers {
 	cfg := informer.Config{Logger: log}
-	leaseCfg := cfg
-	leaseCfg.Namespace = corev1.NamespaceNodeLease
 	inf := &Informers{
-		Client:                 c,
-		Pods:                   informer.New(c.Pods(), cfg),
-		Nodes:                  informer.New(c.Nodes(), cfg),
-		Namespaces:             informer.New(c.Namespaces(), cfg),
-		ReplicationControllers: informer.New(c.ReplicationControllers(), cfg),
-		ReplicaSets:            informer.New(c.ReplicaSets(), cfg),
-		Deployments:            informer.New(c.Deployments(), cfg),
-		DaemonSets:             informer.New(c.DaemonSets(), cfg),
-		Jobs:                   informer.New(c.Jobs(), cfg),
-		StatefulSets:           informer.New(c.StatefulSets(), cfg),
-		ControllerRevisions:    informer.New(c.ControllerRevisions(), cfg),
-		CronJobs:               informer.New(c.CronJobs(), cfg),
-		PodDisruptionBudgets:   informer.New(c.PodDisruptionBudgets(), cfg),
-		Leases:                 informer.New(c.Leases(), leaseCfg),
-		ConfigMaps:             informer.New(c.ConfigMaps(), cfg),
-		Secrets:                informer.New(c.Secrets(), cfg),
-		ServiceAccounts:        informer.New(c.ServiceAccounts(), cfg),
-		ClusterRoles:           informer.New(client.For[rbacv1.ClusterRole](c, client.ClusterRoles), cfg),
-		PersistentVolumes:      informer.New(c.PersistentVolumes(), cfg),
-		PersistentVolumeClaims: informer.New(c.PersistentVolumeClaims(), cfg),
-		StorageClasses:         informer.New(c.StorageClasses(), cfg),
-		cfg:                    cfg,
+		Client:                   c,
+		Pods:                     informer.New(c.Pods(), cfg),
+		Nodes:                    informer.New(c.Nodes(), cfg),
+		Namespaces:               informer.New(c.Namespaces(), cfg),
+		ReplicationControllers:   informer.New(c.ReplicationControllers(), cfg),
+		ReplicaSets:              informer.New(c.ReplicaSets(), cfg),
+		Deployments:              informer.New(c.Deployments(), cfg),
+		DaemonSets:               informer.New(c.DaemonSets(), cfg),
+		Jobs:                     informer.New(c.Jobs(), cfg),
+		StatefulSets:             informer.New(c.StatefulSets(), cfg),
+		ControllerRevisions:      informer.New(c.ControllerRevisions(), cfg),
+		CronJobs:                 informer.New(c.CronJobs(), cfg),
+		PodDisruptionBudgets:     informer.New(c.PodDisruptionBudgets(), cfg),
+		Leases:                   informer.New(c.Leases(), cfg),
+		ConfigMaps:               informer.New(c.ConfigMaps(), cfg),
+		Secrets:                  informer.New(c.Secrets(), cfg),
+		ServiceAccounts:          informer.New(c.ServiceAccounts(), cfg),
+		ClusterRoles:             informer.New(client.For[rbacv1.ClusterRole](c, client.ClusterRoles), cfg),
+		PersistentVolumes:        informer.New(c.PersistentVolumes(), cfg),
+		PersistentVolumeClaims:   informer.New(c.PersistentVolumeClaims(), cfg),
+		StorageClasses:           informer.New(c.StorageClasses(), cfg),
+		ResourceQuotas:           informer.New(client.For[corev1.ResourceQuota](c, client.ResourceQuotas), cfg),
+		HorizontalPodAutoscalers: informer.New(client.For[autoscalingv2.HorizontalPodAutoscaler](c, client.HorizontalPodAutoscalers), cfg),
+		cfg:                      cfg,
 	}
 	addOwnerIndexes(inf.Pods)
 	addOwnerIndexes(inf.ReplicationControllers)
@@ -116,6 +122,8 @@ func NewInformers(c *client.Client, log *slog.Logger) *Informers {
 	addOwnerIndexes(inf.PersistentVolumes)
 	addOwnerIndexes(inf.PersistentVolumeClaims)
 	addOwnerIndexes(inf.StorageClasses)
+	addOwnerIndexes(inf.ResourceQuotas)
+	addOwnerIndexes(inf.HorizontalPodAutoscalers)
 	return inf
 }
 
@@ -145,7 +153,7 @@ func (inf *Informers) all() []runnable {
 	all := []runnable{inf.Pods, inf.Nodes, inf.Namespaces, inf.ReplicationControllers, inf.ReplicaSets,
 		inf.Deployments, inf.DaemonSets, inf.Jobs, inf.PodDisruptionBudgets, inf.Leases, inf.ConfigMaps,
 		inf.Secrets, inf.ServiceAccounts, inf.ClusterRoles, inf.PersistentVolumes, inf.PersistentVolumeClaims, inf.StorageClasses,
-		inf.StatefulSets, inf.ControllerRevisions, inf.CronJobs}
+		inf.StatefulSets, inf.ControllerRevisions, inf.CronJobs, inf.ResourceQuotas, inf.HorizontalPodAutoscalers}
 	if inf.Services != nil {
 		all = append(all, inf.Services, inf.Endpoints, inf.EndpointSlices)
 	}

@@ -48,13 +48,16 @@ type MetadataConfig struct {
 // with the wanted verbs, read at Run and every Period. The controllers
 // that treat every kind alike (the garbage collector) thus reach every
 // kind, as upstream's garbage collector follows discovery. A kind is
-// followed once, by group and resource, in one version (Followed).
+// followed once, by group and resource, in one version (Followed); the
+// CRDs themselves through the typed informer that follows them.
 type MetadataResources struct {
 	c    *client.Client
 	log  *slog.Logger
 	cfg  MetadataConfig
 	skip map[schema.GroupResource]bool
 	crds *informer.Informer[apiextv1.CustomResourceDefinition]
+	// crdResource is crds as a followed kind (OnAdd at construction).
+	crdResource *Resource
 
 	mu  sync.Mutex
 	ctx context.Context // Run's; nil before: informers are made, not started
@@ -84,6 +87,12 @@ func NewMetadataResources(c *client.Client, log *slog.Logger, cfg MetadataConfig
 	}
 	m := &MetadataResources{c: c, log: log, cfg: cfg, skip: skip, running: map[schema.GroupResource]*metadataInformer{},
 		crds: informer.New(client.For[apiextv1.CustomResourceDefinition](c, CRDs), informer.Config{Logger: log})}
+	// The CRD informer is a followed kind like any other, so that CRDs
+	// are not watched a second time by a metadata informer.
+	addOwnerIndexes(m.crds)
+	m.crdResource = NewResource(m.crds, CRDs, "CustomResourceDefinition")
+	skip[CRDs.GroupResource()] = true
+	cfg.OnAdd(m.crdResource)
 	m.crds.AddHandler(informer.Handler[apiextv1.CustomResourceDefinition]{
 		OnAdd:    func(*apiextv1.CustomResourceDefinition) { m.sync() },
 		OnUpdate: func(_, _ *apiextv1.CustomResourceDefinition) { m.sync() },
@@ -103,6 +112,7 @@ func (m *MetadataResources) Run(ctx context.Context) error {
 	wg.Go(func() {
 		select {
 		case <-m.crds.Synced(): // a custom kind is then known as one
+			go m.cfg.OnSynced(m.crdResource)
 		case <-ctx.Done():
 			return
 		}

@@ -58,8 +58,7 @@ func NewResource[T any](inf *informer.Informer[T], api client.Resource, kind str
 }
 
 // Resources returns a view of every shared informer that holds every
-// object of its kind (not Leases: only the node heartbeats), for the
-// collector: any object can own or depend on others. Other kinds it
+// object of its kind, for the collector: any object can own or depend on others. Other kinds it
 // follows through MetadataResources.
 func (inf *Informers) Resources() []*Resource {
 	out := []*Resource{
@@ -81,6 +80,9 @@ func (inf *Informers) Resources() []*Resource {
 		NewResource(inf.ClusterRoles, client.ClusterRoles, "ClusterRole"),
 		NewResource(inf.PersistentVolumes, client.PersistentVolumes, "PersistentVolume"),
 		NewResource(inf.StorageClasses, client.StorageClasses, "StorageClass"),
+		NewResource(inf.Leases, client.Leases, "Lease"),
+		NewResource(inf.ResourceQuotas, client.ResourceQuotas, "ResourceQuota"),
+		NewResource(inf.HorizontalPodAutoscalers, client.HorizontalPodAutoscalers, "HorizontalPodAutoscaler"),
 	}
 	// Claims: a StatefulSet's retention policy makes the set or a pod
 	// their owner, and the collector deletes them after it.

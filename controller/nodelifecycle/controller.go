@@ -74,9 +74,14 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk c
 			nc.zoneQueue.Add(zonesKey)
 		},
 	})
+	heartbeat := func(l *coordinationv1.Lease) {
+		if l.Namespace == corev1.NamespaceNodeLease { // the informer holds every Lease
+			nc.observe(l.Name)
+		}
+	}
 	inf.Leases.AddHandler(informer.Handler[coordinationv1.Lease]{
-		OnAdd:    func(l *coordinationv1.Lease) { nc.observe(l.Name) },
-		OnUpdate: func(_, l *coordinationv1.Lease) { nc.observe(l.Name) },
+		OnAdd:    heartbeat,
+		OnUpdate: func(_, l *coordinationv1.Lease) { heartbeat(l) },
 	})
 	return nc
 }

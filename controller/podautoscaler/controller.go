@@ -47,13 +47,11 @@ type Controller struct {
 	sink func(hpa *autoscalingv2.HorizontalPodAutoscaler, path string, scale *autoscalingv1.Scale) framework.Sink[Action]
 }
 
-// New registers the controller. Its HPA informer is its own (only it
-// reads HPAs); the pods come from the shared informers.
+// New registers the controller on the shared informers (HPAs and pods).
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk clock.Clock, cfg Config, log *slog.Logger) *Controller {
 	cfg.defaults()
 	hc := &Controller{c: c, inf: inf, rec: rec, log: log.With("controller", Name), clock: clk, cfg: cfg,
-		queue:  framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}),
-		hpas:   informer.New(client.For[autoscalingv2.HorizontalPodAutoscaler](c, client.HorizontalPodAutoscalers), informer.Config{Logger: log}),
+		queue: framework.NewQueue(framework.QueueConfig{Name: Name, Clock: clk}), hpas: inf.HorizontalPodAutoscalers,
 		states: map[string]State{}}
 	hc.sink = func(hpa *autoscalingv2.HorizontalPodAutoscaler, path string, scale *autoscalingv1.Scale) framework.Sink[Action] {
 		return apiSink{hc: hc, hpa: hpa, path: path, scale: scale}
@@ -71,14 +69,9 @@ func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, clk c
 	return hc
 }
 
-// Run reconciles every HPA each sync period until ctx ends.
+// Run reconciles every HPA each sync period until ctx ends (the shared
+// informers have synced).
 func (hc *Controller) Run(ctx context.Context, workers int) {
-	go func() { _ = hc.hpas.Run(ctx) }()
-	select {
-	case <-hc.hpas.Synced():
-	case <-ctx.Done():
-		return
-	}
 	framework.RunWorkers(ctx, hc.queue, workers, hc.sync, func(key string, err error) {
 		hc.log.Warn("sync failed", "hpa", key, "err", err)
 	})

@@ -49,8 +49,6 @@ const Name = "resourcequota"
 // --resource-quota-sync-period default).
 const ResyncPeriod = 5 * time.Minute
 
-var resourceQuotas = client.Resource{Version: "v1", Resource: "resourcequotas", Namespaced: true}
-
 // Controller recomputes quota usage.
 type Controller struct {
 	client *client.Client
@@ -72,11 +70,11 @@ type Controller struct {
 	runCtx context.Context
 }
 
-// New registers the controller on the shared informers; it runs its own
-// ResourceQuota informer.
+// New registers the controller on the shared informers, its quotas'
+// among them.
 func New(c *client.Client, inf *framework.Informers, clk clock.Clock, log *slog.Logger) *Controller {
-	api := client.For[corev1.ResourceQuota](c, resourceQuotas)
-	ctl := &Controller{client: c, quotas: informer.New(api, informer.Config{Logger: log}), sink: apiSink{api},
+	api := client.For[corev1.ResourceQuota](c, client.ResourceQuotas)
+	ctl := &Controller{client: c, quotas: inf.ResourceQuotas, sink: apiSink{api},
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name}), log: log.With("controller", Name), clock: clk,
 		discovered: map[Kind]*discovered{}}
 	ctl.quotas.AddHandler(informer.Handler[corev1.ResourceQuota]{
@@ -119,17 +117,11 @@ func New(c *client.Client, inf *framework.Informers, clk clock.Clock, log *slog.
 	return ctl
 }
 
-// Run works until ctx ends.
+// Run works until ctx ends (the shared informers have synced).
 func (ctl *Controller) Run(ctx context.Context, workers int) {
 	ctl.mu.Lock()
 	ctl.runCtx = ctx
 	ctl.mu.Unlock()
-	go func() { _ = ctl.quotas.Run(ctx) }()
-	select {
-	case <-ctl.quotas.Synced():
-	case <-ctx.Done():
-		return
-	}
 	framework.RunWorkers(ctx, ctl.queue, workers, ctl.sync, func(key string, err error) {
 		ctl.log.Warn("sync failed", "namespace", key, "err", err)
 	})
