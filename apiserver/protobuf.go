@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -64,7 +65,7 @@ var protoScheme = func() *runtime.Scheme {
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme,
 		coordinationv1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme, policyv1.AddToScheme, schedulingv1.AddToScheme,
 		autoscalingv1.AddToScheme, autoscalingv2.AddToScheme, storagev1.AddToScheme, rbacv1.AddToScheme, resourcev1.AddToScheme,
-		networkingv1.AddToScheme, authenticationv1.AddToScheme, authorizationv1.AddToScheme, apiextv1.AddToScheme} {
+		networkingv1.AddToScheme, admissionregistrationv1.AddToScheme, authenticationv1.AddToScheme, authorizationv1.AddToScheme, apiextv1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err) // a programming error in the list above
 		}

@@ -3,13 +3,14 @@
 // from a real apiserver. Every function mutates its argument in place, is
 // idempotent, and never overwrites a value the client set.
 //
-// The facts follow upstream pkg/apis/{core,apps,batch,scheduling,rbac,networking}/v1
+// The facts follow upstream pkg/apis/{core,apps,batch,scheduling,rbac,networking,admissionregistration}/v1
 // defaults.go, the +default markers in k8s.io/api, and a few defaults that
 // upstream applies in registry strategies or admission plugins (named on
 // each function).
 package defaults
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -82,6 +83,10 @@ func Object(obj runtime.Object) {
 		NetworkPolicy(o)
 	case *networkingv1.IngressClass:
 		IngressClass(o)
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		ValidatingWebhookConfiguration(o)
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		MutatingWebhookConfiguration(o)
 	case *resourcev1.ResourceClaim:
 		ResourceClaim(o)
 	case *resourcev1.ResourceClaimTemplate:

@@ -3,6 +3,7 @@ package registry
 import (
 	"strconv"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -233,6 +234,19 @@ func All() []*Resource {
 			New: func() runtime.Object { return &authorizationv1.SubjectAccessReview{} }, Virtual: true, Verbs: []string{"create"}},
 		{Group: "authorization.k8s.io", Kind: "LocalSubjectAccessReview", Resource: "localsubjectaccessreviews", Singular: "localsubjectaccessreview",
 			Namespaced: true, New: func() runtime.Object { return &authorizationv1.LocalSubjectAccessReview{} }, Virtual: true, Verbs: []string{"create"}},
+
+		// Admission webhooks: the apiserver calls them on the writes their
+		// rules match (admission_webhooks.go).
+		{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration", Resource: "mutatingwebhookconfigurations",
+			Singular: "mutatingwebhookconfiguration", Categories: []string{"api-extensions"},
+			New:            func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
+			NewList:        func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfigurationList{} },
+			SpecGeneration: true},
+		{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration", Resource: "validatingwebhookconfigurations",
+			Singular: "validatingwebhookconfiguration", Categories: []string{"api-extensions"},
+			New:            func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
+			NewList:        func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} },
+			SpecGeneration: true},
 
 		{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Resource: "customresourcedefinitions",
 			Singular: "customresourcedefinition", ShortNames: []string{"crd", "crds"}, Categories: []string{"api-extensions"},

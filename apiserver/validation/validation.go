@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -123,6 +124,12 @@ func Create(obj runtime.Object, namespaced bool) field.ErrorList {
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateIngressCreate(o)...)
 	case *networkingv1.IngressClass:
 		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain), validateIngressClass(o)...)
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain),
+			validateWebhooks(validatingFields(o.Webhooks), strictWebhookOptions)...)
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		return append(objectMeta(&o.ObjectMeta, namespaced, apimachineryvalidation.NameIsDNSSubdomain),
+			validateWebhooks(mutatingFields(o.Webhooks), strictWebhookOptions)...)
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		return validateHorizontalPodAutoscaler(o, namespaced)
 	case *rbacv1.Role:
@@ -305,6 +312,16 @@ func Update(obj, old runtime.Object, namespaced bool) field.ErrorList {
 	case *networkingv1.IngressClass:
 		return update(o, old, func(o, old *networkingv1.IngressClass) field.ErrorList {
 			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced), validateIngressClassUpdate(o, old)...)
+		})
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		return update(o, old, func(o, old *admissionregistrationv1.ValidatingWebhookConfiguration) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced),
+				validateWebhooks(validatingFields(o.Webhooks), optionsFor(validatingFields(old.Webhooks)))...)
+		})
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		return update(o, old, func(o, old *admissionregistrationv1.MutatingWebhookConfiguration) field.ErrorList {
+			return append(objectMetaUpdate(&o.ObjectMeta, &old.ObjectMeta, namespaced),
+				validateWebhooks(mutatingFields(o.Webhooks), optionsFor(mutatingFields(old.Webhooks)))...)
 		})
 	case *rbacv1.Role:
 		return update(o, old, func(o, old *rbacv1.Role) field.ErrorList {
