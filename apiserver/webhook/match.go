@@ -1,0 +1,146 @@
+package webhook
+
+import (
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Attributes describe one admission request, as upstream's
+// admission.Attributes.
+type Attributes struct {
+	Operation   admissionv1.Operation
+	Kind        schema.GroupVersionKind
+	Resource    schema.GroupVersionResource
+	SubResource string
+	// Namespace is the object's namespace; for a Namespace object, its
+	// own name (as upstream).
+	Namespace string
+	Name      string
+	// Object is the new object (nil on delete); OldObject the stored one
+	// (update and delete). Both are in the version of Resource, with
+	// their apiVersion and kind set.
+	Object, OldObject runtime.Object
+	// Options are the write's CreateOptions, UpdateOptions,
+	// DeleteOptions, or a connection's options.
+	Options  runtime.Object
+	DryRun   bool
+	UserInfo authenticationv1.UserInfo
+	// NamespaceLabels returns the labels of the request's namespace; it
+	// is called only when a webhook has a namespace selector.
+	NamespaceLabels func() (map[string]string, error)
+}
+
+// exempt reports the requests no webhook is called for: writes of the
+// webhook configurations themselves, so that no webhook can lock the
+// cluster out of removing it.
+func (a *Attributes) exempt() bool {
+	return a.Resource.Group == admissionregistrationv1.GroupName &&
+		(a.Resource.Resource == "validatingwebhookconfigurations" || a.Resource.Resource == "mutatingwebhookconfigurations")
+}
+
+// ruleMatches is upstream's rules.Matcher: operation, group, version,
+// resource/subresource and scope.
+func ruleMatches(r *admissionregistrationv1.RuleWithOperations, a *Attributes) bool {
+	opMatch := false
+	for _, op := range r.Operations {
+		if op == admissionregistrationv1.OperationAll || string(op) == string(a.Operation) {
+			opMatch = true
+			break
+		}
+	}
+	if !opMatch || !oneOf(r.APIGroups, a.Resource.Group) || !oneOf(r.APIVersions, a.Resource.Version) {
+		return false
+	}
+	resMatch := false
+	for _, rs := range r.Resources {
+		res, sub, _ := strings.Cut(rs, "/")
+		if (res == "*" || res == a.Resource.Resource) && (sub == "*" || sub == a.SubResource) {
+			resMatch = true
+			break
+		}
+	}
+	if !resMatch {
+		return false
+	}
+	if r.Scope == nil || *r.Scope == admissionregistrationv1.AllScopes {
+		return true
+	}
+	isNamespace := a.Resource.Group == "" && a.Resource.Resource == "namespaces"
+	switch *r.Scope {
+	case admissionregistrationv1.NamespacedScope:
+		return !isNamespace && a.Namespace != ""
+	case admissionregistrationv1.ClusterScope:
+		return isNamespace || a.Namespace == ""
+	}
+	return false
+}
+
+func oneOf(list []string, v string) bool {
+	for _, s := range list {
+		if s == "*" || s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// matches decides whether h is called for a: a rule matches, the object
+// selector selects the new or the old object, and the namespace selector
+// selects the request's namespace (cluster-scoped objects other than
+// namespaces always pass it). A failed namespace lookup is an error.
+func (h *Hook) matches(a *Attributes) (bool, error) {
+	matched := false
+	for i := range h.Rules {
+		if ruleMatches(&h.Rules[i], a) {
+			matched = true
+			break
+		}
+	}
+	if !matched {
+		return false, nil
+	}
+	if !h.ObjectSelector.Empty() && !selects(h.ObjectSelector, a.Object) && !selects(h.ObjectSelector, a.OldObject) {
+		return false, nil
+	}
+	if h.NamespaceSelector.Empty() {
+		return true, nil
+	}
+	isNamespace := a.Resource.Group == "" && a.Resource.Resource == "namespaces"
+	if a.Namespace == "" && !isNamespace {
+		return true, nil
+	}
+	var nsLabels map[string]string
+	if isNamespace && a.SubResource == "" && (a.Operation == admissionv1.Create || a.Operation == admissionv1.Update) {
+		// The namespace being written: its new labels (the stored
+		// namespace has not got them yet).
+		m, err := meta.Accessor(a.Object)
+		if err != nil {
+			return false, err
+		}
+		nsLabels = m.GetLabels()
+	} else {
+		var err error
+		if nsLabels, err = a.NamespaceLabels(); err != nil {
+			return false, err
+		}
+	}
+	return h.NamespaceSelector.Matches(labels.Set(nsLabels)), nil
+}
+
+func selects(sel labels.Selector, obj runtime.Object) bool {
+	if obj == nil {
+		return false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	return sel.Matches(labels.Set(m.GetLabels()))
+}
