@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -22,8 +23,9 @@ import (
 // Admission runs after decoding and before storage, in Kubernetes' order:
 // NamespaceLifecycle, ServiceAccount, NodeRestriction, RBAC escalation,
 // mutating plugins (defaulting, the default storage and ingress classes,
-// LimitRanger, priority, default tolerations), validation, then
-// PodSecurity and ResourceQuota. Everything here is a pure check except
+// LimitRanger, priority, default tolerations, then the mutating
+// webhooks), validation, then PodSecurity, the validating webhooks and
+// ResourceQuota. Everything here is a pure check except
 // the reads of namespaces, priority classes, service accounts, storage
 // and ingress classes, limit ranges and quotas.
 
@@ -58,6 +60,13 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 			return err
 		}
 	}
+	if h.res.Custom != nil {
+		// A custom object's schema is checked in admitCustomObject: on
+		// what the webhooks made of it, as upstream validates after them.
+		if _, err := s.mutatingWebhooks(ctx, h, admissionv1.Create, "", obj, nil); err != nil {
+			return err
+		}
+	}
 	if err := h.admitCustomObject(obj, nil, ""); err != nil {
 		return err
 	}
@@ -88,6 +97,11 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 			return err
 		}
 	}
+	if h.res.Custom == nil { // MutatingAdmissionWebhook is the last mutating plugin
+		if _, err := s.mutatingWebhooks(ctx, h, admissionv1.Create, "", obj, nil); err != nil {
+			return err
+		}
+	}
 	if h.res.HasStatus && !keepsStatusOnCreate(obj) {
 		if st, err := fieldOf(obj, "Status"); err == nil {
 			st.Set(reflectZero(st))
@@ -102,6 +116,9 @@ func (s *Server) admitCreate(ctx context.Context, h *resourceHandler, obj runtim
 	// Validating admission runs on the validated object, as upstream's
 	// (ResourceQuota last of all).
 	if err := s.admitPodSecurity(ctx, h, obj, nil, reads); err != nil {
+		return err
+	}
+	if err := s.validatingWebhooks(ctx, h, admissionv1.Create, "", obj, nil, nil); err != nil {
 		return err
 	}
 	return s.admitResourceQuota(ctx, h, obj, nil, reads)
@@ -144,6 +161,11 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 			return err
 		}
 	}
+	if h.res.Custom != nil {
+		if err := s.updateWebhooksMutate(ctx, h, sub, obj, old); err != nil {
+			return err
+		}
+	}
 	if err := h.admitCustomObject(obj, old, sub); err != nil {
 		return err
 	}
@@ -154,20 +176,31 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 			defaults.ServiceStatus(svc)
 		}
 		volumePhaseTransition(obj, old)
+		if h.res.Custom == nil { // custom objects' were called above
+			if err := s.updateWebhooksMutate(ctx, h, sub, obj, old); err != nil {
+				return err
+			}
+		}
 		if errs := validation.StatusUpdate(obj, old); len(errs) > 0 {
 			return apierrors.NewInvalid(gk, m.GetName(), errs)
 		}
-		return nil
+		return s.validatingWebhooks(ctx, h, admissionv1.Update, sub, obj, old, nil)
 	}
 	defaults.Object(obj)
 	defaults.DeviceTaintTimes(obj, old, time.Now())
 	if sub == "ephemeralcontainers" {
+		if err := s.updateWebhooksMutate(ctx, h, sub, obj, old); err != nil {
+			return err
+		}
 		if errs := validation.EphemeralContainersUpdate(obj, old); len(errs) > 0 {
 			return apierrors.NewInvalid(gk, m.GetName(), errs)
 		}
 		// Upstream's PodSecurity checks this subresource: a debug
 		// container may not exceed the namespace's level.
-		return s.admitPodSecurity(ctx, h, obj, old, reads)
+		if err := s.admitPodSecurity(ctx, h, obj, old, reads); err != nil {
+			return err
+		}
+		return s.validatingWebhooks(ctx, h, admissionv1.Update, sub, obj, old, nil)
 	}
 	if c, ok := obj.(*apiextv1.CustomResourceDefinition); ok {
 		if err := admitCRD(c, old.(*apiextv1.CustomResourceDefinition)); err != nil {
@@ -184,11 +217,16 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 			return err
 		}
 	}
+	if h.res.Custom == nil {
+		if err := s.updateWebhooksMutate(ctx, h, sub, obj, old); err != nil {
+			return err
+		}
+	}
 	if errs := validation.Update(obj, old, h.res.Namespaced); len(errs) > 0 {
 		return apierrors.NewInvalid(gk, m.GetName(), errs)
 	}
 	if sub != "" { // scale, finalize: upstream's PodSecurity and ResourceQuota skip subresources
-		return nil
+		return s.validatingWebhooks(ctx, h, admissionv1.Update, sub, obj, old, nil)
 	}
 	for _, w := range writeWarnings(obj, old) {
 		addWarning(ctx, w)
@@ -202,15 +240,18 @@ func (s *Server) admitUpdate(ctx context.Context, h *resourceHandler, sub string
 	if err := s.admitPodSecurity(ctx, h, obj, old, reads); err != nil {
 		return err
 	}
+	if err := s.validatingWebhooks(ctx, h, admissionv1.Update, sub, obj, old, nil); err != nil {
+		return err
+	}
 	if !quota.ChargesOnUpdate(h.res.Resource, h.res.Group) {
 		return nil
 	}
 	return s.admitResourceQuota(ctx, h, obj, old, reads)
 }
 
-// admitDelete refuses to delete the namespaces the system needs, and
-// keeps kubelets to their own pods.
-func (s *Server) admitDelete(ctx context.Context, h *resourceHandler, obj runtime.Object) error {
+// admitDelete refuses to delete the namespaces the system needs, keeps
+// kubelets to their own pods, and asks the webhooks.
+func (s *Server) admitDelete(ctx context.Context, h *resourceHandler, obj runtime.Object, opts *metav1.DeleteOptions) error {
 	if err := s.admitNodeRestriction(ctx, h, "delete", "", obj, nil); err != nil {
 		return err
 	}
@@ -220,7 +261,18 @@ func (s *Server) admitDelete(ctx context.Context, h *resourceHandler, obj runtim
 			return apierrors.NewForbidden(h.res.GroupResource(), ns.Name, fmt.Errorf("this namespace may not be deleted"))
 		}
 	}
-	return nil
+	return s.deleteWebhooks(ctx, h, obj, opts)
+}
+
+// updateWebhooksMutate runs the mutating webhooks on an update; what they
+// changed goes through carryOver again, as upstream's update strategy
+// runs after mutating admission: system fields and the status split hold.
+func (s *Server) updateWebhooksMutate(ctx context.Context, h *resourceHandler, sub string, obj, old runtime.Object) error {
+	changed, err := s.mutatingWebhooks(ctx, h, admissionv1.Update, sub, obj, old)
+	if err != nil || !changed || sub == "scale" {
+		return err
+	}
+	return h.carryOver(sub, obj, old)
 }
 
 // namespaceAcceptsCreate is the NamespaceLifecycle plugin: no creates in

@@ -123,7 +123,7 @@ func (h *resourceHandler) deleteObject(ctx context.Context, namespace, name stri
 		if preconditionErr = check(cur); preconditionErr != nil {
 			return nil, preconditionErr
 		}
-		if err := h.srv.admitDelete(ctx, h, cur); err != nil {
+		if err := h.srv.admitDelete(ctx, h, cur, opts); err != nil {
 			return nil, err
 		}
 		m, _ := meta.Accessor(cur)

@@ -31,6 +31,7 @@ import (
 	"minik/apiserver/openapi"
 	"minik/apiserver/registry"
 	"minik/apiserver/storage"
+	"minik/apiserver/webhook"
 	"minik/internal/resourcemetrics"
 )
 
@@ -160,6 +161,11 @@ type Server struct {
 
 	// policy is what LimitRanger and ResourceQuota admission read.
 	policy *policyReads
+
+	// mutatingHooks and validatingHooks are the admission webhooks
+	// (admission_webhooks.go), called through webhooks.
+	mutatingHooks, validatingHooks *webhookConfigs
+	webhooks                       *webhook.Caller
 
 	// crds serves the custom resources of CustomResourceDefinitions.
 	crds *crdManager
@@ -306,6 +312,8 @@ func New(cfg Config) (*Server, error) {
 	s.policy = newPolicyReads(byID)
 	s.serviceAccountCache = newObjectCache("serviceaccounts", s.serviceAccounts)
 	s.fields = newFieldManager(openapiResources, fieldKinds)
+	s.mutatingHooks, s.validatingHooks = newWebhookConfigs(true), newWebhookConfigs(false)
+	s.webhooks = webhook.NewCaller(s.resolveWebhookService)
 	s.crds = newCRDManager(s, byID["customresourcedefinitions.apiextensions.k8s.io"], openapiResources,
 		openapi.NewHandler(openapiResources))
 	s.metrics = newServerMetrics(s)
@@ -342,6 +350,12 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if err := follow(ctx, "node authorizer volumes", byIDOf(s, "persistentvolumes"), s.volumeGraph); err != nil {
 		return fmt.Errorf("starting the node authorizer: %w", err)
+	}
+	for name, v := range map[string]*webhookConfigs{"mutatingwebhookconfigurations": s.mutatingHooks,
+		"validatingwebhookconfigurations": s.validatingHooks} {
+		if err := follow(ctx, name, s.handlers["admissionregistration.k8s.io/v1/"+name].store, v); err != nil {
+			return fmt.Errorf("starting admission webhooks: %w", err)
+		}
 	}
 	if err := s.crds.start(ctx); err != nil {
 		return fmt.Errorf("serving custom resources: %w", err)
@@ -537,6 +551,7 @@ type requestInfo struct {
 	// option or the User-Agent; empty for the apiserver's own writes.
 	fieldManager string
 	force        bool // a server-side apply takes over conflicting fields
+	dryRun       bool // dryRun=All: admitted, not stored
 	applied      bool // a server-side apply already set managedFields
 }
 
@@ -651,6 +666,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	ri.dryRun = isDryRun(r)
 	r = withRequestInfo(r, ri)
 	noteRequest(w, r, ri)
 	if err := s.authorize(r, ri); err != nil {

@@ -1,0 +1,340 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"minik/apiserver/defaults"
+	"minik/apiserver/storage"
+	"minik/apiserver/webhook"
+)
+
+// Admission webhooks (MutatingAdmissionWebhook, ValidatingAdmissionWebhook):
+//
+//	write ─▶ built-in mutating plugins ─▶ mutating webhooks (configurations by name, webhooks as listed;
+//	         each JSON patch applied and defaulted; IfNeeded ones once more if a later one changed the object)
+//	      ─▶ validation ─▶ PodSecurity ─▶ validating webhooks (all at once) ─▶ ResourceQuota ─▶ storage
+//
+// The configurations come from an in-process view of their watch caches
+// (webhookConfigs), so a request reads nothing from etcd to find its
+// webhooks. auditAnnotations in a response are ignored: minik keeps no
+// audit log.
+
+// webhookConfigs follows one kind of configuration and keeps the
+// compiled webhooks of all of them, swapped atomically on each change.
+type webhookConfigs struct {
+	compile func([]runtime.Object) (*webhook.Set, error)
+
+	mu   sync.Mutex
+	objs map[string]runtime.Object
+	set  atomic.Pointer[webhook.Set]
+}
+
+func newWebhookConfigs(mutating bool) *webhookConfigs {
+	c := &webhookConfigs{objs: map[string]runtime.Object{}}
+	if mutating {
+		c.compile = func(objs []runtime.Object) (*webhook.Set, error) {
+			var list []*admissionregistrationv1.MutatingWebhookConfiguration
+			for _, o := range objs {
+				list = append(list, o.(*admissionregistrationv1.MutatingWebhookConfiguration))
+			}
+			return webhook.Mutating(list)
+		}
+	} else {
+		c.compile = func(objs []runtime.Object) (*webhook.Set, error) {
+			var list []*admissionregistrationv1.ValidatingWebhookConfiguration
+			for _, o := range objs {
+				list = append(list, o.(*admissionregistrationv1.ValidatingWebhookConfiguration))
+			}
+			return webhook.Validating(list)
+		}
+	}
+	return c
+}
+
+func (c *webhookConfigs) reset(items []runtime.Object, _ int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.objs = map[string]runtime.Object{}
+	for _, o := range items {
+		m, _ := meta.Accessor(o)
+		c.objs[m.GetName()] = o
+	}
+	c.rebuild()
+}
+
+func (c *webhookConfigs) apply(ev *storage.Event) {
+	m, err := meta.Accessor(ev.Object)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ev.Type == watch.Deleted {
+		delete(c.objs, m.GetName())
+	} else {
+		c.objs[m.GetName()] = ev.Object
+	}
+	c.rebuild()
+}
+
+// unsync keeps the last known webhooks until the next list, as an
+// informer's lister does.
+func (c *webhookConfigs) unsync() {}
+
+// rebuild compiles the configurations (mu held).
+func (c *webhookConfigs) rebuild() {
+	objs := make([]runtime.Object, 0, len(c.objs))
+	for _, o := range c.objs {
+		objs = append(objs, o)
+	}
+	set, err := c.compile(objs)
+	if err != nil {
+		// Validation refuses bad selectors; such a webhook matches nothing.
+		slog.Warn("admission webhook configuration", "err", err)
+	}
+	c.set.Store(set)
+}
+
+// current returns the compiled webhooks (nil before the first list).
+func (c *webhookConfigs) current() *webhook.Set { return c.set.Load() }
+
+// resolveWebhookService is kube-apiserver's default service resolver
+// (the ClusterIP one, --enable-aggregator-routing=false): a ClusterIP,
+// NodePort or LoadBalancer Service is reached at its cluster IP and the
+// service port that has the webhook's port; an ExternalName at its name.
+func (s *Server) resolveWebhookService(ctx context.Context, namespace, name string, port int32) (string, error) {
+	obj, err := s.serviceStore.ServeGet(ctx, namespace, name, "0") // the watch cache, as upstream's lister
+	if err != nil {
+		return "", err
+	}
+	svc := obj.(*corev1.Service)
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeExternalName:
+		return net.JoinHostPort(svc.Spec.ExternalName, strconv.Itoa(int(port))), nil
+	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer, "":
+		if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+			return "", fmt.Errorf(`cannot route to service with ClusterIP "None"`)
+		}
+		for _, p := range svc.Spec.Ports {
+			if p.Port == port {
+				return net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(p.Port))), nil
+			}
+		}
+		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("no service port %d found for service %q", port, svc.Name))
+	default:
+		return "", fmt.Errorf("unsupported service type %q", svc.Spec.Type)
+	}
+}
+
+// webhookRequest describes a write of obj (old: the stored object) for
+// the webhooks, in the version the client asked for; ok is false for the
+// apiserver's own writes, which no request carries (upstream's loopback
+// writes are admitted, minik's own go to storage as they are).
+func (s *Server) webhookRequest(ctx context.Context, h *resourceHandler, op admissionv1.Operation, sub string,
+	obj, old, options runtime.Object) (*webhook.Request, bool, error) {
+	ri, ok := ctx.Value(requestInfoKey{}).(*requestInfo)
+	if !ok {
+		return nil, false, nil
+	}
+	view := func(o runtime.Object) (runtime.Object, error) {
+		if o == nil {
+			return nil, nil
+		}
+		if sub == "scale" {
+			return h.scaleOf(o)
+		}
+		v, err := h.out(o.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		v = v.DeepCopyObject()
+		v.GetObjectKind().SetGroupVersionKind(h.res.GroupVersion().WithKind(h.res.Kind))
+		return v, nil
+	}
+	req := &webhook.Request{Attributes: webhook.Attributes{Operation: op, SubResource: sub, Options: options, DryRun: ri.dryRun,
+		Resource: h.res.GroupVersion().WithResource(h.res.Resource), Kind: h.res.GroupVersion().WithKind(h.res.Kind)}}
+	if sub == "scale" {
+		req.Kind = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+	}
+	var err error
+	if req.Object, err = view(obj); err != nil {
+		return nil, false, err
+	}
+	if req.OldObject, err = view(old); err != nil {
+		return nil, false, err
+	}
+	subject := obj
+	if subject == nil {
+		subject = old
+	}
+	m, err := meta.Accessor(subject)
+	if err != nil {
+		return nil, false, err
+	}
+	req.Name, req.Namespace = m.GetName(), m.GetNamespace()
+	if h.res.Group == "" && h.res.Resource == "namespaces" {
+		req.Namespace = m.GetName() // as upstream: a namespace is its own namespace
+	}
+	if u := UserFrom(ctx); u != nil {
+		req.UserInfo = authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+		for k, v := range u.Extra {
+			if req.UserInfo.Extra == nil {
+				req.UserInfo.Extra = map[string]authenticationv1.ExtraValue{}
+			}
+			req.UserInfo.Extra[k] = v
+		}
+	}
+	ns := req.Namespace
+	req.NamespaceLabels = func() (map[string]string, error) { return s.namespaceLabels(ctx, ns) }
+	req.Warn = func(w string) { addWarning(ctx, w) }
+	req.Decode = func(data []byte) (runtime.Object, error) {
+		if sub == "scale" {
+			scale := &autoscalingv1.Scale{}
+			if err := json.Unmarshal(data, scale); err != nil {
+				return nil, err
+			}
+			scale.GetObjectKind().SetGroupVersionKind(req.Kind)
+			return scale, nil
+		}
+		o, err := decodeInto(h.res, data, "application/json", fieldValidationIgnore, nil)
+		if err != nil {
+			return nil, err
+		}
+		defaults.Object(o) // as upstream defaults a webhook's patched object
+		return o, nil
+	}
+	return req, true, nil
+}
+
+// namespaceLabels reads a namespace's labels for a namespace selector:
+// from the admission cache, else etcd (the cache may lag a new namespace).
+func (s *Server) namespaceLabels(ctx context.Context, name string) (map[string]string, error) {
+	if obj, _, ok := s.namespaceCache.get("", name); ok {
+		return obj.(*corev1.Namespace).Labels, nil
+	}
+	obj, err := s.namespaces.Get(ctx, "", name)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.Namespace).Labels, nil
+}
+
+// writeOptionsFor is the options object a write's AdmissionReview
+// carries: CreateOptions, UpdateOptions or (a patch) PatchOptions.
+func writeOptionsFor(ctx context.Context, op admissionv1.Operation) runtime.Object {
+	ri, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
+	var dryRun []string
+	if ri != nil && ri.dryRun {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	manager := ""
+	if ri != nil {
+		manager = ri.fieldManager
+	}
+	tm := func(kind string) metav1.TypeMeta { return metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: kind} }
+	switch {
+	case op == admissionv1.Create:
+		return &metav1.CreateOptions{TypeMeta: tm("CreateOptions"), DryRun: dryRun, FieldManager: manager}
+	case ri != nil && ri.verb == "patch":
+		var force *bool
+		if ri.force {
+			force = &ri.force
+		}
+		return &metav1.PatchOptions{TypeMeta: tm("PatchOptions"), DryRun: dryRun, FieldManager: manager, Force: force}
+	default:
+		return &metav1.UpdateOptions{TypeMeta: tm("UpdateOptions"), DryRun: dryRun, FieldManager: manager}
+	}
+}
+
+// mutatingWebhooks calls the mutating webhooks on a create or update of
+// obj and writes their changes into obj (for /scale, into its replicas);
+// changed says whether any webhook patched it.
+func (s *Server) mutatingWebhooks(ctx context.Context, h *resourceHandler, op admissionv1.Operation, sub string, obj, old runtime.Object) (changed bool, err error) {
+	set := s.mutatingHooks.current()
+	if set == nil || len(set.Hooks) == 0 {
+		return false, nil
+	}
+	req, ok, err := s.webhookRequest(ctx, h, op, sub, obj, old, writeOptionsFor(ctx, op))
+	if err != nil || !ok {
+		return false, err
+	}
+	out, err := s.webhooks.Mutate(ctx, set, req)
+	if err != nil || out == req.Object {
+		return false, err
+	}
+	if sub == "scale" {
+		h.setReplicas(obj, out.(*autoscalingv1.Scale).Spec.Replicas)
+		return true, nil
+	}
+	stored, err := h.in(out)
+	if err != nil {
+		return false, err
+	}
+	// What a webhook may not change: the object's identity.
+	m, _ := meta.Accessor(obj)
+	sm, _ := meta.Accessor(stored)
+	sm.SetName(m.GetName())
+	sm.SetNamespace(m.GetNamespace())
+	sm.SetUID(m.GetUID())
+	sm.SetCreationTimestamp(m.GetCreationTimestamp())
+	copyInto(obj, stored)
+	return true, nil
+}
+
+// validatingWebhooks calls the validating webhooks on a write; obj is nil
+// for a delete (options are then its DeleteOptions).
+func (s *Server) validatingWebhooks(ctx context.Context, h *resourceHandler, op admissionv1.Operation, sub string, obj, old, options runtime.Object) error {
+	set := s.validatingHooks.current()
+	if set == nil || len(set.Hooks) == 0 {
+		return nil
+	}
+	if options == nil {
+		options = writeOptionsFor(ctx, op)
+	}
+	req, ok, err := s.webhookRequest(ctx, h, op, sub, obj, old, options)
+	if err != nil || !ok {
+		return err
+	}
+	return s.webhooks.Validate(ctx, set, req)
+}
+
+// deleteWebhooks calls both kinds of webhook on a delete, as upstream's
+// admission chain does (a mutating webhook's patch has nothing to apply to).
+func (s *Server) deleteWebhooks(ctx context.Context, h *resourceHandler, old runtime.Object, opts *metav1.DeleteOptions) error {
+	var options runtime.Object
+	if opts != nil {
+		o := opts.DeepCopy()
+		o.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}
+		options = o
+	}
+	if set := s.mutatingHooks.current(); set != nil && len(set.Hooks) > 0 {
+		req, ok, err := s.webhookRequest(ctx, h, admissionv1.Delete, "", nil, old, options)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if _, err := s.webhooks.Mutate(ctx, set, req); err != nil {
+				return err
+			}
+		}
+	}
+	return s.validatingWebhooks(ctx, h, admissionv1.Delete, "", nil, old, options)
+}
