@@ -37,6 +37,21 @@ import (
 // webhooks. auditAnnotations in a response are ignored: minik keeps no
 // audit log.
 
+// webhookRefusal is a webhook's answer (or the failure to get one): the
+// create fast path does not decide it again on fresh reads, which would
+// call the webhooks twice.
+type webhookRefusal struct{ err error }
+
+func (e *webhookRefusal) Error() string { return e.err.Error() }
+func (e *webhookRefusal) Unwrap() error { return e.err }
+
+func refusal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &webhookRefusal{err}
+}
+
 // webhookConfigs follows one kind of configuration and keeps the
 // compiled webhooks of all of them, swapped atomically on each change.
 type webhookConfigs struct {
@@ -278,7 +293,7 @@ func (s *Server) mutatingWebhooks(ctx context.Context, h *resourceHandler, op ad
 	}
 	out, err := s.webhooks.Mutate(ctx, set, req)
 	if err != nil || out == req.Object {
-		return false, err
+		return false, refusal(err)
 	}
 	if sub == "scale" {
 		h.setReplicas(obj, out.(*autoscalingv1.Scale).Spec.Replicas)
@@ -313,7 +328,7 @@ func (s *Server) validatingWebhooks(ctx context.Context, h *resourceHandler, op 
 	if err != nil || !ok {
 		return err
 	}
-	return s.webhooks.Validate(ctx, set, req)
+	return refusal(s.webhooks.Validate(ctx, set, req))
 }
 
 // deleteWebhooks calls both kinds of webhook on a delete, as upstream's
@@ -332,7 +347,7 @@ func (s *Server) deleteWebhooks(ctx context.Context, h *resourceHandler, old run
 		}
 		if ok {
 			if _, err := s.webhooks.Mutate(ctx, set, req); err != nil {
-				return err
+				return refusal(err)
 			}
 		}
 	}

@@ -214,11 +214,15 @@ func (h *resourceHandler) createOnce(ctx context.Context, ri *requestInfo, obj r
 		// fresh reads, as if the cache did not exist.
 		fresh := obj.DeepCopyObject()
 		reads := &admissionReads{srv: h.srv, cached: true}
-		if err := h.srv.admitCreate(ctx, h, obj, reads); err == nil {
+		err := h.srv.admitCreate(ctx, h, obj, reads)
+		if err == nil {
 			stored, err := h.store.Create(ctx, obj, reads.guards...)
 			if !errors.Is(err, storage.ErrGuardFailed) {
 				return h.created(stored, err, m)
 			}
+		}
+		if _, fromWebhook := errors.AsType[*webhookRefusal](err); fromWebhook {
+			return nil, err // the webhooks' answer does not depend on the caches
 		}
 		obj = fresh
 	}

@@ -1,0 +1,347 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+)
+
+// webhookServer is a real HTTPS admission webhook: each path is one
+// behaviour, and every review it receives is kept.
+type webhookServer struct {
+	*httptest.Server
+	mu      sync.Mutex
+	reviews map[string][]*admissionv1.AdmissionRequest // by path
+}
+
+func startWebhookServer(t *testing.T) *webhookServer {
+	ws := &webhookServer{reviews: map[string][]*admissionv1.AdmissionRequest{}}
+	ws.Server = httptest.NewTLSServer(http.HandlerFunc(ws.serve))
+	t.Cleanup(ws.Close)
+	return ws
+}
+
+func (ws *webhookServer) serve(w http.ResponseWriter, r *http.Request) {
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
+		http.Error(w, "bad review", http.StatusBadRequest)
+		return
+	}
+	req := review.Request
+	ws.mu.Lock()
+	ws.reviews[r.URL.Path] = append(ws.reviews[r.URL.Path], req)
+	ws.mu.Unlock()
+	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	jsonPatch := func(p string) {
+		resp.Patch = []byte(p)
+		resp.PatchType = ptr.To(admissionv1.PatchTypeJSONPatch)
+	}
+	switch r.URL.Path {
+	case "/deny":
+		resp.Allowed = false
+		resp.Result = &metav1.Status{Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: "configmaps named " + req.Name + " are not allowed"}
+	case "/deny-bare":
+		resp.Allowed = false
+	case "/label":
+		jsonPatch(`[{"op":"add","path":"/metadata/labels/mutated","value":"yes"}]`)
+	case "/annotate": // records what it saw: the reinvocation test reads it
+		var obj metav1.PartialObjectMetadata
+		_ = json.Unmarshal(req.Object.Raw, &obj)
+		if obj.Annotations == nil {
+			jsonPatch(`[{"op":"add","path":"/metadata/annotations","value":{"seen-mutated":"` + obj.Labels["mutated"] + `"}}]`)
+		} else {
+			jsonPatch(`[{"op":"replace","path":"/metadata/annotations/seen-mutated","value":"` + obj.Labels["mutated"] + `"}]`)
+		}
+	case "/warn":
+		resp.Warnings = []string{"configmaps are better with labels"}
+	case "/slow":
+		time.Sleep(2 * time.Second)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(&admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
+}
+
+func (ws *webhookServer) received(path string) []*admissionv1.AdmissionRequest {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return append([]*admissionv1.AdmissionRequest(nil), ws.reviews[path]...)
+}
+
+func (ws *webhookServer) caBundle() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ws.Certificate().Raw})
+}
+
+// hookOn is a webhook at path of ws on the operations of configmaps
+// whose label "hook" is selector.
+func (ws *webhookServer) hook(name, path, selector string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.ValidatingWebhook {
+	return admissionregistrationv1.ValidatingWebhook{Name: name,
+		ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(ws.URL + path), CABundle: ws.caBundle()},
+		Rules: []admissionregistrationv1.RuleWithOperations{{Operations: ops,
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}},
+		ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"hook": selector}},
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		AdmissionReviewVersions: []string{"v1"}}
+}
+
+func mutatingOf(v admissionregistrationv1.ValidatingWebhook, reinvoke admissionregistrationv1.ReinvocationPolicyType) admissionregistrationv1.MutatingWebhook {
+	return admissionregistrationv1.MutatingWebhook{Name: v.Name, ClientConfig: v.ClientConfig, Rules: v.Rules, FailurePolicy: v.FailurePolicy,
+		NamespaceSelector: v.NamespaceSelector, ObjectSelector: v.ObjectSelector, SideEffects: v.SideEffects, TimeoutSeconds: v.TimeoutSeconds,
+		AdmissionReviewVersions: v.AdmissionReviewVersions, ReinvocationPolicy: &reinvoke}
+}
+
+// waitForHooks waits until the server's view holds n webhooks of a kind.
+func waitForHooks(t *testing.T, configs *webhookConfigs, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		set := configs.current()
+		if set != nil && len(set.Hooks) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the webhook view never held %d webhooks", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func configMap(name, hook string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"hook": hook}}}
+}
+
+// TestAdmissionWebhooks runs real HTTPS webhooks (caBundle from the test
+// server's certificate) against the apiserver through client-go.
+func TestAdmissionWebhooks(t *testing.T) {
+	ts := startTestServer(t)
+	ctx := t.Context()
+	ws := startWebhookServer(t)
+	var warnings warningRecorder
+	cfg := ts.restConfig(t)
+	cfg.WarningHandler = &warnings
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	vwcs := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	mwcs := cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	cms := cs.CoreV1().ConfigMaps("default")
+	create := admissionregistrationv1.Create
+
+	failSlow := ws.hook("slow-fail.example.com", "/slow", "slow-fail", create)
+	failSlow.TimeoutSeconds = ptr.To[int32](1)
+	ignoreSlow := ws.hook("slow-ignore.example.com", "/slow", "slow-ignore", create)
+	ignoreSlow.TimeoutSeconds = ptr.To[int32](1)
+	ignoreSlow.FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+	prodOnly := ws.hook("prod.example.com", "/deny", "prod", create)
+	prodOnly.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
+	deleteHook := ws.hook("delete.example.com", "/deny", "keep", admissionregistrationv1.Delete)
+	vwc, err := vwcs.Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "policy"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{ws.hook("deny.example.com", "/deny", "deny", create),
+			ws.hook("bare.example.com", "/deny-bare", "bare", create), ws.hook("warn.example.com", "/warn", "warn", create),
+			failSlow, ignoreSlow, prodOnly, deleteHook}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := vwc.Webhooks[0]; *w.FailurePolicy != admissionregistrationv1.Fail || *w.TimeoutSeconds != 10 || *w.MatchPolicy != admissionregistrationv1.Equivalent {
+		t.Errorf("stored webhook %+v, want upstream's defaults", w)
+	}
+	waitForHooks(t, ts.srv.validatingHooks, 7)
+
+	t.Run("a denial is refused in upstream's words with the webhook's status code", func(t *testing.T) {
+		_, err := cms.Create(ctx, configMap("denied", "deny"), metav1.CreateOptions{})
+		want := `admission webhook "deny.example.com" denied the request: configmaps named denied are not allowed`
+		if !apierrors.IsForbidden(err) || err.Error() != want {
+			t.Fatalf("create: %v, want 403 %q", err, want)
+		}
+		reviews := ws.received("/deny")
+		if len(reviews) != 1 {
+			t.Fatalf("%d reviews, want 1", len(reviews))
+		}
+		r := reviews[0]
+		if r.UID == "" || r.Operation != admissionv1.Create || r.Name != "denied" || r.Namespace != "default" ||
+			r.Kind != (metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}) || r.Resource.Resource != "configmaps" ||
+			r.RequestKind == nil || r.RequestKind.Kind != "ConfigMap" || r.RequestResource == nil || r.UserInfo.Username == "" ||
+			r.DryRun == nil || *r.DryRun || len(r.Object.Raw) == 0 || len(r.OldObject.Raw) != 0 || !strings.Contains(string(r.Options.Raw), `"kind":"CreateOptions"`) {
+			t.Errorf("review request %+v", r)
+		}
+		if !strings.Contains(string(r.Object.Raw), `"kind":"ConfigMap"`) || !strings.Contains(string(r.Object.Raw), `"apiVersion":"v1"`) {
+			t.Errorf("object %s, want its apiVersion and kind", r.Object.Raw)
+		}
+	})
+
+	t.Run("a denial without a message or code is a 400 without explanation", func(t *testing.T) {
+		_, err := cms.Create(ctx, configMap("bare", "bare"), metav1.CreateOptions{})
+		if !apierrors.IsBadRequest(err) || err.Error() != `admission webhook "bare.example.com" denied the request without explanation` {
+			t.Fatalf("create: %v", err)
+		}
+	})
+
+	t.Run("an object the selectors do not select is not sent", func(t *testing.T) {
+		before := len(ws.received("/deny"))
+		if _, err := cms.Create(ctx, configMap("free", "none"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(ws.received("/deny")); n != before {
+			t.Errorf("the deny webhook got %d more reviews, want none", n-before)
+		}
+	})
+
+	t.Run("the namespace selector reads the namespace's labels", func(t *testing.T) {
+		for _, ns := range []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "prod", Labels: map[string]string{"env": "prod"}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "dev", Labels: map[string]string{"env": "dev"}}}} {
+			if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := cs.CoreV1().ConfigMaps("prod").Create(ctx, configMap("x", "prod"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("create in prod: %v, want the webhook's 403", err)
+		}
+		if _, err := cs.CoreV1().ConfigMaps("dev").Create(ctx, configMap("x", "prod"), metav1.CreateOptions{}); err != nil {
+			t.Errorf("create in dev: %v, want it admitted (the webhook does not select dev)", err)
+		}
+	})
+
+	t.Run("warnings become Warning headers", func(t *testing.T) {
+		if _, err := cms.Create(ctx, configMap("warned", "warn"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if !warnings.has("configmaps are better with labels") {
+			t.Errorf("warnings %v, want the webhook's", warnings.all())
+		}
+	})
+
+	t.Run("a timeout refuses under failurePolicy Fail and admits under Ignore", func(t *testing.T) {
+		start := time.Now()
+		_, err := cms.Create(ctx, configMap("slow-fail", "slow-fail"), metav1.CreateOptions{})
+		if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), `failed calling webhook "slow-fail.example.com"`) {
+			t.Errorf("create: %v, want 500 failed calling webhook", err)
+		}
+		if d := time.Since(start); d > 1900*time.Millisecond {
+			t.Errorf("the create took %v: the 1s timeout was not kept", d)
+		}
+		if _, err := cms.Create(ctx, configMap("slow-ignore", "slow-ignore"), metav1.CreateOptions{}); err != nil {
+			t.Errorf("create: %v, want it admitted (failurePolicy Ignore)", err)
+		}
+	})
+
+	t.Run("a delete is sent with the old object and its options", func(t *testing.T) {
+		if _, err := cms.Create(ctx, configMap("keep", "keep"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := cms.Delete(ctx, "keep", metav1.DeleteOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `admission webhook "delete.example.com" denied the request`) {
+			t.Fatalf("delete: %v, want the webhook's 403", err)
+		}
+		var r *admissionv1.AdmissionRequest
+		for _, rv := range ws.received("/deny") {
+			if rv.Operation == admissionv1.Delete {
+				r = rv
+			}
+		}
+		if r == nil || len(r.Object.Raw) != 0 || !strings.Contains(string(r.OldObject.Raw), `"name":"keep"`) ||
+			!strings.Contains(string(r.Options.Raw), `"kind":"DeleteOptions"`) {
+			t.Errorf("delete review %+v", r)
+		}
+		if _, err := cms.Get(ctx, "keep", metav1.GetOptions{}); err != nil {
+			t.Errorf("the refused delete removed the object: %v", err)
+		}
+	})
+
+	t.Run("mutating webhooks patch the object, and an IfNeeded one sees a later change", func(t *testing.T) {
+		label := mutatingOf(ws.hook("label.example.com", "/label", "mutate", create), admissionregistrationv1.NeverReinvocationPolicy)
+		annotate := mutatingOf(ws.hook("annotate.example.com", "/annotate", "mutate", create), admissionregistrationv1.IfNeededReinvocationPolicy)
+		// Configurations run by name: "a-annotate" before "b-label".
+		for name, hook := range map[string]admissionregistrationv1.MutatingWebhook{"a-annotate": annotate, "b-label": label} {
+			if _, err := mwcs.Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Webhooks: []admissionregistrationv1.MutatingWebhook{hook}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitForHooks(t, ts.srv.mutatingHooks, 2)
+		cm, err := cms.Create(ctx, configMap("mutated", "mutate"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cm.Labels["mutated"] != "yes" {
+			t.Errorf("labels %v, want the webhook's mutated=yes", cm.Labels)
+		}
+		// annotate ran first (no label yet), was called again after label
+		// changed the object, and then saw it.
+		if got := ws.received("/annotate"); len(got) != 2 || cm.Annotations["seen-mutated"] != "yes" {
+			t.Errorf("annotate called %d times, annotations %v; want 2 calls and seen-mutated=yes", len(got), cm.Annotations)
+		}
+		if got := ws.received("/label"); len(got) != 1 {
+			t.Errorf("label called %d times, want once (reinvocationPolicy Never)", len(got))
+		}
+		stored, err := cms.Get(ctx, "mutated", metav1.GetOptions{})
+		if err != nil || stored.Labels["mutated"] != "yes" {
+			t.Errorf("stored %v, %v: the patch was not stored", stored.Labels, err)
+		}
+	})
+
+	t.Run("webhook configurations themselves are never sent to webhooks", func(t *testing.T) {
+		all := ws.hook("everything.example.com", "/deny", "x", admissionregistrationv1.OperationAll)
+		all.ObjectSelector = nil
+		all.Rules[0].APIGroups, all.Rules[0].Resources = []string{"*"}, []string{"*"}
+		c := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "z-everything"},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{all}}
+		if _, err := vwcs.Create(ctx, c, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitForHooks(t, ts.srv.validatingHooks, 8)
+		if _, err := cms.Create(ctx, configMap("blocked", "none"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("create: %v, want the catch-all webhook's 403", err)
+		}
+		if err := vwcs.Delete(ctx, "z-everything", metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting the configuration: %v, want it exempt from webhooks", err)
+		}
+	})
+
+	t.Run("a table lists the configurations with their webhook counts", func(t *testing.T) {
+		resp, body := ts.response(t, http.MethodGet, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/policy", "",
+			"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"cells":["policy",7,`) {
+			t.Errorf("table: %d %s", resp.StatusCode, body)
+		}
+	})
+}
+
+// warningRecorder is a client-go WarningHandler that keeps the warnings.
+type warningRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+var _ rest.WarningHandler = &warningRecorder{}
+
+func (w *warningRecorder) HandleWarningHeader(code int, agent, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, text)
+}
+
+func (w *warningRecorder) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.msgs...)
+}
+
+func (w *warningRecorder) has(s string) bool {
+	for _, m := range w.all() {
+		if m == s {
+			return true
+		}
+	}
+	return false
+}
