@@ -87,7 +87,9 @@ func TestWebhookConfigurationCreate(t *testing.T) {
 			obj:  hook0(func(w *admissionregistrationv1.ValidatingWebhook) { w.SideEffects = nil }),
 			want: []want{{field.ErrorTypeRequired, w0 + ".sideEffects", "must specify one of None, NoneOnDryRun"}}},
 		{name: "sideEffects Some and Unknown are refused in v1",
-			obj:  hook0(func(w *admissionregistrationv1.ValidatingWebhook) { w.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassSome) }),
+			obj: hook0(func(w *admissionregistrationv1.ValidatingWebhook) {
+				w.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassSome)
+			}),
 			want: []want{{field.ErrorTypeNotSupported, w0 + ".sideEffects", `"None", "NoneOnDryRun"`}}},
 		{name: "timeoutSeconds is between 1 and 30",
 			obj:  hook0(func(w *admissionregistrationv1.ValidatingWebhook) { w.TimeoutSeconds = ptr.To[int32](31) }),
@@ -110,7 +112,9 @@ func TestWebhookConfigurationCreate(t *testing.T) {
 			obj:  hook0(func(w *admissionregistrationv1.ValidatingWebhook) { w.ClientConfig.Service = nil }),
 			want: []want{{field.ErrorTypeRequired, w0 + ".clientConfig", "exactly one of url or service is required"}}},
 		{name: "clientConfig has not both a url and a service",
-			obj:  hook0(func(w *admissionregistrationv1.ValidatingWebhook) { w.ClientConfig.URL = ptr.To("https://h.example.com") }),
+			obj: hook0(func(w *admissionregistrationv1.ValidatingWebhook) {
+				w.ClientConfig.URL = ptr.To("https://h.example.com")
+			}),
 			want: []want{{field.ErrorTypeRequired, w0 + ".clientConfig", "exactly one of url or service is required"}}},
 		{name: "a url is https, without user, query or fragment",
 			obj: hook0(func(w *admissionregistrationv1.ValidatingWebhook) {
@@ -133,12 +137,16 @@ func TestWebhookConfigurationCreate(t *testing.T) {
 				{field.ErrorTypeRequired, w0 + ".clientConfig.service.namespace", ""},
 				{field.ErrorTypeInvalid, w0 + ".clientConfig.service.port", "port is not valid: must be between 1 and 65535, inclusive"}}},
 		{name: "a service path starts with a slash and has DNS subdomain segments",
-			obj: hook0(func(w *admissionregistrationv1.ValidatingWebhook) { w.ClientConfig.Service.Path = ptr.To("validate//Pods_") }),
+			obj: hook0(func(w *admissionregistrationv1.ValidatingWebhook) {
+				w.ClientConfig.Service.Path = ptr.To("validate//Pods_")
+			}),
 			want: []want{{field.ErrorTypeInvalid, w0 + ".clientConfig.service.path", "must start with a '/'"},
 				{field.ErrorTypeInvalid, w0 + ".clientConfig.service.path", "segment[1] may not be empty"},
 				{field.ErrorTypeInvalid, w0 + ".clientConfig.service.path", "segment[2]: a lowercase RFC 1123 subdomain"}}},
 		{name: "a service path may end with a slash",
-			obj: hook0(func(w *admissionregistrationv1.ValidatingWebhook) { w.ClientConfig.Service.Path = ptr.To("/v1/validate/") })},
+			obj: hook0(func(w *admissionregistrationv1.ValidatingWebhook) {
+				w.ClientConfig.Service.Path = ptr.To("/v1/validate/")
+			})},
 		{name: "rules name operations, groups, versions and resources",
 			obj: rule0(func(r *admissionregistrationv1.RuleWithOperations) {
 				*r = admissionregistrationv1.RuleWithOperations{Rule: admissionregistrationv1.Rule{Scope: ptr.To[admissionregistrationv1.ScopeType]("Node")}}
@@ -212,10 +220,14 @@ func TestWebhookConfigurationUpdate(t *testing.T) {
 		{name: "rules may change", old: validatingConfig(),
 			obj: rule0(func(r *admissionregistrationv1.RuleWithOperations) { r.Resources = []string{"*"} })},
 		{name: "a changed configuration is checked as a new one", old: validatingConfig(),
-			obj:  hook0(func(w *admissionregistrationv1.ValidatingWebhook) { w.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassUnknown) }),
+			obj: hook0(func(w *admissionregistrationv1.ValidatingWebhook) {
+				w.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassUnknown)
+			}),
 			want: []want{{field.ErrorTypeNotSupported, "webhooks[0].sideEffects", `"None", "NoneOnDryRun"`}}},
 		{name: "a stored webhook with side effects may keep them (upstream's ratchet)",
-			old: hook0(func(w *admissionregistrationv1.ValidatingWebhook) { w.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassSome) }),
+			old: hook0(func(w *admissionregistrationv1.ValidatingWebhook) {
+				w.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassSome)
+			}),
 			obj: hook0(func(w *admissionregistrationv1.ValidatingWebhook) {
 				w.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassSome)
 				w.TimeoutSeconds = ptr.To[int32](5)

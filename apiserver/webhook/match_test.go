@@ -1,0 +1,54 @@
+package webhook
+
+import (
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+)
+
+func TestRuleMatches(t *testing.T) {
+	rule := func(resources []string, scope admissionregistrationv1.ScopeType, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.RuleWithOperations {
+		return admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{"", "apps"}, APIVersions: []string{"v1"}, Resources: resources, Scope: ptr.To(scope)}}
+	}
+	pods := &Attributes{Operation: admissionv1.Create, Resource: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Namespace: "default"}
+	podStatus := &Attributes{Operation: admissionv1.Update, Resource: pods.Resource, SubResource: "status", Namespace: "default"}
+	deployScale := &Attributes{Operation: admissionv1.Update, Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+		SubResource: "scale", Namespace: "default"}
+	namespace := &Attributes{Operation: admissionv1.Create, Resource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, Namespace: "team"}
+	node := &Attributes{Operation: admissionv1.Create, Resource: schema.GroupVersionResource{Version: "v1", Resource: "nodes"}}
+	batchJob := &Attributes{Operation: admissionv1.Create, Resource: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, Namespace: "default"}
+	all, create, update := admissionregistrationv1.OperationAll, admissionregistrationv1.Create, admissionregistrationv1.Update
+	tests := []struct {
+		name string
+		rule admissionregistrationv1.RuleWithOperations
+		attr *Attributes
+		want bool
+	}{
+		{"pods matches a pod create", rule([]string{"pods"}, "*", create), pods, true},
+		{"pods does not match its status", rule([]string{"pods"}, "*", all), podStatus, false},
+		{"pods/status matches the status", rule([]string{"pods/status"}, "*", update), podStatus, true},
+		{"pods/* matches the pod and its subresources", rule([]string{"pods/*"}, "*", all), podStatus, true},
+		{"pods/* matches the pod itself", rule([]string{"pods/*"}, "*", all), pods, true},
+		{"* matches no subresource", rule([]string{"*"}, "*", all), deployScale, false},
+		{"*/scale matches every scale", rule([]string{"*/scale"}, "*", update), deployScale, true},
+		{"*/* matches everything", rule([]string{"*/*"}, "*", all), deployScale, true},
+		{"an operation not listed does not match", rule([]string{"pods"}, "*", update), pods, false},
+		{"a group not listed does not match", rule([]string{"*"}, "*", all), batchJob, false},
+		{"Namespaced does not match a namespace object", rule([]string{"*"}, admissionregistrationv1.NamespacedScope, all), namespace, false},
+		{"Cluster matches a namespace object", rule([]string{"*"}, admissionregistrationv1.ClusterScope, all), namespace, true},
+		{"Cluster matches a node", rule([]string{"*"}, admissionregistrationv1.ClusterScope, all), node, true},
+		{"Cluster does not match a pod", rule([]string{"*"}, admissionregistrationv1.ClusterScope, all), pods, false},
+		{"Namespaced matches a pod", rule([]string{"*"}, admissionregistrationv1.NamespacedScope, all), pods, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ruleMatches(&tt.rule, tt.attr); got != tt.want {
+				t.Errorf("ruleMatches = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
