@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"minik/apiserver/defaults"
@@ -159,6 +160,11 @@ func (s *Server) resolveWebhookService(ctx context.Context, namespace, name stri
 	}
 }
 
+// gvr is the handler's resource as webhook rules name it.
+func (h *resourceHandler) gvr() schema.GroupVersionResource {
+	return h.res.GroupVersion().WithResource(h.res.Resource)
+}
+
 // webhookRequest describes a write of obj (old: the stored object) for
 // the webhooks, in the version the client asked for; ok is false for the
 // apiserver's own writes, which no request carries (upstream's loopback
@@ -185,7 +191,7 @@ func (s *Server) webhookRequest(ctx context.Context, h *resourceHandler, op admi
 		return v, nil
 	}
 	req := &webhook.Request{Attributes: webhook.Attributes{Operation: op, SubResource: sub, Options: options, DryRun: ri.dryRun,
-		Resource: h.res.GroupVersion().WithResource(h.res.Resource), Kind: h.res.GroupVersion().WithKind(h.res.Kind)}}
+		Resource: h.gvr(), Kind: h.res.GroupVersion().WithKind(h.res.Kind)}}
 	if sub == "scale" {
 		req.Kind = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
 	}
@@ -284,7 +290,7 @@ func writeOptionsFor(ctx context.Context, op admissionv1.Operation) runtime.Obje
 // changed says whether any webhook patched it.
 func (s *Server) mutatingWebhooks(ctx context.Context, h *resourceHandler, op admissionv1.Operation, sub string, obj, old runtime.Object) (changed bool, err error) {
 	set := s.mutatingHooks.current()
-	if set == nil || len(set.Hooks) == 0 {
+	if !set.MayCall(op, h.gvr(), sub) {
 		return false, nil
 	}
 	req, ok, err := s.webhookRequest(ctx, h, op, sub, obj, old, writeOptionsFor(ctx, op))
@@ -318,7 +324,7 @@ func (s *Server) mutatingWebhooks(ctx context.Context, h *resourceHandler, op ad
 // for a delete (options are then its DeleteOptions).
 func (s *Server) validatingWebhooks(ctx context.Context, h *resourceHandler, op admissionv1.Operation, sub string, obj, old, options runtime.Object) error {
 	set := s.validatingHooks.current()
-	if set == nil || len(set.Hooks) == 0 {
+	if !set.MayCall(op, h.gvr(), sub) {
 		return nil
 	}
 	if options == nil {
@@ -340,7 +346,7 @@ func (s *Server) deleteWebhooks(ctx context.Context, h *resourceHandler, old run
 		o.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}
 		options = o
 	}
-	if set := s.mutatingHooks.current(); set != nil && len(set.Hooks) > 0 {
+	if set := s.mutatingHooks.current(); set.MayCall(admissionv1.Delete, h.gvr(), "") {
 		req, ok, err := s.webhookRequest(ctx, h, admissionv1.Delete, "", nil, old, options)
 		if err != nil {
 			return err

@@ -48,25 +48,7 @@ func (a *Attributes) exempt() bool {
 // ruleMatches is upstream's rules.Matcher: operation, group, version,
 // resource/subresource and scope.
 func ruleMatches(r *admissionregistrationv1.RuleWithOperations, a *Attributes) bool {
-	opMatch := false
-	for _, op := range r.Operations {
-		if op == admissionregistrationv1.OperationAll || string(op) == string(a.Operation) {
-			opMatch = true
-			break
-		}
-	}
-	if !opMatch || !oneOf(r.APIGroups, a.Resource.Group) || !oneOf(r.APIVersions, a.Resource.Version) {
-		return false
-	}
-	resMatch := false
-	for _, rs := range r.Resources {
-		res, sub, _ := strings.Cut(rs, "/")
-		if (res == "*" || res == a.Resource.Resource) && (sub == "*" || sub == a.SubResource) {
-			resMatch = true
-			break
-		}
-	}
-	if !resMatch {
+	if !ruleNames(r, a.Operation, a.Resource, a.SubResource) {
 		return false
 	}
 	if r.Scope == nil || *r.Scope == admissionregistrationv1.AllScopes {
@@ -78,6 +60,45 @@ func ruleMatches(r *admissionregistrationv1.RuleWithOperations, a *Attributes) b
 		return !isNamespace && a.Namespace != ""
 	case admissionregistrationv1.ClusterScope:
 		return isNamespace || a.Namespace == ""
+	}
+	return false
+}
+
+// ruleNames is the part of a rule that needs no object: operation,
+// group, version, resource and subresource.
+func ruleNames(r *admissionregistrationv1.RuleWithOperations, op admissionv1.Operation, res schema.GroupVersionResource, sub string) bool {
+	opMatch := false
+	for _, o := range r.Operations {
+		if o == admissionregistrationv1.OperationAll || string(o) == string(op) {
+			opMatch = true
+			break
+		}
+	}
+	if !opMatch || !oneOf(r.APIGroups, res.Group) || !oneOf(r.APIVersions, res.Version) {
+		return false
+	}
+	for _, rs := range r.Resources {
+		name, subName, _ := strings.Cut(rs, "/")
+		if (name == "*" || name == res.Resource) && (subName == "*" || subName == sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// MayCall reports whether a webhook of s has a rule naming op on res
+// and sub: when none has, the caller need not build the request (a
+// copy of the object in the client's version) at all.
+func (s *Set) MayCall(op admissionv1.Operation, res schema.GroupVersionResource, sub string) bool {
+	if s == nil {
+		return false
+	}
+	for _, h := range s.Hooks {
+		for i := range h.Rules {
+			if ruleNames(&h.Rules[i], op, res, sub) {
+				return true
+			}
+		}
 	}
 	return false
 }

@@ -52,3 +52,33 @@ func TestRuleMatches(t *testing.T) {
 		})
 	}
 }
+
+// MayCall needs no object: a Set whose rules name neither the operation
+// nor the resource lets the apiserver skip building the review.
+func TestSetMayCall(t *testing.T) {
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	set := &Set{Hooks: []*Hook{{Rules: []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods", "deployments/scale"}},
+	}}}}}
+	cases := []struct {
+		op   admissionv1.Operation
+		res  schema.GroupVersionResource
+		sub  string
+		want bool
+	}{
+		{admissionv1.Create, pods, "", true},
+		{admissionv1.Update, pods, "", false},
+		{admissionv1.Create, pods, "status", false},
+		{admissionv1.Create, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "", false},
+		{admissionv1.Create, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "pods"}, "", false},
+	}
+	for _, tc := range cases {
+		if got := set.MayCall(tc.op, tc.res, tc.sub); got != tc.want {
+			t.Errorf("MayCall(%s %s/%s) = %v, want %v", tc.op, tc.res, tc.sub, got, tc.want)
+		}
+	}
+	if (*Set)(nil).MayCall(admissionv1.Create, pods, "") {
+		t.Error("a nil Set may call")
+	}
+}
