@@ -24,7 +24,8 @@ import (
 
 // TestServices runs the whole Service path on two real nodes: the
 // EndpointSlice controller, every node's proxy (nftables) and the cluster
-// DNS, with busybox's wget and nslookup in pods.
+// DNS, with busybox's wget and nslookup in pods; then an admission
+// webhook the apiserver reaches through a Service.
 func TestServices(t *testing.T) {
 	e := startCluster(t)
 	ctx := context.Background()
@@ -192,6 +193,8 @@ func TestServices(t *testing.T) {
 		return err == nil && !strings.Contains(string(out), svc.Spec.ClusterIP), string(out)
 	})
 	_ = e.cs.CoreV1().Services("default").Delete(ctx, "web-all", metav1.DeleteOptions{})
+
+	testWebhookBehindService(t, e)
 }
 
 // waitReadyEndpoints waits for the Service's slices to hold n ready
