@@ -9,7 +9,8 @@ package webhook
 
 import (
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,38 +49,39 @@ type Set struct {
 // whose selector does not parse (validation refuses those) is kept with a
 // selector that matches nothing, and reported in the error.
 func Validating(configs []*admissionregistrationv1.ValidatingWebhookConfiguration) (*Set, error) {
-	sorted := append([]*admissionregistrationv1.ValidatingWebhookConfiguration(nil), configs...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	var set Set
-	var firstErr error
-	for _, c := range sorted {
-		for _, w := range c.Webhooks {
-			h, err := compile(c.Name, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.SideEffects,
-				w.NamespaceSelector, w.ObjectSelector, w.TimeoutSeconds, w.AdmissionReviewVersions, nil)
-			if err != nil && firstErr == nil {
-				firstErr = err
+	return compileSet(configs, func(c *admissionregistrationv1.ValidatingWebhookConfiguration) string { return c.Name },
+		func(c *admissionregistrationv1.ValidatingWebhookConfiguration, add func(*Hook, error)) {
+			for _, w := range c.Webhooks {
+				add(compile(c.Name, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.SideEffects,
+					w.NamespaceSelector, w.ObjectSelector, w.TimeoutSeconds, w.AdmissionReviewVersions, nil))
 			}
-			set.Hooks = append(set.Hooks, h)
-		}
-	}
-	return &set, firstErr
+		})
 }
 
 // Mutating compiles mutating configurations into a Set.
 func Mutating(configs []*admissionregistrationv1.MutatingWebhookConfiguration) (*Set, error) {
-	sorted := append([]*admissionregistrationv1.MutatingWebhookConfiguration(nil), configs...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	return compileSet(configs, func(c *admissionregistrationv1.MutatingWebhookConfiguration) string { return c.Name },
+		func(c *admissionregistrationv1.MutatingWebhookConfiguration, add func(*Hook, error)) {
+			for _, w := range c.Webhooks {
+				add(compile(c.Name, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.SideEffects,
+					w.NamespaceSelector, w.ObjectSelector, w.TimeoutSeconds, w.AdmissionReviewVersions, w.ReinvocationPolicy))
+			}
+		})
+}
+
+// compileSet orders configurations by name and adds each one's webhooks
+// in the order it lists them; the first compile error is returned.
+func compileSet[C any](configs []C, name func(C) string, webhooks func(C, func(*Hook, error))) (*Set, error) {
+	sorted := slices.SortedFunc(slices.Values(configs), func(a, b C) int { return strings.Compare(name(a), name(b)) })
 	var set Set
 	var firstErr error
 	for _, c := range sorted {
-		for _, w := range c.Webhooks {
-			h, err := compile(c.Name, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.SideEffects,
-				w.NamespaceSelector, w.ObjectSelector, w.TimeoutSeconds, w.AdmissionReviewVersions, w.ReinvocationPolicy)
+		webhooks(c, func(h *Hook, err error) {
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
 			set.Hooks = append(set.Hooks, h)
-		}
+		})
 	}
 	return &set, firstErr
 }
