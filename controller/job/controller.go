@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 
@@ -97,8 +98,32 @@ func (jc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	}
 	// A failed action does not end the others: after failed creates or
 	// deletes the status is written all the same, as in Kubernetes.
-	err := framework.ExecuteAll(ctx, jc.sink(key, job), out.Actions)
+	err := framework.ExecuteAll(ctx, &statusFirst{Sink: jc.sink(key, job), expect: jc.expect, key: key}, out.Actions)
 	return framework.Result{RequeueAfter: out.RequeueAfter}, err
+}
+
+// statusFirst holds back a DeletePods AfterStatus whose status write
+// failed (no longer expecting those deletions): the next sync plans
+// again from pods that still exist.
+type statusFirst struct {
+	framework.Sink[Action]
+	expect    *framework.Expectations
+	key       string
+	statusErr error
+}
+
+func (s *statusFirst) Do(ctx context.Context, a Action) error {
+	if a.AfterStatus && s.statusErr != nil {
+		for _, p := range a.Delete {
+			s.expect.DeletionObserved(s.key, p.UID)
+		}
+		return fmt.Errorf("pods kept until the Job's failure is recorded: %w", s.statusErr)
+	}
+	err := s.Sink.Do(ctx, a)
+	if a.Type == UpdateStatus {
+		s.statusErr = err
+	}
+	return err
 }
 
 // podChanges returns the pods actions create and the UIDs they delete.

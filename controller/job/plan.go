@@ -17,6 +17,7 @@
 //	   ─▶ status: active, ready, terminating, succeeded, failed, startTime,
 //	      completedIndexes ("1,3-5"), failedIndexes
 //	─▶ Output{Actions}: adoptions and releases, CreatePods or DeletePods (one batch, sent at once), then UpdateStatus; or DeleteJob
+//	   (a Job that starts failing writes its status first and deletes its pods only once it is written)
 //	─▶ driver: expectations raised, then every action through the sink (apiSink; a FakeSink in
 //	   tests), a failure not ending the others: the status written lacks the pods not created
 //
@@ -100,6 +101,11 @@ type Action struct {
 	Status *batchv1.JobStatus
 	// Pod is the pod AdoptPod or ReleasePod changes.
 	Pod *corev1.Pod
+	// AfterStatus makes DeletePods wait for the UpdateStatus before it:
+	// the pods a failing Job terminates count as failed, and once they
+	// are gone only the status written first remembers them (upstream
+	// keeps them with its tracking finalizer until it is written).
+	AfterStatus bool
 }
 
 func (a Action) String() string {
@@ -116,6 +122,9 @@ func (a Action) String() string {
 	case DeletePods:
 		for _, p := range a.Delete {
 			b.WriteString(" " + p.Name)
+		}
+		if a.AfterStatus {
+			b.WriteString(" (after the status)")
 		}
 	case UpdateStatus:
 		st := a.Status
@@ -284,7 +293,10 @@ func Plan(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Output {
 	if len(d.Create) > 0 {
 		out.Actions = append(out.Actions, Action{Type: CreatePods, Create: d.Create})
 	}
-	if len(d.Delete) > 0 {
+	// A Job that starts failing now records it, with the pods it is about
+	// to terminate counted as failed, before it terminates them.
+	failingNow := hasCondition(job.Status, batchv1.JobFailureTarget) == nil && hasCondition(d.Status, batchv1.JobFailureTarget) != nil
+	if len(d.Delete) > 0 && !failingNow {
 		out.Actions = append(out.Actions, Action{Type: DeletePods, Delete: d.Delete})
 	}
 	// Creates that fail lower status.active again, perhaps to the status
@@ -292,6 +304,9 @@ func Plan(job *batchv1.Job, pods []*corev1.Pod, now time.Time) Output {
 	// writes it only if it still differs.
 	if len(d.Create) > 0 || !apiequality.Semantic.DeepEqual(job.Status, d.Status) {
 		out.Actions = append(out.Actions, Action{Type: UpdateStatus, Status: &d.Status})
+	}
+	if len(d.Delete) > 0 && failingNow {
+		out.Actions = append(out.Actions, Action{Type: DeletePods, Delete: d.Delete, AfterStatus: true})
 	}
 	return out
 }
