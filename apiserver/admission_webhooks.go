@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -190,8 +191,8 @@ func (s *Server) webhookRequest(ctx context.Context, h *resourceHandler, op admi
 		v.GetObjectKind().SetGroupVersionKind(h.res.GroupVersion().WithKind(h.res.Kind))
 		return v, nil
 	}
-	req := &webhook.Request{Attributes: webhook.Attributes{Operation: op, SubResource: sub, Options: options, DryRun: ri.dryRun,
-		Resource: h.gvr(), Kind: h.res.GroupVersion().WithKind(h.res.Kind)}}
+	req := s.newWebhookRequest(ctx, ri, webhook.Attributes{Operation: op, SubResource: sub, Options: options,
+		Resource: h.gvr(), Kind: h.res.GroupVersion().WithKind(h.res.Kind)})
 	if sub == "scale" {
 		req.Kind = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
 	}
@@ -214,18 +215,6 @@ func (s *Server) webhookRequest(ctx context.Context, h *resourceHandler, op admi
 	if h.res.Group == "" && h.res.Resource == "namespaces" {
 		req.Namespace = m.GetName() // as upstream: a namespace is its own namespace
 	}
-	if u := UserFrom(ctx); u != nil {
-		req.UserInfo = authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
-		for k, v := range u.Extra {
-			if req.UserInfo.Extra == nil {
-				req.UserInfo.Extra = map[string]authenticationv1.ExtraValue{}
-			}
-			req.UserInfo.Extra[k] = v
-		}
-	}
-	ns := req.Namespace
-	req.NamespaceLabels = func() (map[string]string, error) { return s.namespaceLabels(ctx, ns) }
-	req.Warn = func(w string) { addWarning(ctx, w) }
 	req.Decode = func(data []byte) (runtime.Object, error) {
 		if sub == "scale" {
 			scale := &autoscalingv1.Scale{}
@@ -243,6 +232,26 @@ func (s *Server) webhookRequest(ctx context.Context, h *resourceHandler, op admi
 		return o, nil
 	}
 	return req, true, nil
+}
+
+// newWebhookRequest completes a's attributes with what every request
+// carries: the user, the dry run, the namespace's labels (read only if a
+// webhook selects on them) and a sink for warnings.
+func (s *Server) newWebhookRequest(ctx context.Context, ri *requestInfo, a webhook.Attributes) *webhook.Request {
+	req := &webhook.Request{Attributes: a}
+	req.DryRun = ri.dryRun
+	if u := UserFrom(ctx); u != nil {
+		req.UserInfo = authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+		for k, v := range u.Extra {
+			if req.UserInfo.Extra == nil {
+				req.UserInfo.Extra = map[string]authenticationv1.ExtraValue{}
+			}
+			req.UserInfo.Extra[k] = v
+		}
+	}
+	req.NamespaceLabels = func() (map[string]string, error) { return s.namespaceLabels(ctx, req.Namespace) }
+	req.Warn = func(w string) { addWarning(ctx, w) }
+	return req
 }
 
 // namespaceLabels reads a namespace's labels for a namespace selector:
@@ -358,4 +367,54 @@ func (s *Server) deleteWebhooks(ctx context.Context, h *resourceHandler, old run
 		}
 	}
 	return s.validatingWebhooks(ctx, h, admissionv1.Delete, "", nil, old, options)
+}
+
+// objectWebhooks admits a request whose object is not the resource
+// itself: the Binding or Eviction posted to pods/binding or
+// pods/eviction (CREATE, with CreateOptions), or a connection's options
+// (CONNECT, no options). As upstream's handlers, the mutating webhooks
+// run first and their patches are decoded back into obj's type (upstream
+// hands the patched connect options to the connection too), then the
+// validating ones see the result. obj is returned as they left it.
+func (s *Server) objectWebhooks(ctx context.Context, h *resourceHandler, op admissionv1.Operation, kind schema.GroupVersionKind,
+	obj runtime.Object) (runtime.Object, error) {
+	ri, ok := ctx.Value(requestInfoKey{}).(*requestInfo)
+	if !ok {
+		return obj, nil
+	}
+	mutating, validating := s.mutatingHooks.current(), s.validatingHooks.current()
+	callMutating := mutating.MayCall(op, h.gvr(), ri.subresource)
+	callValidating := validating.MayCall(op, h.gvr(), ri.subresource)
+	if !callMutating && !callValidating {
+		return obj, nil
+	}
+	obj = obj.DeepCopyObject()
+	obj.GetObjectKind().SetGroupVersionKind(kind)
+	var options runtime.Object
+	if op == admissionv1.Create {
+		options = writeOptionsFor(ctx, op)
+	}
+	req := s.newWebhookRequest(ctx, ri, webhook.Attributes{Operation: op, Kind: kind, Resource: h.gvr(), SubResource: ri.subresource,
+		Name: ri.name, Namespace: ri.namespace, Object: obj, Options: options})
+	req.Decode = func(data []byte) (runtime.Object, error) {
+		out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object)
+		if err := json.Unmarshal(data, out); err != nil {
+			return nil, err
+		}
+		out.GetObjectKind().SetGroupVersionKind(kind)
+		return out, nil
+	}
+	if callMutating {
+		out, err := s.webhooks.Mutate(ctx, mutating, req)
+		if err != nil {
+			return nil, refusal(err)
+		}
+		req.Object = out
+	}
+	if callValidating {
+		if err := s.webhooks.Validate(ctx, validating, req); err != nil {
+			return nil, refusal(err)
+		}
+	}
+	return req.Object, nil
 }

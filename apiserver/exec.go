@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,18 +28,34 @@ import (
 // refuses (the container is not running), its reason is the answer, on
 // either carrier.
 func (h *resourceHandler) exec(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
-	if len(r.URL.Query()["command"]) == 0 {
+	opts, ok := h.admitConnect(w, r, ri)
+	if !ok {
+		return
+	}
+	o := opts.(*corev1.PodExecOptions)
+	if len(o.Command) == 0 {
 		writeError(w, r, apierrors.NewBadRequest("you must specify at least 1 command"))
 		return
 	}
-	h.streamToKubelet(w, r, ri, "exec")
+	h.streamToKubelet(w, r, ri, "exec", o.Container, o.Command, streamFlags{o.Stdin, o.Stdout, o.Stderr, o.TTY})
 }
 
 func (h *resourceHandler) attach(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
-	h.streamToKubelet(w, r, ri, "attach")
+	opts, ok := h.admitConnect(w, r, ri)
+	if !ok {
+		return
+	}
+	o := opts.(*corev1.PodAttachOptions)
+	h.streamToKubelet(w, r, ri, "attach", o.Container, nil, streamFlags{o.Stdin, o.Stdout, o.Stderr, o.TTY})
 }
 
-func (h *resourceHandler) streamToKubelet(w http.ResponseWriter, r *http.Request, ri *requestInfo, endpoint string) {
+// streamFlags are the streams of an exec or attach.
+type streamFlags struct{ stdin, stdout, stderr, tty bool }
+
+// streamToKubelet reaches the kubelet with the admitted options (the
+// mutating webhooks may have changed them, as upstream allows).
+func (h *resourceHandler) streamToKubelet(w http.ResponseWriter, r *http.Request, ri *requestInfo, endpoint, containerName string,
+	command []string, streams streamFlags) {
 	ctx := r.Context()
 	obj, err := h.store.Get(ctx, ri.namespace, ri.name)
 	if err != nil {
@@ -48,8 +63,7 @@ func (h *resourceHandler) streamToKubelet(w http.ResponseWriter, r *http.Request
 		return
 	}
 	pod := obj.(*corev1.Pod)
-	q := r.URL.Query()
-	container, err := podContainer(pod, q.Get("container"))
+	container, err := podContainer(pod, containerName)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -65,11 +79,11 @@ func (h *resourceHandler) streamToKubelet(w http.ResponseWriter, r *http.Request
 	}
 	// PodExecOptions and PodAttachOptions become the kubelet's parameters.
 	params := url.Values{}
-	if cmd := q["command"]; len(cmd) > 0 {
-		params["command"] = cmd
+	if len(command) > 0 {
+		params["command"] = command
 	}
-	for api, kubelet := range map[string]string{"stdin": "input", "stdout": "output", "stderr": "error", "tty": "tty"} {
-		if v, _ := strconv.ParseBool(q.Get(api)); v {
+	for kubelet, on := range map[string]bool{"input": streams.stdin, "output": streams.stdout, "error": streams.stderr, "tty": streams.tty} {
+		if on {
 			params.Set(kubelet, "1")
 		}
 	}

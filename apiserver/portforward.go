@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gorilla/websocket"
@@ -24,6 +26,10 @@ import (
 // In both, the SPDY frames pass through unread: the streams run from
 // kubectl to the kubelet.
 func (h *resourceHandler) portForward(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	opts, ok := h.admitConnect(w, r, ri)
+	if !ok {
+		return
+	}
 	ctx := r.Context()
 	tunnel := websocket.IsWebSocketUpgrade(r)
 	switch {
@@ -39,7 +45,14 @@ func (h *resourceHandler) portForward(w http.ResponseWriter, r *http.Request, ri
 		writeError(w, r, err)
 		return
 	}
-	client, req, nodeName, err := h.kubeletRequest(ctx, obj.(*corev1.Pod), "portForward", "", nil)
+	var params url.Values
+	for _, p := range opts.(*corev1.PodPortForwardOptions).Ports {
+		if params == nil {
+			params = url.Values{}
+		}
+		params.Add("port", strconv.Itoa(int(p)))
+	}
+	client, req, nodeName, err := h.kubeletRequest(ctx, obj.(*corev1.Pod), "portForward", "", params)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -27,6 +27,20 @@ import (
 //	     Service's Endpoints, at random, with the port named PORT, or the
 //	     Service port numbered PORT; unnamed: the Service's only port)
 func (h *resourceHandler) proxy(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	opts, ok := h.admitConnect(w, r, ri)
+	if !ok {
+		return
+	}
+	path := ""
+	switch o := opts.(type) {
+	case *corev1.PodProxyOptions:
+		path = o.Path
+	case *corev1.ServiceProxyOptions:
+		path = o.Path
+	}
+	if path == "" {
+		path = "/"
+	}
 	locate := h.podLocation
 	if h.res.Resource == "services" {
 		locate = h.serviceLocation
@@ -39,7 +53,7 @@ func (h *resourceHandler) proxy(w http.ResponseWriter, r *http.Request, ri *requ
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = target.Scheme, target.Host, target.Host
-			pr.Out.URL.Path, pr.Out.URL.RawPath = ri.proxyPath, ""
+			pr.Out.URL.Path, pr.Out.URL.RawPath = path, ""
 			pr.Out.Header.Del("Authorization") // the client's credentials are the apiserver's business
 		},
 		// A pod's own certificate names nothing the apiserver could check,

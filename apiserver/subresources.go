@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -81,6 +82,12 @@ func (h *resourceHandler) bind(w http.ResponseWriter, r *http.Request, ri *reque
 		writeError(w, r, err)
 		return
 	}
+	admitted, err := h.srv.objectWebhooks(r.Context(), h, admissionv1.Create, corev1.SchemeGroupVersion.WithKind("Binding"), &b)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	b = *admitted.(*corev1.Binding)
 	if b.Name != "" && b.Name != ri.name {
 		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the binding (%s) does not match the pod (%s)", b.Name, ri.name)))
 		return
@@ -90,7 +97,7 @@ func (h *resourceHandler) bind(w http.ResponseWriter, r *http.Request, ri *reque
 			fieldRequired("target.name")))
 		return
 	}
-	_, _, err := h.store.GuaranteedUpdate(r.Context(), ri.namespace, ri.name, func(cur runtime.Object) (runtime.Object, error) {
+	_, _, err = h.store.GuaranteedUpdate(r.Context(), ri.namespace, ri.name, func(cur runtime.Object) (runtime.Object, error) {
 		pod := cur.(*corev1.Pod)
 		if b.UID != "" && b.UID != pod.UID {
 			return nil, apierrors.NewConflict(h.res.GroupResource(), pod.Name, fmt.Errorf("the UID in the binding does not match the pod"))
@@ -136,11 +143,19 @@ func setPodCondition(st *corev1.PodStatus, c corev1.PodCondition) {
 // evict deletes a pod gracefully if its PodDisruptionBudget allows it,
 // and answers 429 when the eviction would break the budget.
 func (h *resourceHandler) evict(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
+	// A policy/v1beta1 Eviction has the same fields; webhooks get policy/v1,
+	// the kind upstream's eviction storage declares whatever the body's.
 	var ev policyv1.Eviction
 	if err := decodeBody(r, &ev); err != nil {
 		writeError(w, r, err)
 		return
 	}
+	admitted, err := h.srv.objectWebhooks(r.Context(), h, admissionv1.Create, policyv1.SchemeGroupVersion.WithKind("Eviction"), &ev)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ev = *admitted.(*policyv1.Eviction)
 	if ev.Name != "" && ev.Name != ri.name {
 		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("name in URL does not match name in Eviction object")))
 		return
