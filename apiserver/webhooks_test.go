@@ -13,6 +13,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -344,4 +345,152 @@ func (w *warningRecorder) has(s string) bool {
 		}
 	}
 	return false
+}
+
+// ruleHook is a webhook at path of ws on ops of the resources named (no
+// selectors).
+func (ws *webhookServer) ruleHook(name, path string, resources []string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.ValidatingWebhook {
+	return admissionregistrationv1.ValidatingWebhook{Name: name,
+		ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(ws.URL + path), CABundle: ws.caBundle()},
+		Rules: []admissionregistrationv1.RuleWithOperations{{Operations: ops,
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: resources}}},
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		AdmissionReviewVersions: []string{"v1"}}
+}
+
+// lastReview is the last review path got for sub, nil without one.
+func (ws *webhookServer) lastReview(path, sub string) *admissionv1.AdmissionRequest {
+	var last *admissionv1.AdmissionRequest
+	for _, r := range ws.received(path) {
+		if r.SubResource == sub {
+			last = r
+		}
+	}
+	return last
+}
+
+// TestAdmissionWebhooksSubresources: connections (CONNECT) and the
+// pods/binding and pods/eviction creates reach the webhooks with
+// upstream's objects, and a refusal stops them before the kubelet (the
+// test server has none) or the store.
+func TestAdmissionWebhooksSubresources(t *testing.T) {
+	ts := startTestServer(t)
+	ctx := t.Context()
+	ws := startWebhookServer(t)
+	cs := kubernetes.NewForConfigOrDie(ts.restConfig(t))
+	connect, create := admissionregistrationv1.Connect, admissionregistrationv1.Create
+	_, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "subresources"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{
+			ws.ruleHook("connect.example.com", "/deny", []string{"pods/exec", "pods/portforward", "pods/proxy", "services/proxy"}, connect),
+			ws.ruleHook("create.example.com", "/deny", []string{"pods/binding", "pods/eviction"}, create)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForHooks(t, ts.srv.validatingHooks, 2)
+	pods := cs.CoreV1().Pods("default")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	denied := func(t *testing.T, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "denied the request") {
+			t.Fatalf("got %v, want the webhook's 403", err)
+		}
+	}
+	restClient := cs.CoreV1().RESTClient()
+
+	t.Run("an exec refused on CONNECT never reaches the kubelet", func(t *testing.T) {
+		err := restClient.Post().Namespace("default").Resource("pods").Name("web").SubResource("exec").
+			Param("command", "ls").Param("command", "-l").Param("stdout", "true").Param("container", "c").Do(ctx).Error()
+		denied(t, err)
+		r := ws.lastReview("/deny", "exec")
+		if r == nil || r.Operation != admissionv1.Connect || r.Kind != (metav1.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}) ||
+			r.Resource != (metav1.GroupVersionResource{Version: "v1", Resource: "pods"}) || r.Name != "web" || r.Namespace != "default" ||
+			len(r.OldObject.Raw) != 0 || len(r.Options.Raw) != 0 {
+			t.Fatalf("review %+v", r)
+		}
+		var opts corev1.PodExecOptions
+		if err := json.Unmarshal(r.Object.Raw, &opts); err != nil || opts.Kind != "PodExecOptions" || !opts.Stdout || opts.Stdin ||
+			opts.Container != "c" || strings.Join(opts.Command, " ") != "ls -l" {
+			t.Errorf("object %s (%v), want the exec's options", r.Object.Raw, err)
+		}
+	})
+
+	t.Run("a connection no rule names goes on to the kubelet", func(t *testing.T) {
+		before := len(ws.received("/deny"))
+		err := restClient.Post().Namespace("default").Resource("pods").Name("web").SubResource("attach").Param("stdout", "true").Do(ctx).Error()
+		if err == nil || apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "upgrade") {
+			t.Errorf("attach: %v, want the refusal of a request without an upgrade", err)
+		}
+		if n := len(ws.received("/deny")); n != before {
+			t.Errorf("%d reviews for an attach no rule names", n-before)
+		}
+	})
+
+	t.Run("a port-forward refused on CONNECT carries its ports", func(t *testing.T) {
+		err := restClient.Post().Namespace("default").Resource("pods").Name("web").SubResource("portforward").Param("ports", "8080,9090").Do(ctx).Error()
+		denied(t, err)
+		var opts corev1.PodPortForwardOptions
+		r := ws.lastReview("/deny", "portforward")
+		if r == nil || json.Unmarshal(r.Object.Raw, &opts) != nil || len(opts.Ports) != 2 || opts.Ports[1] != 9090 {
+			t.Errorf("review %+v, want the ports", r)
+		}
+		if err := restClient.Post().Namespace("default").Resource("pods").Name("web").SubResource("portforward").Param("ports", "http").Do(ctx).Error(); !apierrors.IsBadRequest(err) {
+			t.Errorf("a port that is no number: %v, want 400", err)
+		}
+	})
+
+	t.Run("a proxy request is a CONNECT with the proxied path", func(t *testing.T) {
+		resp, body := ts.response(t, http.MethodGet, "/api/v1/namespaces/default/pods/web/proxy/healthz/ready", "")
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), `admission webhook \"connect.example.com\" denied`) {
+			t.Fatalf("proxy: %d %s", resp.StatusCode, body)
+		}
+		r := ws.lastReview("/deny", "proxy")
+		var opts corev1.PodProxyOptions
+		if r == nil || r.Operation != admissionv1.Connect || r.Kind.Kind != "PodProxyOptions" || json.Unmarshal(r.Object.Raw, &opts) != nil ||
+			opts.Path != "/healthz/ready" {
+			t.Errorf("review %+v, want PodProxyOptions with the path", r)
+		}
+		resp, _ = ts.response(t, http.MethodDelete, "/api/v1/namespaces/default/services/web/proxy/x", "")
+		if resp.StatusCode != http.StatusForbidden || ws.lastReview("/deny", "proxy").Kind.Kind != "ServiceProxyOptions" {
+			t.Errorf("service proxy: %d, want the webhook's 403 on ServiceProxyOptions", resp.StatusCode)
+		}
+	})
+
+	t.Run("a dry-run connection is refused", func(t *testing.T) {
+		err := restClient.Post().Namespace("default").Resource("pods").Name("web").SubResource("exec").Param("command", "ls").Param("dryRun", "All").Do(ctx).Error()
+		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "dryRun is not supported") {
+			t.Errorf("exec with dryRun: %v", err)
+		}
+	})
+
+	t.Run("a binding refused by a webhook leaves the pod unbound", func(t *testing.T) {
+		err := pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-a"}}, metav1.CreateOptions{})
+		denied(t, err)
+		r := ws.lastReview("/deny", "binding")
+		var b corev1.Binding
+		if r == nil || r.Operation != admissionv1.Create || r.Kind != (metav1.GroupVersionKind{Version: "v1", Kind: "Binding"}) || r.Name != "web" ||
+			json.Unmarshal(r.Object.Raw, &b) != nil || b.Target.Name != "node-a" || !strings.Contains(string(r.Options.Raw), `"kind":"CreateOptions"`) {
+			t.Errorf("review %+v", r)
+		}
+		if got, _ := pods.Get(ctx, "web", metav1.GetOptions{}); got.Spec.NodeName != "" {
+			t.Errorf("the refused binding bound the pod to %q", got.Spec.NodeName)
+		}
+	})
+
+	t.Run("an eviction refused by a webhook keeps the pod", func(t *testing.T) {
+		err := pods.EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}})
+		denied(t, err)
+		r := ws.lastReview("/deny", "eviction")
+		if r == nil || r.Operation != admissionv1.Create || r.Kind != (metav1.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}) ||
+			r.Resource.Resource != "pods" || r.Name != "web" || !strings.Contains(string(r.Object.Raw), `"kind":"Eviction"`) {
+			t.Errorf("review %+v", r)
+		}
+		if _, err := pods.Get(ctx, "web", metav1.GetOptions{}); err != nil {
+			t.Errorf("the refused eviction removed the pod: %v", err)
+		}
+	})
 }
