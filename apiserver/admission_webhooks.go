@@ -166,6 +166,64 @@ func (h *resourceHandler) gvr() schema.GroupVersionResource {
 	return h.res.GroupVersion().WithResource(h.res.Resource)
 }
 
+// otherVersions are the handlers of h's resource in the other versions
+// the apiserver serves: upstream's equivalent resources (same group and
+// resource; minik serves none of upstream's cross-group equivalences).
+func (s *Server) otherVersions(h *resourceHandler) []*resourceHandler {
+	var all []*resourceHandler
+	if h.crd == nil {
+		all = s.versions[h.res.GroupResource()]
+	} else if s.crds != nil {
+		for _, o := range s.crds.current.Load().handlers {
+			if o.crd == h.crd {
+				all = append(all, o)
+			}
+		}
+	}
+	var out []*resourceHandler
+	for _, o := range all {
+		if o.res.Version != h.res.Version {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func gvrsOf(hs []*resourceHandler) []schema.GroupVersionResource {
+	out := make([]schema.GroupVersionResource, len(hs))
+	for i, o := range hs {
+		out[i] = o.gvr()
+	}
+	return out
+}
+
+// kindOf is the kind of h's object, or of its subresource sub, as
+// webhooks are told it.
+func (h *resourceHandler) kindOf(sub string) schema.GroupVersionKind {
+	if sub == "scale" {
+		return autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+	}
+	return h.res.GroupVersion().WithKind(h.res.Kind)
+}
+
+// view is obj (stored) as h serves it, a copy with apiVersion and kind
+// set; for /scale, its Scale.
+func (h *resourceHandler) view(obj runtime.Object, sub string) (runtime.Object, error) {
+	if obj == nil {
+		return nil, nil
+	}
+	if sub == "scale" {
+		return h.scaleOf(obj)
+	}
+	v, err := h.out(obj.DeepCopyObject())
+	if err != nil {
+		return nil, err
+	}
+	v = v.DeepCopyObject()
+	v.GetObjectKind().SetGroupVersionKind(h.kindOf(""))
+	return v, nil
+}
+
 // webhookRequest describes a write of obj (old: the stored object) for
 // the webhooks, in the version the client asked for; ok is false for the
 // apiserver's own writes, which no request carries (upstream's loopback
@@ -176,25 +234,28 @@ func (s *Server) webhookRequest(ctx context.Context, h *resourceHandler, op admi
 	if !ok {
 		return nil, false, nil
 	}
-	view := func(o runtime.Object) (runtime.Object, error) {
-		if o == nil {
-			return nil, nil
+	others := s.otherVersions(h)
+	byKind := map[schema.GroupVersionKind]*resourceHandler{h.kindOf(""): h}
+	for _, o := range others {
+		byKind[o.kindOf("")] = o
+	}
+	view := func(o runtime.Object) (runtime.Object, error) { return h.view(o, sub) }
+	req := s.newWebhookRequest(ctx, ri, webhook.Attributes{Operation: op, SubResource: sub, Options: options,
+		Resource: h.gvr(), Kind: h.kindOf(sub)})
+	for _, o := range others {
+		req.Equivalents = append(req.Equivalents, webhook.Equivalent{Resource: o.gvr(), Kind: o.kindOf(sub)})
+	}
+	// Between versions through the storage's type, as the handlers serve them.
+	req.Convert = func(obj runtime.Object, kind schema.GroupVersionKind) (runtime.Object, error) {
+		from, to := byKind[obj.GetObjectKind().GroupVersionKind()], byKind[kind]
+		if from == nil || to == nil {
+			return nil, fmt.Errorf("%s is not a version of %s", kind, h.res.GroupResource())
 		}
-		if sub == "scale" {
-			return h.scaleOf(o)
-		}
-		v, err := h.out(o.DeepCopyObject())
+		stored, err := from.in(obj.DeepCopyObject())
 		if err != nil {
 			return nil, err
 		}
-		v = v.DeepCopyObject()
-		v.GetObjectKind().SetGroupVersionKind(h.res.GroupVersion().WithKind(h.res.Kind))
-		return v, nil
-	}
-	req := s.newWebhookRequest(ctx, ri, webhook.Attributes{Operation: op, SubResource: sub, Options: options,
-		Resource: h.gvr(), Kind: h.res.GroupVersion().WithKind(h.res.Kind)})
-	if sub == "scale" {
-		req.Kind = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+		return to.view(stored, "")
 	}
 	var err error
 	if req.Object, err = view(obj); err != nil {
@@ -215,7 +276,7 @@ func (s *Server) webhookRequest(ctx context.Context, h *resourceHandler, op admi
 	if h.res.Group == "" && h.res.Resource == "namespaces" {
 		req.Namespace = m.GetName() // as upstream: a namespace is its own namespace
 	}
-	req.Decode = func(data []byte) (runtime.Object, error) {
+	req.Decode = func(data []byte, kind schema.GroupVersionKind) (runtime.Object, error) {
 		if sub == "scale" {
 			scale := &autoscalingv1.Scale{}
 			if err := json.Unmarshal(data, scale); err != nil {
@@ -224,7 +285,11 @@ func (s *Server) webhookRequest(ctx context.Context, h *resourceHandler, op admi
 			scale.GetObjectKind().SetGroupVersionKind(req.Kind)
 			return scale, nil
 		}
-		o, err := decodeInto(h.res, data, "application/json", fieldValidationIgnore, nil)
+		in := byKind[kind]
+		if in == nil {
+			return nil, fmt.Errorf("%s is not a version of %s", kind, h.res.GroupResource())
+		}
+		o, err := decodeInto(in.res, data, "application/json", fieldValidationIgnore, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -299,7 +364,7 @@ func writeOptionsFor(ctx context.Context, op admissionv1.Operation) runtime.Obje
 // changed says whether any webhook patched it.
 func (s *Server) mutatingWebhooks(ctx context.Context, h *resourceHandler, op admissionv1.Operation, sub string, obj, old runtime.Object) (changed bool, err error) {
 	set := s.mutatingHooks.current()
-	if !set.MayCall(op, h.gvr(), sub) {
+	if !set.MayCall(op, h.gvr(), sub, gvrsOf(s.otherVersions(h))...) {
 		return false, nil
 	}
 	req, ok, err := s.webhookRequest(ctx, h, op, sub, obj, old, writeOptionsFor(ctx, op))
@@ -333,7 +398,7 @@ func (s *Server) mutatingWebhooks(ctx context.Context, h *resourceHandler, op ad
 // for a delete (options are then its DeleteOptions).
 func (s *Server) validatingWebhooks(ctx context.Context, h *resourceHandler, op admissionv1.Operation, sub string, obj, old, options runtime.Object) error {
 	set := s.validatingHooks.current()
-	if !set.MayCall(op, h.gvr(), sub) {
+	if !set.MayCall(op, h.gvr(), sub, gvrsOf(s.otherVersions(h))...) {
 		return nil
 	}
 	if options == nil {
@@ -355,7 +420,7 @@ func (s *Server) deleteWebhooks(ctx context.Context, h *resourceHandler, old run
 		o.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}
 		options = o
 	}
-	if set := s.mutatingHooks.current(); set.MayCall(admissionv1.Delete, h.gvr(), "") {
+	if set := s.mutatingHooks.current(); set.MayCall(admissionv1.Delete, h.gvr(), "", gvrsOf(s.otherVersions(h))...) {
 		req, ok, err := s.webhookRequest(ctx, h, admissionv1.Delete, "", nil, old, options)
 		if err != nil {
 			return err
@@ -396,7 +461,7 @@ func (s *Server) objectWebhooks(ctx context.Context, h *resourceHandler, op admi
 	}
 	req := s.newWebhookRequest(ctx, ri, webhook.Attributes{Operation: op, Kind: kind, Resource: h.gvr(), SubResource: ri.subresource,
 		Name: ri.name, Namespace: ri.namespace, Object: obj, Options: options})
-	req.Decode = func(data []byte) (runtime.Object, error) {
+	req.Decode = func(data []byte, _ schema.GroupVersionKind) (runtime.Object, error) {
 		out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object)
 		if err := json.Unmarshal(data, out); err != nil {
 			return nil, err

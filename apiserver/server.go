@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"minik/apiserver/fieldmanager"
 	"minik/apiserver/openapi"
@@ -116,6 +117,8 @@ var optionalAdmissionPlugins = []string{ServiceAccountPlugin}
 type Server struct {
 	cfg      Config
 	handlers map[string]*resourceHandler // by "group/version/resource"
+	// versions are the built-in handlers of each resource, one a version.
+	versions map[schema.GroupResource][]*resourceHandler
 	groups   []groupVersions
 	router   *mux.Router
 	ready    chan struct{}
@@ -277,6 +280,10 @@ func New(cfg Config) (*Server, error) {
 			fieldKinds = append(fieldKinds, res)
 		}
 		s.handlers[res.Group+"/"+res.Version+"/"+res.Resource] = h
+		if s.versions == nil {
+			s.versions = map[schema.GroupResource][]*resourceHandler{}
+		}
+		s.versions[res.GroupResource()] = append(s.versions[res.GroupResource()], h)
 		s.addGroupVersion(res)
 		verbs := res.ServedVerbs()
 		openapiResources = append(openapiResources, openapi.Resource{Group: res.Group, Version: res.Version, Kind: res.Kind,

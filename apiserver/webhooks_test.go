@@ -12,6 +12,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,6 +69,8 @@ func (ws *webhookServer) serve(w http.ResponseWriter, r *http.Request) {
 		} else {
 			jsonPatch(`[{"op":"replace","path":"/metadata/annotations/seen-mutated","value":"` + obj.Labels["mutated"] + `"}]`)
 		}
+	case "/hpa-behavior": // only autoscaling/v2 has spec.behavior
+		jsonPatch(`[{"op":"add","path":"/spec/behavior","value":{"scaleDown":{"stabilizationWindowSeconds":60}}}]`)
 	case "/warn":
 		resp.Warnings = []string{"configmaps are better with labels"}
 	case "/slow":
@@ -493,4 +497,75 @@ func TestAdmissionWebhooksSubresources(t *testing.T) {
 			t.Errorf("the refused eviction removed the pod: %v", err)
 		}
 	})
+}
+
+// TestAdmissionWebhooksEquivalent: a matchPolicy Equivalent webhook whose
+// rule names autoscaling/v2 sees a create made through autoscaling/v1 in
+// v2, is told the request's version, and patches it in v2; an Exact one
+// is not called.
+func TestAdmissionWebhooksEquivalent(t *testing.T) {
+	ts := startTestServer(t)
+	ctx := t.Context()
+	ws := startWebhookServer(t)
+	cs := kubernetes.NewForConfigOrDie(ts.restConfig(t))
+	v2Rule := func(h admissionregistrationv1.ValidatingWebhook, policy admissionregistrationv1.MatchPolicyType) admissionregistrationv1.ValidatingWebhook {
+		h.Rules[0].APIGroups, h.Rules[0].APIVersions = []string{"autoscaling"}, []string{"v2"}
+		h.MatchPolicy = &policy
+		return h
+	}
+	hpas := []string{"horizontalpodautoscalers"}
+	create := admissionregistrationv1.Create
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "hpa"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{
+			v2Rule(ws.ruleHook("equivalent.example.com", "/seen", hpas, create), admissionregistrationv1.Equivalent),
+			v2Rule(ws.ruleHook("exact.example.com", "/exact", hpas, create), admissionregistrationv1.Exact)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mutate := mutatingOf(v2Rule(ws.ruleHook("behavior.example.com", "/hpa-behavior", hpas, create), admissionregistrationv1.Equivalent),
+		admissionregistrationv1.NeverReinvocationPolicy)
+	mutate.MatchPolicy = ptr.To(admissionregistrationv1.Equivalent)
+	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "hpa"}, Webhooks: []admissionregistrationv1.MutatingWebhook{mutate}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForHooks(t, ts.srv.validatingHooks, 2)
+	waitForHooks(t, ts.srv.mutatingHooks, 1)
+
+	hpa := &autoscalingv1.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: autoscalingv1.HorizontalPodAutoscalerSpec{MaxReplicas: 3, TargetCPUUtilizationPercentage: ptr.To[int32](50),
+			ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}}
+	if _, err := cs.AutoscalingV1().HorizontalPodAutoscalers("default").Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v2 := metav1.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}
+	v1 := metav1.GroupVersionResource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"}
+	for _, path := range []string{"/seen", "/hpa-behavior"} {
+		got := ws.received(path)
+		if len(got) != 1 {
+			t.Fatalf("%s got %d reviews, want 1", path, len(got))
+		}
+		r := got[0]
+		if r.Resource != v2 || r.Kind != (metav1.GroupVersionKind{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"}) ||
+			r.RequestResource == nil || *r.RequestResource != v1 || r.RequestKind == nil || r.RequestKind.Version != "v1" {
+			t.Errorf("%s review: resource %v kind %v requestResource %v requestKind %v", path, r.Resource, r.Kind, r.RequestResource, r.RequestKind)
+		}
+		var obj autoscalingv2.HorizontalPodAutoscaler
+		if err := json.Unmarshal(r.Object.Raw, &obj); err != nil || obj.APIVersion != "autoscaling/v2" || len(obj.Spec.Metrics) != 1 ||
+			obj.Spec.Metrics[0].Resource == nil || *obj.Spec.Metrics[0].Resource.Target.AverageUtilization != 50 {
+			t.Errorf("%s object %s, want the v2 form of the v1 request", path, r.Object.Raw)
+		}
+	}
+	// The validating webhook runs after the mutating one: it saw the patch.
+	if r := ws.received("/seen"); len(r) == 1 && !strings.Contains(string(r[0].Object.Raw), `"stabilizationWindowSeconds":60`) {
+		t.Errorf("the validating webhook saw %s, without the mutating webhook's behavior", r[0].Object.Raw)
+	}
+	if n := len(ws.received("/exact")); n != 0 {
+		t.Errorf("an Exact webhook naming v2 got %d reviews of a v1 request", n)
+	}
+	stored, err := cs.AutoscalingV2().HorizontalPodAutoscalers("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || stored.Spec.Behavior == nil || stored.Spec.Behavior.ScaleDown == nil ||
+		ptr.Deref(stored.Spec.Behavior.ScaleDown.StabilizationWindowSeconds, 0) != 60 {
+		t.Errorf("stored %+v, %v: want the v2 patch's behavior", stored.Spec.Behavior, err)
+	}
 }

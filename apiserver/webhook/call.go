@@ -102,21 +102,21 @@ func reviewVersion(h *Hook) string {
 	return "v1"
 }
 
-// call sends one AdmissionReview with obj (the current object) and
-// returns the webhook's response, checked as upstream checks it.
-func (c *Caller) call(ctx context.Context, h *Hook, a *Attributes, obj runtime.Object) (*admissionv1.AdmissionResponse, error) {
+// call sends one AdmissionReview of a (its objects already in inv's
+// version) and returns the webhook's response, checked as upstream
+// checks it. kind and resource are those the webhook's rule named;
+// requestKind and requestResource those of the client's request.
+func (c *Caller) call(ctx context.Context, h *Hook, inv *invocation, a *Attributes) (*admissionv1.AdmissionResponse, error) {
 	version := reviewVersion(h)
 	req := &admissionv1.AdmissionRequest{
-		UID: types.UID(uuid.NewString()),
-		// minik calls each webhook in the version it was asked in; upstream
-		// converts under matchPolicy Equivalent, which minik does not.
-		Kind: metav1.GroupVersionKind(a.Kind), Resource: metav1.GroupVersionResource(a.Resource), SubResource: a.SubResource,
+		UID:  types.UID(uuid.NewString()),
+		Kind: metav1.GroupVersionKind(inv.Kind), Resource: metav1.GroupVersionResource(inv.Resource), SubResource: a.SubResource,
 		RequestKind: ptrTo(metav1.GroupVersionKind(a.Kind)), RequestResource: ptrTo(metav1.GroupVersionResource(a.Resource)),
 		RequestSubResource: a.SubResource,
 		Name:               a.Name, Namespace: a.Namespace, Operation: a.Operation, UserInfo: a.UserInfo, DryRun: ptrTo(a.DryRun),
 	}
 	var err error
-	if req.Object.Raw, err = rawJSON(obj); err != nil {
+	if req.Object.Raw, err = rawJSON(a.Object); err != nil {
 		return nil, err
 	}
 	if req.OldObject.Raw, err = rawJSON(a.OldObject); err != nil {

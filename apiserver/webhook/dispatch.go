@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Request is what one dispatch needs beside the webhooks.
@@ -22,9 +23,29 @@ type Request struct {
 	Attributes
 	// Warn receives the webhooks' warnings (Warning headers).
 	Warn func(string)
-	// Decode turns a patched object (JSON) back into the object's type,
-	// defaulted, with its apiVersion and kind set (mutating only).
-	Decode func([]byte) (runtime.Object, error)
+	// Decode turns a patched object (JSON of kind, the request's or an
+	// equivalent's) back into that kind's type, defaulted, with its
+	// apiVersion and kind set (mutating only).
+	Decode func(data []byte, kind schema.GroupVersionKind) (runtime.Object, error)
+	// Convert turns an object of the request (in any of its versions)
+	// into the version of kind; needed only with Equivalents.
+	Convert func(obj runtime.Object, kind schema.GroupVersionKind) (runtime.Object, error)
+}
+
+// as returns obj in the version of kind, converting it when it is in
+// another (a matchPolicy Equivalent webhook named that version).
+func (r *Request) as(obj runtime.Object, kind schema.GroupVersionKind) (runtime.Object, error) {
+	if obj == nil || obj.GetObjectKind().GroupVersionKind() == kind {
+		return obj, nil
+	}
+	if r.Convert == nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("no conversion of %s to %s", obj.GetObjectKind().GroupVersionKind(), kind))
+	}
+	out, err := r.Convert(obj, kind)
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("converting to %s: %w", kind, err))
+	}
+	return out, nil
 }
 
 // Mutate calls the matching webhooks of set one after another, each on
@@ -67,7 +88,8 @@ func (c *Caller) Mutate(ctx context.Context, set *Set, req *Request) (runtime.Ob
 			break
 		}
 	}
-	return obj, nil
+	// Patched through an equivalent version: back to the request's.
+	return req.as(obj, req.Kind)
 }
 
 // mutateOnce calls h if it matches and applies its patch; out is obj
@@ -75,10 +97,18 @@ func (c *Caller) Mutate(ctx context.Context, set *Set, req *Request) (runtime.Ob
 func (c *Caller) mutateOnce(ctx context.Context, h *Hook, req *Request, obj runtime.Object) (out runtime.Object, called, changed bool, err error) {
 	a := req.Attributes
 	a.Object = obj
-	if call, err := c.shouldCall(h, &a); err != nil || !call {
+	inv, err := c.shouldCall(h, &a)
+	if err != nil || inv == nil {
 		return obj, false, false, err
 	}
-	resp, err := c.call(ctx, h, &a, obj)
+	if a.Object, err = req.as(obj, inv.Kind); err != nil {
+		return nil, true, false, err
+	}
+	if a.OldObject, err = req.as(a.OldObject, inv.Kind); err != nil {
+		return nil, true, false, err
+	}
+	obj = a.Object
+	resp, err := c.call(ctx, h, inv, &a)
 	if err != nil {
 		return obj, true, false, c.failure(h, err)
 	}
@@ -101,7 +131,7 @@ func (c *Caller) mutateOnce(ctx context.Context, h *Hook, req *Request, obj runt
 	if err != nil {
 		return nil, true, false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q returned a JSON patch that does not apply: %w", h.Name, err))
 	}
-	patched, err := req.Decode(after)
+	patched, err := req.Decode(after, inv.Kind)
 	if err != nil {
 		return nil, true, false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q patched the object into one that does not decode: %w", h.Name, err))
 	}
@@ -122,15 +152,22 @@ func (c *Caller) Validate(ctx context.Context, set *Set, req *Request) error {
 	var wg sync.WaitGroup
 	for i, h := range set.Hooks {
 		a := req.Attributes
-		call, err := c.shouldCall(h, &a)
-		if err != nil || !call {
+		inv, err := c.shouldCall(h, &a)
+		if err != nil || inv == nil {
+			errs[i] = err
+			continue
+		}
+		if a.Object, err = req.as(a.Object, inv.Kind); err == nil {
+			a.OldObject, err = req.as(a.OldObject, inv.Kind)
+		}
+		if err != nil {
 			errs[i] = err
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := c.call(ctx, h, &a, a.Object)
+			resp, err := c.call(ctx, h, inv, &a)
 			if err != nil {
 				errs[i] = c.failure(h, err)
 				return
@@ -154,17 +191,18 @@ func firstNonNil(errs []error) error {
 	return nil
 }
 
-// shouldCall matches h against the request, and refuses a dry run for a
-// webhook that may have side effects (upstream's 400).
-func (c *Caller) shouldCall(h *Hook, a *Attributes) (bool, error) {
-	ok, err := h.matches(a)
+// shouldCall matches h against the request (nil: not called), and
+// refuses a dry run for a webhook that may have side effects (upstream's
+// 400).
+func (c *Caller) shouldCall(h *Hook, a *Attributes) (*invocation, error) {
+	inv, err := h.matches(a)
 	if err != nil {
-		return false, apierrors.NewInternalError(err)
+		return nil, apierrors.NewInternalError(err)
 	}
-	if ok && a.DryRun && !h.NoSideEffectsOnDryRun {
-		return false, apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", h.Name))
+	if inv != nil && a.DryRun && !h.NoSideEffectsOnDryRun {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", h.Name))
 	}
-	return ok, nil
+	return inv, nil
 }
 
 // failure applies the failure policy to an error calling h: Ignore goes

@@ -37,6 +37,10 @@ type Hook struct {
 	ReviewVersions        []string
 	// Reinvoke is reinvocationPolicy IfNeeded (mutating webhooks).
 	Reinvoke bool
+	// Equivalent is matchPolicy Equivalent: a rule naming another version
+	// of the request's resource matches too, and the webhook gets the
+	// object in that version.
+	Equivalent bool
 }
 
 // Set is the webhooks of every configuration of one kind, in the order
@@ -53,7 +57,7 @@ func Validating(configs []*admissionregistrationv1.ValidatingWebhookConfiguratio
 		func(c *admissionregistrationv1.ValidatingWebhookConfiguration, add func(*Hook, error)) {
 			for _, w := range c.Webhooks {
 				add(compile(c.Name, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.SideEffects,
-					w.NamespaceSelector, w.ObjectSelector, w.TimeoutSeconds, w.AdmissionReviewVersions, nil))
+					w.NamespaceSelector, w.ObjectSelector, w.TimeoutSeconds, w.AdmissionReviewVersions, w.MatchPolicy, nil))
 			}
 		})
 }
@@ -64,7 +68,7 @@ func Mutating(configs []*admissionregistrationv1.MutatingWebhookConfiguration) (
 		func(c *admissionregistrationv1.MutatingWebhookConfiguration, add func(*Hook, error)) {
 			for _, w := range c.Webhooks {
 				add(compile(c.Name, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.SideEffects,
-					w.NamespaceSelector, w.ObjectSelector, w.TimeoutSeconds, w.AdmissionReviewVersions, w.ReinvocationPolicy))
+					w.NamespaceSelector, w.ObjectSelector, w.TimeoutSeconds, w.AdmissionReviewVersions, w.MatchPolicy, w.ReinvocationPolicy))
 			}
 		})
 }
@@ -88,7 +92,8 @@ func compileSet[C any](configs []C, name func(C) string, webhooks func(C, func(*
 
 func compile(config, name string, cc admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations,
 	failure *admissionregistrationv1.FailurePolicyType, sideEffects *admissionregistrationv1.SideEffectClass,
-	nsSel, objSel *metav1.LabelSelector, timeout *int32, versions []string, reinvoke *admissionregistrationv1.ReinvocationPolicyType) (*Hook, error) {
+	nsSel, objSel *metav1.LabelSelector, timeout *int32, versions []string, matchPolicy *admissionregistrationv1.MatchPolicyType,
+	reinvoke *admissionregistrationv1.ReinvocationPolicyType) (*Hook, error) {
 	h := &Hook{Configuration: config, Name: name, ClientConfig: cc, Rules: rules, TimeoutSeconds: 10, ReviewVersions: versions}
 	h.FailOpen = failure != nil && *failure == admissionregistrationv1.Ignore
 	h.NoSideEffectsOnDryRun = sideEffects != nil &&
@@ -97,6 +102,7 @@ func compile(config, name string, cc admissionregistrationv1.WebhookClientConfig
 		h.TimeoutSeconds = *timeout
 	}
 	h.Reinvoke = reinvoke != nil && *reinvoke == admissionregistrationv1.IfNeededReinvocationPolicy
+	h.Equivalent = matchPolicy != nil && *matchPolicy == admissionregistrationv1.Equivalent
 	var err error
 	if h.NamespaceSelector, err = selector(nsSel); err != nil {
 		return h, fmt.Errorf("webhook %q of %s: namespaceSelector: %w", name, config, err)

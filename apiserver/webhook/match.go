@@ -35,6 +35,23 @@ type Attributes struct {
 	// NamespaceLabels returns the labels of the request's namespace; it
 	// is called only when a webhook has a namespace selector.
 	NamespaceLabels func() (map[string]string, error)
+	// Equivalents are the other versions the apiserver serves of
+	// Resource, through which a matchPolicy Equivalent webhook matches.
+	Equivalents []Equivalent
+}
+
+// Equivalent is another version of the request's resource, with the
+// kind of the request's object (for its subresource) in that version.
+type Equivalent struct {
+	Resource schema.GroupVersionResource
+	Kind     schema.GroupVersionKind
+}
+
+// invocation is how a webhook is called: the resource its rule named
+// and the kind the object is sent as.
+type invocation struct {
+	Resource schema.GroupVersionResource
+	Kind     schema.GroupVersionKind
 }
 
 // exempt reports the requests no webhook is called for: writes of the
@@ -46,9 +63,10 @@ func (a *Attributes) exempt() bool {
 }
 
 // ruleMatches is upstream's rules.Matcher: operation, group, version,
-// resource/subresource and scope.
-func ruleMatches(r *admissionregistrationv1.RuleWithOperations, a *Attributes) bool {
-	if !ruleNames(r, a.Operation, a.Resource, a.SubResource) {
+// resource/subresource (res standing for the request's resource) and
+// scope.
+func ruleMatches(r *admissionregistrationv1.RuleWithOperations, a *Attributes, res schema.GroupVersionResource) bool {
+	if !ruleNames(r, a.Operation, res, a.SubResource) {
 		return false
 	}
 	if r.Scope == nil || *r.Scope == admissionregistrationv1.AllScopes {
@@ -62,6 +80,29 @@ func ruleMatches(r *admissionregistrationv1.RuleWithOperations, a *Attributes) b
 		return isNamespace || a.Namespace == ""
 	}
 	return false
+}
+
+// invocationFor is upstream's rule match under the hook's matchPolicy:
+// a rule naming the request's resource wins; else, for Equivalent, the
+// first rule (in order) naming one of its other versions, whose kind
+// the webhook then gets.
+func (h *Hook) invocationFor(a *Attributes) (*invocation, bool) {
+	for i := range h.Rules {
+		if ruleMatches(&h.Rules[i], a, a.Resource) {
+			return &invocation{Resource: a.Resource, Kind: a.Kind}, true
+		}
+	}
+	if !h.Equivalent {
+		return nil, false
+	}
+	for i := range h.Rules {
+		for _, eq := range a.Equivalents {
+			if ruleMatches(&h.Rules[i], a, eq.Resource) {
+				return &invocation{Resource: eq.Resource, Kind: eq.Kind}, true
+			}
+		}
+	}
+	return nil, false
 }
 
 // ruleNames is the part of a rule that needs no object: operation,
@@ -87,9 +128,10 @@ func ruleNames(r *admissionregistrationv1.RuleWithOperations, op admissionv1.Ope
 }
 
 // MayCall reports whether a webhook of s has a rule naming op on res
-// and sub: when none has, the caller need not build the request (a
-// copy of the object in the client's version) at all.
-func (s *Set) MayCall(op admissionv1.Operation, res schema.GroupVersionResource, sub string) bool {
+// and sub, or (for a matchPolicy Equivalent webhook) on one of others,
+// the other versions of res: when none has, the caller need not build
+// the request (a copy of the object in the client's version) at all.
+func (s *Set) MayCall(op admissionv1.Operation, res schema.GroupVersionResource, sub string, others ...schema.GroupVersionResource) bool {
 	if s == nil {
 		return false
 	}
@@ -97,6 +139,14 @@ func (s *Set) MayCall(op admissionv1.Operation, res schema.GroupVersionResource,
 		for i := range h.Rules {
 			if ruleNames(&h.Rules[i], op, res, sub) {
 				return true
+			}
+			if !h.Equivalent {
+				continue
+			}
+			for _, o := range others {
+				if ruleNames(&h.Rules[i], op, o, sub) {
+					return true
+				}
 			}
 		}
 	}
@@ -112,30 +162,25 @@ func oneOf(list []string, v string) bool {
 	return false
 }
 
-// matches decides whether h is called for a: a rule matches, the object
-// selector selects the new or the old object, and the namespace selector
-// selects the request's namespace (cluster-scoped objects other than
-// namespaces always pass it). A failed namespace lookup is an error.
-func (h *Hook) matches(a *Attributes) (bool, error) {
-	matched := false
-	for i := range h.Rules {
-		if ruleMatches(&h.Rules[i], a) {
-			matched = true
-			break
-		}
-	}
-	if !matched {
-		return false, nil
+// matches decides whether h is called for a, and how: a rule matches,
+// the object selector selects the new or the old object, and the
+// namespace selector selects the request's namespace (cluster-scoped
+// objects other than namespaces always pass it). A failed namespace
+// lookup is an error.
+func (h *Hook) matches(a *Attributes) (*invocation, error) {
+	inv, ok := h.invocationFor(a)
+	if !ok {
+		return nil, nil
 	}
 	if !h.ObjectSelector.Empty() && !selects(h.ObjectSelector, a.Object) && !selects(h.ObjectSelector, a.OldObject) {
-		return false, nil
+		return nil, nil
 	}
 	if h.NamespaceSelector.Empty() {
-		return true, nil
+		return inv, nil
 	}
 	isNamespace := a.Resource.Group == "" && a.Resource.Resource == "namespaces"
 	if a.Namespace == "" && !isNamespace {
-		return true, nil
+		return inv, nil
 	}
 	var nsLabels map[string]string
 	if isNamespace && a.SubResource == "" && (a.Operation == admissionv1.Create || a.Operation == admissionv1.Update) {
@@ -143,16 +188,19 @@ func (h *Hook) matches(a *Attributes) (bool, error) {
 		// namespace has not got them yet).
 		m, err := meta.Accessor(a.Object)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		nsLabels = m.GetLabels()
 	} else {
 		var err error
 		if nsLabels, err = a.NamespaceLabels(); err != nil {
-			return false, err
+			return nil, err
 		}
 	}
-	return h.NamespaceSelector.Matches(labels.Set(nsLabels)), nil
+	if !h.NamespaceSelector.Matches(labels.Set(nsLabels)) {
+		return nil, nil
+	}
+	return inv, nil
 }
 
 func selects(sel labels.Selector, obj runtime.Object) bool {

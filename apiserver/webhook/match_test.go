@@ -46,7 +46,7 @@ func TestRuleMatches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ruleMatches(&tt.rule, tt.attr); got != tt.want {
+			if got := ruleMatches(&tt.rule, tt.attr, tt.attr.Resource); got != tt.want {
 				t.Errorf("ruleMatches = %v, want %v", got, tt.want)
 			}
 		})
@@ -80,5 +80,33 @@ func TestSetMayCall(t *testing.T) {
 	}
 	if (*Set)(nil).MayCall(admissionv1.Create, pods, "") {
 		t.Error("a nil Set may call")
+	}
+}
+
+// Under matchPolicy Equivalent a rule naming another version of the
+// resource may match, so MayCall must say so; under Exact it must not.
+func TestSetMayCallEquivalent(t *testing.T) {
+	v1 := schema.GroupVersionResource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"}
+	v2 := v1
+	v2.Version = "v2"
+	rules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"autoscaling"}, APIVersions: []string{"v2"}, Resources: []string{"horizontalpodautoscalers"}},
+	}}
+	equivalent := &Set{Hooks: []*Hook{{Rules: rules, Equivalent: true}}}
+	exact := &Set{Hooks: []*Hook{{Rules: rules}}}
+	if !equivalent.MayCall(admissionv1.Create, v1, "", v2) {
+		t.Error("an Equivalent rule naming v2 may not call on a v1 create")
+	}
+	if exact.MayCall(admissionv1.Create, v1, "", v2) {
+		t.Error("an Exact rule naming v2 may call on a v1 create")
+	}
+	if equivalent.MayCall(admissionv1.Create, v1, "") {
+		t.Error("an Equivalent rule may call when the resource has no other version")
+	}
+	a := &Attributes{Operation: admissionv1.Create, Resource: v1, Namespace: "default",
+		Equivalents: []Equivalent{{Resource: v2, Kind: schema.GroupVersionKind{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"}}}}
+	if inv, ok := equivalent.Hooks[0].invocationFor(a); !ok || inv.Resource != v2 || inv.Kind.Version != "v2" {
+		t.Errorf("invocation %+v, %v: want the webhook called in v2", inv, ok)
 	}
 }
