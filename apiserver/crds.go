@@ -3,10 +3,8 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"log/slog"
 	"maps"
-	"minik/apiserver/fieldmanager"
 	"net/http"
 	"slices"
 	"sort"
@@ -22,9 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"minik/apiserver/crd"
+	"minik/apiserver/fieldmanager"
 	"minik/apiserver/openapi"
 	"minik/apiserver/registry"
 	"minik/apiserver/storage"
