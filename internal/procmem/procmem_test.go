@@ -1,7 +1,6 @@
 package procmem
 
 import (
-	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // rssFileKB reads this process's resident file-backed memory.
