@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -65,25 +64,23 @@ type webhookConfigs struct {
 }
 
 func newWebhookConfigs(mutating bool) *webhookConfigs {
-	c := &webhookConfigs{objs: map[string]runtime.Object{}}
+	c := &webhookConfigs{objs: map[string]runtime.Object{}, compile: compileAs(webhook.Validating)}
 	if mutating {
-		c.compile = func(objs []runtime.Object) (*webhook.Set, error) {
-			var list []*admissionregistrationv1.MutatingWebhookConfiguration
-			for _, o := range objs {
-				list = append(list, o.(*admissionregistrationv1.MutatingWebhookConfiguration))
-			}
-			return webhook.Mutating(list)
-		}
-	} else {
-		c.compile = func(objs []runtime.Object) (*webhook.Set, error) {
-			var list []*admissionregistrationv1.ValidatingWebhookConfiguration
-			for _, o := range objs {
-				list = append(list, o.(*admissionregistrationv1.ValidatingWebhookConfiguration))
-			}
-			return webhook.Validating(list)
-		}
+		c.compile = compileAs(webhook.Mutating)
 	}
 	return c
+}
+
+// compileAs adapts a compiler of one kind of configuration to the
+// stored objects.
+func compileAs[C runtime.Object](compile func([]C) (*webhook.Set, error)) func([]runtime.Object) (*webhook.Set, error) {
+	return func(objs []runtime.Object) (*webhook.Set, error) {
+		list := make([]C, len(objs))
+		for i, o := range objs {
+			list[i] = o.(C)
+		}
+		return compile(list)
+	}
 }
 
 func (c *webhookConfigs) reset(items []runtime.Object, _ int64) {
@@ -189,12 +186,17 @@ func (s *Server) otherVersions(h *resourceHandler) []*resourceHandler {
 	return out
 }
 
-func gvrsOf(hs []*resourceHandler) []schema.GroupVersionResource {
-	out := make([]schema.GroupVersionResource, len(hs))
-	for i, o := range hs {
-		out[i] = o.gvr()
+// otherVersionsOf returns, for Set.MayCall, what finds the resources of
+// otherVersions(h).
+func (s *Server) otherVersionsOf(h *resourceHandler) func() []schema.GroupVersionResource {
+	return func() []schema.GroupVersionResource {
+		hs := s.otherVersions(h)
+		out := make([]schema.GroupVersionResource, len(hs))
+		for i, o := range hs {
+			out[i] = o.gvr()
+		}
+		return out
 	}
-	return out
 }
 
 // kindOf is the kind of h's object, or of its subresource sub, as
@@ -215,11 +217,10 @@ func (h *resourceHandler) view(obj runtime.Object, sub string) (runtime.Object, 
 	if sub == "scale" {
 		return h.scaleOf(obj)
 	}
-	v, err := h.out(obj.DeepCopyObject())
+	v, err := h.out(obj.DeepCopyObject()) // a copy or a conversion of one: obj stays as it is
 	if err != nil {
 		return nil, err
 	}
-	v = v.DeepCopyObject()
 	v.GetObjectKind().SetGroupVersionKind(h.kindOf(""))
 	return v, nil
 }
@@ -364,7 +365,7 @@ func writeOptionsFor(ctx context.Context, op admissionv1.Operation) runtime.Obje
 // changed says whether any webhook patched it.
 func (s *Server) mutatingWebhooks(ctx context.Context, h *resourceHandler, op admissionv1.Operation, sub string, obj, old runtime.Object) (changed bool, err error) {
 	set := s.mutatingHooks.current()
-	if !set.MayCall(op, h.gvr(), sub, gvrsOf(s.otherVersions(h))...) {
+	if !set.MayCall(op, h.gvr(), sub, s.otherVersionsOf(h)) {
 		return false, nil
 	}
 	req, ok, err := s.webhookRequest(ctx, h, op, sub, obj, old, writeOptionsFor(ctx, op))
@@ -398,7 +399,7 @@ func (s *Server) mutatingWebhooks(ctx context.Context, h *resourceHandler, op ad
 // for a delete (options are then its DeleteOptions).
 func (s *Server) validatingWebhooks(ctx context.Context, h *resourceHandler, op admissionv1.Operation, sub string, obj, old, options runtime.Object) error {
 	set := s.validatingHooks.current()
-	if !set.MayCall(op, h.gvr(), sub, gvrsOf(s.otherVersions(h))...) {
+	if !set.MayCall(op, h.gvr(), sub, s.otherVersionsOf(h)) {
 		return nil
 	}
 	if options == nil {
@@ -420,7 +421,7 @@ func (s *Server) deleteWebhooks(ctx context.Context, h *resourceHandler, old run
 		o.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}
 		options = o
 	}
-	if set := s.mutatingHooks.current(); set.MayCall(admissionv1.Delete, h.gvr(), "", gvrsOf(s.otherVersions(h))...) {
+	if set := s.mutatingHooks.current(); set.MayCall(admissionv1.Delete, h.gvr(), "", s.otherVersionsOf(h)) {
 		req, ok, err := s.webhookRequest(ctx, h, admissionv1.Delete, "", nil, old, options)
 		if err != nil {
 			return err
@@ -448,8 +449,8 @@ func (s *Server) objectWebhooks(ctx context.Context, h *resourceHandler, op admi
 		return obj, nil
 	}
 	mutating, validating := s.mutatingHooks.current(), s.validatingHooks.current()
-	callMutating := mutating.MayCall(op, h.gvr(), ri.subresource)
-	callValidating := validating.MayCall(op, h.gvr(), ri.subresource)
+	callMutating := mutating.MayCall(op, h.gvr(), ri.subresource, nil)
+	callValidating := validating.MayCall(op, h.gvr(), ri.subresource, nil)
 	if !callMutating && !callValidating {
 		return obj, nil
 	}

@@ -128,22 +128,29 @@ func ruleNames(r *admissionregistrationv1.RuleWithOperations, op admissionv1.Ope
 }
 
 // MayCall reports whether a webhook of s has a rule naming op on res
-// and sub, or (for a matchPolicy Equivalent webhook) on one of others,
-// the other versions of res: when none has, the caller need not build
-// the request (a copy of the object in the client's version) at all.
-func (s *Set) MayCall(op admissionv1.Operation, res schema.GroupVersionResource, sub string, others ...schema.GroupVersionResource) bool {
+// and sub, or (for a matchPolicy Equivalent webhook) on one of the other
+// versions of res that others returns (nil: none; asked only if such a
+// webhook is there): when none has, the caller need not build the
+// request (a copy of the object in the client's version) at all. Every
+// write asks, so a Set without webhooks answers without any work.
+func (s *Set) MayCall(op admissionv1.Operation, res schema.GroupVersionResource, sub string, others func() []schema.GroupVersionResource) bool {
 	if s == nil {
 		return false
 	}
+	var otherVersions []schema.GroupVersionResource
+	asked := false
 	for _, h := range s.Hooks {
 		for i := range h.Rules {
 			if ruleNames(&h.Rules[i], op, res, sub) {
 				return true
 			}
-			if !h.Equivalent {
+			if !h.Equivalent || others == nil {
 				continue
 			}
-			for _, o := range others {
+			if !asked {
+				otherVersions, asked = others(), true
+			}
+			for _, o := range otherVersions {
 				if ruleNames(&h.Rules[i], op, o, sub) {
 					return true
 				}

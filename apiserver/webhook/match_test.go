@@ -74,11 +74,11 @@ func TestSetMayCall(t *testing.T) {
 		{admissionv1.Create, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "pods"}, "", false},
 	}
 	for _, tc := range cases {
-		if got := set.MayCall(tc.op, tc.res, tc.sub); got != tc.want {
+		if got := set.MayCall(tc.op, tc.res, tc.sub, nil); got != tc.want {
 			t.Errorf("MayCall(%s %s/%s) = %v, want %v", tc.op, tc.res, tc.sub, got, tc.want)
 		}
 	}
-	if (*Set)(nil).MayCall(admissionv1.Create, pods, "") {
+	if (*Set)(nil).MayCall(admissionv1.Create, pods, "", nil) {
 		t.Error("a nil Set may call")
 	}
 }
@@ -95,13 +95,13 @@ func TestSetMayCallEquivalent(t *testing.T) {
 	}}
 	equivalent := &Set{Hooks: []*Hook{{Rules: rules, Equivalent: true}}}
 	exact := &Set{Hooks: []*Hook{{Rules: rules}}}
-	if !equivalent.MayCall(admissionv1.Create, v1, "", v2) {
+	if !equivalent.MayCall(admissionv1.Create, v1, "", func() []schema.GroupVersionResource { return []schema.GroupVersionResource{v2} }) {
 		t.Error("an Equivalent rule naming v2 may not call on a v1 create")
 	}
-	if exact.MayCall(admissionv1.Create, v1, "", v2) {
+	if exact.MayCall(admissionv1.Create, v1, "", func() []schema.GroupVersionResource { return []schema.GroupVersionResource{v2} }) {
 		t.Error("an Exact rule naming v2 may call on a v1 create")
 	}
-	if equivalent.MayCall(admissionv1.Create, v1, "") {
+	if equivalent.MayCall(admissionv1.Create, v1, "", nil) {
 		t.Error("an Equivalent rule may call when the resource has no other version")
 	}
 	a := &Attributes{Operation: admissionv1.Create, Resource: v1, Namespace: "default",
