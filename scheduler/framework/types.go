@@ -2,6 +2,7 @@ package framework
 
 import (
 	"strings"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -168,6 +169,8 @@ type AffinityTerm struct {
 	NamespaceSelector labels.Selector
 	Selector          labels.Selector
 	TopologyKey       string
+	// key names what Matches reads, for MatchMemo.
+	key unique.Handle[string]
 }
 
 // Matches reports whether pod (in a namespace with labels nsLabels)
@@ -200,11 +203,14 @@ type PodInfo struct {
 	ParseError error
 	// ControllerUID is the UID of the pod's controller, "" if it has none.
 	ControllerUID types.UID
+	// labelsKey names the pod's namespace and labels, for MatchMemo.
+	labelsKey unique.Handle[string]
 }
 
 // NewPodInfo computes a PodInfo.
 func NewPodInfo(pod *corev1.Pod) *PodInfo {
-	pi := &PodInfo{Pod: pod, Requests: PodRequests(pod, false), NonZeroRequests: PodRequests(pod, true)}
+	pi := &PodInfo{Pod: pod, Requests: PodRequests(pod, false), NonZeroRequests: PodRequests(pod, true),
+		labelsKey: labelsKey(pod)}
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		pi.ControllerUID = ref.UID
 	}
@@ -280,6 +286,7 @@ func newAffinityTerm(pod *corev1.Pod, t *corev1.PodAffinityTerm) (AffinityTerm, 
 	if len(t.Namespaces) == 0 && t.NamespaceSelector == nil {
 		at.Namespaces.Insert(pod.Namespace)
 	}
+	at.key = termKey(&at, t.LabelSelector == nil)
 	return at, nil
 }
 

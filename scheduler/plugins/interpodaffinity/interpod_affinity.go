@@ -21,7 +21,6 @@ package interpodaffinity
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"minik/scheduler/framework"
 )
@@ -68,9 +67,9 @@ func (*InterPodAffinity) Name() string { return Name }
 type topologyPair struct{ key, value string }
 
 type preFilterState struct {
-	pod      *framework.PodInfo
-	podNS    labels.Set                 // the labels of the pod's namespace
-	nsLabels func(ns string) labels.Set // any namespace's labels
+	pod *framework.PodInfo
+	// matches matches terms once per namespace and label set.
+	matches *framework.MatchMemo
 	// existingAnti counts, per domain, running pods whose required
 	// anti-affinity matches the incoming pod.
 	existingAnti map[topologyPair]int64
@@ -88,12 +87,11 @@ func (*InterPodAffinity) PreFilter(state *framework.CycleState, pod *corev1.Pod,
 	if pi.ParseError != nil {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pi.ParseError.Error())
 	}
-	podNS := snap.NamespaceLabels(pod.Namespace)
 	withAnti := snap.HavePodsWithRequiredAntiAffinityList()
-	s := &preFilterState{pod: pi, podNS: podNS, nsLabels: snap.NamespaceLabels, existingAnti: make(map[topologyPair]int64)}
 	if len(pi.RequiredAffinityTerms) == 0 && len(pi.RequiredAntiAffinityTerms) == 0 && len(withAnti) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
+	s := &preFilterState{pod: pi, matches: framework.NewMatchMemo(snap.NamespaceLabels), existingAnti: make(map[topologyPair]int64)}
 	for _, ni := range withAnti {
 		for _, existing := range ni.PodsWithRequiredAntiAffinity {
 			for i := range existing.RequiredAntiAffinityTerms {
@@ -101,7 +99,7 @@ func (*InterPodAffinity) PreFilter(state *framework.CycleState, pod *corev1.Pod,
 				if t.TopologyKey == corev1.LabelHostname {
 					continue // a domain of one node: Filter checks the node's own pods
 				}
-				if v, ok := ni.Node().Labels[t.TopologyKey]; ok && t.Matches(pod, podNS) {
+				if v, ok := ni.Node().Labels[t.TopologyKey]; ok && s.matches.Matches(t, pi) {
 					s.existingAnti[topologyPair{t.TopologyKey, v}]++
 				}
 			}
@@ -114,16 +112,10 @@ func (*InterPodAffinity) PreFilter(state *framework.CycleState, pod *corev1.Pod,
 	nodes := snap.List()
 	s.affinity = make(map[topologyPair]int64)
 	s.anti = make(map[topologyPair]int64)
-	// Namespace labels are looked up only for terms with a namespaceSelector.
-	needNSLabels := hasNamespaceSelector(pi.RequiredAffinityTerms) || hasNamespaceSelector(pi.RequiredAntiAffinityTerms)
 	for _, ni := range nodes {
 		nodeLabels := ni.Node().Labels
 		for _, existing := range ni.Pods {
-			var nsLabels labels.Set
-			if needNSLabels {
-				nsLabels = snap.NamespaceLabels(existing.Pod.Namespace)
-			}
-			if len(pi.RequiredAffinityTerms) > 0 && matchesAll(pi.RequiredAffinityTerms, existing.Pod, nsLabels) {
+			if len(pi.RequiredAffinityTerms) > 0 && matchesAll(s.matches, pi.RequiredAffinityTerms, existing) {
 				for _, t := range pi.RequiredAffinityTerms {
 					if v, ok := nodeLabels[t.TopologyKey]; ok {
 						s.affinity[topologyPair{t.TopologyKey, v}]++
@@ -135,7 +127,7 @@ func (*InterPodAffinity) PreFilter(state *framework.CycleState, pod *corev1.Pod,
 				if t.TopologyKey == corev1.LabelHostname {
 					continue
 				}
-				if v, ok := nodeLabels[t.TopologyKey]; ok && t.Matches(existing.Pod, nsLabels) {
+				if v, ok := nodeLabels[t.TopologyKey]; ok && s.matches.Matches(t, existing) {
 					s.anti[topologyPair{t.TopologyKey, v}]++
 				}
 			}
@@ -156,18 +148,9 @@ func hasNonHostnameTerm(terms []framework.AffinityTerm) bool {
 	return false
 }
 
-func hasNamespaceSelector(terms []framework.AffinityTerm) bool {
-	for _, t := range terms {
-		if t.NamespaceSelector != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func matchesAll(terms []framework.AffinityTerm, pod *corev1.Pod, nsLabels labels.Set) bool {
+func matchesAll(m *framework.MatchMemo, terms []framework.AffinityTerm, p *framework.PodInfo) bool {
 	for i := range terms {
-		if !terms[i].Matches(pod, nsLabels) {
+		if !m.Matches(&terms[i], p) {
 			return false
 		}
 	}
@@ -191,7 +174,7 @@ func (*InterPodAffinity) Filter(state *framework.CycleState, _ *corev1.Pod, ni *
 	for i := range s.pod.RequiredAntiAffinityTerms {
 		t := &s.pod.RequiredAntiAffinityTerms[i]
 		if t.TopologyKey == corev1.LabelHostname {
-			if hasHostname && anyPodMatches(t, ni, s.nsLabels) {
+			if hasHostname && anyPodMatches(s.matches, t, ni) {
 				return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
 			}
 			continue
@@ -210,7 +193,7 @@ func (*InterPodAffinity) Filter(state *framework.CycleState, _ *corev1.Pod, ni *
 	if hasHostname {
 		for _, existing := range ni.PodsWithRequiredAntiAffinity {
 			for i := range existing.RequiredAntiAffinityTerms {
-				if t := &existing.RequiredAntiAffinityTerms[i]; t.TopologyKey == corev1.LabelHostname && t.Matches(s.pod.Pod, s.podNS) {
+				if t := &existing.RequiredAntiAffinityTerms[i]; t.TopologyKey == corev1.LabelHostname && s.matches.Matches(t, s.pod) {
 					return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
 				}
 			}
@@ -219,13 +202,9 @@ func (*InterPodAffinity) Filter(state *framework.CycleState, _ *corev1.Pod, ni *
 	return nil
 }
 
-func anyPodMatches(t *framework.AffinityTerm, ni *framework.NodeInfo, nsLabels func(string) labels.Set) bool {
+func anyPodMatches(m *framework.MatchMemo, t *framework.AffinityTerm, ni *framework.NodeInfo) bool {
 	for _, p := range ni.Pods {
-		var l labels.Set
-		if t.NamespaceSelector != nil {
-			l = nsLabels(p.Pod.Namespace)
-		}
-		if t.Matches(p.Pod, l) {
+		if m.Matches(t, p) {
 			return true
 		}
 	}
@@ -248,7 +227,7 @@ func satisfiesAffinity(s *preFilterState, nodeLabels map[string]string) bool {
 	}
 	// The first pod of a group with affinity to itself: allowed if no pod
 	// matches anywhere yet and it matches its own terms.
-	return len(s.affinity) == 0 && matchesAll(s.pod.RequiredAffinityTerms, s.pod.Pod, s.podNS)
+	return len(s.affinity) == 0 && matchesAll(s.matches, s.pod.RequiredAffinityTerms, s.pod)
 }
 
 type preScoreState struct {
@@ -275,7 +254,7 @@ func (*InterPodAffinity) PreScore(state *framework.CycleState, pod *corev1.Pod, 
 		}
 		scores[key][v] += w
 	}
-	podNS := snap.NamespaceLabels(pod.Namespace)
+	m := framework.NewMatchMemo(snap.NamespaceLabels)
 	for _, ni := range nodes {
 		nodeLabels := ni.Node().Labels
 		existingPods := ni.PodsWithAffinity
@@ -283,29 +262,28 @@ func (*InterPodAffinity) PreScore(state *framework.CycleState, pod *corev1.Pod, 
 			existingPods = ni.Pods
 		}
 		for _, ex := range existingPods {
-			exNS := snap.NamespaceLabels(ex.Pod.Namespace)
-			for _, t := range pi.PreferredAffinityTerms {
-				if t.Matches(ex.Pod, exNS) {
+			for i := range pi.PreferredAffinityTerms {
+				if t := &pi.PreferredAffinityTerms[i]; m.Matches(&t.AffinityTerm, ex) {
 					add(nodeLabels, t.TopologyKey, int64(t.Weight))
 				}
 			}
-			for _, t := range pi.PreferredAntiAffinityTerms {
-				if t.Matches(ex.Pod, exNS) {
+			for i := range pi.PreferredAntiAffinityTerms {
+				if t := &pi.PreferredAntiAffinityTerms[i]; m.Matches(&t.AffinityTerm, ex) {
 					add(nodeLabels, t.TopologyKey, -int64(t.Weight))
 				}
 			}
-			for _, t := range ex.RequiredAffinityTerms {
-				if t.Matches(pod, podNS) {
+			for i := range ex.RequiredAffinityTerms {
+				if t := &ex.RequiredAffinityTerms[i]; m.Matches(t, pi) {
 					add(nodeLabels, t.TopologyKey, HardPodAffinityWeight)
 				}
 			}
-			for _, t := range ex.PreferredAffinityTerms {
-				if t.Matches(pod, podNS) {
+			for i := range ex.PreferredAffinityTerms {
+				if t := &ex.PreferredAffinityTerms[i]; m.Matches(&t.AffinityTerm, pi) {
 					add(nodeLabels, t.TopologyKey, int64(t.Weight))
 				}
 			}
-			for _, t := range ex.PreferredAntiAffinityTerms {
-				if t.Matches(pod, podNS) {
+			for i := range ex.PreferredAntiAffinityTerms {
+				if t := &ex.PreferredAntiAffinityTerms[i]; m.Matches(&t.AffinityTerm, pi) {
 					add(nodeLabels, t.TopologyKey, -int64(t.Weight))
 				}
 			}
