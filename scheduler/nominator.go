@@ -7,14 +7,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+
+	"minik/scheduler/framework"
 )
 
 // nominator remembers the pods that preempted others and are waiting for
 // their node (status.nominatedNodeName), so that pods of lower priority
-// do not take the room being made for them.
+// do not take the room being made for them. Each pod's PodInfo is made
+// once, when it is nominated: filters add it to every node they check.
 type nominator struct {
 	mu     sync.Mutex
-	byNode map[string][]*corev1.Pod
+	byNode map[string][]*framework.PodInfo
 	nodeOf map[types.UID]string
 	// count mirrors len(nodeOf), so that the common case (no nomination)
 	// costs filters no lock.
@@ -22,7 +25,7 @@ type nominator struct {
 }
 
 func newNominator() *nominator {
-	return &nominator{byNode: map[string][]*corev1.Pod{}, nodeOf: map[types.UID]string{}}
+	return &nominator{byNode: map[string][]*framework.PodInfo{}, nodeOf: map[types.UID]string{}}
 }
 
 // add nominates pod to node (replacing an earlier nomination).
@@ -34,7 +37,7 @@ func (n *nominator) add(pod *corev1.Pod, node string) {
 		return
 	}
 	n.nodeOf[pod.UID] = node
-	n.byNode[node] = append(n.byNode[node], pod)
+	n.byNode[node] = append(n.byNode[node], framework.NewPodInfo(pod))
 	n.count.Store(int64(len(n.nodeOf)))
 }
 
@@ -54,7 +57,7 @@ func (n *nominator) deleteLocked(uid types.UID) {
 	n.count.Store(int64(len(n.nodeOf)))
 	pods := n.byNode[node]
 	for i, p := range pods {
-		if p.UID == uid {
+		if p.Pod.UID == uid {
 			pods = append(pods[:i:i], pods[i+1:]...)
 			break
 		}
@@ -68,16 +71,16 @@ func (n *nominator) deleteLocked(uid types.UID) {
 
 // podsFor returns the pods nominated to node that are at least as
 // important as pod (other than pod itself).
-func (n *nominator) podsFor(node string, pod *corev1.Pod) []*corev1.Pod {
+func (n *nominator) podsFor(node string, pod *corev1.Pod) []*framework.PodInfo {
 	if n.count.Load() == 0 {
 		return nil
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var out []*corev1.Pod
+	var out []*framework.PodInfo
 	prio := corev1helpers.PodPriority(pod)
 	for _, p := range n.byNode[node] {
-		if p.UID != pod.UID && corev1helpers.PodPriority(p) >= prio {
+		if p.Pod.UID != pod.UID && corev1helpers.PodPriority(p.Pod) >= prio {
 			out = append(out, p)
 		}
 	}

@@ -45,7 +45,7 @@ type Framework struct {
 	// earlier preemptions) that are at least as important as pod. Filters
 	// count them as if they were already there, so that lower-priority pods
 	// do not take the room being made for them.
-	NominatedPods func(node string, pod *corev1.Pod) []*corev1.Pod
+	NominatedPods func(node string, pod *corev1.Pod) []*PodInfo
 	// KeepRawScores makes RunScore also return each plugin's scores before
 	// normalization (for explanations; it costs an allocation per plugin).
 	KeepRawScores bool
@@ -105,7 +105,7 @@ func (f *Framework) RunFilterWithNominated(state *CycleState, pod *corev1.Pod, n
 		if noms := f.NominatedPods(node.Node().Name, pod); len(noms) > 0 {
 			node = node.Clone()
 			for _, p := range noms {
-				node.AddPod(p)
+				node.AddPodInfo(p)
 			}
 		}
 	}

@@ -172,27 +172,27 @@ func fits(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework
 func selectVictims(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework, snap framework.SharedLister, ni *framework.NodeInfo) ([]*corev1.Pod, int, bool) {
 	prio := corev1helpers.PodPriority(pod)
 	work := ni.Clone()
-	var potential []*corev1.Pod
+	var potential []*framework.PodInfo
 	for _, p := range ni.Pods {
 		if corev1helpers.PodPriority(p.Pod) < prio {
-			potential = append(potential, p.Pod)
+			potential = append(potential, p)
 			work.RemovePod(p.Pod)
 		}
 	}
 	if len(potential) == 0 || !fits(state, pod, fwk, snap, work) {
 		return nil, 0, false
 	}
-	sort.SliceStable(potential, func(i, j int) bool { return moreImportant(potential[i], potential[j]) })
+	sort.SliceStable(potential, func(i, j int) bool { return moreImportant(potential[i].Pod, potential[j].Pod) })
 	violating, nonViolating := splitByPDB(potential, snap.PodDisruptionBudgets())
 	var victims []*corev1.Pod
 	violations := 0
-	reprieve := func(p *corev1.Pod) bool {
-		work.AddPod(p)
+	reprieve := func(p *framework.PodInfo) bool {
+		work.AddPodInfo(p) // the node's own PodInfo: nothing to compute again
 		if fits(state, pod, fwk, snap, work) {
 			return true
 		}
-		work.RemovePod(p)
-		victims = append(victims, p)
+		work.RemovePod(p.Pod)
+		victims = append(victims, p.Pod)
 		return false
 	}
 	for _, p := range violating {
@@ -209,7 +209,7 @@ func selectVictims(state *framework.CycleState, pod *corev1.Pod, fwk *framework.
 // splitByPDB separates the pods whose deletion (in this order) would take
 // a PodDisruptionBudget below its allowed disruptions. A budget with an
 // empty selector protects nothing.
-func splitByPDB(pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) (violating, nonViolating []*corev1.Pod) {
+func splitByPDB(pods []*framework.PodInfo, pdbs []*policyv1.PodDisruptionBudget) (violating, nonViolating []*framework.PodInfo) {
 	allowed := make([]int32, len(pdbs))
 	selectors := make([]labels.Selector, len(pdbs))
 	for i, pdb := range pdbs {
@@ -221,7 +221,7 @@ func splitByPDB(pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) (viola
 	for _, p := range pods {
 		broken := false
 		for i, pdb := range pdbs {
-			if pdb.Namespace != p.Namespace || selectors[i] == nil || selectors[i].Empty() || !selectors[i].Matches(labels.Set(p.Labels)) {
+			if pdb.Namespace != p.Pod.Namespace || selectors[i] == nil || selectors[i].Empty() || !selectors[i].Matches(labels.Set(p.Pod.Labels)) {
 				continue
 			}
 			if allowed[i]--; allowed[i] < 0 {
