@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -41,4 +43,22 @@ func (s *Store) ServeGet(ctx context.Context, namespace, name, resourceVersion s
 		return nil, apierrors.NewNotFound(s.gr, name)
 	}
 	return s.Decode(o.data, o.rev)
+}
+
+// cachedRead answers a read of key from the watch cache, as etcd would
+// (the bytes it stores and their ModRevision), or nil when the cache is
+// not loaded yet or holds no such key. It may be behind etcd.
+func (c *WatchCache) cachedRead(key string) *clientv3.GetResponse {
+	select {
+	case <-c.ready:
+	default:
+		return nil
+	}
+	c.mu.RLock()
+	o, ok := c.objects.Get(&cachedObject{key: key})
+	c.mu.RUnlock()
+	if !ok {
+		return nil
+	}
+	return &clientv3.GetResponse{Kvs: []*mvccpb.KeyValue{{Key: []byte(key), Value: o.data, ModRevision: o.rev}}}
 }

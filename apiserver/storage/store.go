@@ -250,10 +250,31 @@ const maxGuardLosses = 100
 // update returns, in one transaction: when a guard fails, update runs
 // again on the object as it is, and after maxGuardLosses such losses it
 // answers ErrGuardFailed.
+//
+// As kube-apiserver's cacher does, the first try starts from the watch
+// cache's copy instead of reading etcd: the write's compare on
+// ModRevision catches a stale copy, and whatever the first try would
+// answer without writing (an error, no change) is decided again on a
+// read from etcd, so a lagging cache costs a retry, never a wrong answer.
 func (s *Store) GuardedUpdate(ctx context.Context, namespace, name string, update GuardedUpdateFunc) (runtime.Object, bool, error) {
 	defer s.observe(opUpdate, time.Now())
 	key := s.Key(namespace, name)
-	resp, err := s.client.Get(ctx, key)
+	var err error
+	resp, fromEtcd := s.cache.cachedRead(key), false
+	if resp == nil {
+		resp, err = s.client.Get(ctx, key)
+		fromEtcd = true
+	}
+	// readEtcd replaces a cached first try with etcd's copy; it reports
+	// false when the try already came from etcd and its answer stands.
+	readEtcd := func() bool {
+		if fromEtcd {
+			return false
+		}
+		resp, err = s.client.Get(ctx, key)
+		fromEtcd = true
+		return true
+	}
 	guardLosses, leaseRetried := 0, false
 	for {
 		if err != nil {
@@ -268,6 +289,9 @@ func (s *Store) GuardedUpdate(ctx context.Context, namespace, name string, updat
 			return nil, false, err
 		}
 		next, guards, err := update(current.DeepCopyObject())
+		if err != nil && readEtcd() {
+			continue // perhaps only the cached copy made it fail
+		}
 		if errors.Is(err, ErrNoChange) {
 			return current, false, nil
 		}
@@ -284,6 +308,7 @@ func (s *Store) GuardedUpdate(ctx context.Context, namespace, name string, updat
 			if resp, err = s.client.Get(ctx, key); err != nil {
 				return nil, false, storageError(err)
 			}
+			fromEtcd = true
 			continue
 		}
 		data, err := s.encode(next)
@@ -291,6 +316,9 @@ func (s *Store) GuardedUpdate(ctx context.Context, namespace, name string, updat
 			return nil, false, err
 		}
 		if string(data) == string(kv.Value) {
+			if readEtcd() {
+				continue
+			}
 			// Nothing changed: answer with the stored object, as Kubernetes does.
 			return current, false, nil
 		}
@@ -319,6 +347,7 @@ func (s *Store) GuardedUpdate(ctx context.Context, namespace, name string, updat
 			setRV(next, txn.Header.Revision)
 			return next, false, nil
 		}
+		fromEtcd = true // the else branch read the key
 		got := txn.Responses[0].GetResponseRange()
 		if len(got.Kvs) > 0 && got.Kvs[0].ModRevision == kv.ModRevision {
 			// The object did not change: a companion key was taken, or

@@ -1,12 +1,14 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -495,4 +497,95 @@ func TestGuaranteedUpdateDeleteRetriesALostRace(t *testing.T) {
 	if resp, _ := s.client.Get(ctxT(t), s.Key("ns", "a")); len(resp.Kvs) != 0 {
 		t.Fatal("the object is still in etcd")
 	}
+}
+
+// TestUpdateFromAStaleCache: an update's first try starts from the watch
+// cache. A second store on the same keys stops following etcd, so its
+// cache keeps the old copy; whatever the update decides on that copy, the
+// result is what it decides on etcd's.
+func TestUpdateFromAStaleCache(t *testing.T) {
+	live := newPodStore(t, nil, 100)
+	stale := NewStore(live.client, live.prefix, corev1.Resource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"),
+		func() runtime.Object { return &corev1.Pod{} }, 100)
+	ctx, stopFollowing := context.WithCancel(context.Background())
+	defer stopFollowing()
+	if err := stale.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"error", "nochange", "write"} {
+		live.create(t, makePod(name).Label("v", "1").Obj())
+	}
+	cachedLabel := func(name string) string {
+		got := stale.cache.cachedRead(stale.Key("ns", name))
+		if got == nil {
+			return ""
+		}
+		p, err := stale.Decode(got.Kvs[0].Value, got.Kvs[0].ModRevision)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.(*corev1.Pod).Labels["v"]
+	}
+	for deadline := time.Now().Add(10 * time.Second); cachedLabel("write") != "1"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second store's cache never saw the pods")
+		}
+	}
+	stopFollowing()
+	time.Sleep(50 * time.Millisecond) // let the cache's watch end
+	for _, name := range []string{"error", "nochange", "write"} {
+		live.relabel(t, name, "v", "2")
+	}
+	if cachedLabel("write") != "1" {
+		t.Fatal("the second store's cache is not behind etcd")
+	}
+	set := func(cur runtime.Object, v string) runtime.Object {
+		p := cur.(*corev1.Pod)
+		p.Labels["v"] = v
+		return p
+	}
+	label := func(name string) string {
+		p, err := live.Get(ctxT(t), "ns", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.(*corev1.Pod).Labels["v"]
+	}
+
+	t.Run("an error seen on the cached copy is decided again", func(t *testing.T) {
+		var seen []string
+		_, _, err := stale.GuaranteedUpdate(ctxT(t), "ns", "error", func(cur runtime.Object) (runtime.Object, error) {
+			v := cur.(*corev1.Pod).Labels["v"]
+			seen = append(seen, v)
+			if v != "2" { // as a client's resourceVersion precondition would
+				return nil, apierrors.NewConflict(corev1.Resource("pods"), "error", errors.New("stale"))
+			}
+			return set(cur, "3"), nil
+		})
+		if err != nil || label("error") != "3" || strings.Join(seen, ",") != "1,2" {
+			t.Fatalf("err %v, label %q, tries saw %v; want nil, 3, [1 2]", err, label("error"), seen)
+		}
+	})
+	t.Run("no change on the cached copy is decided again", func(t *testing.T) {
+		_, _, err := stale.GuaranteedUpdate(ctxT(t), "ns", "nochange", func(cur runtime.Object) (runtime.Object, error) {
+			if cur.(*corev1.Pod).Labels["v"] == "1" {
+				return nil, ErrNoChange
+			}
+			return set(cur, "3"), nil
+		})
+		if err != nil || label("nochange") != "3" {
+			t.Fatalf("err %v, label %q; want nil, 3", err, label("nochange"))
+		}
+	})
+	t.Run("a write on the cached copy loses to etcd's and is decided again", func(t *testing.T) {
+		var seen []string
+		_, _, err := stale.GuaranteedUpdate(ctxT(t), "ns", "write", func(cur runtime.Object) (runtime.Object, error) {
+			v := cur.(*corev1.Pod).Labels["v"]
+			seen = append(seen, v)
+			return set(cur, v+"+"), nil
+		})
+		if err != nil || label("write") != "2+" || strings.Join(seen, ",") != "1,2" {
+			t.Fatalf("err %v, label %q, tries saw %v; want nil, 2+, [1 2]", err, label("write"), seen)
+		}
+	})
 }
