@@ -70,7 +70,7 @@ func (k *Kubelet) plegLoop(ctx context.Context) error {
 	wake := func(uid types.UID) {
 		k.mu.Lock()
 		if w := k.workers[uid]; w != nil {
-			w.wake()
+			w.runtimeChanged()
 		}
 		k.mu.Unlock()
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +54,24 @@ type podWorker struct {
 	// pulling is the time spent pulling its images, which the SLI leaves out.
 	startObserved bool
 	pulling       time.Duration
+
+	// runtimeSeq counts the runtime's changes to the pod that the pleg
+	// saw (events, relists); lastObs is the sync's last observation of
+	// the runtime, made when runtimeSeq was lastObsSeq, and nil once the
+	// pod's own actions may have changed the runtime. A sync that nothing
+	// has outdated steps on lastObs instead of asking the runtime again,
+	// as upstream's pod workers read the PLEG's cache: a pod's status PUT
+	// and its own containers' events each wake it once more.
+	runtimeSeq atomic.Uint64
+	lastObs    *runtime.Pod
+	lastObsSeq uint64
+}
+
+// runtimeChanged tells the worker that the runtime changed the pod's
+// containers (the pleg), and wakes it.
+func (w *podWorker) runtimeChanged() {
+	w.runtimeSeq.Add(1)
+	w.wake()
 }
 
 func (w *podWorker) update(p *corev1.Pod, removed bool) {
@@ -131,16 +150,19 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		return time.Time{}, true
 	}
 	var out podstep.Output
-	var obs *runtime.Pod
+	obs := w.lastObs
 	statusFailed := false
-	stale := true // the runtime may hold something else than obs
+	stale := obs == nil || w.lastObsSeq != w.runtimeSeq.Load() // the runtime may hold something else than obs
 	for round := 0; round < maxRounds; round++ {
 		if stale {
+			seq := w.runtimeSeq.Load() // before: a change seen meanwhile outdates obs
 			var err error
 			if obs, err = k.observe(ctx, pod.UID); err != nil {
 				k.log.Warn("observing the runtime", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 				events = append(events, podstep.ObserveFailed{Message: err.Error()})
 			}
+			w.lastObs, w.lastObsSeq = obs, seq
+			stale = false
 		}
 		w.mu.Lock()
 		out = podstep.Step(w.state, podstep.Input{Pod: pod, Removed: removed, Static: static, Runtime: obs,
@@ -168,6 +190,9 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		}
 		events = w.execute(ctx, pod, obs, out.Actions)
 		stale = obs == nil || slices.ContainsFunc(out.Actions, changesRuntime)
+		if stale {
+			w.lastObs = nil
+		}
 		if ctx.Err() != nil {
 			return time.Time{}, false
 		}
