@@ -128,6 +128,10 @@ type Runtime struct {
 	layerDirs map[string]string
 	// containers holds which containers each sandbox has (containerindex.go).
 	containers *containerIndex
+	// created holds the containers CreateContainer made and StartContainer
+	// has not started yet, with the record containerd returned: the start
+	// that follows needs no Get to load it.
+	created map[string]containerd.Container
 }
 
 var _ runtime.Runtime = &Runtime{}
@@ -211,7 +215,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	r := &Runtime{
 		cfg: cfg, client: client, cidr: cfg.PodCIDR, sandboxes: map[string]*sandboxRecord{}, imageRefs: map[string]string{},
 		images: map[digest.Digest]*imageFacts{}, processes: map[processKey][]byte{},
-		attached: map[string]*attachIO{}, containers: newContainerIndex(),
+		attached: map[string]*attachIO{}, containers: newContainerIndex(), created: map[string]containerd.Container{},
 		net: newPodNetwork(cfg.CNIBinDir, cfg.StateDir, bridgeName(cfg.Namespace)),
 	}
 	if err := r.loadSandboxes(); err != nil {
@@ -697,7 +701,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 	for k, v := range cfg.Annotations {
 		labels[annPrefix+k] = v
 	}
-	_, err = r.client.NewContainer(ctx, id,
+	r.containers.startCreate(sandboxID, id)
+	defer r.containers.endCreate(id)
+	c, err := r.client.NewContainer(ctx, id,
 		containerd.WithImage(img),
 		r.withRootfs(id, img, facts),
 		containerd.WithRuntime(runcRuntime, &runcoptions.Options{Root: RuncRoot}),
@@ -709,6 +715,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 		return "", fmt.Errorf("creating container: %w", err)
 	}
 	r.containers.add(sandboxID, id)
+	r.mu.Lock()
+	r.created[id] = c
+	r.mu.Unlock()
 	return id, nil
 }
 
@@ -750,9 +759,15 @@ func (r *Runtime) load(ctx context.Context, id string) (containerd.Container, er
 
 func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	ctx = r.ctx(ctx)
-	c, err := r.load(ctx, id)
-	if err != nil {
-		return err
+	r.mu.Lock()
+	c, ok := r.created[id]
+	delete(r.created, id)
+	r.mu.Unlock()
+	if !ok {
+		var err error
+		if c, err = r.load(ctx, id); err != nil {
+			return err
+		}
 	}
 	info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata) // as loaded just now
 	if err != nil {
@@ -826,6 +841,9 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, timeout int64) e
 
 func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	ctx = r.ctx(ctx)
+	r.mu.Lock()
+	delete(r.created, id)
+	r.mu.Unlock()
 	c, err := r.load(ctx, id)
 	if errors.Is(err, runtime.ErrNotFound) {
 		r.containers.remove(id)

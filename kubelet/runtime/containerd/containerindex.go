@@ -25,10 +25,39 @@ type containerIndex struct {
 	mu        sync.Mutex
 	bySandbox map[string][]string // container IDs, in no order
 	sandboxOf map[string]string
+	// creating holds the containers CreateContainer is making (ID →
+	// sandbox): not listed yet, but their create event knows its pod
+	// without asking containerd (it arrives before the Create returns).
+	creating map[string]string
 }
 
 func newContainerIndex() *containerIndex {
-	return &containerIndex{bySandbox: map[string][]string{}, sandboxOf: map[string]string{}}
+	return &containerIndex{bySandbox: map[string][]string{}, sandboxOf: map[string]string{}, creating: map[string]string{}}
+}
+
+// startCreate notes that id is being created in sandboxID; endCreate
+// forgets it, once it is added or has failed.
+func (x *containerIndex) startCreate(sandboxID, id string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.creating[id] = sandboxID
+}
+
+func (x *containerIndex) endCreate(id string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.creating, id)
+}
+
+// sandbox returns the sandbox of container id, if the index knows it.
+func (x *containerIndex) sandbox(id string) (string, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if sb, ok := x.sandboxOf[id]; ok {
+		return sb, true
+	}
+	sb, ok := x.creating[id]
+	return sb, ok
 }
 
 func (x *containerIndex) add(sandboxID, id string) {

@@ -147,14 +147,18 @@ func (e *containerEvents) translate(env *events.Envelope) *cri.ContainerEventRes
 	if typ == cri.ContainerEventType_CONTAINER_DELETED_EVENT {
 		delete(e.sandboxOf, id)
 	} else if !known {
-		info, err := e.r.client.ContainerService().Get(e.ctx, id)
-		if err != nil {
-			return nil // already gone: its delete event follows
+		if sb, ok := e.r.containers.sandbox(id); ok {
+			sandboxID = sb // the runtime's own: no need to read its labels
+		} else {
+			info, err := e.r.client.ContainerService().Get(e.ctx, id)
+			if err != nil {
+				return nil // already gone: its delete event follows
+			}
+			if info.Labels[labelKind] != "container" {
+				return nil
+			}
+			sandboxID = info.Labels[labelSandbox]
 		}
-		if info.Labels[labelKind] != "container" {
-			return nil
-		}
-		sandboxID = info.Labels[labelSandbox]
 		e.sandboxOf[id] = sandboxID
 	}
 	out := &cri.ContainerEventResponse{ContainerId: id, ContainerEventType: typ, CreatedAt: env.Timestamp.UnixNano(), PodSandboxId: sandboxID}
