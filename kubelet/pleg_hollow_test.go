@@ -3,17 +3,20 @@ package kubelet_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"minik/internal/testcluster"
 	"minik/kubelet"
 	"minik/kubelet/runtime"
 	"minik/kubelet/runtime/fake"
+	"minik/proto/cri"
 )
 
 // TestEventedPLEG: a container's exit behind the kubelet's back wakes its
@@ -69,6 +72,29 @@ func TestEventedPLEG(t *testing.T) {
 		waitRestarts(t, cs, "resub", 1, 10*time.Second)
 	})
 
+	t.Run("a pod update that changes nothing in the runtime is stepped on the last observation", func(t *testing.T) {
+		rt := &observeCounter{Runtime: fake.New(fake.Config{Images: []string{"busybox"}})}
+		startHollowKubelet(t, c, kubelet.Config{NodeName: "pleg-cached", Runtime: rt, RelistPeriod: never, FallbackRelistPeriod: never})
+		id := runPod(t, cs, rt, "pleg-cached", "cached")
+		time.Sleep(time.Second) // the status echo and the start's events settle
+		before := rt.observed.Load()
+		patch := []byte(`{"metadata":{"labels":{"touched":"yes"}}}`)
+		if _, err := cs.CoreV1().Pods("default").Patch(context.Background(), "cached", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // the worker syncs on the update
+		if n := rt.observed.Load() - before; n != 0 {
+			t.Errorf("the label update observed the runtime %d times, want 0", n)
+		}
+		if err := rt.Exit(id, 1); err != nil { // a runtime event still does
+			t.Fatal(err)
+		}
+		waitRestarts(t, cs, "cached", 1, 10*time.Second)
+		if rt.observed.Load() == before {
+			t.Error("the exit was stepped without observing the runtime")
+		}
+	})
+
 	t.Run("without an event stream the runtime is relisted every FallbackRelistPeriod", func(t *testing.T) {
 		rt := fake.New(fake.Config{Images: []string{"busybox"}})
 		rt.FailEvents(errors.New("no events here"))
@@ -120,4 +146,18 @@ func waitRestarts(t *testing.T, cs kubernetes.Interface, name string, n int32, d
 		return err == nil && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount == n &&
 			p.Status.ContainerStatuses[0].State.Running != nil
 	})
+}
+
+// observeCounter counts the kubelet's observations of one pod (a
+// ListPodSandbox for its UID; the relist lists every container).
+type observeCounter struct {
+	*fake.Runtime
+	observed atomic.Int64
+}
+
+func (c *observeCounter) ListPodSandbox(ctx context.Context, uid string) ([]*cri.PodSandbox, error) {
+	if uid != "" {
+		c.observed.Add(1)
+	}
+	return c.Runtime.ListPodSandbox(ctx, uid)
 }
