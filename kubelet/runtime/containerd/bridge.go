@@ -31,8 +31,15 @@ const podInterface = "eth0"
 
 // ensureBridge makes the node's bridge with the gateway address of cidr
 // and sets it up, as the bridge plugin does on every ADD. A bridge that
-// exists loses the addresses of other ranges (an earlier cluster's).
+// exists loses the addresses of other ranges (an earlier cluster's). The
+// bridge checked last is kept, so a pod start does not look it up again:
+// one deleted since is found when a veth cannot join it (forgetBridge).
 func (n *podNetwork) ensureBridge(cidr netip.Prefix) (netlink.Link, error) {
+	n.bridgeMu.Lock()
+	defer n.bridgeMu.Unlock()
+	if n.bridgeLink != nil && n.bridgeCIDR == cidr {
+		return n.bridgeLink, nil // checked already, for this range
+	}
 	br, err := netlink.LinkByName(n.bridge)
 	if err != nil {
 		if !errors.As(err, &netlink.LinkNotFoundError{}) {
@@ -50,11 +57,6 @@ func (n *podNetwork) ensureBridge(cidr netip.Prefix) (netlink.Link, error) {
 	if br.Type() != "bridge" {
 		return nil, fmt.Errorf("%s is a %s device, not a bridge", n.bridge, br.Type())
 	}
-	n.bridgeMu.Lock()
-	defer n.bridgeMu.Unlock()
-	if n.bridgeIndex == br.Attrs().Index && n.bridgeCIDR == cidr && br.Attrs().Flags&net.FlagUp != 0 {
-		return br, nil // checked already: the same device, up, for this range
-	}
 	if err := removeStaleAddrs(br, cidr); err != nil {
 		return nil, err
 	}
@@ -69,18 +71,67 @@ func (n *podNetwork) ensureBridge(cidr netip.Prefix) (netlink.Link, error) {
 	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
 		return nil, fmt.Errorf("enabling IPv4 forwarding: %w", err)
 	}
-	n.bridgeIndex, n.bridgeCIDR = br.Attrs().Index, cidr
+	n.bridgeLink, n.bridgeCIDR = br, cidr
 	return br, nil
+}
+
+// forgetBridge drops br, if ensureBridge still keeps it, so that the next
+// ensureBridge looks the bridge up (and makes it) again.
+func (n *podNetwork) forgetBridge(br netlink.Link) {
+	n.bridgeMu.Lock()
+	defer n.bridgeMu.Unlock()
+	if n.bridgeLink == br {
+		n.bridgeLink = nil
+	}
+}
+
+// addVeth makes the veth host ↔ the pod's eth0 in ns and puts host on
+// the node's bridge, as a hairpin port (a pod reaching itself through a
+// Service comes back out of its own port). It returns the host end and
+// the bridge.
+func (n *podNetwork) addVeth(host string, ns netns.NsHandle, cidr netip.Prefix) (netlink.Link, netlink.Link, error) {
+	br, err := n.ensureBridge(cidr)
+	if err != nil {
+		return nil, nil, err
+	}
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name, attrs.MTU, attrs.Flags = host, br.Attrs().MTU, net.FlagUp
+	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: podInterface, PeerNamespace: netlink.NsFd(ns)}
+	err = netlink.LinkAdd(veth)
+	if errors.Is(err, unix.EEXIST) {
+		if old, lerr := netlink.LinkByName(host); lerr == nil {
+			_ = netlink.LinkDel(old) // an earlier, failed attempt for this sandbox
+		}
+		veth.Index = 0
+		err = netlink.LinkAdd(veth)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating veth %s: %w", host, err)
+	}
+	hostLink, err := netlink.LinkByName(host) // its MAC, for the CNI result
+	if err == nil {
+		err = netlink.LinkSetMaster(hostLink, br)
+		if err != nil {
+			// The bridge kept may be gone: look it up (or make it) again.
+			n.forgetBridge(br)
+			if br, err = n.ensureBridge(cidr); err == nil {
+				err = netlink.LinkSetMaster(hostLink, br)
+			}
+		}
+	}
+	if err == nil {
+		err = netlink.LinkSetHairpin(hostLink, true)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("attaching veth %s to bridge %s: %w", host, n.bridge, err)
+	}
+	return hostLink, br, nil
 }
 
 // attach gives the network namespace at nsPath an eth0 on the node's
 // bridge with an address of cidr, and returns the address and a CNI
 // result (what portmap reads as prevResult).
 func (n *podNetwork) attach(id, nsPath string, cidr netip.Prefix) (netip.Addr, json.RawMessage, error) {
-	br, err := n.ensureBridge(cidr)
-	if err != nil {
-		return netip.Addr{}, nil, err
-	}
 	ip, err := n.ipam.reserve(id, cidr)
 	if err != nil {
 		return netip.Addr{}, nil, err
@@ -91,26 +142,9 @@ func (n *podNetwork) attach(id, nsPath string, cidr netip.Prefix) (netip.Addr, j
 	}
 	defer ns.Close()
 	host := vethName(id)
-	if old, err := netlink.LinkByName(host); err == nil {
-		_ = netlink.LinkDel(old) // an earlier, failed attempt for this sandbox
-	}
-	attrs := netlink.NewLinkAttrs()
-	attrs.Name, attrs.MTU, attrs.Flags = host, br.Attrs().MTU, net.FlagUp
-	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: podInterface, PeerNamespace: netlink.NsFd(ns)}
-	if err := netlink.LinkAdd(veth); err != nil {
-		return ip, nil, fmt.Errorf("creating veth %s: %w", host, err)
-	}
-	hostLink, err := netlink.LinkByName(host)
-	if err == nil {
-		err = netlink.LinkSetMaster(hostLink, br)
-	}
-	if err == nil {
-		// A pod reaching itself through a Service comes back out of its
-		// own port.
-		err = netlink.LinkSetHairpin(hostLink, true)
-	}
+	hostLink, br, err := n.addVeth(host, ns, cidr)
 	if err != nil {
-		return ip, nil, fmt.Errorf("attaching veth %s to bridge %s: %w", host, n.bridge, err)
+		return ip, nil, err
 	}
 	h, err := netlink.NewHandleAt(ns)
 	if err != nil {

@@ -31,9 +31,9 @@ type podNetwork struct {
 	bridge string // the node's bridge device
 	ipam   hostLocal
 
-	bridgeMu    sync.Mutex
-	bridgeIndex int          // the bridge ensureBridge last checked
-	bridgeCIDR  netip.Prefix // and for which range
+	bridgeMu   sync.Mutex
+	bridgeLink netlink.Link // the bridge ensureBridge last checked, or nil
+	bridgeCIDR netip.Prefix // and for which range
 
 	// mu serializes portmap runs: its iptables calls take the xtables
 	// lock, which polls once a second when contended, far slower than a

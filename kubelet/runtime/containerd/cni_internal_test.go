@@ -176,7 +176,23 @@ func TestNodeBridgeIsReconciledToTheCurrentPodCIDR(t *testing.T) {
 		if err := n.del(ctx, "pod1", podNS, nil, res); err != nil {
 			return fmt.Errorf("del of what is gone: %w", err)
 		}
-		return nil
+		// The bridge it kept, deleted behind its back, is made again.
+		if err := ipCmd("link", "del", bridge); err != nil {
+			return err
+		}
+		if _, res, err = n.add(ctx, "pod2", podNS, cidr, nil); err != nil {
+			return fmt.Errorf("add after the bridge went away: %w", err)
+		}
+		if br, err = netlink.LinkByName(bridge); err != nil {
+			return fmt.Errorf("bridge not made again: %w", err)
+		}
+		if veth, err := netlink.LinkByName(vethName("pod2")); err != nil || veth.Attrs().MasterIndex != br.Attrs().Index {
+			return fmt.Errorf("veth of pod2 (%v) is not on the new bridge %s", err, bridge)
+		}
+		if have, err := addrsOf(bridge); err != nil || !slices.Equal(have, []string{"10.244.1.1/24"}) {
+			return fmt.Errorf("new bridge addresses = %v (%v), want [10.244.1.1/24]", have, err)
+		}
+		return n.del(ctx, "pod2", podNS, nil, res)
 	})
 }
 
