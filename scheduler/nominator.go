@@ -86,3 +86,22 @@ func (n *nominator) podsFor(node string, pod *corev1.Pod) []*framework.PodInfo {
 	}
 	return out
 }
+
+// lowerPriorityOn returns the pods nominated to node that are less
+// important than pod: once pod preempts there, room for them is no longer
+// promised.
+func (n *nominator) lowerPriorityOn(node string, pod *corev1.Pod) []*corev1.Pod {
+	if n.count.Load() == 0 {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []*corev1.Pod
+	prio := corev1helpers.PodPriority(pod)
+	for _, p := range n.byNode[node] {
+		if corev1helpers.PodPriority(p.Pod) < prio {
+			out = append(out, p.Pod)
+		}
+	}
+	return out
+}

@@ -24,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
@@ -152,7 +151,9 @@ type Scheduler struct {
 	queue     *queue.Queue
 	snapshot  *cache.Snapshot
 	nominator *nominator
-	recorder  EventRecorder
+	// inflight holds preemptors until their victims are seen going.
+	inflight *preemptions
+	recorder EventRecorder
 	// runRecorder sends the recorder's events, if the scheduler made it.
 	runRecorder func(context.Context)
 	rng         *rand.Rand
@@ -192,6 +193,7 @@ func New(cfg Config) *Scheduler {
 		queue:     queue.New(queue.Config{Clock: cfg.Clock, InitialBackoff: cfg.InitialBackoff, MaxBackoff: cfg.MaxBackoff}),
 		snapshot:  cache.NewEmptySnapshot(),
 		nominator: newNominator(),
+		inflight:  newPreemptions(),
 		recorder:  cfg.Recorder,
 		rng:       rand.New(rand.NewPCG(cfg.Seed, cfg.Seed>>1|1)),
 		bindSlots: make(chan struct{}, cfg.BindConcurrency),
@@ -285,13 +287,13 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	if err != nil {
 		var fitErr *framework.FitError
 		result := resultError
-		nominated := ""
+		var p *preemption
 		if errors.As(err, &fitErr) {
 			result = resultUnschedulable
-			nominated = s.preempt(ctx, state, pod, fitErr)
+			p = s.preempt(state, pod, fitErr)
 		}
 		s.observeAttempt(result, start)
-		s.handleFailure(ctx, qp, cycle, err, nominated)
+		s.handleFailure(ctx, qp, cycle, err, p)
 		return
 	}
 
@@ -300,7 +302,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	assumed.Spec.NodeName = host
 	if err := s.cache.AssumePod(assumed); err != nil {
 		s.observeAttempt(resultError, start)
-		s.handleFailure(ctx, qp, cycle, err, "")
+		s.handleFailure(ctx, qp, cycle, err, nil)
 		return
 	}
 	s.nominator.delete(pod)
@@ -323,7 +325,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 			s.observeAttempt(resultError, start)
 			s.cache.ForgetPod(assumed)
 			s.queue.MoveAllToActiveOrBackoff(queue.AssignedPodDelete)
-			s.handleFailure(ctx, qp, cycle, fmt.Errorf("binding rejected: %w", st.AsError()), "")
+			s.handleFailure(ctx, qp, cycle, fmt.Errorf("binding rejected: %w", st.AsError()), nil)
 			return
 		}
 		s.observeAttempt(resultScheduled, start)
@@ -477,50 +479,12 @@ func selectHost(totals []framework.NodeScore, rng *rand.Rand) string {
 	return best.Name
 }
 
-// preempt runs PostFilter for a pod that fits nowhere. If it proposes a
-// node, the pod is nominated there and the victims get the
-// DisruptionTarget condition and are deleted; the pod
-// is bound once they are gone (their deletion requeues it). Otherwise the
-// outcome is appended to the failure message. It returns the node the
-// pod is nominated to, "" if none.
-func (s *Scheduler) preempt(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, fitErr *framework.FitError) string {
-	if len(s.fwk.PostFilter) == 0 {
-		return ""
-	}
-	result, st := s.fwk.RunPostFilter(state, pod, s.snapshot, fitErr.Statuses)
-	if !st.IsSuccess() {
-		fitErr.PostFilterMsg = st.Message()
-		return ""
-	}
-	node := result.NominatedNodeName
-	s.log.Info("preempting", "pod", pod.Namespace+"/"+pod.Name, "node", node, "victims", len(result.Victims))
-	s.nominator.add(pod, node)
-	for _, v := range result.Victims {
-		s.recorder.Eventf(v, corev1.EventTypeNormal, "Preempted", "Preempted by pod %v on node %v", pod.UID, node)
-	}
-	// Nominate first, so that nobody sees victims go before the reason.
-	s.wg.Go(func() {
-		if pod.Status.NominatedNodeName != node {
-			s.patchStatusNow(ctx, pod, map[string]any{"nominatedNodeName": node})
-		}
-		for _, v := range result.Victims {
-			// As upstream: the victim learns why it goes before it goes.
-			s.patchStatusNow(ctx, v, map[string]any{"conditions": []corev1.PodCondition{{
-				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonPreemptionByScheduler,
-				Message: pod.Spec.SchedulerName + ": preempting to accommodate a higher priority pod", LastTransitionTime: metav1.Now()}}})
-			err := s.client.Pods().Delete(ctx, v.Namespace, v.Name, deleteWithUID(v.UID))
-			if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
-				s.log.Warn("deleting preemption victim failed", "pod", v.Namespace+"/"+v.Name, "err", err)
-			}
-		}
-	})
-	return node
-}
-
 // handleFailure reports a failed cycle (event and PodScheduled condition)
-// and puts the pod back in the queue, unless it is gone or bound; nominated
-// is the node its preemption just nominated it to, if any.
-func (s *Scheduler) handleFailure(ctx context.Context, qp *queue.QueuedPodInfo, cycle int64, err error, nominated string) {
+// and puts the pod back in the queue, unless it is gone or bound. If its
+// preemption p nominated a node, the nomination goes in the same status
+// patch (as upstream), and the victims are deleted after it, so that
+// nobody sees them go before the reason.
+func (s *Scheduler) handleFailure(ctx context.Context, qp *queue.QueuedPodInfo, cycle int64, err error, p *preemption) {
 	pod := qp.Pod
 	var fitErr *framework.FitError
 	rejected := errors.As(err, &fitErr) || errors.Is(err, ErrNoNodesAvailable)
@@ -533,7 +497,11 @@ func (s *Scheduler) handleFailure(ctx context.Context, qp *queue.QueuedPodInfo, 
 
 	cur, ok := s.pods.Store().Get(pod.Namespace, pod.Name)
 	if !ok || cur.UID != pod.UID || cur.Spec.NodeName != "" {
-		return // deleted or bound meanwhile
+		if p != nil { // deleted or bound meanwhile: its victims may stay
+			s.nominator.delete(pod)
+			s.abandonPreemption(pod)
+		}
+		return
 	}
 	if cur.ResourceVersion != pod.ResourceVersion && podChangedForScheduling(pod, cur) {
 		// Changed while it was being scheduled: retry the new version after
@@ -541,8 +509,12 @@ func (s *Scheduler) handleFailure(ctx context.Context, qp *queue.QueuedPodInfo, 
 		qp.PodInfo = framework.NewPodInfo(cur)
 		rejected = false
 	}
-	if p := withNomination(qp.Pod, nominated); p != qp.Pod {
-		qp.PodInfo = framework.NewPodInfo(p)
+	nominated := ""
+	if p != nil {
+		nominated = p.node
+	}
+	if withNom := withNomination(qp.Pod, nominated); withNom != qp.Pod {
+		qp.PodInfo = framework.NewPodInfo(withNom)
 	}
 	qp.UnschedulablePlugins = sets.New[string]()
 	if fitErr != nil {
@@ -552,7 +524,24 @@ func (s *Scheduler) handleFailure(ctx context.Context, qp *queue.QueuedPodInfo, 
 	}
 	s.queue.AddUnschedulable(qp, cycle, rejected)
 	s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "%s", msg)
-	s.setCondition(cur, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg})
+	status := statusChange(cur, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg}, nominated)
+	if p == nil {
+		if status != nil {
+			s.patchStatus(cur, status)
+		}
+		return
+	}
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+		defer cancel()
+		if status != nil {
+			if err := s.patchStatusNow(ctx, cur, status); err != nil {
+				s.abandonPreemption(pod) // not nominated: delete nobody
+				return
+			}
+		}
+		s.deleteVictims(ctx, pod, p)
+	})
 }
 
 // withNomination returns pod carrying the node its preemption just
@@ -591,6 +580,7 @@ func (s *Scheduler) addEventHandlers() {
 				// Bound (by us or by someone else).
 				s.queue.Delete(p)
 				s.nominator.delete(p)
+				s.inflight.forget(p.UID)
 				s.cache.AddPod(p)
 				s.queue.MoveAllToActiveOrBackoff(queue.AssignedPodAdd, podEventPlugins...)
 			case p.Spec.NodeName != "":
@@ -606,17 +596,25 @@ func (s *Scheduler) addEventHandlers() {
 					s.queue.Add(p) // its last scheduling gate was just removed
 					return
 				}
-				if nom := p.Status.NominatedNodeName; nom != "" {
+				switch nom := p.Status.NominatedNodeName; {
+				case nom != "":
 					s.nominator.add(p, nom)
+				case old.Status.NominatedNodeName != "":
+					s.nominator.delete(p) // cleared by a more important preemptor
 				}
 				s.queue.Update(old, p)
 			default:
 				// Terminating, finished, or not ours (any more).
 				s.queue.Delete(p)
 				s.nominator.delete(p)
+				s.inflight.forget(p.UID)
+			}
+			if p.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
+				s.victimGoing(p)
 			}
 		},
 		OnDelete: func(p *corev1.Pod) {
+			defer s.victimGoing(p) // after the cache forgot it
 			if p.Spec.NodeName != "" {
 				s.cache.RemovePod(p)
 				s.queue.MoveAllToActiveOrBackoff(queue.AssignedPodDelete)
@@ -624,6 +622,7 @@ func (s *Scheduler) addEventHandlers() {
 			}
 			s.queue.Delete(p)
 			s.nominator.delete(p)
+			s.inflight.forget(p.UID)
 			if s.cache.IsAssumedPod(p) {
 				s.cache.RemovePod(p) // deleted while its bind was in flight
 			}

@@ -33,6 +33,7 @@ func newTestScheduler(nodes []*corev1.Node, pods []*corev1.Pod) *Scheduler {
 		queue:     queue.New(queue.Config{}),
 		snapshot:  cache.NewEmptySnapshot(),
 		nominator: newNominator(),
+		inflight:  newPreemptions(),
 		rng:       rand.New(rand.NewPCG(1, 1)),
 	}
 	s.fwk.NominatedPods = s.nominator.podsFor
@@ -156,7 +157,7 @@ func TestFailedSchedulingMessagesReadAsUpstream(t *testing.T) {
 			if !errors.As(err, &fe) {
 				t.Fatalf("got %v, want a FitError", err)
 			}
-			s.preempt(context.Background(), state, tc.pod, fe)
+			s.preempt(state, tc.pod, fe)
 			if got := fe.Error(); got != tc.want {
 				t.Fatalf("message\n got: %s\nwant: %s", got, tc.want)
 			}

@@ -13,16 +13,27 @@ import (
 // apiTimeout bounds the scheduler's status patches and deletes.
 const apiTimeout = 30 * time.Second
 
-// setCondition writes the PodScheduled condition to the pod's status,
-// unless it already says the same.
-func (s *Scheduler) setCondition(pod *corev1.Pod, c corev1.PodCondition) {
+// statusChange is the status patch that gives pod condition c and, if
+// nominated is not "", that nomination: nil when the pod says so already.
+func statusChange(pod *corev1.Pod, c corev1.PodCondition, nominated string) map[string]any {
+	status := map[string]any{}
+	if nominated != "" && pod.Status.NominatedNodeName != nominated {
+		status["nominatedNodeName"] = nominated
+	}
+	same := false
 	for _, old := range pod.Status.Conditions {
 		if old.Type == c.Type && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
-			return
+			same = true
 		}
 	}
-	c.LastTransitionTime = metav1.Now()
-	s.patchStatus(pod, map[string]any{"conditions": []corev1.PodCondition{c}})
+	if !same {
+		c.LastTransitionTime = metav1.Now()
+		status["conditions"] = []corev1.PodCondition{c}
+	}
+	if len(status) == 0 {
+		return nil
+	}
+	return status
 }
 
 // patchStatus sends a strategic merge patch of the status in the
@@ -31,19 +42,21 @@ func (s *Scheduler) patchStatus(pod *corev1.Pod, status map[string]any) {
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 		defer cancel()
-		s.patchStatusNow(ctx, pod, status)
+		_ = s.patchStatusNow(ctx, pod, status)
 	})
 }
 
 // patchStatusNow sends a strategic merge patch of the status and waits.
-func (s *Scheduler) patchStatusNow(ctx context.Context, pod *corev1.Pod, status map[string]any) {
+func (s *Scheduler) patchStatusNow(ctx context.Context, pod *corev1.Pod, status map[string]any) error {
 	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
-		return
+		return err
 	}
 	if _, err := s.client.Pods().Patch(ctx, pod.Namespace, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		s.log.Debug("status patch failed", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		return err
 	}
+	return nil
 }
 
 // deleteWithUID deletes gracefully, and only the pod with that UID.

@@ -13,6 +13,10 @@
 // added or changed, a pod deleted), then goes back to activeQ (or backoffQ
 // if its backoff is not over). Run also flushes pods that have waited
 // 60s, as a safety net. Time comes from an injected Clock.
+//
+// A held pod (Hold; a preemptor whose victims are being deleted) waits
+// among the unschedulable pods whatever event comes, until Release (or the
+// 60s flush), as upstream's DefaultPreemption keeps it out with PreEnqueue.
 package queue
 
 import (
@@ -89,6 +93,8 @@ type Queue struct {
 	active        *podHeap
 	backoff       *podHeap
 	unschedulable map[string]*QueuedPodInfo
+	// held pods stay unschedulable until Release.
+	held sets.Set[string]
 	// schedulingCycle counts Pops; moveRequestCycle is the cycle of the last
 	// cluster event. A pod that failed in a cycle at or before that event
 	// goes to backoffQ, not to wait for an event that already happened.
@@ -116,6 +122,7 @@ func New(cfg Config) *Queue {
 	q := &Queue{
 		cfg:           cfg,
 		unschedulable: map[string]*QueuedPodInfo{},
+		held:          sets.New[string](),
 		wake:          make(chan struct{}, 1),
 		kick:          make(chan struct{}, 1),
 	}
@@ -148,6 +155,7 @@ func (q *Queue) Add(pod *corev1.Pod) {
 	defer q.mu.Unlock()
 	key := keyOf(pod)
 	delete(q.unschedulable, key)
+	q.held.Delete(key)
 	q.backoff.remove(key)
 	q.active.addOrUpdate(&QueuedPodInfo{PodInfo: framework.NewPodInfo(pod), key: key, Timestamp: q.cfg.Clock.Now()})
 	signal(q.wake)
@@ -172,7 +180,7 @@ func (q *Queue) Update(old, pod *corev1.Pod) {
 	}
 	if p, ok := q.unschedulable[key]; ok {
 		p.PodInfo = framework.NewPodInfo(pod)
-		if old != nil && (!equality.Semantic.DeepEqual(old.Spec, pod.Spec) || !equality.Semantic.DeepEqual(old.Labels, pod.Labels)) {
+		if !q.held.Has(key) && old != nil && (!equality.Semantic.DeepEqual(old.Spec, pod.Spec) || !equality.Semantic.DeepEqual(old.Labels, pod.Labels)) {
 			delete(q.unschedulable, key)
 			q.requeue(p)
 		}
@@ -190,6 +198,32 @@ func (q *Queue) Delete(pod *corev1.Pod) {
 	q.active.remove(key)
 	q.backoff.remove(key)
 	delete(q.unschedulable, key)
+	q.held.Delete(key)
+}
+
+// Hold keeps pod among the unschedulable pods, once it is put back, until
+// Release: no event or update moves it (only the UnschedulableFlush
+// safety net does).
+func (q *Queue) Hold(pod *corev1.Pod) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.held.Insert(keyOf(pod))
+}
+
+// Release ends Hold: a waiting pod goes to activeQ, or to backoffQ if its
+// backoff is not over.
+func (q *Queue) Release(pod *corev1.Pod) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	key := keyOf(pod)
+	if !q.held.Has(key) {
+		return
+	}
+	q.held.Delete(key)
+	if p, ok := q.unschedulable[key]; ok {
+		delete(q.unschedulable, key)
+		q.requeue(p)
+	}
 }
 
 // Pop blocks until a pod is in activeQ and returns it, or returns ErrClosed
@@ -237,7 +271,7 @@ func (q *Queue) AddUnschedulable(p *QueuedPodInfo, podCycle int64, rejected bool
 		return // re-added by an update meanwhile
 	}
 	p.Timestamp = q.cfg.Clock.Now()
-	if !rejected || q.moveRequestCycle >= podCycle {
+	if !q.held.Has(p.key) && (!rejected || q.moveRequestCycle >= podCycle) {
 		q.backoff.addOrUpdate(p)
 		signal(q.kick)
 		return
@@ -255,6 +289,9 @@ func (q *Queue) MoveAllToActiveOrBackoff(ev Event, plugins ...string) {
 	defer q.mu.Unlock()
 	q.moveRequestCycle = q.schedulingCycle
 	for key, p := range q.unschedulable {
+		if q.held.Has(key) {
+			continue
+		}
 		if len(plugins) > 0 && p.UnschedulablePlugins.Len() > 0 && !p.UnschedulablePlugins.HasAny(plugins...) {
 			continue
 		}
@@ -321,6 +358,7 @@ func (q *Queue) FlushUnschedulableLeftover() {
 	for key, p := range q.unschedulable {
 		if now.Sub(p.Timestamp) >= q.cfg.UnschedulableFlush {
 			delete(q.unschedulable, key)
+			q.held.Delete(key) // a safety net for a hold never released, too
 			q.requeue(p)
 		}
 	}

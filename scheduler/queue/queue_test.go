@@ -236,3 +236,45 @@ func TestDeleteRemovesThePodEverywhere(t *testing.T) {
 		t.Fatalf("left: %d %d %d", act, back, u)
 	}
 }
+
+// A preemptor held while its victims are being deleted waits whatever
+// happens (an event, even one during its cycle, or a spec change) until it
+// is released; then it goes where its backoff says.
+func TestAHeldPodWaitsUntilReleased(t *testing.T) {
+	clock := newFakeClock()
+	q := New(Config{Clock: clock})
+	old := st.MakePod().Obj()
+	q.Add(old)
+	p := pop(t, q)
+	cycle := q.SchedulingCycle()
+	q.Hold(p.Pod)
+	q.MoveAllToActiveOrBackoff(AssignedPodDelete) // another preemptor's victim went during the cycle
+	q.AddUnschedulable(p, cycle, true)
+	clock.Step(2 * time.Second)
+	q.MoveAllToActiveOrBackoff(AssignedPodDelete)
+	updated := old.DeepCopy()
+	updated.Labels = map[string]string{"x": "y"}
+	q.Update(old, updated)
+	q.FlushBackoffCompleted()
+	if active, backoff, u := q.Len(); active != 0 || backoff != 0 || u != 1 {
+		t.Fatalf("active=%d backoff=%d unschedulable=%d: a held pod must keep waiting", active, backoff, u)
+	}
+	q.Release(updated)
+	if active, _, _ := q.Len(); active != 1 {
+		t.Fatal("a released pod whose backoff is over must be active")
+	}
+	if got := pop(t, q); got.Pod.Labels["x"] != "y" {
+		t.Fatal("the held pod missed its update")
+	}
+
+	// Released before it is put back, it is put back as any other pod.
+	q.Add(old)
+	p = pop(t, q)
+	q.Hold(p.Pod)
+	q.Release(p.Pod)
+	q.MoveAllToActiveOrBackoff(NodeAdd)
+	q.AddUnschedulable(p, q.SchedulingCycle()-1, true)
+	if _, backoff, _ := q.Len(); backoff != 1 {
+		t.Fatal("a pod released before its failure was put back should not be held")
+	}
+}

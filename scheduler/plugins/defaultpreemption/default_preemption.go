@@ -11,7 +11,8 @@
 // It stops once NumCandidates nodes qualify. The chosen node has, in
 // order: the fewest PodDisruptionBudget violations, the lowest
 // highest-victim priority, the lowest sum of victim priorities, the fewest
-// victims, the most recently started highest-priority victim. The plugin
+// victims, the latest start of the earliest-started highest-priority
+// victim (as kube-scheduler's GetEarliestPodStartTime). The plugin
 // only proposes; the scheduler sets status.nominatedNodeName and deletes
 // the victims.
 package defaultpreemption
@@ -239,7 +240,7 @@ func splitByPDB(pods []*framework.PodInfo, pdbs []*policyv1.PodDisruptionBudget)
 
 // pickOne chooses among candidates, by the rules in the package comment.
 func pickOne(cs []candidate) candidate {
-	key := func(c candidate) (violations int, highest int32, sum int64, n int, latest time.Time) {
+	key := func(c candidate) (violations int, highest int32, sum int64, n int, earliest time.Time) {
 		highest = math.MinInt32
 		for _, v := range c.victims {
 			p := corev1helpers.PodPriority(v)
@@ -248,11 +249,11 @@ func pickOne(cs []candidate) candidate {
 			highest = max(highest, p)
 		}
 		for _, v := range c.victims {
-			if corev1helpers.PodPriority(v) == highest && startTime(v).After(latest) {
-				latest = startTime(v)
+			if corev1helpers.PodPriority(v) == highest && (earliest.IsZero() || startTime(v).Before(earliest)) {
+				earliest = startTime(v)
 			}
 		}
-		return c.pdbViolations, highest, sum, len(c.victims), latest
+		return c.pdbViolations, highest, sum, len(c.victims), earliest
 	}
 	best := cs[0]
 	bv, bh, bs, bn, bl := key(best)

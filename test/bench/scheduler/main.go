@@ -223,6 +223,9 @@ type result struct {
 	Pods     int     `json:"pods"`
 	PodsPerS float64 `json:"pods_per_s"`
 	Seconds  float64 `json:"seconds"`
+	// VictimsPerPod is how many initial pods were preempted per measured
+	// pod (preemption workloads only; the fewest possible is 1).
+	VictimsPerPod float64 `json:"victims_per_pod,omitempty"`
 }
 
 func run(bin string, w workload) (*result, error) {
@@ -287,7 +290,31 @@ func run(bin string, w workload) (*result, error) {
 			return nil, err
 		}
 	}
-	return &result{Workload: w.Name, Nodes: w.Nodes, Pods: w.MeasuredPods, PodsPerS: round(float64(w.MeasuredPods) / d.Seconds()), Seconds: round(d.Seconds())}, nil
+	res := &result{Workload: w.Name, Nodes: w.Nodes, Pods: w.MeasuredPods, PodsPerS: round(float64(w.MeasuredPods) / d.Seconds()), Seconds: round(d.Seconds())}
+	if w.priorities {
+		if res.VictimsPerPod, err = victimsPerPod(ctx, c, w); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// victimsPerPod counts the initial pods deleted or being deleted, per
+// measured pod. It waits a moment first, so that deletions a scheduler
+// decided just before the last bind are counted too.
+func victimsPerPod(ctx context.Context, c *client.Client, w workload) (float64, error) {
+	time.Sleep(time.Second)
+	list, err := c.Pods().List(ctx, "default", metav1.ListOptions{LabelSelector: "bench=initial"})
+	if err != nil {
+		return 0, err
+	}
+	left := 0
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			left++
+		}
+	}
+	return float64(int(float64(w.InitialPods-left)/float64(w.MeasuredPods)*100+0.5)) / 100, nil
 }
 
 func round(f float64) float64 { return float64(int(f*10+0.5)) / 10 }

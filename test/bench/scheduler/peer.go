@@ -78,6 +78,8 @@ type peerResult struct {
 	SchedulerCPU float64 `json:"scheduler_cpu_ms_per_pod"`
 	APIServerCPU float64 `json:"apiserver_cpu_ms_per_pod"`
 	EtcdCPU      float64 `json:"etcd_cpu_ms_per_pod"`
+	// VictimsPerPod: see result.
+	VictimsPerPod float64 `json:"victims_per_pod,omitempty"`
 }
 
 // peerComparison is minik's run against upstream's on one workload.
@@ -180,10 +182,16 @@ func racePeer(ctx context.Context, c *splitCluster, s schedulerUnderTest, w work
 	d := last.at.Sub(first.at)
 	pods := float64(w.MeasuredPods - 1) // the interval starts with the first pod's bind (or nomination)
 	perPod := func(a, b time.Duration) float64 { return round(float64((b - a).Microseconds()) / 1000 / pods) }
-	return &peerResult{Workload: w.Name, Scheduler: s.name, Nodes: w.Nodes, Pods: w.MeasuredPods,
+	res := &peerResult{Workload: w.Name, Scheduler: s.name, Nodes: w.Nodes, Pods: w.MeasuredPods,
 		PodsPerS: round(pods / d.Seconds()), Seconds: round(d.Seconds()), StartupS: round(first.at.Sub(started).Seconds()),
 		SchedulerCPU: perPod(first.scheduler, last.scheduler), APIServerCPU: perPod(first.apiserver, last.apiserver),
-		EtcdCPU: perPod(first.etcd, last.etcd)}, nil
+		EtcdCPU: perPod(first.etcd, last.etcd)}
+	if w.priorities {
+		if res.VictimsPerPod, err = victimsPerPod(ctx, c.admin, w); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 // setUpWorkload creates w's priority classes, nodes and initial pods.
