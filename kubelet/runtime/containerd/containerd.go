@@ -923,6 +923,9 @@ func (r *Runtime) listContainers(ctx context.Context, sandboxID string) ([]conta
 		info, err := r.client.ContainerService().Get(ctx, id)
 		if errdefs.IsNotFound(err) {
 			r.containers.remove(id) // deleted behind the runtime's back
+			r.mu.Lock()
+			delete(r.created, id) // made but never started
+			r.mu.Unlock()
 			continue
 		} else if err != nil {
 			return nil, err
