@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"minik/scheduler/framework"
@@ -71,6 +72,10 @@ func TestAPreemptorIsHeldUntilItsVictimIsSeenGoing(t *testing.T) {
 			t.Fatalf("got %v, want a FitError", err)
 		}
 		p := s.preempt(state, qp.Pod, fe)
+		qp.UnschedulablePlugins = sets.New[string]()
+		for _, st := range fe.Statuses {
+			qp.UnschedulablePlugins.Insert(st.Plugin())
+		}
 		s.queue.AddUnschedulable(qp, cycle, true)
 		return p
 	}
@@ -90,10 +95,9 @@ func TestAPreemptorIsHeldUntilItsVictimIsSeenGoing(t *testing.T) {
 		t.Fatal("the preemptor was not released when its victim went")
 	}
 
-	// Its next cycle sees the victim terminating: with a nomination it
-	// waits; without one it would pick the same victim, which needs no call.
-	clock.Step(time.Second) // the first backoff
-	s.queue.FlushBackoffCompleted()
+	// Its next cycle (at once: the queue is otherwise empty) sees the victim
+	// terminating: with a nomination it waits; without one it would pick
+	// the same victim, which needs no call.
 	if p := fail(); p == nil || len(p.victims) != 0 {
 		t.Fatalf("preemption %+v, want the terminating victim left out", p)
 	}

@@ -8,11 +8,15 @@
 //	                              pod's backoff)
 //
 // A pod that failed waits 1s, then 2s, 4s... up to 10s before it may be
-// tried again (backoff). A pod that fit no node waits among the
-// unschedulable pods until a cluster event that could help it (a node
-// added or changed, a pod deleted), then goes back to activeQ (or backoffQ
-// if its backoff is not over). Run also flushes pods that have waited
-// 60s, as a safety net. Time comes from an injected Clock.
+// tried again (backoff), counted in whole-second windows. A pod that fit
+// no node waits among the unschedulable pods until a cluster event that
+// could help it (a node added or changed, a pod deleted), then goes back
+// to activeQ (or backoffQ if its backoff is not over). When activeQ is
+// empty, Pop takes the next pod from backoffQ at once instead of idling,
+// as kube-scheduler does (SchedulerPopFromBackoffQ, on by default since
+// 1.33); a pod that failed with an error waits its whole backoff. Run also
+// flushes pods that have waited 60s, as a safety net. Time comes from an
+// injected Clock.
 //
 // A held pod (Hold; a preemptor whose victims are being deleted) waits
 // among the unschedulable pods whatever event comes, until Release (or the
@@ -89,9 +93,13 @@ var ErrClosed = errors.New("queue: closed")
 type Queue struct {
 	cfg Config
 
-	mu            sync.Mutex
-	active        *podHeap
+	mu     sync.Mutex
+	active *podHeap
+	// backoff holds pods rejected by plugins, by backoff window, then as
+	// activeQ orders them: Pop may take them early. errorBackoff holds pods
+	// that failed with an error: they wait their whole backoff.
 	backoff       *podHeap
+	errorBackoff  *podHeap
 	unschedulable map[string]*QueuedPodInfo
 	// held pods stay unschedulable until Release.
 	held sets.Set[string]
@@ -128,6 +136,12 @@ func New(cfg Config) *Queue {
 	}
 	q.active = newPodHeap(activeLess)
 	q.backoff = newPodHeap(func(a, b *QueuedPodInfo) bool {
+		if ea, eb := q.backoffExpiry(a), q.backoffExpiry(b); !ea.Equal(eb) {
+			return ea.Before(eb)
+		}
+		return activeLess(a, b)
+	})
+	q.errorBackoff = newPodHeap(func(a, b *QueuedPodInfo) bool {
 		return q.backoffExpiry(a).Before(q.backoffExpiry(b))
 	})
 	return q
@@ -156,7 +170,7 @@ func (q *Queue) Add(pod *corev1.Pod) {
 	key := keyOf(pod)
 	delete(q.unschedulable, key)
 	q.held.Delete(key)
-	q.backoff.remove(key)
+	q.removeFromBackoff(key)
 	q.active.addOrUpdate(&QueuedPodInfo{PodInfo: framework.NewPodInfo(pod), key: key, Timestamp: q.cfg.Clock.Now()})
 	signal(q.wake)
 }
@@ -173,10 +187,12 @@ func (q *Queue) Update(old, pod *corev1.Pod) {
 		q.active.addOrUpdate(p)
 		return
 	}
-	if p, ok := q.backoff.get(key); ok {
-		p.PodInfo = framework.NewPodInfo(pod)
-		q.backoff.addOrUpdate(p)
-		return
+	for _, h := range []*podHeap{q.backoff, q.errorBackoff} {
+		if p, ok := h.get(key); ok {
+			p.PodInfo = framework.NewPodInfo(pod)
+			h.addOrUpdate(p)
+			return
+		}
 	}
 	if p, ok := q.unschedulable[key]; ok {
 		p.PodInfo = framework.NewPodInfo(pod)
@@ -196,7 +212,7 @@ func (q *Queue) Delete(pod *corev1.Pod) {
 	defer q.mu.Unlock()
 	key := keyOf(pod)
 	q.active.remove(key)
-	q.backoff.remove(key)
+	q.removeFromBackoff(key)
 	delete(q.unschedulable, key)
 	q.held.Delete(key)
 }
@@ -226,8 +242,9 @@ func (q *Queue) Release(pod *corev1.Pod) {
 	}
 }
 
-// Pop blocks until a pod is in activeQ and returns it, or returns ErrClosed
-// or ctx's error. It starts a new scheduling cycle.
+// Pop blocks until a pod is in activeQ, or in backoffQ (not errorBackoff)
+// while activeQ is empty, and returns it; or it returns ErrClosed or ctx's
+// error. It starts a new scheduling cycle.
 func (q *Queue) Pop(ctx context.Context) (*QueuedPodInfo, error) {
 	for {
 		q.mu.Lock()
@@ -235,7 +252,11 @@ func (q *Queue) Pop(ctx context.Context) (*QueuedPodInfo, error) {
 			q.mu.Unlock()
 			return nil, ErrClosed
 		}
-		if p := q.active.pop(); p != nil {
+		p := q.active.pop()
+		if p == nil {
+			p = q.backoff.pop()
+		}
+		if p != nil {
 			q.schedulingCycle++
 			p.Attempts++
 			if p.InitialAttemptTimestamp.IsZero() {
@@ -272,8 +293,7 @@ func (q *Queue) AddUnschedulable(p *QueuedPodInfo, podCycle int64, rejected bool
 	}
 	p.Timestamp = q.cfg.Clock.Now()
 	if !q.held.Has(p.key) && (!rejected || q.moveRequestCycle >= podCycle) {
-		q.backoff.addOrUpdate(p)
-		signal(q.kick)
+		q.toBackoff(p)
 		return
 	}
 	q.unschedulable[p.key] = p
@@ -303,17 +323,41 @@ func (q *Queue) MoveAllToActiveOrBackoff(ev Event, plugins ...string) {
 // requeue puts p into activeQ or, if it is still backing off, backoffQ.
 func (q *Queue) requeue(p *QueuedPodInfo) {
 	if q.isBackingOff(p) {
-		q.backoff.addOrUpdate(p)
-		signal(q.kick)
+		q.toBackoff(p)
 		return
 	}
 	q.active.addOrUpdate(p)
 	signal(q.wake)
 }
 
+// toBackoff puts p into backoffQ, or errorBackoff if no plugin rejected
+// it (it failed with an error).
+func (q *Queue) toBackoff(p *QueuedPodInfo) {
+	if p.UnschedulablePlugins.Len() == 0 {
+		q.errorBackoff.addOrUpdate(p)
+	} else {
+		q.backoff.addOrUpdate(p)
+		signal(q.wake) // an idle Pop takes it
+	}
+	signal(q.kick)
+}
+
+func (q *Queue) removeFromBackoff(key string) {
+	q.backoff.remove(key)
+	q.errorBackoff.remove(key)
+}
+
+// backoffWindow is the grain of backoff expiries: pods whose backoff ends
+// in the same second leave backoffQ together, in activeQ's order (as
+// kube-scheduler's backoffQOrderingWindowDuration).
+const backoffWindow = time.Second
+
 // BackoffDuration is the wait after a pod's Attempts-th failure: the
-// initial backoff, doubled per attempt, capped.
+// initial backoff, doubled per attempt, capped; none before a first try.
 func (q *Queue) BackoffDuration(p *QueuedPodInfo) time.Duration {
+	if p.Attempts == 0 {
+		return 0
+	}
 	d := q.cfg.InitialBackoff
 	for i := 1; i < p.Attempts; i++ {
 		if d >= q.cfg.MaxBackoff/2 {
@@ -324,12 +368,17 @@ func (q *Queue) BackoffDuration(p *QueuedPodInfo) time.Duration {
 	return min(d, q.cfg.MaxBackoff)
 }
 
+// backoffExpiry is the window in which p's backoff ends; p backs off
+// until that window is over.
 func (q *Queue) backoffExpiry(p *QueuedPodInfo) time.Time {
-	return p.Timestamp.Add(q.BackoffDuration(p))
+	if p.Attempts == 0 {
+		return time.Time{}
+	}
+	return p.Timestamp.Add(q.BackoffDuration(p)).Truncate(backoffWindow)
 }
 
 func (q *Queue) isBackingOff(p *QueuedPodInfo) bool {
-	return q.backoffExpiry(p).After(q.cfg.Clock.Now())
+	return p.Attempts > 0 && !q.backoffExpiry(p).Before(q.cfg.Clock.Now().Truncate(backoffWindow))
 }
 
 // FlushBackoffCompleted moves pods whose backoff is over to activeQ and
@@ -337,16 +386,21 @@ func (q *Queue) isBackingOff(p *QueuedPodInfo) bool {
 func (q *Queue) FlushBackoffCompleted() time.Time {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	now := q.cfg.Clock.Now()
-	for p := q.backoff.peek(); p != nil; p = q.backoff.peek() {
-		if exp := q.backoffExpiry(p); exp.After(now) {
-			return exp
+	var next time.Time
+	for _, h := range []*podHeap{q.backoff, q.errorBackoff} {
+		for p := h.peek(); p != nil; p = h.peek() {
+			if q.isBackingOff(p) {
+				if end := q.backoffExpiry(p).Add(backoffWindow); next.IsZero() || end.Before(next) {
+					next = end
+				}
+				break
+			}
+			h.pop()
+			q.active.addOrUpdate(p)
+			signal(q.wake)
 		}
-		q.backoff.pop()
-		q.active.addOrUpdate(p)
-		signal(q.wake)
 	}
-	return time.Time{}
+	return next
 }
 
 // FlushUnschedulableLeftover requeues pods that have waited longer than
@@ -405,7 +459,7 @@ func (q *Queue) Close() {
 func (q *Queue) Len() (active, backoff, unschedulable int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.active.Len(), q.backoff.Len(), len(q.unschedulable)
+	return q.active.Len(), q.backoff.Len() + q.errorBackoff.Len(), len(q.unschedulable)
 }
 
 // PendingPods returns the keys of every queued pod, sorted.
@@ -416,7 +470,7 @@ func (q *Queue) PendingPods() []string {
 	for _, p := range q.active.items {
 		out = append(out, p.key)
 	}
-	for _, p := range q.backoff.items {
+	for _, p := range slices.Concat(q.backoff.items, q.errorBackoff.items) {
 		out = append(out, p.key)
 	}
 	for k := range q.unschedulable {
@@ -431,5 +485,5 @@ func (q *Queue) PendingPods() []string {
 func (q *Queue) Lengths() (active, backoff, unschedulable int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.active.Len(), q.backoff.Len(), len(q.unschedulable)
+	return q.active.Len(), q.backoff.Len() + q.errorBackoff.Len(), len(q.unschedulable)
 }

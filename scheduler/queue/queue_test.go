@@ -74,16 +74,20 @@ func TestBackoffDoublesFromOneSecondToTen(t *testing.T) {
 }
 
 func TestFailedPodWaitsForItsBackoff(t *testing.T) {
+	// A backoff ends when the whole second its expiry falls in is over.
 	cases := []struct {
 		name     string
 		failures int           // scheduling failures before the last
+		offset   time.Duration // into its second when the pod last fails
 		wait     time.Duration // clock step after the last failure
 		ready    bool
 	}{
-		{"after a first failure the pod is not ready before 1s", 0, 999 * time.Millisecond, false},
-		{"after a first failure the pod is ready at 1s", 0, time.Second, true},
-		{"after a third failure the pod waits 4s", 2, 3 * time.Second, false},
-		{"after a third failure the pod is ready at 4s", 2, 4 * time.Second, true},
+		{"after a first failure at a second's start the pod waits out the next second", 0, 0, 1999 * time.Millisecond, false},
+		{"after a first failure at a second's start the pod is ready at 2s", 0, 0, 2 * time.Second, true},
+		{"after a first failure mid-second the pod waits for the second after next", 0, 500 * time.Millisecond, 1499 * time.Millisecond, false},
+		{"after a first failure mid-second the pod is ready 1.5s later", 0, 500 * time.Millisecond, 1500 * time.Millisecond, true},
+		{"after a third failure the pod waits 4s and the rest of that second", 2, 0, 4999 * time.Millisecond, false},
+		{"after a third failure the pod is ready at 5s", 2, 0, 5 * time.Second, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,6 +102,7 @@ func TestFailedPodWaitsForItsBackoff(t *testing.T) {
 			}
 			// The last failure, then the wait.
 			p := pop(t, q)
+			clock.Step(tc.offset)
 			q.AddUnschedulable(p, q.SchedulingCycle(), false)
 			clock.Step(tc.wait)
 			q.FlushBackoffCompleted()
@@ -276,5 +281,70 @@ func TestAHeldPodWaitsUntilReleased(t *testing.T) {
 	q.AddUnschedulable(p, q.SchedulingCycle()-1, true)
 	if _, backoff, _ := q.Len(); backoff != 1 {
 		t.Fatal("a pod released before its failure was put back should not be held")
+	}
+}
+
+// When activeQ is empty, Pop takes a pod rejected by plugins from backoffQ
+// at once rather than idle (kube-scheduler's SchedulerPopFromBackoffQ);
+// within one backoff window, in activeQ's order. A pod that failed with an
+// error waits its whole backoff, and activeQ always comes first.
+func TestAnIdlePopTakesRejectedPodsFromBackoff(t *testing.T) {
+	clock := newFakeClock()
+	q := New(Config{Clock: clock})
+	fail := func(pod *corev1.Pod, rejectedBy ...string) {
+		t.Helper()
+		q.Add(pod)
+		p := pop(t, q)
+		p.UnschedulablePlugins = sets.New(rejectedBy...)
+		q.MoveAllToActiveOrBackoff(NodeAdd) // an event during the cycle: to backoff, not unschedulable
+		q.AddUnschedulable(p, q.SchedulingCycle(), true)
+	}
+	fail(st.MakePod().Name("error").Obj())
+	fail(st.MakePod().Name("low").Priority(1).Obj(), "NodeResourcesFit")
+	fail(st.MakePod().Name("high").Priority(100).Obj(), "NodeResourcesFit")
+	if _, backoff, _ := q.Len(); backoff != 3 {
+		t.Fatalf("backoff=%d, want 3", backoff)
+	}
+	q.Add(st.MakePod().Name("new").Obj())
+	var got []string
+	for range 3 {
+		got = append(got, pop(t, q).Pod.Name)
+	}
+	if want := []string{"new", "high", "low"}; !slices.Equal(got, want) {
+		t.Fatalf("popped %v, want %v", got, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if p, err := q.Pop(ctx); err == nil {
+		t.Fatalf("popped %s, which failed with an error, before its backoff", p.Pod.Name)
+	}
+	clock.Step(2 * time.Second)
+	q.FlushBackoffCompleted()
+	if p := pop(t, q); p.Pod.Name != "error" || p.Attempts != 2 {
+		t.Fatalf("popped %s (attempts %d), want error's second attempt", p.Pod.Name, p.Attempts)
+	}
+}
+
+func TestAWaitingPopWakesForABackedOffPod(t *testing.T) {
+	q := New(Config{Clock: newFakeClock()})
+	q.Add(st.MakePod().Obj())
+	p := pop(t, q)
+	popped := make(chan *QueuedPodInfo, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	go func() {
+		p, _ := q.Pop(ctx)
+		popped <- p
+	}()
+	time.Sleep(10 * time.Millisecond) // let it block
+	p.UnschedulablePlugins = sets.New("NodeResourcesFit")
+	q.AddUnschedulable(p, q.SchedulingCycle(), false)
+	select {
+	case got := <-popped:
+		if got == nil || got.Attempts != 2 {
+			t.Fatalf("popped %v, want the pod's second attempt: Pop did not wake for the pod put in backoffQ", got)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Pop never returned")
 	}
 }

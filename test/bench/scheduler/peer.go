@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,6 +82,11 @@ type peerResult struct {
 	EtcdCPU      float64 `json:"etcd_cpu_ms_per_pod"`
 	// VictimsPerPod: see result.
 	VictimsPerPod float64 `json:"victims_per_pod,omitempty"`
+	// WritesPerPod counts the apiserver's writes (POST, PUT, PATCH,
+	// DELETE; leases left out) from the scheduler's start to the end, per
+	// measured pod: binds, status patches, events, and in preemption the
+	// victims' deletion (the stand-in kubelet's final delete included).
+	WritesPerPod float64 `json:"api_writes_per_pod"`
 }
 
 // peerComparison is minik's run against upstream's on one workload.
@@ -163,6 +170,10 @@ func racePeer(ctx context.Context, c *splitCluster, s schedulerUnderTest, w work
 	if err := createPods(ctx, c.admin, w.MeasuredPods, "measured", corev1.DefaultSchedulerName, w.measuredPod); err != nil {
 		return nil, err
 	}
+	writesBefore, err := apiWrites(ctx, c.admin)
+	if err != nil {
+		return nil, err
+	}
 	started := time.Now()
 	sched, err := s.start(c)
 	if err != nil {
@@ -191,7 +202,39 @@ func racePeer(ctx context.Context, c *splitCluster, s schedulerUnderTest, w work
 			return nil, err
 		}
 	}
+	writesAfter, err := apiWrites(ctx, c.admin)
+	if err != nil {
+		return nil, err
+	}
+	res.WritesPerPod = round(float64(writesAfter-writesBefore) / float64(w.MeasuredPods))
 	return res, nil
+}
+
+// apiWrites sums the apiserver's apiserver_request_total over the write
+// verbs, leases left out.
+func apiWrites(ctx context.Context, c *client.Client) (int64, error) {
+	body, _, err := c.GetAs(ctx, "/metrics", "text/plain")
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for line := range strings.Lines(string(body)) {
+		rest, found := strings.CutPrefix(line, "apiserver_request_total{")
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !found || !ok || strings.Contains(labels, `resource="leases"`) {
+			continue
+		}
+		for _, verb := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+			if strings.Contains(labels, `verb="`+verb+`"`) {
+				v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+				if err != nil {
+					return 0, fmt.Errorf("metrics line %q: %w", line, err)
+				}
+				n += int64(v)
+			}
+		}
+	}
+	return n, nil
 }
 
 // setUpWorkload creates w's priority classes, nodes and initial pods.
