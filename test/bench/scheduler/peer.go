@@ -181,6 +181,9 @@ func racePeer(ctx context.Context, c *splitCluster, s schedulerUnderTest, w work
 	}
 	defer sched.stop()
 	binds.sample(sched)
+	if apiserverProfile != "" && s.name == "minik" {
+		go profileAPIServer(ctx, c.admin, apiserverProfile)
+	}
 	select {
 	case <-binds.done:
 	case <-sched.done:
@@ -208,6 +211,20 @@ func racePeer(ctx context.Context, c *splitCluster, s schedulerUnderTest, w work
 	}
 	res.WritesPerPod = round(float64(writesAfter-writesBefore) / float64(w.MeasuredPods))
 	return res, nil
+}
+
+// apiserverProfile is the -apiserver-cpuprofile flag.
+var apiserverProfile string
+
+// profileAPIServer writes a 10s CPU profile of the apiserver to path.
+func profileAPIServer(ctx context.Context, c *client.Client, path string) {
+	body, _, err := c.GetAs(ctx, "/debug/pprof/profile?seconds=10", "application/octet-stream")
+	if err == nil {
+		err = os.WriteFile(path, body, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "apiserver profile:", err)
+	}
 }
 
 // apiWrites sums the apiserver's apiserver_request_total over the write
