@@ -222,9 +222,15 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 
 // GetAs reads path asking for the media types in accept, and returns the
 // body and the Content-Type the server chose among them (a client that
-// asks for aggregated discovery learns from it which form it got).
+// asks for aggregated discovery learns from it which form it got). path
+// may end in a query ("/debug/pprof/profile?seconds=10").
 func (c *Client) GetAs(ctx context.Context, path, accept string) (body []byte, contentType string, err error) {
-	data, resp, err := c.exchange(ctx, call{method: http.MethodGet, path: path, accept: accept})
+	path, rawQuery, _ := strings.Cut(path, "?")
+	query, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, "", fmt.Errorf("client: GET %s: %w", path, err)
+	}
+	data, resp, err := c.exchange(ctx, call{method: http.MethodGet, path: path, query: query, accept: accept})
 	if err != nil {
 		return nil, "", err
 	}

@@ -216,9 +216,10 @@ func racePeer(ctx context.Context, c *splitCluster, s schedulerUnderTest, w work
 // apiserverProfile is the -apiserver-cpuprofile flag.
 var apiserverProfile string
 
-// profileAPIServer writes a 10s CPU profile of the apiserver to path.
+// profileAPIServer writes a 2s CPU profile of the apiserver to path (the
+// shortest workload, Preemption, lasts about 3s).
 func profileAPIServer(ctx context.Context, c *client.Client, path string) {
-	body, _, err := c.GetAs(ctx, "/debug/pprof/profile?seconds=10", "application/octet-stream")
+	body, _, err := c.GetAs(ctx, "/debug/pprof/profile?seconds=2", "application/octet-stream")
 	if err == nil {
 		err = os.WriteFile(path, body, 0o644)
 	}
