@@ -21,7 +21,8 @@ import (
 //	   handleFailure: one status patch (PodScheduled=False + nominatedNodeName),
 //	                  then in the background: clear lower-priority nominations
 //	                  on the node, DisruptionTarget + graceful delete per victim
-//	informer: every victim seen terminating or gone ─▶ release the pod
+//	informer: every victim seen terminating or gone ─▶ release the pod: the
+//	          next event (a victim's deletion) moves it
 //	next cycle: the nominated node first; it binds once the victims are gone
 //
 // The hold is upstream's async preemption rule (IsPodRunningPreemption):
@@ -156,17 +157,21 @@ func (s *Scheduler) preempt(state *framework.CycleState, pod *corev1.Pod, fitErr
 }
 
 // victimGoing releases the preemptors whose last victim pod was: it is
-// seen terminating or deleted.
+// seen terminating or deleted. They wait for the next event, as any
+// unschedulable pod: until the victims are gone, they cannot fit, and the
+// deletion of one moves them. So the caller, for a deletion, releases
+// before it sends that event.
 func (s *Scheduler) victimGoing(pod *corev1.Pod) {
 	for _, preemptor := range s.inflight.victimGoing(pod.UID) {
-		s.queue.Release(preemptor)
+		s.queue.Release(preemptor, false) // the victim's deletion will move it
 	}
 }
 
-// abandonPreemption releases pod from waiting for its victims.
+// abandonPreemption releases pod from waiting for its victims and retries
+// it (a call failed: no event may come).
 func (s *Scheduler) abandonPreemption(pod *corev1.Pod) {
 	if held := s.inflight.forget(pod.UID); held != nil {
-		s.queue.Release(held)
+		s.queue.Release(held, true)
 	}
 }
 

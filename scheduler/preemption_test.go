@@ -43,8 +43,8 @@ func TestAPreemptorIsReleasedWhenItsLastVictimGoes(t *testing.T) {
 
 // A pod that preempted is held: the victims' siblings going elsewhere do
 // not retry it (it would see its own victims still running and preempt
-// again); its own victim terminating does. A victim already terminating
-// needs no call and no wait.
+// again); once its own victim is terminating, the next event does. A
+// victim already terminating needs no call and no wait.
 func TestAPreemptorIsHeldUntilItsVictimIsSeenGoing(t *testing.T) {
 	node := st.MakeNode().Name("a").Capacity("cpu", "2", "memory", "8Gi", "pods", "110").Obj()
 	victim := st.MakePod().Name("victim").Node("a").Priority(1).Req("cpu", "2").Obj()
@@ -91,6 +91,10 @@ func TestAPreemptorIsHeldUntilItsVictimIsSeenGoing(t *testing.T) {
 	terminating.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	s.cache.UpdatePod(victim, terminating)
 	s.victimGoing(terminating)
+	if active, backoff, _ := s.queue.Len(); active+backoff != 0 {
+		t.Fatal("a released preemptor should wait for the next event: its victim still runs")
+	}
+	s.queue.MoveAllToActiveOrBackoff(queue.AssignedPodDelete)
 	if active, backoff, _ := s.queue.Len(); active+backoff != 1 {
 		t.Fatal("the preemptor was not released when its victim went")
 	}

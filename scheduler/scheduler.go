@@ -614,12 +614,13 @@ func (s *Scheduler) addEventHandlers() {
 			}
 		},
 		OnDelete: func(p *corev1.Pod) {
-			defer s.victimGoing(p) // after the cache forgot it
 			if p.Spec.NodeName != "" {
 				s.cache.RemovePod(p)
+				s.victimGoing(p) // before the event, which then moves its preemptor
 				s.queue.MoveAllToActiveOrBackoff(queue.AssignedPodDelete)
 				return
 			}
+			s.victimGoing(p)
 			s.queue.Delete(p)
 			s.nominator.delete(p)
 			s.inflight.forget(p.UID)

@@ -20,7 +20,8 @@
 //
 // A held pod (Hold; a preemptor whose victims are being deleted) waits
 // among the unschedulable pods whatever event comes, until Release (or the
-// 60s flush), as upstream's DefaultPreemption keeps it out with PreEnqueue.
+// 60s flush), as upstream's DefaultPreemption keeps it out with PreEnqueue;
+// then the next event moves it.
 package queue
 
 import (
@@ -226,9 +227,11 @@ func (q *Queue) Hold(pod *corev1.Pod) {
 	q.held.Insert(keyOf(pod))
 }
 
-// Release ends Hold: a waiting pod goes to activeQ, or to backoffQ if its
-// backoff is not over.
-func (q *Queue) Release(pod *corev1.Pod) {
+// Release ends Hold. With retry, a waiting pod goes to activeQ (or
+// backoffQ if its backoff is not over); without, it waits for the next
+// cluster event as any unschedulable pod, as kube-scheduler's PreEnqueue
+// gate only lets the next event move it.
+func (q *Queue) Release(pod *corev1.Pod, retry bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	key := keyOf(pod)
@@ -236,7 +239,7 @@ func (q *Queue) Release(pod *corev1.Pod) {
 		return
 	}
 	q.held.Delete(key)
-	if p, ok := q.unschedulable[key]; ok {
+	if p, ok := q.unschedulable[key]; ok && retry {
 		delete(q.unschedulable, key)
 		q.requeue(p)
 	}

@@ -244,7 +244,7 @@ func TestDeleteRemovesThePodEverywhere(t *testing.T) {
 
 // A preemptor held while its victims are being deleted waits whatever
 // happens (an event, even one during its cycle, or a spec change) until it
-// is released; then it goes where its backoff says.
+// is released; then the next event moves it, or at once if retried.
 func TestAHeldPodWaitsUntilReleased(t *testing.T) {
 	clock := newFakeClock()
 	q := New(Config{Clock: clock})
@@ -264,19 +264,35 @@ func TestAHeldPodWaitsUntilReleased(t *testing.T) {
 	if active, backoff, u := q.Len(); active != 0 || backoff != 0 || u != 1 {
 		t.Fatalf("active=%d backoff=%d unschedulable=%d: a held pod must keep waiting", active, backoff, u)
 	}
-	q.Release(updated)
+	q.Release(updated, false)
+	if _, _, u := q.Len(); u != 1 {
+		t.Fatal("a released pod should wait for the next event")
+	}
+	q.MoveAllToActiveOrBackoff(AssignedPodDelete) // its victim is gone
 	if active, _, _ := q.Len(); active != 1 {
-		t.Fatal("a released pod whose backoff is over must be active")
+		t.Fatal("the event after its release should move it")
 	}
 	if got := pop(t, q); got.Pod.Labels["x"] != "y" {
 		t.Fatal("the held pod missed its update")
 	}
 
+	// Released to retry (its preemption's calls failed), it goes at once.
+	q.Add(old)
+	p = pop(t, q)
+	q.Hold(p.Pod)
+	q.AddUnschedulable(p, q.SchedulingCycle(), true)
+	clock.Step(2 * time.Second)
+	q.Release(p.Pod, true)
+	if active, _, _ := q.Len(); active != 1 {
+		t.Fatal("a pod released to retry should be active")
+	}
+	pop(t, q)
+
 	// Released before it is put back, it is put back as any other pod.
 	q.Add(old)
 	p = pop(t, q)
 	q.Hold(p.Pod)
-	q.Release(p.Pod)
+	q.Release(p.Pod, false)
 	q.MoveAllToActiveOrBackoff(NodeAdd)
 	q.AddUnschedulable(p, q.SchedulingCycle()-1, true)
 	if _, backoff, _ := q.Len(); backoff != 1 {
