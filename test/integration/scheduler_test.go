@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -477,6 +478,82 @@ func TestSchedulerPreemptionByPriority(t *testing.T) {
 			t.Fatalf("polite (preemptionPolicy Never) was bound or lost: %v %v", p.Spec.NodeName, err)
 		}
 	})
+}
+
+// Preemptors arriving together on a full cluster each delete exactly one
+// victim: a preemptor is held until its victim is seen terminating, so no
+// retry finds it still running and preempts again elsewhere. (The extra
+// victims this guards against showed only under load, in bench-scheduler's
+// peer race; TestAPreemptorIsHeldUntilItsVictimIsSeenGoing pins the
+// mechanism.)
+func TestSchedulerPreemptionTakesOneVictimPerPreemptor(t *testing.T) {
+	e := newSchedEnv(t)
+	ns := e.namespace(t, "preempt-many")
+	for _, pc := range []*schedulingv1.PriorityClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "many-low"}, Value: 100},
+		{ObjectMeta: metav1.ObjectMeta{Name: "many-high"}, Value: 1000},
+	} {
+		if _, err := e.cs.SchedulingV1().PriorityClasses().Create(e.ctx, pc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const nodes = 30
+	var all []*corev1.Node
+	for i := range nodes {
+		all = append(all, makeNode(fmt.Sprintf("many-%d", i)).CPU("2").Obj())
+	}
+	e.nodes(t, ns, all...)
+	for i := range 2 * nodes {
+		e.create(t, ns, makeSchedPod(fmt.Sprintf("low-%d", i)).PriorityClass("many-low").CPU("1").Obj())
+	}
+	for i := range 2 * nodes {
+		e.boundNode(t, ns, fmt.Sprintf("low-%d", i), 30*time.Second)
+	}
+
+	// Play the kubelets: a pod being deleted goes at once.
+	ctx, stop := context.WithCancel(e.ctx)
+	defer stop()
+	go func() {
+		zero := int64(0)
+		for ctx.Err() == nil {
+			list, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err == nil {
+				for _, p := range list.Items {
+					if p.DeletionTimestamp != nil {
+						_ = e.cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+					}
+				}
+			}
+			time.Sleep(300 * time.Millisecond) // slow kubelets: victims stay terminating a while
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Go(func() {
+			p := makeSchedPod(fmt.Sprintf("high-%d", i)).PriorityClass("many-high").CPU("1").Obj()
+			if _, err := e.cs.CoreV1().Pods(ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range nodes {
+		e.boundNode(t, ns, fmt.Sprintf("high-%d", i), 60*time.Second)
+	}
+	stop()
+	list, err := e.cs.CoreV1().Pods(ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	low := 0
+	for _, p := range list.Items {
+		if strings.HasPrefix(p.Name, "low-") && p.DeletionTimestamp == nil {
+			low++
+		}
+	}
+	if victims := 2*nodes - low; victims != nodes {
+		t.Fatalf("%d victims for %d preemptors, want one each", victims, nodes)
+	}
 }
 
 func TestSchedulerSeveralSchedulersAndLeaderElection(t *testing.T) {
