@@ -73,34 +73,31 @@ func (n *nominator) deleteLocked(uid types.UID) {
 // important as pod (other than pod itself).
 func (n *nominator) podsFor(node string, pod *corev1.Pod) []*framework.PodInfo {
 	if n.count.Load() == 0 {
-		return nil
+		return nil // the common case, on every node a filter checks: no closure made
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var out []*framework.PodInfo
 	prio := corev1helpers.PodPriority(pod)
-	for _, p := range n.byNode[node] {
-		if p.Pod.UID != pod.UID && corev1helpers.PodPriority(p.Pod) >= prio {
-			out = append(out, p)
-		}
-	}
-	return out
+	return n.podsOn(node, func(p *corev1.Pod) bool { return p.UID != pod.UID && corev1helpers.PodPriority(p) >= prio })
 }
 
 // lowerPriorityOn returns the pods nominated to node that are less
 // important than pod: once pod preempts there, room for them is no longer
 // promised.
-func (n *nominator) lowerPriorityOn(node string, pod *corev1.Pod) []*corev1.Pod {
+func (n *nominator) lowerPriorityOn(node string, pod *corev1.Pod) []*framework.PodInfo {
+	prio := corev1helpers.PodPriority(pod)
+	return n.podsOn(node, func(p *corev1.Pod) bool { return corev1helpers.PodPriority(p) < prio })
+}
+
+// podsOn returns the pods nominated to node that keep accepts.
+func (n *nominator) podsOn(node string, keep func(*corev1.Pod) bool) []*framework.PodInfo {
 	if n.count.Load() == 0 {
 		return nil
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var out []*corev1.Pod
-	prio := corev1helpers.PodPriority(pod)
+	var out []*framework.PodInfo
 	for _, p := range n.byNode[node] {
-		if corev1helpers.PodPriority(p.Pod) < prio {
-			out = append(out, p.Pod)
+		if keep(p.Pod) {
+			out = append(out, p)
 		}
 	}
 	return out

@@ -182,7 +182,7 @@ func (s *Scheduler) abandonPreemption(pod *corev1.Pod) {
 // fails, the preemptor is released to try again.
 func (s *Scheduler) deleteVictims(ctx context.Context, preemptor *corev1.Pod, p *preemption) {
 	for _, lower := range s.nominator.lowerPriorityOn(p.node, preemptor) {
-		_ = s.patchStatusNow(ctx, lower, map[string]any{"nominatedNodeName": nil})
+		_ = s.patchStatusNow(ctx, lower.Pod, map[string]any{"nominatedNodeName": nil})
 	}
 	failed := false
 	for _, v := range p.victims {
