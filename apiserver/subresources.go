@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -75,7 +76,11 @@ func decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
-// bind assigns a pod to a node, once: a second binding answers 409.
+// bind assigns a pod to a node, once: a second binding answers 409. As
+// kube-apiserver's binding storage: the Binding's annotations are copied
+// to the pod, and status.nominatedNodeName, a preemptor's promise that is
+// kept or moot now, is cleared (ClearingNominatedNodeNameAfterBinding, on
+// by default since 1.35).
 func (h *resourceHandler) bind(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 	var b corev1.Binding
 	if err := decodeBody(r, &b); err != nil {
@@ -109,6 +114,11 @@ func (h *resourceHandler) bind(w http.ResponseWriter, r *http.Request, ri *reque
 			return nil, apierrors.NewConflict(h.res.GroupResource(), pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
 		}
 		pod.Spec.NodeName = b.Target.Name
+		pod.Status.NominatedNodeName = ""
+		if len(b.Annotations) > 0 && pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		maps.Copy(pod.Annotations, b.Annotations)
 		setPodCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
 		return pod, nil
 	})
