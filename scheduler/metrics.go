@@ -18,6 +18,8 @@ import (
 //	scheduleOne ──▶ scheduler_schedule_attempts_total{result,profile}
 //	            ──▶ scheduler_scheduling_attempt_duration_seconds{result,profile}
 //	PreFilter, Filter, PreScore, Score, Bind ──▶ scheduler_framework_extension_point_duration_seconds
+//	PostFilter ──▶ scheduler_preemption_attempts_total,
+//	               scheduler_preemption_victims (per preemption decided)
 //	queues (read when scraped) ──▶ scheduler_pending_pods{queue}
 var (
 	scheduleAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -34,6 +36,15 @@ var (
 		Help:    "Latency for running all plugins of a specific extension point.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 12),
 	}, []string{"extension_point", "status", "profile"})
+	preemptionAttempts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "scheduler_preemption_attempts_total",
+		Help: "Total preemption attempts in the cluster till now",
+	})
+	preemptionVictims = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "scheduler_preemption_victims",
+		Help:    "Number of selected preemption victims",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 7),
+	})
 	pending = &pendingCollector{queues: map[*queue.Queue]struct{}{}, desc: prometheus.NewDesc("scheduler_pending_pods",
 		"Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods.",
 		[]string{"queue"}, nil)}
@@ -41,7 +52,7 @@ var (
 
 // Collectors returns the scheduler's metrics, for the process's registry.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{scheduleAttempts, attemptDuration, extensionPointDuration, pending}
+	return []prometheus.Collector{scheduleAttempts, attemptDuration, extensionPointDuration, preemptionAttempts, preemptionVictims, pending}
 }
 
 // The results of a scheduling attempt.

@@ -137,11 +137,13 @@ func (s *Scheduler) preempt(state *framework.CycleState, pod *corev1.Pod, fitErr
 	if len(s.fwk.PostFilter) == 0 {
 		return nil
 	}
+	preemptionAttempts.Inc()
 	result, st := s.fwk.RunPostFilter(state, pod, s.snapshot, fitErr.Statuses)
 	if !st.IsSuccess() {
 		fitErr.PostFilterMsg = st.Message()
 		return nil
 	}
+	preemptionVictims.Observe(float64(len(result.Victims)))
 	p := &preemption{node: result.NominatedNodeName}
 	for _, v := range result.Victims {
 		if v.DeletionTimestamp == nil {
