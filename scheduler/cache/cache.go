@@ -169,12 +169,37 @@ func (c *Cache) RemoveNode(node *corev1.Node) {
 // NormalizeImageName returns the canonical name of an image:
 // "nginx" is "docker.io/library/nginx:latest".
 func NormalizeImageName(name string) string {
-	named, err := reference.ParseNormalizedNamed(name)
-	if err != nil {
-		return name
+	normalized.Lock()
+	canonical, ok := normalized.names[name]
+	normalized.Unlock()
+	if ok {
+		return canonical
 	}
-	return reference.TagNameOnly(named).String()
+	canonical = name
+	if named, err := reference.ParseNormalizedNamed(name); err == nil {
+		canonical = reference.TagNameOnly(named).String()
+	}
+	normalized.Lock()
+	if len(normalized.names) >= maxNormalized {
+		normalized.names = nil // start over rather than keep every name ever seen
+	}
+	if normalized.names == nil {
+		normalized.names = map[string]string{}
+	}
+	normalized.names[name] = canonical
+	normalized.Unlock()
+	return canonical
 }
+
+// normalized remembers NormalizeImageName's answers: a cluster has few
+// distinct images, and parsing a name runs a regexp, in every cycle's
+// ImageLocality PreScore and for every image of every node update.
+var normalized struct {
+	sync.Mutex
+	names map[string]string
+}
+
+const maxNormalized = 4096
 
 func (c *Cache) addImages(node *corev1.Node) {
 	for _, img := range node.Status.Images {
