@@ -198,7 +198,12 @@ func (s *Scheduler) deleteVictims(ctx context.Context, preemptor *corev1.Pod, p 
 		case err == nil:
 			s.recorder.Eventf(v, corev1.EventTypeNormal, "Preempted", "Preempted by pod %v on node %v", preemptor.UID, p.node)
 		case apierrors.IsNotFound(err):
-			// Gone already: the informer's delete releases the preemptor.
+			// Gone already. If the informer saw it go before this
+			// preemption was noted, no event will release the preemptor:
+			// release it here, to retry (a no-op if the informer did).
+			for _, preemptor := range s.inflight.victimGoing(v.UID) {
+				s.queue.Release(preemptor, true)
+			}
 		default:
 			failed = true
 			if ctx.Err() == nil {
