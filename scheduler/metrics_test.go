@@ -16,13 +16,19 @@ import (
 	"minik/scheduler/internal/st"
 )
 
-func TestMetricsMoveWhenPodsAreScheduled(t *testing.T) {
+// serveMetrics serves the scheduler's metrics for the test and returns
+// a scrape of them.
+func serveMetrics(t *testing.T) func() metricstest.Families {
 	srv := httptest.NewServer(metrics.Handler(metrics.NewRegistry(Collectors()...)))
-	defer srv.Close()
-	scrape := func() metricstest.Families {
+	t.Cleanup(srv.Close)
+	return func() metricstest.Families {
 		_, f := metricstest.Scrape(t, http.DefaultClient, srv.URL)
 		return f
 	}
+}
+
+func TestMetricsMoveWhenPodsAreScheduled(t *testing.T) {
+	scrape := serveMetrics(t)
 	nodes := []*corev1.Node{st.MakeNode().Name("n").Capacity("cpu", "1", "memory", "1Gi", "pods", "110").Obj()}
 	s := newTestScheduler(nodes, nil)
 	defer pending.add(s.queue)()
@@ -62,12 +68,7 @@ func TestMetricsMoveWhenPodsAreScheduled(t *testing.T) {
 // A preemption counts an attempt and observes its victims, as
 // kube-scheduler's scheduler_preemption_* do.
 func TestPreemptionMetrics(t *testing.T) {
-	srv := httptest.NewServer(metrics.Handler(metrics.NewRegistry(Collectors()...)))
-	defer srv.Close()
-	scrape := func() metricstest.Families {
-		_, f := metricstest.Scrape(t, http.DefaultClient, srv.URL)
-		return f
-	}
+	scrape := serveMetrics(t)
 	node := st.MakeNode().Name("n").Capacity("cpu", "2", "memory", "1Gi", "pods", "110").Obj()
 	s := newTestScheduler([]*corev1.Node{node}, []*corev1.Pod{
 		st.MakePod().Name("low-1").Node("n").Priority(1).Req("cpu", "1").Obj(),
