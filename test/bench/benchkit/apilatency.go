@@ -92,6 +92,17 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
+// Calls counts the calls of the kinds keep accepts.
+func (r RequestLatencies) Calls(keep func(CallKind) bool) uint64 {
+	var n uint64
+	for k, h := range r {
+		if keep(k) {
+			n += h.counts[len(h.counts)-1]
+		}
+	}
+	return n
+}
+
 // CallLatency is one kind of call's p99 over a period, and how many calls.
 type CallLatency struct {
 	Kind  CallKind

@@ -48,6 +48,9 @@ func TestSinceComparesEachKindOfCallOverThePeriod(t *testing.T) {
 	if len(calls) != 2 {
 		t.Fatalf("kinds %v, want POST and GET only (WATCH is in no SLI)", calls)
 	}
+	if n := after.Calls(CallKind.Mutating); n != 200 {
+		t.Errorf("Calls(Mutating) = %d, want the 200 POSTs", n)
+	}
 	mut, ro := Worst(calls)
 	if mut.Kind != post || mut.Calls != 100 || math.Abs(mut.P99-0.991) > 1e-9 {
 		t.Errorf("worst mutating %+v, want POST pods: 100 calls, p99 0.991s", mut)

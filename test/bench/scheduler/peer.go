@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 
 	"minik/client"
 	"minik/client/informer"
+	"minik/test/bench/benchkit"
 )
 
 // Peer mode races minik's scheduler and the upstream kube-scheduler on
@@ -82,8 +81,8 @@ type peerResult struct {
 	EtcdCPU      float64 `json:"etcd_cpu_ms_per_pod"`
 	// VictimsPerPod: see result.
 	VictimsPerPod float64 `json:"victims_per_pod,omitempty"`
-	// WritesPerPod counts the apiserver's writes (POST, PUT, PATCH,
-	// DELETE; leases left out) from the scheduler's start to the end, per
+	// WritesPerPod counts the apiserver's writes (benchkit's
+	// CallKind.Mutating; leases left out) from the scheduler's start to the end, per
 	// measured pod: binds, status patches, events, and in preemption the
 	// victims' deletion (the stand-in kubelet's final delete included).
 	WritesPerPod float64 `json:"api_writes_per_pod"`
@@ -228,31 +227,14 @@ func profileAPIServer(ctx context.Context, c *client.Client, path string) {
 	}
 }
 
-// apiWrites sums the apiserver's apiserver_request_total over the write
-// verbs, leases left out.
-func apiWrites(ctx context.Context, c *client.Client) (int64, error) {
-	body, _, err := c.GetAs(ctx, "/metrics", "text/plain")
+// apiWrites counts the apiserver's writes so far (its
+// apiserver_request_duration_seconds, through benchkit), leases left out.
+func apiWrites(ctx context.Context, c *client.Client) (uint64, error) {
+	r, err := benchkit.ReadRequestLatencies(ctx, c)
 	if err != nil {
 		return 0, err
 	}
-	var n int64
-	for line := range strings.Lines(string(body)) {
-		rest, found := strings.CutPrefix(line, "apiserver_request_total{")
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !found || !ok || strings.Contains(labels, `resource="leases"`) {
-			continue
-		}
-		for _, verb := range []string{"POST", "PUT", "PATCH", "DELETE"} {
-			if strings.Contains(labels, `verb="`+verb+`"`) {
-				v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-				if err != nil {
-					return 0, fmt.Errorf("metrics line %q: %w", line, err)
-				}
-				n += int64(v)
-			}
-		}
-	}
-	return n, nil
+	return r.Calls(func(k benchkit.CallKind) bool { return k.Mutating() && k.Resource != "leases" }), nil
 }
 
 // setUpWorkload creates w's priority classes, nodes and initial pods.
