@@ -330,6 +330,7 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		}
 		var lat, floorLat []time.Duration
 		cpu, floorCPU := map[string]time.Duration{}, map[string]time.Duration{}
+		calls := map[string]uint64{}
 		for round := 1; round <= rounds; round++ {
 			if err := settle(); err != nil {
 				return err
@@ -340,10 +341,19 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 			if conc == 10 && round == 1 {
 				profiled = profileBurst(ctx, c, ca, dir)
 			}
+			before, err := benchkit.ReadRequestLatencies(ctx, c)
+			if err != nil {
+				return err
+			}
 			l, used, err := measure(ctx, c, n, conc, fmt.Sprintf("c%d-%d", conc, round), podMeters())
 			if err != nil {
 				return err
 			}
+			after, err := benchkit.ReadRequestLatencies(ctx, c)
+			if err != nil {
+				return err
+			}
+			addCalls(calls, after.Since(before))
 			lat = append(lat, l...)
 			addMean(cpu, used, rounds)
 			fmt.Fprintf(os.Stderr, "round %d: p50 %.1f ms, host CPU %.1f ms per pod\n", round, pct(l, 50), float64(used["host"].Microseconds())/1000)
@@ -377,6 +387,7 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		r := latencyReport("pod_startup", lat)
 		r["pods"], r["concurrency"], r["rounds"] = n, conc, rounds
 		addCPU(r, cpu, "_cpu_ms_per_pod")
+		addCallsPerPod(r, calls, n*rounds)
 		report(r)
 		if conc == 10 {
 			r := latencyReport("runtime_floor", floorLat)
@@ -434,6 +445,37 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	addCPU(r, cpu, "_cpu_ms_per_container")
 	report(r)
 	return nil
+}
+
+// addCalls adds the API calls of one run to calls, by verb and resource;
+// leases (the node's heartbeat) and non-resource paths (the bench's own
+// reads of /metrics) are left out.
+func addCalls(calls map[string]uint64, ls []benchkit.CallLatency) {
+	for _, l := range ls {
+		if l.Kind.Resource == "leases" || l.Kind.Resource == "" {
+			continue
+		}
+		k := l.Kind
+		k.Scope = ""
+		calls[strings.TrimSuffix(k.String(), " ()")] += l.Calls
+	}
+}
+
+// addCallsPerPod reports the API calls per pod started: api_writes_per_pod,
+// and api_calls_per_pod by verb and resource (what the control plane's CPU
+// per pod pays for).
+func addCallsPerPod(r map[string]any, calls map[string]uint64, pods int) {
+	perPod := map[string]float64{}
+	writes := 0.0
+	for k, n := range calls {
+		v := float64(n) / float64(pods)
+		perPod[k] = round2(v)
+		verb, _, _ := strings.Cut(k, " ")
+		if (benchkit.CallKind{Verb: verb}).Mutating() {
+			writes += v
+		}
+	}
+	r["api_calls_per_pod"], r["api_writes_per_pod"] = perPod, round2(writes)
 }
 
 // profileBurst starts the CPU profiles asked for (-kubelet-cpuprofile,
