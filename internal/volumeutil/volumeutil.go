@@ -13,7 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+
+	"minik/internal/nodeaffinity"
 )
 
 // Annotations and finalizers with upstream's names.
@@ -94,7 +95,7 @@ func NodeAffinityMatches(pv *corev1.PersistentVolume, node *corev1.Node) bool {
 	if na == nil || na.Required == nil {
 		return true
 	}
-	match, _ := corev1helpers.MatchNodeSelectorTerms(node, na.Required)
+	match, _ := nodeaffinity.MatchNodeSelectorTerms(node, na.Required)
 	return match
 }
 

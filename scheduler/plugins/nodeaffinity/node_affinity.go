@@ -2,15 +2,15 @@
 // required nodeSelectorTerms filter (terms are ORed, expressions within a
 // term ANDed; In, NotIn, Exists, DoesNotExist, Gt and Lt on integers, and
 // matchFields on metadata.name); preferred terms score, by the sum of the
-// weights of the terms a node matches. The matching is upstream's
-// k8s.io/component-helpers/scheduling/corev1/nodeaffinity, which the
-// kubelet and the DaemonSet controller use too.
+// weights of the terms a node matches. The matching is minik's one
+// implementation, internal/nodeaffinity, which the kubelet, the DaemonSet
+// controller, topology spread and volume binding use too.
 package nodeaffinity
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
+	"minik/internal/nodeaffinity"
 	"minik/scheduler/framework"
 )
 
