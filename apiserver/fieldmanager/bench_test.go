@@ -37,6 +37,30 @@ func BenchmarkCreate(b *testing.B) {
 	}
 }
 
+// BenchmarkStatusUpdate is a scheduler's status patch (a condition and a
+// nomination) through the engine, with the built-in objects typed by the
+// engine's validating converter and by structConverter.
+func BenchmarkStatusUpdate(b *testing.B) {
+	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
+	for _, name := range []string{"validating", "struct"} {
+		b.Run(name, func(b *testing.B) {
+			m := newTestManager(b)
+			if name == "validating" {
+				m.builtin = plainConverter(b)
+			}
+			live := m.Update(gvk, "", nil, benchPod(), "creator").(*corev1.Pod)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				obj := live.DeepCopy()
+				obj.Status.NominatedNodeName = "n1"
+				obj.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}}
+				m.Update(gvk, "status", live, obj, "scheduler")
+			}
+		})
+	}
+}
+
 func BenchmarkBuildPod(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		benchPod()

@@ -82,7 +82,11 @@ func New(builtin func() (managedfields.TypeConverter, error)) *Manager {
 		err  error
 	)
 	get := func() (managedfields.TypeConverter, error) {
-		once.Do(func() { tc, err = builtin() })
+		once.Do(func() {
+			if tc, err = builtin(); err == nil {
+				tc = newStructConverter(tc) // built-in kinds are Go structs
+			}
+		})
 		return tc, err
 	}
 	go get()
