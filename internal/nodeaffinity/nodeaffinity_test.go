@@ -159,3 +159,25 @@ func TestSameAsComponentHelpers(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMatch is the scheduler's filter for SchedulingNodeAffinity's
+// pods (a zone In two values) on one node, here and in component-helpers.
+func BenchmarkMatch(b *testing.B) {
+	aff := affinity(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+		req("topology.kubernetes.io/zone", corev1.NodeSelectorOpIn, "zone1", "zone2")}})
+	n := node("node-1", map[string]string{"kubernetes.io/hostname": "node-1", "topology.kubernetes.io/zone": "zone1"})
+	b.Run("minik", func(b *testing.B) {
+		r := NewRequiredNodeAffinity(nil, aff)
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = r.Match(n)
+		}
+	})
+	b.Run("component-helpers", func(b *testing.B) {
+		r := upstream.NewRequiredNodeAffinity(nil, aff)
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = r.Match(n)
+		}
+	})
+}
