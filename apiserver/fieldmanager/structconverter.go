@@ -56,5 +56,6 @@ func (c *structConverter) ObjectToTyped(obj runtime.Object, opts ...typed.Valida
 	if err != nil {
 		return nil, fmt.Errorf("error creating struct value reflector: %w", err)
 	}
-	return typed.AsTypedUnvalidated(v, t.(typeOf).schema, t.(typeOf).typeRef), nil
+	known := t.(typeOf)
+	return typed.AsTypedUnvalidated(v, known.schema, known.typeRef), nil
 }

@@ -30,9 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
-	"minik/internal/nodeaffinity"
-
 	"minik/controller/framework"
+	"minik/internal/nodeaffinity"
 )
 
 // RevisionHashLabel marks a DaemonSet pod with its template's hash.

@@ -26,7 +26,6 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"minik/internal/nodeaffinity"
-
 	"minik/scheduler/framework"
 )
 
