@@ -182,7 +182,9 @@ func (k *kind) resetFields(subresource string) *fieldpath.Set {
 // Update records a create, update or patch by manager: obj is the object
 // about to be stored, live the stored one (nil on create). Like
 // kube-apiserver's UpdateNoErrors, a failure is logged and obj keeps the
-// live object's managedFields, never failing the write.
+// live object's managedFields, never failing the write. A /status write
+// must keep the stored spec (the handlers do, as upstream's status
+// strategies): the comparison leaves it out.
 func (m *Manager) Update(gvk schema.GroupVersionKind, subresource string, live, obj runtime.Object, manager string) runtime.Object {
 	fm, k, err := m.fieldManager(gvk, subresource)
 	if err == nil && live == nil {
@@ -201,6 +203,15 @@ func (m *Manager) Update(gvk schema.GroupVersionKind, subresource string, live, 
 		}
 		setGVK(live, gvk)
 		setGVK(obj, gvk)
+		if subresource == "status" && k.HasStatus {
+			if liveShadow, objShadow, ok := withoutSpec(live, obj); ok {
+				var out runtime.Object
+				if out, err = fm.Update(liveShadow, objShadow, manager); err == nil {
+					obj.(metav1.Object).SetManagedFields(out.(metav1.Object).GetManagedFields())
+					return obj
+				}
+			}
+		}
 		var out runtime.Object
 		if out, err = fm.Update(live, obj, manager); err == nil {
 			return out
@@ -231,6 +242,36 @@ func (m *Manager) Apply(gvk schema.GroupVersionKind, subresource string, live ru
 	}
 	setGVK(live, gvk)
 	return fm.Apply(live, &unstructured.Unstructured{Object: patch}, manager, force)
+}
+
+// withoutSpec returns shallow copies of two Go structs with their Spec
+// emptied, for a /status write: the spec is the same on both sides and
+// the status field manager ignores it, so comparing it (most of a pod)
+// would change nothing but the cost. ok is false for kinds without a
+// Spec field and for unstructured objects.
+func withoutSpec(live, obj runtime.Object) (liveCopy, objCopy runtime.Object, ok bool) {
+	lc, ok := shallowWithoutSpec(live)
+	if !ok {
+		return nil, nil, false
+	}
+	oc, ok := shallowWithoutSpec(obj)
+	return lc, oc, ok
+}
+
+func shallowWithoutSpec(obj runtime.Object) (runtime.Object, bool) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	spec := v.Elem().FieldByName("Spec")
+	if !spec.IsValid() || spec.Kind() != reflect.Struct {
+		return nil, false
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	c.Elem().FieldByName("Spec").SetZero()
+	out, ok := c.Interface().(runtime.Object)
+	return out, ok
 }
 
 func (k *kind) empty() runtime.Object {

@@ -1,6 +1,7 @@
 package fieldmanager
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -184,6 +185,8 @@ func gvkOf(t *testing.T, obj runtime.Object) schema.GroupVersionKind {
 		return corev1.SchemeGroupVersion.WithKind("ConfigMap")
 	case *corev1.Node:
 		return corev1.SchemeGroupVersion.WithKind("Node")
+	case *corev1.Namespace:
+		return corev1.SchemeGroupVersion.WithKind("Namespace")
 	}
 	t.Fatalf("no kind for %T", obj)
 	return schema.GroupVersionKind{}
@@ -276,5 +279,84 @@ func TestRegisteredKindAppliesAndConflicts(t *testing.T) {
 	m.Unregister(gvk)
 	if _, err := m.Apply(gvk, "", live, config(3, "red"), "a", true); err == nil {
 		t.Errorf("apply to an unregistered kind succeeded")
+	}
+}
+
+// TestStatusUpdatesMatchTheEngine checks that a /status write, compared
+// without the spec, records what the engine records comparing the whole
+// objects: for kinds with a spec, with fields of another writer removed
+// and changed, and for a kind without one.
+func TestStatusUpdatesMatchTheEngine(t *testing.T) {
+	m := newTestManager(t)
+	two := int32(2)
+	pod := benchPod()
+	pod.Status.Phase = corev1.PodPending
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}}
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{Replicas: &two, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: benchPod().Spec}},
+		Status: appsv1.DeploymentStatus{Replicas: 2, ReadyReplicas: 1}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{PodCIDR: "10.0.0.0/24"},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"team": "a"}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	for _, tc := range []struct {
+		name   string
+		obj    runtime.Object
+		change func(runtime.Object)
+	}{
+		{"a pod: a nomination, a condition changed, the phase removed", pod, func(o runtime.Object) {
+			p := o.(*corev1.Pod)
+			p.Status.NominatedNodeName = "n1"
+			p.Status.Phase = ""
+			p.Status.Conditions[0].Message = "0/3 nodes are available"
+			p.Labels = map[string]string{"moved": "too"} // a status write moves the metadata
+		}},
+		{"a deployment: counts", deploy, func(o runtime.Object) {
+			d := o.(*appsv1.Deployment)
+			d.Status.ReadyReplicas, d.Status.AvailableReplicas = 2, 2
+		}},
+		{"a node: allocatable", node, func(o runtime.Object) {
+			o.(*corev1.Node).Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		}},
+		{"a namespace (its spec is only finalizers)", ns, func(o runtime.Object) {
+			o.(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gvk := gvkOf(t, tc.obj)
+			// The creator owns no status; another writer owns the status
+			// fields the tested write changes or removes.
+			bare := tc.obj.DeepCopyObject()
+			reflect.ValueOf(bare).Elem().FieldByName("Status").SetZero()
+			live := m.Update(gvk, "", nil, withGVK(bare, gvk), "creator")
+			withStatus := live.DeepCopyObject()
+			reflect.ValueOf(withStatus).Elem().FieldByName("Status").Set(reflect.ValueOf(tc.obj).Elem().FieldByName("Status"))
+			live = m.Update(gvk, "status", live, withStatus, "kubelet")
+			obj := live.DeepCopyObject()
+			tc.change(obj)
+			got := m.Update(gvk, "status", live.DeepCopyObject(), obj.DeepCopyObject(), "scheduler").(metav1.Object).GetManagedFields()
+			fm, _, err := m.fieldManager(gvk, "status")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantObj, err := fm.Update(live.DeepCopyObject(), obj.DeepCopyObject(), "scheduler")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := wantObj.(metav1.Object).GetManagedFields()
+			if len(got) != len(want) {
+				t.Fatalf("%d entries, engine %d: %v vs %v", len(got), len(want), got, want)
+			}
+			for i := range got {
+				g, w := got[i], want[i]
+				if g.Manager != w.Manager || g.Operation != w.Operation || g.Subresource != w.Subresource || string(g.FieldsV1.Raw) != string(w.FieldsV1.Raw) {
+					t.Errorf("entry %d:\n%s %s %s %s\nengine:\n%s %s %s %s", i, g.Manager, g.Operation, g.Subresource, g.FieldsV1.Raw,
+						w.Manager, w.Operation, w.Subresource, w.FieldsV1.Raw)
+				}
+			}
+			if len(got) < 2 {
+				t.Errorf("want entries of the creator and the tested writer at least, got %v", got)
+			}
+		})
 	}
 }
