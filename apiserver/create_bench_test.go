@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"minik/client"
 	"minik/internal/etcd"
@@ -41,6 +42,34 @@ func benchPod(ns, name string) *corev1.Pod {
 //
 //	go test ./apiserver -run '^$' -bench CreatePod -benchtime 5s -cpuprofile /tmp/cpu.out
 func BenchmarkCreatePod(b *testing.B) {
+	benchCreate(b, func(ctx context.Context, c *client.Client, n int64) error {
+		_, err := c.Pods().Create(ctx, benchPod("bench", fmt.Sprintf("p-%d", n)), metav1.CreateOptions{})
+		return err
+	})
+}
+
+// BenchmarkCreateEvent creates Events as a scheduler's recorder does: a
+// Scheduled event per pod (stored with a lease, for the event TTL).
+func BenchmarkCreateEvent(b *testing.B) {
+	benchCreate(b, func(ctx context.Context, c *client.Client, n int64) error {
+		name := fmt.Sprintf("p-%d", n)
+		now := metav1.Now()
+		_, err := c.Events().Create(ctx, &corev1.Event{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", name, now.UnixNano()), Namespace: "bench"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "bench", Name: name,
+				UID: "0b7e7d2c-6f6e-4f2e-9d43-6d1e3b2f4a5c", ResourceVersion: "12345"},
+			Reason: "Scheduled", Message: fmt.Sprintf("Successfully assigned bench/%s to node-%d", name, n%500),
+			Type: corev1.EventTypeNormal, FirstTimestamp: now, LastTimestamp: now, Count: 1,
+			Source:              corev1.EventSource{Component: "default-scheduler", Host: "bench"},
+			ReportingController: "default-scheduler", ReportingInstance: "bench",
+		}, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// benchCreate runs create from 16 goroutines over 2 connections and
+// reports the CPU per create.
+func benchCreate(b *testing.B, create func(ctx context.Context, c *client.Client, n int64) error) {
 	ts := startTestServer(b)
 	clients := []*client.Client{ts.client(b), ts.client(b)}
 	ctx := context.Background()
@@ -54,7 +83,7 @@ func BenchmarkCreatePod(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		c := clients[worker.Add(1)%int64(len(clients))]
 		for pb.Next() {
-			if _, err := c.Pods().Create(ctx, benchPod("bench", fmt.Sprintf("p-%d", seq.Add(1))), metav1.CreateOptions{}); err != nil {
+			if err := create(ctx, c, seq.Add(1)); err != nil {
 				b.Error(err)
 				return
 			}
@@ -234,4 +263,39 @@ func BenchmarkListPods(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPatchPodStatus sends the scheduler's strategic-merge status
+// patch (a condition and a nomination) to 1,000 pods in turn, from 16
+// goroutines: the patch path of preemption.
+func BenchmarkPatchPodStatus(b *testing.B) {
+	const pods = 1000
+	ts := startTestServer(b)
+	clients := []*client.Client{ts.client(b), ts.client(b)}
+	ctx := context.Background()
+	if _, err := clients[0].Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range pods {
+		if _, err := clients[0].Pods().Create(ctx, benchPod("bench", fmt.Sprintf("p-%d", i)), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var seq, worker atomic.Int64
+	b.SetParallelism(8)
+	cpu0 := processCPU()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		c := clients[worker.Add(1)%int64(len(clients))]
+		for pb.Next() {
+			n := seq.Add(1)
+			patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/500 nodes are available: %d","lastTransitionTime":null}],"nominatedNodeName":"node-%d"}}`, n, n%500)
+			if _, err := c.Pods().Patch(ctx, "bench", fmt.Sprintf("p-%d", n%pods), types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
