@@ -157,18 +157,24 @@ func TestCreateEntriesMatchTheEngine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			slow := slowObj.(metav1.Object).GetManagedFields()
-			if len(fast) != len(slow) {
-				t.Fatalf("fast path %d entries, engine %d: %v vs %v", len(fast), len(slow), fast, slow)
-			}
-			for i := range fast {
-				f, s := fast[i], slow[i]
-				if f.Manager != s.Manager || f.Operation != s.Operation || f.APIVersion != s.APIVersion ||
-					f.FieldsType != s.FieldsType || f.Subresource != s.Subresource || string(f.FieldsV1.Raw) != string(s.FieldsV1.Raw) {
-					t.Errorf("fast path\n%+v %s\nengine\n%+v %s", f, f.FieldsV1.Raw, s, s.FieldsV1.Raw)
-				}
-			}
+			sameEntries(t, fast, slowObj.(metav1.Object).GetManagedFields())
 		})
+	}
+}
+
+// sameEntries checks managedFields entries against the engine's, all but
+// their timestamps.
+func sameEntries(t *testing.T, got, engine []metav1.ManagedFieldsEntry) {
+	t.Helper()
+	if len(got) != len(engine) {
+		t.Fatalf("%d entries, engine %d: %v vs %v", len(got), len(engine), got, engine)
+	}
+	for i := range got {
+		g, e := got[i], engine[i]
+		if g.Manager != e.Manager || g.Operation != e.Operation || g.APIVersion != e.APIVersion ||
+			g.FieldsType != e.FieldsType || g.Subresource != e.Subresource || string(g.FieldsV1.Raw) != string(e.FieldsV1.Raw) {
+			t.Errorf("entry %d\n%+v %s\nengine\n%+v %s", i, g, g.FieldsV1.Raw, e, e.FieldsV1.Raw)
+		}
 	}
 }
 
@@ -343,17 +349,7 @@ func TestStatusUpdatesMatchTheEngine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := wantObj.(metav1.Object).GetManagedFields()
-			if len(got) != len(want) {
-				t.Fatalf("%d entries, engine %d: %v vs %v", len(got), len(want), got, want)
-			}
-			for i := range got {
-				g, w := got[i], want[i]
-				if g.Manager != w.Manager || g.Operation != w.Operation || g.Subresource != w.Subresource || string(g.FieldsV1.Raw) != string(w.FieldsV1.Raw) {
-					t.Errorf("entry %d:\n%s %s %s %s\nengine:\n%s %s %s %s", i, g.Manager, g.Operation, g.Subresource, g.FieldsV1.Raw,
-						w.Manager, w.Operation, w.Subresource, w.FieldsV1.Raw)
-				}
-			}
+			sameEntries(t, got, wantObj.(metav1.Object).GetManagedFields())
 			if len(got) < 2 {
 				t.Errorf("want entries of the creator and the tested writer at least, got %v", got)
 			}
