@@ -279,6 +279,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	cycle := s.queue.SchedulingCycle()
 	s.cache.UpdateSnapshot(s.snapshot)
 	state := framework.NewCycleState()
+	state.SetPodInfo(qp.PodInfo)
 
 	host, err := s.schedulePod(ctx, state, pod)
 	if ctx.Err() != nil {

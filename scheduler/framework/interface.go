@@ -154,6 +154,21 @@ type CycleState struct {
 	// filters are the Filter plugins to run this cycle (those not skipped),
 	// computed once after PreFilter; nil until then.
 	filters []FilterPlugin
+	// podInfo is the cycle's pod as the queue computed it, if known.
+	podInfo *PodInfo
+}
+
+// SetPodInfo gives the cycle the PodInfo the queue made for its pod, so
+// that plugins need not compute it again (affinity terms parse selectors).
+func (c *CycleState) SetPodInfo(pi *PodInfo) { c.podInfo = pi }
+
+// PodInfoOf returns the PodInfo of pod: the cycle's own when pod is the
+// cycle's pod, else a new one.
+func (c *CycleState) PodInfoOf(pod *corev1.Pod) *PodInfo {
+	if c.podInfo != nil && c.podInfo.Pod == pod {
+		return c.podInfo
+	}
+	return NewPodInfo(pod)
 }
 
 // NewCycleState returns an empty state.

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestPodRequests(t *testing.T) {
@@ -44,5 +45,25 @@ func TestPodRequests(t *testing.T) {
 				t.Fatalf("got %+v, want cpu %dm memory %d", got, tc.wantCPU, tc.wantM)
 			}
 		})
+	}
+}
+
+// TestCycleStateReusesThePodInfoOfItsPod checks that a cycle hands its
+// plugins the queue's PodInfo for the cycle's pod, and a fresh one for
+// any other pod (a preemption victim, a copy).
+func TestCycleStateReusesThePodInfoOfItsPod(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
+	pi := NewPodInfo(pod)
+	state := NewCycleState()
+	if got := state.PodInfoOf(pod); got == pi || got.Pod != pod {
+		t.Fatalf("without SetPodInfo: %p (the queue's is %p), for pod %v", got, pi, got.Pod)
+	}
+	state.SetPodInfo(pi)
+	if got := state.PodInfoOf(pod); got != pi {
+		t.Errorf("the cycle's pod got %p, want the queue's %p", got, pi)
+	}
+	other := pod.DeepCopy()
+	if got := state.PodInfoOf(other); got == pi || got.Pod != other {
+		t.Errorf("another pod got %p for %v, want a new PodInfo of it", got, got.Pod)
 	}
 }

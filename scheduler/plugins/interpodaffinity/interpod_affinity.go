@@ -83,7 +83,7 @@ type preFilterState struct {
 
 // PreFilter counts, once per pod, the pods that matter in each domain.
 func (*InterPodAffinity) PreFilter(state *framework.CycleState, pod *corev1.Pod, snap framework.SharedLister) *framework.Status {
-	pi := framework.NewPodInfo(pod)
+	pi := state.PodInfoOf(pod)
 	if pi.ParseError != nil {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pi.ParseError.Error())
 	}
@@ -237,7 +237,7 @@ type preScoreState struct {
 // PreScore adds up, per domain, the weights of preferred terms (the
 // pod's, and the running pods' towards it).
 func (*InterPodAffinity) PreScore(state *framework.CycleState, pod *corev1.Pod, _ []*framework.NodeInfo, snap framework.SharedLister) *framework.Status {
-	pi := framework.NewPodInfo(pod)
+	pi := state.PodInfoOf(pod)
 	hasPreferred := len(pi.PreferredAffinityTerms)+len(pi.PreferredAntiAffinityTerms) > 0
 	nodes := snap.HavePodsWithAffinityList()
 	if hasPreferred {
