@@ -301,7 +301,9 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	// Assume: count the pod on its node now, so the next cycle sees it.
 	assumed := pod.DeepCopy()
 	assumed.Spec.NodeName = host
-	if err := s.cache.AssumePod(assumed); err != nil {
+	assumedInfo := *qp.PodInfo // what it requests and selects is the same
+	assumedInfo.Pod = assumed
+	if err := s.cache.AssumePodInfo(&assumedInfo); err != nil {
 		s.observeAttempt(resultError, start)
 		s.handleFailure(ctx, qp, cycle, err, nil)
 		return

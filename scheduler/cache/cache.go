@@ -271,12 +271,19 @@ func (c *Cache) refreshImageStates() {
 // AssumePod counts pod (whose spec.nodeName is the chosen node) on its
 // node now, before the binding is written.
 func (c *Cache) AssumePod(pod *corev1.Pod) error {
+	return c.AssumePodInfo(framework.NewPodInfo(pod))
+}
+
+// AssumePodInfo is AssumePod with the pod's PodInfo already made (the
+// scheduler has the queue's).
+func (c *Cache) AssumePodInfo(pi *framework.PodInfo) error {
+	pod := pi.Pod
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.pods[pod.UID]; ok {
 		return fmt.Errorf("cache: pod %s/%s is already in the cache", pod.Namespace, pod.Name)
 	}
-	c.addPod(pod)
+	c.addPodInfo(pi)
 	c.pods[pod.UID] = &podState{pod: pod, assumed: true}
 	return nil
 }
@@ -326,9 +333,11 @@ func (c *Cache) RemovePod(pod *corev1.Pod) {
 	}
 }
 
-func (c *Cache) addPod(pod *corev1.Pod) {
-	it := c.item(pod.Spec.NodeName)
-	it.info.AddPod(pod)
+func (c *Cache) addPod(pod *corev1.Pod) { c.addPodInfo(framework.NewPodInfo(pod)) }
+
+func (c *Cache) addPodInfo(pi *framework.PodInfo) {
+	it := c.item(pi.Pod.Spec.NodeName)
+	it.info.AddPodInfo(pi)
 	c.moveToHead(it)
 }
 
