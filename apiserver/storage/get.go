@@ -47,18 +47,25 @@ func (s *Store) ServeGet(ctx context.Context, namespace, name, resourceVersion s
 
 // cachedRead answers a read of key from the watch cache, as etcd would
 // (the bytes it stores and their ModRevision), or nil when the cache is
-// not loaded yet or holds no such key. It may be behind etcd.
-func (c *WatchCache) cachedRead(key string) *clientv3.GetResponse {
+// not loaded yet or holds no such key. It may be behind etcd. With it
+// comes the object decoded from those bytes while the event that brought
+// them is still in memory (nil once it is not): shared with every
+// watcher, so read only.
+func (c *WatchCache) cachedRead(key string) (*clientv3.GetResponse, runtime.Object) {
 	select {
 	case <-c.ready:
 	default:
-		return nil
+		return nil, nil
 	}
 	c.mu.RLock()
 	o, ok := c.objects.Get(&cachedObject{key: key})
 	c.mu.RUnlock()
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	return &clientv3.GetResponse{Kvs: []*mvccpb.KeyValue{{Key: []byte(key), Value: o.data, ModRevision: o.rev}}}
+	resp := &clientv3.GetResponse{Kvs: []*mvccpb.KeyValue{{Key: []byte(key), Value: o.data, ModRevision: o.rev}}}
+	if ev := o.event.Value(); ev != nil {
+		return resp, ev.Object
+	}
+	return resp, nil
 }

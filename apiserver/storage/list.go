@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+	"weak"
 
 	"github.com/google/btree"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -46,6 +47,11 @@ type cachedObject struct {
 	// resourceVersion (0 when it has none), so that a protobuf list can
 	// write its length before its items.
 	pbSize int
+	// event brought data, and holds it decoded while the watch window
+	// or a watcher keeps it: an update then starts from that object
+	// instead of decoding data again. Weak, so that the cache holds
+	// only the bytes of objects nobody wrote lately.
+	event weak.Pointer[Event]
 }
 
 func newObjectTree() *btree.BTreeG[*cachedObject] {

@@ -260,7 +260,8 @@ func (s *Store) GuardedUpdate(ctx context.Context, namespace, name string, updat
 	defer s.observe(opUpdate, time.Now())
 	key := s.Key(namespace, name)
 	var err error
-	resp, fromEtcd := s.cache.cachedRead(key), false
+	resp, shared := s.cache.cachedRead(key)
+	fromEtcd := false
 	if resp == nil {
 		resp, err = s.client.Get(ctx, key)
 		fromEtcd = true
@@ -284,9 +285,14 @@ func (s *Store) GuardedUpdate(ctx context.Context, namespace, name string, updat
 			return nil, false, apierrors.NewNotFound(s.gr, name)
 		}
 		kv := resp.Kvs[0]
-		current, err := s.Decode(kv.Value, kv.ModRevision)
-		if err != nil {
-			return nil, false, err
+		// The first try may start from the cache's decoded object (read
+		// only); later tries decide on what etcd answered.
+		current, isShared := shared, shared != nil
+		shared = nil
+		if !isShared {
+			if current, err = s.Decode(kv.Value, kv.ModRevision); err != nil {
+				return nil, false, err
+			}
 		}
 		next, guards, err := update(current.DeepCopyObject())
 		if err != nil && readEtcd() {
@@ -299,6 +305,9 @@ func (s *Store) GuardedUpdate(ctx context.Context, namespace, name string, updat
 			return nil, false, err
 		}
 		if ShouldDelete(next) {
+			if isShared {
+				current = current.DeepCopyObject() // deleteAt stamps its revision
+			}
 			obj, deleted, err := s.deleteAt(ctx, key, name, kv.ModRevision, current)
 			if err != nil || deleted {
 				return obj, deleted, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -516,7 +517,7 @@ func TestUpdateFromAStaleCache(t *testing.T) {
 		live.create(t, makePod(name).Label("v", "1").Obj())
 	}
 	cachedLabel := func(name string) string {
-		got := stale.cache.cachedRead(stale.Key("ns", name))
+		got, _ := stale.cache.cachedRead(stale.Key("ns", name))
 		if got == nil {
 			return ""
 		}
@@ -589,3 +590,63 @@ func TestUpdateFromAStaleCache(t *testing.T) {
 		}
 	})
 }
+
+// TestUpdateStartsFromTheCachesDecodedObject: while the event that brought
+// an object is in memory, an update starts from the object it decoded
+// (no second decode), and leaves that object, which every watcher shares,
+// as it was: through a change and through a delete, which stamps the
+// revision it returns. Once the event is gone, the update decodes again.
+func TestUpdateStartsFromTheCachesDecodedObject(t *testing.T) {
+	s := newPodStore(t, nil, 1)
+	key := s.Key("ns", "p")
+	sharedAt := func(rev int64) *corev1.Pod {
+		t.Helper()
+		s.waitSeen(t, rev)
+		_, obj := s.cache.cachedRead(key)
+		if obj == nil {
+			t.Fatal("the cache holds no decoded object for the newest event")
+		}
+		return obj.(*corev1.Pod)
+	}
+	shared := sharedAt(s.create(t, makePod("p").Label("v", "1").Obj()))
+	goruntime.GC() // weak: the event's window keeps it
+	if _, obj := s.cache.cachedRead(key); obj != shared {
+		t.Fatal("the decoded object is gone while its event is in the window")
+	}
+	rev1 := shared.ResourceVersion
+	rev2 := s.relabel(t, "p", "v", "2")
+	if shared.Labels["v"] != "1" || shared.ResourceVersion != rev1 {
+		t.Fatalf("the update changed the shared object: labels %v, resourceVersion %s", shared.Labels, shared.ResourceVersion)
+	}
+
+	shared = sharedAt(rev2)
+	deleted, gone, err := s.GuaranteedUpdate(ctxT(t), "ns", "p", func(cur runtime.Object) (runtime.Object, error) {
+		p := cur.(*corev1.Pod)
+		if p == shared {
+			t.Error("update was handed the shared object itself")
+		}
+		now := metav1.Now()
+		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, new(int64)
+		return p, nil
+	})
+	if err != nil || !gone {
+		t.Fatalf("delete through update: deleted %v, err %v", gone, err)
+	}
+	if metaOf(deleted).GetResourceVersion() == rev2str(rev2) || shared.ResourceVersion != rev2str(rev2) {
+		t.Fatalf("the delete stamped the shared object: it reads %s, the answer %s", shared.ResourceVersion, metaOf(deleted).GetResourceVersion())
+	}
+
+	// An event out of the window and unwatched is collected: the next
+	// update decodes the bytes again.
+	s.waitSeen(t, s.create(t, makePod("q").Obj()))
+	s.waitSeen(t, s.create(t, makePod("r").Obj()))
+	goruntime.GC()
+	if _, obj := s.cache.cachedRead(s.Key("ns", "q")); obj != nil {
+		t.Fatal("an event out of the window still holds its object")
+	}
+	if rev := s.relabel(t, "q", "v", "3"); rev == 0 {
+		t.Fatal("no revision")
+	}
+}
+
+func rev2str(rev int64) string { return strconv.FormatInt(rev, 10) }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/google/btree"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -320,6 +321,7 @@ func (c *WatchCache) toEvent(e *clientv3.Event) *Event {
 	}
 	if ev.Type != watch.Deleted {
 		ev.cached = newCachedObject(ev.key, e.Kv.Value, ev.Rev, ev.Object)
+		ev.cached.event = weak.Make(ev)
 	}
 	if err != nil || ev.Object == nil {
 		slog.Error("undecodable object in etcd", "key", ev.key, "err", err)
