@@ -58,9 +58,12 @@ func newPreemptions() *preemptions {
 	return &preemptions{victimOf: map[types.UID][]types.UID{}, waiting: map[types.UID]*heldPreemptor{}}
 }
 
-// start notes that pod waits for victims; false if there is nothing to
-// wait for.
-func (ps *preemptions) start(pod *corev1.Pod, victims []*corev1.Pod) bool {
+// start notes that pod waits for victims, and holds it with hold (the
+// queue's Hold); false if there is nothing to wait for. hold runs under the
+// lock victimGoing takes: a victim seen going at that moment (another
+// preemptor may be deleting it) releases the pod after its hold, never
+// before it, which would leave it held for good.
+func (ps *preemptions) start(pod *corev1.Pod, victims []*corev1.Pod, hold func()) bool {
 	if len(victims) == 0 {
 		return false
 	}
@@ -74,6 +77,7 @@ func (ps *preemptions) start(pod *corev1.Pod, victims []*corev1.Pod) bool {
 	}
 	ps.waiting[pod.UID] = h
 	ps.count.Store(int64(len(ps.victimOf)))
+	hold()
 	return true
 }
 
@@ -152,9 +156,7 @@ func (s *Scheduler) preempt(state *framework.CycleState, pod *corev1.Pod, fitErr
 	}
 	s.log.Info("preempting", "pod", pod.Namespace+"/"+pod.Name, "node", p.node, "victims", len(result.Victims), "to delete", len(p.victims))
 	s.nominator.add(pod, p.node)
-	if s.inflight.start(pod, p.victims) {
-		s.queue.Hold(pod)
-	}
+	s.inflight.start(pod, p.victims, func() { s.queue.Hold(pod) })
 	return p
 }
 
