@@ -3,6 +3,7 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,8 +37,8 @@ func init() {
 }
 
 // applyPatch applies a patch of the given media type to the JSON of
-// current (a typed object, whose struct tags drive strategic merge).
-func applyPatch(patchType string, current runtime.Object, patch []byte) (out []byte, err error) {
+// current (a typed value, whose struct tags drive strategic merge).
+func applyPatch(patchType string, current any, patch []byte) (out []byte, err error) {
 	defer func() {
 		// The patch libraries panic on some malformed directives (e.g.
 		// "$retainKeys": [{}]); that is the client's error, not ours.
@@ -84,4 +85,57 @@ func applyPatch(patchType string, current runtime.Object, patch []byte) (out []b
 		return nil, statusError(415, "UnsupportedMediaType", "unsupported patch type "+patchType)
 	}
 	return out, nil
+}
+
+// statusPatch is a merge or strategic merge patch whose only field is
+// status, on a kind whose status is a struct: such a patch reaches
+// nothing else, so it is applied to the status alone, as the whole
+// object's patch would apply it. The spec (most of a pod) is then neither
+// encoded, nor merged, nor decoded again: this is the patch the scheduler
+// sends for every pod it cannot place, and for every victim it preempts.
+type statusPatch struct {
+	status reflect.Value // the object's Status field
+	patch  []byte        // the patch's status
+}
+
+// asStatusPatch returns the statusPatch of patch on obj (a pointer to a
+// typed object), or false when patch is not of that shape.
+func asStatusPatch(patchType string, obj runtime.Object, patch []byte) (statusPatch, bool) {
+	if patchType != mergePatchType && patchType != strategicMergePatchType {
+		return statusPatch{}, false
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return statusPatch{}, false
+	}
+	status := v.Elem().FieldByName("Status")
+	if !status.IsValid() || status.Kind() != reflect.Struct || !status.CanSet() {
+		return statusPatch{}, false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(patch, &fields) != nil || len(fields) != 1 {
+		return statusPatch{}, false
+	}
+	raw, ok := fields["status"]
+	if !ok || len(raw) == 0 || raw[0] != '{' {
+		return statusPatch{}, false // null or not an object: the whole path
+	}
+	return statusPatch{status: status, patch: raw}, true
+}
+
+// patchedDocument is the patched status as the JSON of an object that
+// holds only it, to be decoded (strictly, with the same field paths) as
+// the whole patched object would be.
+func (sp statusPatch) patchedDocument(patchType string) ([]byte, error) {
+	out, err := applyPatch(patchType, sp.status.Interface(), sp.patch)
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]byte(`{"status":`), out...), '}'), nil
+}
+
+// set puts the status of decoded (an object of the same kind, decoded
+// from patchedDocument) into the object the patch was taken on.
+func (sp statusPatch) set(decoded runtime.Object) {
+	sp.status.Set(reflect.ValueOf(decoded).Elem().FieldByName("Status"))
 }

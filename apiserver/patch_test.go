@@ -3,15 +3,24 @@ package apiserver
 import (
 	"fmt"
 	"net/http"
-	"runtime"
+	"net/http/httptest"
+	goruntime "runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"k8s.io/apimachinery/pkg/types"
+
+	"minik/apiserver/registry"
 )
 
 // The attack review's second hole: a 2 KB JSON patch of twenty "copy"
@@ -34,12 +43,12 @@ func TestJSONPatchCannotExhaustMemory(t *testing.T) {
 	if len(patch) > 2048 {
 		t.Fatalf("the patch is %d bytes, want the review's 2 KB", len(patch))
 	}
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
+	var before goruntime.MemStats
+	goruntime.ReadMemStats(&before)
 	start := time.Now()
 	_, err := admin.ConfigMaps().Patch(ctx, "default", "bomb", types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
+	var after goruntime.MemStats
+	goruntime.ReadMemStats(&after)
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "exceeding the limit") {
 		t.Fatalf("doubling patch: err %v, want 422 naming the copy limit", err)
 	}
@@ -138,5 +147,84 @@ func TestPatchesKeepNameAndNamespace(t *testing.T) {
 	err = admin.Do(ctx, http.MethodPost, "/api/v1/configmaps", nil, body, nil)
 	if se, ok := err.(apierrors.APIStatus); !ok || se.Status().Code != http.StatusMethodNotAllowed {
 		t.Errorf("a create at the cluster scope: %v, want 405", err)
+	}
+}
+
+// TestStatusPatchesMatchTheWholeObjectsPatch: a merge or strategic merge
+// patch of the status alone is applied to the status alone, and gives the
+// object (and the warnings, and the errors) the whole object's patch gives.
+func TestStatusPatchesMatchTheWholeObjectsPatch(t *testing.T) {
+	var podRes *registry.Resource
+	for _, r := range registry.All() {
+		if r.Resource == "pods" && r.Group == "" {
+			podRes = r
+		}
+	}
+	h := &resourceHandler{res: podRes}
+	at := metav1.NewTime(time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC))
+	pod := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", ResourceVersion: "7", CreationTimestamp: at, Labels: map[string]string{"a": "b"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{"cpu": resource.MustParse("100m")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, NominatedNodeName: "old", Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", LastTransitionTime: at},
+			{Type: "Custom", Status: corev1.ConditionTrue, LastTransitionTime: at}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "c", Image: "busybox", RestartCount: 2}}},
+	}
+	cases := []struct {
+		name, patchType, patch, mode string
+		statusOnly                   bool
+	}{
+		{"the scheduler's nomination and condition", strategicMergePatchType,
+			`{"status":{"$setElementOrder/conditions":[{"type":"PodScheduled"},{"type":"Custom"}],"conditions":[{"type":"PodScheduled","message":"0/1 nodes"}],"nominatedNodeName":"n1"}}`, fieldValidationWarn, true},
+		{"a condition removed by its key", strategicMergePatchType, `{"status":{"conditions":[{"type":"Custom","$patch":"delete"}]}}`, fieldValidationWarn, true},
+		{"the status replaced", strategicMergePatchType, `{"status":{"$patch":"replace","phase":"Running"}}`, fieldValidationWarn, true},
+		{"a field cleared by a merge patch", mergePatchType, `{"status":{"nominatedNodeName":null,"phase":"Failed"}}`, fieldValidationWarn, true},
+		{"a list replaced by a merge patch", mergePatchType, `{"status":{"conditions":[{"type":"Ready","status":"True"}]}}`, fieldValidationWarn, true},
+		{"an unknown status field, warned", strategicMergePatchType, `{"status":{"bogus":1,"phase":"Running"}}`, fieldValidationWarn, true},
+		{"an unknown status field, refused", strategicMergePatchType, `{"status":{"bogus":1}}`, fieldValidationStrict, true},
+		{"a field of the wrong type", mergePatchType, `{"status":{"phase":3}}`, fieldValidationWarn, true},
+		{"a bad directive", strategicMergePatchType, `{"status":{"$retainKeys":[{}]}}`, fieldValidationWarn, true},
+		{"the status removed", mergePatchType, `{"status":null}`, fieldValidationWarn, false},
+		{"status and labels", mergePatchType, `{"metadata":{"labels":{"a":"c"}},"status":{"phase":"Running"}}`, fieldValidationWarn, false},
+		{"a JSON patch of the status", jsonPatchType, `[{"op":"replace","path":"/status/phase","value":"Running"}]`, fieldValidationWarn, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			view := pod.DeepCopy()
+			sp, ok := asStatusPatch(c.patchType, view, []byte(c.patch))
+			if ok != c.statusOnly {
+				t.Fatalf("taken as a status patch: %v, want %v", ok, c.statusOnly)
+			}
+			fastW, wholeW := httptest.NewRecorder(), httptest.NewRecorder()
+			fast, fastErr := h.applyPatchTo(pod.DeepCopy(), c.patchType, []byte(c.patch), c.mode, fastW)
+			var whole runtime.Object
+			patched, wholeErr := applyPatch(c.patchType, pod.DeepCopy(), []byte(c.patch))
+			if wholeErr == nil {
+				whole, wholeErr = decodeInto(podRes, patched, "application/json", c.mode, wholeW)
+				if wholeErr != nil {
+					wholeErr = patchError(patched, wholeErr)
+				}
+			}
+			if fmt.Sprint(fastErr) != fmt.Sprint(wholeErr) {
+				t.Fatalf("error %v, want %v", fastErr, wholeErr)
+			}
+			if !equality.Semantic.DeepEqual(fast, whole) {
+				t.Fatalf("patched object differs:\n%s", cmp.Diff(whole, fast))
+			}
+			if got, want := fastW.Header().Values("Warning"), wholeW.Header().Values("Warning"); !slices.Equal(got, want) {
+				t.Fatalf("warnings %q, want %q", got, want)
+			}
+			// Where the whole patch succeeds, the status alone did the work.
+			if c.statusOnly && wholeErr == nil {
+				if err := h.applyStatusPatch(view, sp, c.patchType, c.mode, httptest.NewRecorder()); err != nil {
+					t.Fatalf("the status patch failed alone: %v", err)
+				}
+				if !equality.Semantic.DeepEqual(runtime.Object(view), whole) {
+					t.Fatalf("the status patch alone gives:\n%s", cmp.Diff(whole, runtime.Object(view)))
+				}
+			}
+		})
 	}
 }

@@ -505,13 +505,9 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ri *requ
 		if err != nil {
 			return nil, err
 		}
-		patched, err := applyPatch(patchType, view, data)
+		obj, err := h.applyPatchTo(view, patchType, data, mode, w)
 		if err != nil {
 			return nil, err
-		}
-		obj, err := decodeInto(h.res, patched, "application/json", mode, w)
-		if err != nil {
-			return nil, patchError(patched, err)
 		}
 		// As kube-apiserver: a patch may not rename or move the object
 		// (this also refuses a strategic "$patch: delete" of the whole
@@ -530,6 +526,42 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ri *requ
 		return
 	}
 	h.srv.writeMaybeTable(w, r, h, http.StatusOK, updated)
+}
+
+// applyPatchTo returns view with the patch applied, decoded from the
+// patched JSON as a request body is. A patch of the status alone is
+// applied to it alone (asStatusPatch); should that fail, the whole
+// object's patch runs, so that errors read the same either way.
+func (h *resourceHandler) applyPatchTo(view runtime.Object, patchType string, data []byte, mode string, w http.ResponseWriter) (runtime.Object, error) {
+	if sp, ok := asStatusPatch(patchType, view, data); ok {
+		if err := h.applyStatusPatch(view, sp, patchType, mode, w); err == nil {
+			return view, nil
+		}
+	}
+	patched, err := applyPatch(patchType, view, data)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := decodeInto(h.res, patched, "application/json", mode, w)
+	if err != nil {
+		return nil, patchError(patched, err)
+	}
+	return obj, nil
+}
+
+// applyStatusPatch applies sp to view's status in place.
+func (h *resourceHandler) applyStatusPatch(view runtime.Object, sp statusPatch, patchType, mode string, w http.ResponseWriter) error {
+	doc, err := sp.patchedDocument(patchType)
+	if err != nil {
+		return err
+	}
+	decoded, err := decodeInto(h.res, doc, "application/json", mode, w)
+	if err != nil {
+		return err
+	}
+	sp.set(decoded)
+	view.GetObjectKind().SetGroupVersionKind(decoded.GetObjectKind().GroupVersionKind())
+	return nil
 }
 
 // validateDryRun refuses dryRun values other than All, as Kubernetes
