@@ -48,15 +48,16 @@ func TestInflightLimitAndSlowBodies(t *testing.T) {
 	// Headers of a 100-byte body, then nothing: the slot is held.
 	fmt.Fprintf(conn, "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", host)
 	// The server takes the slot when it has read those headers, which on
-	// a loaded machine may be after a few of these creates got in.
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "x-", Namespace: "default"}}
-	var busy error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		_, busy = admin.ConfigMaps().Create(ctx, cm, metav1.CreateOptions{})
-		if apierrors.IsTooManyRequests(busy) {
-			break
+	// a loaded machine may come late: wait for it, rather than race it
+	// with creates (under make test's load, ten seconds of them once all
+	// got in).
+	for deadline := time.Now().Add(20 * time.Second); len(ts.srv.limiter.mutating) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the trickling request never took the mutating slot")
 		}
 	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "x-", Namespace: "default"}}
+	_, busy := admin.ConfigMaps().Create(ctx, cm, metav1.CreateOptions{})
 	if !apierrors.IsTooManyRequests(busy) {
 		t.Fatalf("a create while the one slot is held: %v, want 429", busy)
 	}
