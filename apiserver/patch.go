@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -108,10 +109,11 @@ func asStatusPatch(patchType string, obj runtime.Object, patch []byte) (statusPa
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return statusPatch{}, false
 	}
-	status := v.Elem().FieldByName("Status")
-	if !status.IsValid() || status.Kind() != reflect.Struct || !status.CanSet() {
+	field, ok := v.Elem().Type().FieldByName("Status")
+	if !ok || field.Type.Kind() != reflect.Struct || strings.Split(field.Tag.Get("json"), ",")[0] != "status" {
 		return statusPatch{}, false
 	}
+	status := v.Elem().FieldByIndex(field.Index)
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(patch, &fields) != nil || len(fields) != 1 {
 		return statusPatch{}, false
