@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -80,6 +82,10 @@ type endpointReconciler struct {
 	srv  *Server
 	ip   string
 	port int
+	// lease holds this apiserver's master lease key. It is renewed in
+	// place (no raft write), as kube-apiserver's storage reuses its
+	// leases, and granted again only once etcd has lost it.
+	lease clientv3.LeaseID
 }
 
 // runKubernetesEndpoints renews the lease every two thirds of its TTL and
@@ -123,15 +129,8 @@ func (r *endpointReconciler) reconcile(ctx context.Context, leaving bool) error 
 			if _, err := etcd.Delete(ctx, key); err != nil {
 				return fmt.Errorf("deleting master lease: %w", err)
 			}
-		} else {
-			ttl := int64(r.srv.cfg.EndpointLeaseTTL / time.Second)
-			lease, err := etcd.Grant(ctx, max(ttl, 1))
-			if err != nil {
-				return fmt.Errorf("granting master lease: %w", err)
-			}
-			if _, err := etcd.Put(ctx, key, strconv.Itoa(r.port), clientv3.WithLease(lease.ID)); err != nil {
-				return fmt.Errorf("writing master lease: %w", err)
-			}
+		} else if err := r.renewLease(ctx, key); err != nil {
+			return err
 		}
 	}
 	resp, err := etcd.Get(ctx, masterLeasesPrefix, clientv3.WithPrefix())
@@ -142,11 +141,48 @@ func (r *endpointReconciler) reconcile(ctx context.Context, leaving bool) error 
 	for _, kv := range resp.Kvs {
 		ips = append(ips, string(kv.Key[len(masterLeasesPrefix):]))
 	}
+	if r.ip != "" && !leaving && !slices.Contains(ips, r.ip) {
+		// The lease lives but its key was deleted: write it again.
+		if _, err := etcd.Put(ctx, masterLeasesPrefix+r.ip, strconv.Itoa(r.port), clientv3.WithLease(r.lease)); err != nil {
+			return fmt.Errorf("writing master lease: %w", err)
+		}
+		ips = append(ips, r.ip)
+	}
 	slices.Sort(ips)
 	if err := r.writeEndpoints(ctx, ips); err != nil {
 		return err
 	}
 	return r.writeEndpointSlice(ctx, ips)
+}
+
+// renewLease keeps this apiserver's lease alive, or grants a new one and
+// writes key under it when there is none yet or etcd has lost it (it
+// expired while this process stood still).
+func (r *endpointReconciler) renewLease(ctx context.Context, key string) error {
+	etcd := r.srv.cfg.Etcd
+	if r.lease != 0 {
+		// KeepAliveOnce retries until its context ends while etcd is away.
+		renewCtx, cancel := context.WithTimeout(ctx, r.srv.cfg.EndpointLeaseTTL)
+		_, err := etcd.KeepAliveOnce(renewCtx, r.lease)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return fmt.Errorf("renewing master lease: %w", err)
+		}
+		r.lease = 0
+	}
+	ttl := int64(r.srv.cfg.EndpointLeaseTTL / time.Second)
+	lease, err := etcd.Grant(ctx, max(ttl, 1))
+	if err != nil {
+		return fmt.Errorf("granting master lease: %w", err)
+	}
+	if _, err := etcd.Put(ctx, key, strconv.Itoa(r.port), clientv3.WithLease(lease.ID)); err != nil {
+		return fmt.Errorf("writing master lease: %w", err)
+	}
+	r.lease = lease.ID
+	return nil
 }
 
 func (r *endpointReconciler) ports() []corev1.EndpointPort {

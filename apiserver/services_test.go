@@ -170,3 +170,61 @@ func TestKubernetesEndpointsFollowTheLeases(t *testing.T) {
 	done2 <- nil // for the deferred stop
 	waitEndpoints("192.0.2.1")
 }
+
+// TestTheMasterLeaseIsRenewedInPlace: each reconcile renews this
+// apiserver's lease instead of granting another (a raft write less every
+// few seconds, as kube-apiserver reuses its leases); a key deleted behind
+// its back is written again under the same lease, a lease etcd lost is
+// granted anew, and leaving removes the key.
+func TestTheMasterLeaseIsRenewedInPlace(t *testing.T) {
+	ts := startTestServer(t)
+	ctx := t.Context()
+	etcd := ts.srv.cfg.Etcd
+	r := &endpointReconciler{srv: ts.srv, ip: "192.0.2.9", port: 6443}
+	key := masterLeasesPrefix + r.ip
+	reconcile := func(leaving bool) {
+		t.Helper()
+		if err := r.reconcile(ctx, leaving); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaseOfKey := func() clientv3.LeaseID {
+		t.Helper()
+		resp, err := etcd.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) == 0 {
+			return 0
+		}
+		return clientv3.LeaseID(resp.Kvs[0].Lease)
+	}
+
+	reconcile(false)
+	first := leaseOfKey()
+	if first == 0 || first != r.lease {
+		t.Fatalf("the key is under lease %x, the reconciler holds %x", first, r.lease)
+	}
+	reconcile(false)
+	if got := leaseOfKey(); got != first || r.lease != first {
+		t.Fatalf("a renewal moved the key to lease %x (reconciler: %x), want %x", got, r.lease, first)
+	}
+	if _, err := etcd.Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	reconcile(false)
+	if got := leaseOfKey(); got != first {
+		t.Fatalf("the deleted key came back under lease %x, want %x", got, first)
+	}
+	if _, err := etcd.Revoke(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	reconcile(false)
+	if got := leaseOfKey(); got == 0 || got == first || got != r.lease {
+		t.Fatalf("after its lease was lost the key is under %x (reconciler: %x), want a new lease", got, r.lease)
+	}
+	reconcile(true)
+	if got := leaseOfKey(); got != 0 {
+		t.Fatal("leaving left the key")
+	}
+}
