@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -75,6 +76,9 @@ type Config struct {
 	// WatchCacheSize is how many recent events per resource a watch can
 	// resume from (default 10000); older resourceVersions answer 410 Gone.
 	WatchCacheSize int
+	// ExtraMetrics, if set, is served at /metrics beside the registry's
+	// (minik up: its embedded etcd's, metrics.EmbeddedEtcd).
+	ExtraMetrics prometheus.Gatherer
 	// CompactionInterval is how often etcd history is compacted
 	// (default 5m, 0 keeps the default, negative disables).
 	CompactionInterval time.Duration

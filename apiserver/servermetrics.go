@@ -78,7 +78,16 @@ func (s *Server) Registry() *prometheus.Registry { return s.metrics.registry }
 
 // servePrometheus answers /metrics (Prometheus text).
 func (s *Server) servePrometheus(w http.ResponseWriter, r *http.Request) {
-	metrics.Handler(s.metrics.registry).ServeHTTP(w, r)
+	metrics.Handler(s.Gatherer()).ServeHTTP(w, r)
+}
+
+// Gatherer returns what /metrics serves: the registry, and
+// Config.ExtraMetrics when set.
+func (s *Server) Gatherer() prometheus.Gatherer {
+	if s.cfg.ExtraMetrics == nil {
+		return s.metrics.registry
+	}
+	return prometheus.Gatherers{s.metrics.registry, s.cfg.ExtraMetrics}
 }
 
 // measure records every authenticated-path request: its code and

@@ -229,6 +229,7 @@ func runUp(ctx context.Context, o *upOptions) error {
 		ServiceAccountSigningKeyFile: files.saKey,
 		ServiceClusterIPRange:        o.service.clusterIPRange, ServiceNodePortRange: o.service.nodePortRange,
 		AdvertiseAddress: o.service.advertiseAddress,
+		ExtraMetrics:     metrics.EmbeddedEtcd(),
 	}
 	o.auth.apply(&apiCfg)
 	api, err := apiserver.New(apiCfg)
@@ -236,9 +237,9 @@ func runUp(ctx context.Context, o *upOptions) error {
 		return err
 	}
 	// One registry for the process: the apiserver's, which serves every
-	// component of `up` at /metrics.
+	// component of `up` at /metrics, with the embedded etcd's metrics.
 	api.Registry().MustRegister(append(append(scheduler.Collectors(), framework.Collectors()...), kubelet.Collectors()...)...)
-	if _, err := metrics.Serve(ctx, o.metricsAddr, api.Registry()); err != nil {
+	if _, err := metrics.Serve(ctx, o.metricsAddr, api.Gatherer()); err != nil {
 		return fmt.Errorf("--metrics-bind-address: %w", err)
 	}
 	// The components stop before the apiserver they talk to, as a cluster

@@ -4,6 +4,7 @@
 // endpoint serving it in the text format.
 //
 //	component ──collectors──▶ NewRegistry ──▶ Handler (/metrics) ──▶ Serve(--metrics-bind-address)
+//	embedded etcd ──default registry──▶ EmbeddedEtcd ──┘ (gathered with it, in minik up)
 //
 // The components keep their own metric definitions, with upstream's
 // names and labels, next to the code they measure.
@@ -15,11 +16,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // NewRegistry returns a registry holding the Go runtime and process
@@ -31,17 +34,43 @@ func NewRegistry(cs ...prometheus.Collector) *prometheus.Registry {
 	return reg
 }
 
-// Handler serves reg in the Prometheus text format (or what the scraper
-// negotiates).
-func Handler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+// Handler serves g (a registry, or several gathered together) in the
+// Prometheus text format (or what the scraper negotiates).
+func Handler(g prometheus.Gatherer) http.Handler {
+	opts := promhttp.HandlerOpts{}
+	if reg, ok := g.(*prometheus.Registry); ok {
+		opts.Registry = reg
+	}
+	return promhttp.HandlerFor(g, opts)
 }
 
-// Serve serves reg at /metrics on addr until ctx ends. An empty addr or
+// EmbeddedEtcd gathers the metrics of an etcd member running in this
+// process (etcd_server_*, etcd_disk_*, etcd_mvcc_*, ...: etcd registers
+// them in the default registry), as a standalone member serves them at
+// its own /metrics. The process's Go and process metrics are left to the
+// component's registry, which has them already.
+func EmbeddedEtcd() prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := prometheus.DefaultGatherer.Gather()
+		kept := mfs[:0]
+		for _, mf := range mfs {
+			if name := mf.GetName(); strings.HasPrefix(name, "etcd_") && !apiserverOwned[name] {
+				kept = append(kept, mf)
+			}
+		}
+		return kept, err
+	})
+}
+
+// apiserverOwned are metric names the apiserver defines (as client of
+// etcd) that the embedded etcd must not be taken to define too.
+var apiserverOwned = map[string]bool{"etcd_request_duration_seconds": true}
+
+// Serve serves g at /metrics on addr until ctx ends. An empty addr or
 // "0" turns the endpoint off, as kube-scheduler's --metrics-bind-address
 // does. The listener is returned bound, so a caller asking for port 0
 // learns the port.
-func Serve(ctx context.Context, addr string, reg *prometheus.Registry) (net.Addr, error) {
+func Serve(ctx context.Context, addr string, g prometheus.Gatherer) (net.Addr, error) {
 	if addr == "" || addr == "0" {
 		return nil, nil
 	}
@@ -50,7 +79,7 @@ func Serve(ctx context.Context, addr string, reg *prometheus.Registry) (net.Addr
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", Handler(reg))
+	mux.Handle("/metrics", Handler(g))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

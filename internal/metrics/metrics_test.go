@@ -35,3 +35,34 @@ func TestServe(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbeddedEtcdGathersOnlyEtcdsOwnMetrics: an embedded etcd's metrics
+// (in the default registry) are served beside a component's registry,
+// without the default registry's Go and process metrics (the registry has
+// them) and without the name the apiserver owns.
+func TestEmbeddedEtcdGathersOnlyEtcdsOwnMetrics(t *testing.T) {
+	proposals := prometheus.NewCounter(prometheus.CounterOpts{Name: "etcd_server_proposals_committed_total", Help: "test"})
+	owned := prometheus.NewCounter(prometheus.CounterOpts{Name: "etcd_request_duration_seconds", Help: "test"})
+	prometheus.MustRegister(proposals, owned)
+	defer prometheus.Unregister(proposals)
+	defer prometheus.Unregister(owned)
+	proposals.Add(3)
+
+	mfs, err := prometheus.Gatherers{metrics.NewRegistry(), metrics.EmbeddedEtcd()}.Gather()
+	if err != nil {
+		t.Fatalf("gathering with the component's registry: %v", err)
+	}
+	got := map[string]int{}
+	for _, mf := range mfs {
+		got[mf.GetName()]++
+	}
+	if got["etcd_server_proposals_committed_total"] != 1 {
+		t.Errorf("etcd's own metric is missing: %v", got)
+	}
+	if got["etcd_request_duration_seconds"] != 0 {
+		t.Error("the apiserver's etcd_request_duration_seconds was taken from the default registry")
+	}
+	if got["go_goroutines"] != 1 {
+		t.Errorf("go_goroutines gathered %d times, want once (from the registry)", got["go_goroutines"])
+	}
+}
