@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"minik/scheduler/framework"
 	"minik/scheduler/internal/st"
 )
 
@@ -33,7 +34,7 @@ func benchmarkCycle(b *testing.B, workers int) {
 			b.Fatal(err)
 		}
 		pod.Spec.NodeName = host
-		if err := s.cache.AssumePod(pod); err != nil {
+		if err := s.cache.AssumePodInfo(framework.NewPodInfo(pod)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,7 +4,7 @@
 //
 //	informers ──AddNode/UpdatePod/...──▶ Cache (locked, one NodeInfo per node,
 //	                                      most recently changed first)
-//	scheduler ──AssumePod──────────────▶ Cache   (counts at once, before the bind returns)
+//	scheduler ──AssumePodInfo──────────▶ Cache   (counts at once, before the bind returns)
 //	cycle     ──UpdateSnapshot─────────▶ Snapshot (copies only NodeInfos changed
 //	                                      since the last cycle, by generation)
 package cache
@@ -268,14 +268,10 @@ func (c *Cache) refreshImageStates() {
 	}
 }
 
-// AssumePod counts pod (whose spec.nodeName is the chosen node) on its
-// node now, before the binding is written.
-func (c *Cache) AssumePod(pod *corev1.Pod) error {
-	return c.AssumePodInfo(framework.NewPodInfo(pod))
-}
-
-// AssumePodInfo is AssumePod with the pod's PodInfo already made (the
-// scheduler has the queue's).
+// AssumePodInfo counts pi's pod (whose spec.nodeName is the chosen node)
+// on its node now, before the binding is written. pi is the queue's
+// PodInfo with only its pod replaced, so requests and affinity terms are
+// not computed again.
 func (c *Cache) AssumePodInfo(pi *framework.PodInfo) error {
 	pod := pi.Pod
 	c.mu.Lock()
@@ -288,7 +284,7 @@ func (c *Cache) AssumePodInfo(pi *framework.PodInfo) error {
 	return nil
 }
 
-// ForgetPod undoes AssumePod after a failed bind.
+// ForgetPod undoes AssumePodInfo after a failed bind.
 func (c *Cache) ForgetPod(pod *corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -22,11 +22,11 @@ func TestAssumedPodsCountAtOnce(t *testing.T) {
 		assumed bool
 	}{
 		{"an assumed pod counts against its node before the bind returns",
-			func(c *cache.Cache, p *corev1.Pod) { _ = c.AssumePod(p) }, 1000, true},
+			func(c *cache.Cache, p *corev1.Pod) { _ = c.AssumePodInfo(framework.NewPodInfo(p)) }, 1000, true},
 		{"a forgotten pod (failed bind) no longer counts",
-			func(c *cache.Cache, p *corev1.Pod) { _ = c.AssumePod(p); c.ForgetPod(p) }, 0, false},
+			func(c *cache.Cache, p *corev1.Pod) { _ = c.AssumePodInfo(framework.NewPodInfo(p)); c.ForgetPod(p) }, 0, false},
 		{"the informer's add confirms the assumed pod without counting it twice",
-			func(c *cache.Cache, p *corev1.Pod) { _ = c.AssumePod(p); c.AddPod(p) }, 1000, false},
+			func(c *cache.Cache, p *corev1.Pod) { _ = c.AssumePodInfo(framework.NewPodInfo(p)); c.AddPod(p) }, 1000, false},
 		{"a deleted pod stops counting",
 			func(c *cache.Cache, p *corev1.Pod) { c.AddPod(p); c.RemovePod(p) }, 0, false},
 		{"a pod assumed with the scheduler's PodInfo counts the same",
