@@ -29,12 +29,6 @@ func TestAssumedPodsCountAtOnce(t *testing.T) {
 			func(c *cache.Cache, p *corev1.Pod) { _ = c.AssumePodInfo(framework.NewPodInfo(p)); c.AddPod(p) }, 1000, false},
 		{"a deleted pod stops counting",
 			func(c *cache.Cache, p *corev1.Pod) { c.AddPod(p); c.RemovePod(p) }, 0, false},
-		{"a pod assumed with the scheduler's PodInfo counts the same",
-			func(c *cache.Cache, p *corev1.Pod) { _ = c.AssumePodInfo(framework.NewPodInfo(p)) }, 1000, true},
-		{"and is forgotten the same",
-			func(c *cache.Cache, p *corev1.Pod) { _ = c.AssumePodInfo(framework.NewPodInfo(p)); c.ForgetPod(p) }, 0, false},
-		{"and confirmed the same",
-			func(c *cache.Cache, p *corev1.Pod) { _ = c.AssumePodInfo(framework.NewPodInfo(p)); c.AddPod(p) }, 1000, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
