@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/oci"
+	"github.com/opencontainers/runtime-spec/specs-go"
 
 	ctdrt "minik/kubelet/runtime/containerd"
 )
@@ -28,7 +29,11 @@ const floorNamespace = "minik-bench-floor"
 // task, and the CPU time per container of each meter: what containerd,
 // its shims and runc alone cost here, the part of a pod start minik
 // cannot make cheaper.
-func runtimeFloor(ctx context.Context, address, archive string, n, conc int, meters []cpuMeter) ([]time.Duration, map[string]time.Duration, error) {
+//
+// With netDir set, each container first gets a pod's network (floornet.go),
+// its namespaces bind-mounted under netDir: the floor of a runtime that
+// gives every pod one.
+func runtimeFloor(ctx context.Context, address, archive string, n, conc int, meters []cpuMeter, netDir string) ([]time.Duration, map[string]time.Duration, error) {
 	f, err := os.Open(archive)
 	if err != nil {
 		return nil, nil, err
@@ -52,6 +57,12 @@ func runtimeFloor(ctx context.Context, address, archive string, n, conc int, met
 		return nil, nil, err
 	}
 
+	var fnet *floorNet
+	if netDir != "" {
+		if fnet, err = newFloorNet(netDir); err != nil {
+			return nil, nil, err
+		}
+	}
 	var mu sync.Mutex
 	var started []containerd.Task
 	var made []containerd.Container
@@ -63,14 +74,25 @@ func runtimeFloor(ctx context.Context, address, archive string, n, conc int, met
 		for _, c := range made {
 			_ = c.Delete(ctx, containerd.WithSnapshotCleanup)
 		}
+		if fnet != nil {
+			fnet.close()
+		}
 	}()
 	startOne := func(i int) error {
 		id := fmt.Sprintf("floor-%d-%d", conc, i)
+		specOpts := []oci.SpecOpts{oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "3600")}
+		if fnet != nil {
+			ns, err := fnet.add(i)
+			if err != nil {
+				return err
+			}
+			specOpts = append(specOpts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: ns}))
+		}
 		c, err := client.NewContainer(ctx, id,
 			containerd.WithImage(img),
 			containerd.WithNewSnapshot(id, img),
 			containerd.WithRuntime("io.containerd.runc.v2", &runcoptions.Options{Root: ctdrt.RuncRoot}),
-			containerd.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "3600")),
+			containerd.WithNewSpec(specOpts...),
 		)
 		if err != nil {
 			return err

@@ -21,9 +21,15 @@
 //	                   and reclaimable), with its PSS.
 //	runtime_floor      the same starts made through containerd and runc
 //	                   alone (floor.go): what minik cannot make cheaper.
-//	                   10 at a time, the pods and the floor take turns
-//	                   (-rounds, 3): each figure pools its rounds, so both
+//	                   10 at a time, the pods and the floors take turns
+//	                   (-rounds, 3): each figure pools its rounds, so all
 //	                   sides of the ratio saw the same machine.
+//	runtime_floor_net  the floor 10 at a time, each container first given
+//	                   a pod's network (floornet.go: a network namespace,
+//	                   a veth pair on a bridge, an address and a route)
+//	                   with netlink, none of minik's code: the kernel's
+//	                   share of a pod start, which no runtime that gives
+//	                   pods a network avoids.
 //	node_idle_cpu      the CPU the node uses while the pods of the last
 //	                   pod_startup run sit idle (after -idle-settle, over
 //	                   -idle-cpu-window), in % of one core: minik's own
@@ -317,6 +323,9 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		address = ctdrt.SocketFor(filepath.Join(kubeletRoot, "containerd"))
 	}
 	floorMeters := runtimeMeters(filepath.Join(kubeletRoot, "containerd"), floorNamespace)
+	// Under the run root, whose mounts `minik reset` removes should the
+	// bench die before the floor's own clean-up.
+	floorNetDir := filepath.Join(ctdrt.RunRoot, "bench-floor-netns")
 	podMeters := func() []cpuMeter {
 		return nodeMeters(kl.cmd.Process.Pid, up.cmd.Process.Pid, filepath.Join(kubeletRoot, "containerd"), ctdrt.NamespaceFor(node))
 	}
@@ -328,8 +337,8 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 		if conc == 10 {
 			rounds = pairedRounds
 		}
-		var lat, floorLat []time.Duration
-		cpu, floorCPU := map[string]time.Duration{}, map[string]time.Duration{}
+		var lat, floorLat, netFloorLat []time.Duration
+		cpu, floorCPU, netFloorCPU := map[string]time.Duration{}, map[string]time.Duration{}, map[string]time.Duration{}
 		calls := map[string]uint64{}
 		for round := 1; round <= rounds; round++ {
 			if err := settle(); err != nil {
@@ -376,12 +385,22 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 			}
 			quiesce(ctx)
 			fmt.Fprintf(os.Stderr, "measuring %d containers through containerd alone, %d at a time (round %d of %d)\n", n, conc, round, rounds)
-			fl, fused, err := runtimeFloor(ctx, address, archive, n, conc, floorMeters)
+			fl, fused, err := runtimeFloor(ctx, address, archive, n, conc, floorMeters, "")
 			if err != nil {
 				return err
 			}
 			floorLat = append(floorLat, fl...)
 			addMean(floorCPU, fused, rounds)
+			fmt.Fprintf(os.Stderr, "round %d: p50 %.1f ms, host CPU %.1f ms per container\n", round, pct(fl, 50), float64(fused["host"].Microseconds())/1000)
+
+			quiesce(ctx)
+			fmt.Fprintf(os.Stderr, "measuring %d containers through containerd alone, each with a pod network, %d at a time (round %d of %d)\n", n, conc, round, rounds)
+			fl, fused, err = runtimeFloor(ctx, address, archive, n, conc, floorMeters, floorNetDir)
+			if err != nil {
+				return err
+			}
+			netFloorLat = append(netFloorLat, fl...)
+			addMean(netFloorCPU, fused, rounds)
 			fmt.Fprintf(os.Stderr, "round %d: p50 %.1f ms, host CPU %.1f ms per container\n", round, pct(fl, 50), float64(fused["host"].Microseconds())/1000)
 		}
 		r := latencyReport("pod_startup", lat)
@@ -393,6 +412,10 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 			r := latencyReport("runtime_floor", floorLat)
 			r["containers"], r["concurrency"], r["rounds"] = n, conc, rounds
 			addCPU(r, floorCPU, "_cpu_ms_per_container")
+			report(r)
+			r = latencyReport("runtime_floor_net", netFloorLat)
+			r["containers"], r["concurrency"], r["rounds"] = n, conc, rounds
+			addCPU(r, netFloorCPU, "_cpu_ms_per_container")
 			report(r)
 		}
 	}
@@ -436,7 +459,7 @@ func run(ctx context.Context, bin, kubeletBin string, n int, idle time.Duration)
 	// The floor one at a time (10 at a time took turns with the pods).
 	quiesce(ctx)
 	fmt.Fprintf(os.Stderr, "measuring %d containers through containerd alone, 1 at a time\n", n)
-	lat, cpu, err := runtimeFloor(ctx, address, archive, n, 1, floorMeters)
+	lat, cpu, err := runtimeFloor(ctx, address, archive, n, 1, floorMeters, "")
 	if err != nil {
 		return err
 	}
