@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,19 +16,25 @@ import (
 
 // Protection of the server from its clients, with kube-apiserver's
 // defaults: a bounded number of requests in flight (read-only and
-// mutating apart; beyond it 429 with Retry-After), a deadline for each
-// request (etcd unreachable: 504 after it, never a hang) and for reading
-// its body (a client trickling a body is cut off). Long-running requests
-// (watches, exec, port-forward, following logs) are not counted and have
-// no deadline. Node heartbeats (a node's Lease, its Node and the Node's
-// status) have slots of their own, as kube-apiserver's priority and
-// fairness gives nodes' requests the node-high level: a flood of other
-// requests must not make nodes miss their heartbeats, go NotReady and
-// have their pods evicted. When those slots are all busy a heartbeat
-// waits for one (up to a quarter of the request timeout), as priority and
-// fairness queues a burst instead of refusing it: a refused renewal is
-// retried by its client a second later, and a node whose renewals are
-// refused for 40s is taken for dead.
+// mutating apart), a deadline for each request (etcd unreachable: 504
+// after it, never a hang) and for reading its body (a client trickling a
+// body is cut off). Long-running requests (watches, exec, port-forward,
+// following logs) are not counted and have no deadline.
+//
+// A request that finds every slot of its kind busy waits for one, up to
+// a quarter of the request timeout, as kube-apiserver's priority and
+// fairness queues a burst instead of refusing it; only then, or when as
+// many requests already wait as there are slots, is it refused with 429
+// and Retry-After: 1. Refused at once, a burst (a scheduler preempting,
+// a controller scaling up) would stall for the second its clients wait
+// before they retry, with the server idle meanwhile.
+//
+// Node heartbeats (a node's Lease, its Node and the Node's status) have
+// slots of their own, as priority and fairness gives nodes' requests the
+// node-high level: a flood of other requests must not make nodes miss
+// their heartbeats, go NotReady and have their pods evicted. Their
+// waiting is not bounded in number: a node whose renewals are refused
+// for 40s is taken for dead.
 //
 //	request ─▶ long-running? ──yes──────────────────────────────▶ handler
 //	              │no
@@ -35,10 +42,15 @@ import (
 //	   body read deadline ─▶ authenticated? ─no─▶ handler (401, or a public page), no slot
 //	              │yes
 //	              ▼
-//	   in-flight slot (node heartbeat: waits for one / read-only / mutating)? ─no─▶ 429 Retry-After: 1
-//	              │yes
+//	   context deadline (RequestTimeout, or ?timeout= when shorter; the wait below counts)
 //	              ▼
-//	   context deadline (RequestTimeout, or ?timeout= when shorter) ─▶ handler ─▶ release slot
+//	   in-flight slot (node heartbeat / read-only / mutating): free? ─yes─────────────┐
+//	              │no                                                                  │
+//	              ▼                                                                    │
+//	   fewer waiting than slots? ─yes─▶ wait ≤ RequestTimeout/4 for one ─got one──────┤
+//	              │no                     │ none (or the client went away)            ▼
+//	              ▼                       ▼                                  handler ─▶ release slot
+//	        429 Retry-After: 1 ◀──────────┘
 //
 //	watch ─▶ user holds MaxWatchesPerUser already? ─yes─▶ 429 Retry-After: 1
 
@@ -53,12 +65,16 @@ const (
 	nodeHeartbeatsInflight = 100
 )
 
-// limiter holds the in-flight slots and the open watches per user.
+// limiter holds the in-flight slots, the requests waiting for one, and
+// the open watches per user.
 type limiter struct {
 	readOnly, mutating chan struct{}
 	nodeHeartbeats     chan struct{}
-	timeout            time.Duration
-	heartbeatWait      time.Duration // how long a heartbeat waits for a slot
+	// readOnlyWaiting and mutatingWaiting count the requests waiting for
+	// a slot of each kind: at most as many as it has slots.
+	readOnlyWaiting, mutatingWaiting atomic.Int64
+	timeout                          time.Duration
+	queueWait                        time.Duration // how long a request waits for a slot
 
 	maxWatches int // per user
 	mu         sync.Mutex
@@ -67,20 +83,21 @@ type limiter struct {
 
 func newLimiter(readOnly, mutating int, timeout time.Duration, maxWatches int) *limiter {
 	return &limiter{readOnly: make(chan struct{}, readOnly), mutating: make(chan struct{}, mutating),
-		nodeHeartbeats: make(chan struct{}, nodeHeartbeatsInflight), timeout: timeout, heartbeatWait: timeout / 4,
+		nodeHeartbeats: make(chan struct{}, nodeHeartbeatsInflight), timeout: timeout, queueWait: timeout / 4,
 		maxWatches: maxWatches, watches: map[string]int{}}
 }
 
-// acquire takes an in-flight slot for r and returns its release, or a 429
-// when there is none: at once for most requests, after heartbeatWait for
-// a node heartbeat (or when the client goes away).
+// acquire takes an in-flight slot for r and returns its release. With
+// every slot busy it waits for one, up to queueWait or until r's context
+// ends, unless as many requests of r's kind wait already as it has slots
+// (node heartbeats wait whatever their number); then it returns a 429.
 func (l *limiter) acquire(r *http.Request) (release func(), err error) {
-	slots, wait := l.mutating, time.Duration(0)
+	slots, waiting := l.mutating, &l.mutatingWaiting
 	switch {
 	case nodeHeartbeat(r):
-		slots, wait = l.nodeHeartbeats, l.heartbeatWait
+		slots, waiting = l.nodeHeartbeats, nil
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
-		slots = l.readOnly
+		slots, waiting = l.readOnly, &l.readOnlyWaiting
 	}
 	release = func() { <-slots }
 	select {
@@ -88,17 +105,23 @@ func (l *limiter) acquire(r *http.Request) (release func(), err error) {
 		return release, nil
 	default:
 	}
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case slots <- struct{}{}:
-			return release, nil
-		case <-t.C:
-		case <-r.Context().Done():
+	tooMany := apierrors.NewTooManyRequests("Too many requests, please try again later.", 1)
+	if waiting != nil {
+		if waiting.Add(1) > int64(cap(slots)) {
+			waiting.Add(-1)
+			return nil, tooMany
 		}
+		defer waiting.Add(-1)
 	}
-	return nil, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1)
+	t := time.NewTimer(l.queueWait)
+	defer t.Stop()
+	select {
+	case slots <- struct{}{}:
+		return release, nil
+	case <-t.C:
+	case <-r.Context().Done():
+	}
+	return nil, tooMany
 }
 
 // openWatch counts a watch against its user, or refuses it with 429 when
@@ -188,21 +211,23 @@ func (s *Server) protect(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		r = r.WithContext(withAuthenticated(r.Context(), u))
+		timeout, err := requestTimeout(r, l.timeout)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		// The deadline runs from here, so that the wait for a slot counts
+		// (kube-apiserver's request deadline comes before its queues).
+		ctx, cancel := context.WithTimeout(withAuthenticated(r.Context(), u), timeout)
+		defer cancel()
+		r = r.WithContext(ctx)
 		release, err := l.acquire(r)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
 		defer release()
-		timeout, err := requestTimeout(r, l.timeout)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
-		defer cancel()
-		next.ServeHTTP(w, r.WithContext(ctx))
+		next.ServeHTTP(w, r)
 	})
 }
 

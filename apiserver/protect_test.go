@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -56,6 +57,8 @@ func TestInflightLimitAndSlowBodies(t *testing.T) {
 			t.Fatal("the trickling request never took the mutating slot")
 		}
 	}
+	// A create waits for the slot a quarter of the request timeout, then
+	// is refused: the slow body holds the slot until its own deadline.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "x-", Namespace: "default"}}
 	_, busy := admin.ConfigMaps().Create(ctx, cm, metav1.CreateOptions{})
 	if !apierrors.IsTooManyRequests(busy) {
@@ -264,57 +267,100 @@ func TestNodeHeartbeatRequests(t *testing.T) {
 	}
 }
 
-// A node heartbeat that finds its slots busy waits for one (up to
-// heartbeatWait), as priority and fairness queues a burst; other requests
-// are refused at once.
-func TestNodeHeartbeatsWaitForASlot(t *testing.T) {
+// A request that finds its slots busy waits for one (up to queueWait), as
+// priority and fairness queues a burst; at most as many wait as there are
+// slots of their kind, except node heartbeats.
+func TestRequestsWaitForASlot(t *testing.T) {
 	l := newLimiter(1, 1, 4*time.Second, 10)
 	l.nodeHeartbeats = make(chan struct{}, 1)
 	renewal := func() *http.Request {
 		return httptest.NewRequest(http.MethodPut, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", nil)
 	}
+	create := func() *http.Request {
+		return httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/configmaps", nil)
+	}
+	// waitInTurn starts n acquires of request(), which must all still be
+	// waiting 100ms later, and returns their outcomes.
+	waitInTurn := func(n int, request func() *http.Request) chan error {
+		t.Helper()
+		waited := make(chan error, n)
+		for range n {
+			go func() {
+				release, err := l.acquire(request())
+				if err == nil {
+					release()
+				}
+				waited <- err
+			}()
+		}
+		select {
+		case err := <-waited:
+			t.Fatalf("a request did not wait for the busy slot: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		return waited
+	}
+
+	// Two renewals wait for the one heartbeat slot: their number is not bounded.
 	release, err := l.acquire(renewal())
 	if err != nil {
 		t.Fatal(err)
 	}
-	waited := make(chan error, 1)
-	go func() {
-		release, err := l.acquire(renewal())
-		if err == nil {
-			release()
+	waited := waitInTurn(2, renewal)
+	release()
+	for range 2 {
+		if err := <-waited; err != nil {
+			t.Fatalf("a waiting renewal, once the slot was free: %v", err)
 		}
-		waited <- err
-	}()
-	select {
-	case err := <-waited:
-		t.Fatalf("a renewal did not wait for the busy slot: %v", err)
-	case <-time.After(100 * time.Millisecond):
+	}
+
+	// One create waits for the one mutating slot; a second is refused at
+	// once, as one already waits; the first gets the slot when it is free.
+	release, err = l.acquire(create())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited = waitInTurn(1, create)
+	start := time.Now()
+	if _, err := l.acquire(create()); !apierrors.IsTooManyRequests(err) {
+		t.Errorf("a second create waiting for the busy slot: %v, want 429", err)
+	}
+	if d := time.Since(start); d > 40*time.Millisecond {
+		t.Errorf("the second create waited %v, want a refusal at once", d)
+	}
+	// Reads have their own slots.
+	read, err := l.acquire(httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/default/configmaps", nil))
+	if err != nil {
+		t.Errorf("a read with the mutating slot busy: %v", err)
+	} else {
+		read()
 	}
 	release()
 	if err := <-waited; err != nil {
-		t.Fatalf("the waiting renewal, once the slot was free: %v", err)
+		t.Fatalf("the waiting create, once the slot was free: %v", err)
 	}
 
-	l.heartbeatWait = 50 * time.Millisecond
-	release, err = l.acquire(renewal())
+	// A request waits queueWait at most, or until its client goes away.
+	l.queueWait = 50 * time.Millisecond
+	release, err = l.acquire(create())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.acquire(renewal()); !apierrors.IsTooManyRequests(err) {
-		t.Errorf("a renewal still waiting after heartbeatWait: %v, want 429", err)
+	defer release()
+	start = time.Now()
+	if _, err := l.acquire(create()); !apierrors.IsTooManyRequests(err) || time.Since(start) < l.queueWait {
+		t.Errorf("a create still waiting after queueWait: %v after %v, want 429 after %v", err, time.Since(start), l.queueWait)
 	}
-	release()
-
-	hold, err := l.acquire(httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/configmaps", nil))
-	if err != nil {
-		t.Fatal(err)
+	if _, err := l.acquire(renewal()); err != nil {
+		t.Errorf("a renewal with the heartbeat slot free: %v", err)
 	}
-	defer hold()
-	start := time.Now()
-	if _, err := l.acquire(httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/configmaps", nil)); !apierrors.IsTooManyRequests(err) {
-		t.Errorf("a create with the mutating slot busy: %v, want 429", err)
+	l.queueWait = time.Minute
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := l.acquire(create().WithContext(ctx)); !apierrors.IsTooManyRequests(err) {
+		t.Errorf("a create whose client went away: %v, want 429", err)
 	}
-	if d := time.Since(start); d > 40*time.Millisecond {
-		t.Errorf("a create with the mutating slot busy waited %v, want a refusal at once", d)
+	if n := l.mutatingWaiting.Load(); n != 0 {
+		t.Errorf("%d requests still counted as waiting", n)
 	}
 }

@@ -65,7 +65,8 @@ type Config struct {
 	TokenAuthFile string
 	// MaxRequestsInflight and MaxMutatingRequestsInflight bound the
 	// read-only and mutating requests served at once (default 400 and
-	// 200, as kube-apiserver); beyond them a request gets 429.
+	// 200, as kube-apiserver); beyond them a request waits for a slot
+	// (up to RequestTimeout/4, as many as there are slots), then gets 429.
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
 	// RequestTimeout bounds each request that is not long-running, and
 	// the reading of any request body (default 60s).

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,7 @@ import (
 //	watch event written ─▶ apiserver_watch_events_total
 //	storage op ─▶ etcd_request_duration_seconds (storage/metrics.go)
 //	in-flight slots ─▶ apiserver_current_inflight_requests (read when scraped)
+//	requests waiting for one ─▶ apiserver_current_inqueue_requests (read when scraped)
 type serverMetrics struct {
 	registry    *prometheus.Registry
 	requests    *prometheus.CounterVec
@@ -67,8 +69,16 @@ func newServerMetrics(s *Server) *serverMetrics {
 			ConstLabels: prometheus.Labels{"request_kind": kind},
 		}, func() float64 { return float64(len(slots)) })
 	}
+	inqueue := func(kind string, waiting *atomic.Int64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "apiserver_current_inqueue_requests",
+			Help:        "Maximal number of queued requests in this apiserver per request kind in last second.",
+			ConstLabels: prometheus.Labels{"request_kind": kind},
+		}, func() float64 { return float64(waiting.Load()) })
+	}
 	cs := append([]prometheus.Collector{m.requests, m.duration, m.watchEvents, m.longRunning,
-		inflight("readOnly", s.limiter.readOnly), inflight("mutating", s.limiter.mutating)}, storage.Collectors()...)
+		inflight("readOnly", s.limiter.readOnly), inflight("mutating", s.limiter.mutating),
+		inqueue("readOnly", &s.limiter.readOnlyWaiting), inqueue("mutating", &s.limiter.mutatingWaiting)}, storage.Collectors()...)
 	m.registry = metrics.NewRegistry(cs...)
 	return m
 }

@@ -48,7 +48,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	_, after := scrape(t, admin, url)
 	for _, name := range []string{"apiserver_request_total", "apiserver_request_duration_seconds", "apiserver_current_inflight_requests",
-		"etcd_request_duration_seconds", "go_goroutines", "process_resident_memory_bytes"} {
+		"apiserver_current_inqueue_requests", "etcd_request_duration_seconds", "go_goroutines", "process_resident_memory_bytes"} {
 		if after[name] == nil {
 			t.Errorf("no %s in the scrape", name)
 		}
