@@ -223,6 +223,7 @@ func (s *Server) protect(next http.Handler) http.Handler {
 		r = r.WithContext(ctx)
 		release, err := l.acquire(r)
 		if err != nil {
+			s.metrics.countRejected(r)
 			writeError(w, r, err)
 			return
 		}

@@ -67,6 +67,10 @@ func TestInflightLimitAndSlowBodies(t *testing.T) {
 	if secs, ok := apierrors.SuggestsClientDelay(busy); !ok || secs != 1 {
 		t.Errorf("429 suggests a delay of %d (%v), want 1s", secs, ok)
 	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: ts.config.TLS}}
+	if _, m := scrape(t, hc, ts.config.Host); sample(m, "apiserver_request_total", map[string]string{"verb": "POST", "code": "429"}) != 1 {
+		t.Errorf("the refused create is not counted as a 429 in apiserver_request_total")
+	}
 	// An anonymous client, coming while the slot is held, is not given
 	// one: it is answered 401 before its body is read (not 429), as
 	// kube-apiserver authenticates before its in-flight limits, and is

@@ -25,6 +25,7 @@ import (
 //	storage op ─▶ etcd_request_duration_seconds (storage/metrics.go)
 //	in-flight slots ─▶ apiserver_current_inflight_requests (read when scraped)
 //	requests waiting for one ─▶ apiserver_current_inqueue_requests (read when scraped)
+//	refused for want of one (429) ─▶ apiserver_request_total, verb only (protect.go)
 type serverMetrics struct {
 	registry    *prometheus.Registry
 	requests    *prometheus.CounterVec
@@ -154,6 +155,13 @@ func noteRequest(w http.ResponseWriter, r *http.Request, ri *requestInfo) {
 		rec.open = rec.longRunning.WithLabelValues(rec.verb, rec.group, rec.version, rec.resource, rec.subresource, rec.scope, "apiserver")
 		rec.open.Inc()
 	}
+}
+
+// countRejected counts in apiserver_request_total a request the in-flight
+// limits refused with 429, as kube-apiserver counts the requests its
+// limits drop. It was never routed: only its HTTP verb is known.
+func (m *serverMetrics) countRejected(r *http.Request) {
+	m.requests.WithLabelValues(r.Method, "", "", "", "", "", "", "apiserver", codeString(http.StatusTooManyRequests)).Inc()
 }
 
 // upstreamVerb is the verb label kube-apiserver reports: the HTTP verb,
