@@ -90,7 +90,15 @@ func (f *floorNet) add(i int) (string, error) {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name, attrs.MasterIndex, attrs.Flags = fmt.Sprintf("mkfl%d", i), f.bridge.Attrs().Index, net.FlagUp
 	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: "eth0", PeerNamespace: netlink.NsFd(ns)}
-	if err := netlink.LinkAdd(veth); err != nil {
+	err = netlink.LinkAdd(veth)
+	if errors.Is(err, unix.EEXIST) { // left by a bench that was killed
+		if old, lerr := netlink.LinkByName(attrs.Name); lerr == nil {
+			_ = netlink.LinkDel(old)
+		}
+		veth.Index = 0
+		err = netlink.LinkAdd(veth)
+	}
+	if err != nil {
 		return "", fmt.Errorf("creating veth %s: %w", attrs.Name, err)
 	}
 	f.mu.Lock()
