@@ -325,6 +325,11 @@ func TestRequestsWaitForASlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	waited = waitInTurn(1, create)
+	for deadline := time.Now().Add(10 * time.Second); l.mutatingWaiting.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) { // on a loaded machine it may start late
+			t.Fatal("the first create never waited")
+		}
+	}
 	start := time.Now()
 	if _, err := l.acquire(create()); !apierrors.IsTooManyRequests(err) {
 		t.Errorf("a second create waiting for the busy slot: %v, want 429", err)
