@@ -100,7 +100,7 @@ func (r *Runtime) drainLogs(id string, tio cio.IO, sink *logSink, a *attachIO) {
 // run while no runtime read it (minik was restarted).
 func (r *Runtime) reattachLogs(ctx context.Context, list []containers.Container) error {
 	ctx = r.ctx(ctx)
-	procs, err := r.tasks(ctx, "", list)
+	procs, err := r.allTasks(ctx)
 	if err != nil {
 		return err
 	}

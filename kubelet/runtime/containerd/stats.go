@@ -26,7 +26,7 @@ import (
 // containerd).
 func (r *Runtime) ListContainerStats(ctx context.Context) ([]*cri.ContainerStats, error) {
 	ctx = r.ctx(ctx)
-	list, err := r.listContainers(ctx, "")
+	list, err := r.listRecords(ctx)
 	if err != nil {
 		return nil, err
 	}
