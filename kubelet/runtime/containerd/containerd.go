@@ -88,6 +88,9 @@ const (
 	labelName    = "minik.io/name"
 	labelAttempt = "minik.io/attempt"
 	labelLogPath = "minik.io/log-path"
+	// labelImageID is the ID (config digest) of the image the container
+	// was made from: its status's imageRef, whatever its tag names later.
+	labelImageID = "minik.io/image-id"
 	// labelStartedAt held the start time before it moved to a file
 	// (startedFile); containers an older minik started still have it.
 	labelStartedAt  = "minik.io/started-at"
@@ -704,7 +707,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *cr
 		labelStdin: strconv.FormatBool(cfg.Stdin), labelStdinOnce: strconv.FormatBool(cfg.StdinOnce), labelTTY: strconv.FormatBool(cfg.Tty),
 		labelKind: "container", labelSandbox: sandboxID,
 		labelName: cfg.GetMetadata().GetName(), labelAttempt: strconv.Itoa(int(cfg.GetMetadata().GetAttempt())),
-		labelLogPath: logPath,
+		labelLogPath: logPath, labelImageID: facts.id,
 	}
 	for k, v := range cfg.Labels {
 		labels[k] = v
@@ -1079,8 +1082,9 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*cri.Containe
 	return r.status(ctx, info, proc), nil
 }
 
-// imageRef returns the config digest of an image, cached: the images a
-// node runs are few and their digests never change.
+// imageRef returns the config digest of the image a name points to now,
+// cached: the imageRef of a container an older minik made, which did not
+// record it.
 func (r *Runtime) imageRef(ctx context.Context, name string) string {
 	r.mu.Lock()
 	ref, ok := r.imageRefs[name]
@@ -1122,9 +1126,12 @@ func (r *Runtime) status(ctx context.Context, info containers.Container, proc *t
 		State:     cri.ContainerState_CONTAINER_CREATED,
 		CreatedAt: info.CreatedAt.UnixNano(),
 		Image:     info.Image,
-		ImageRef:  r.imageRef(ctx, info.Image),
+		ImageRef:  info.Labels[labelImageID],
 		Labels:    labels, Annotations: annotations,
 		LogPath: info.Labels[labelLogPath],
+	}
+	if st.ImageRef == "" { // made by an older minik
+		st.ImageRef = r.imageRef(ctx, info.Image)
 	}
 	r.mu.Lock()
 	st.StartedAt = r.startedAt[info.ID]

@@ -1,0 +1,83 @@
+package containerd_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"minik/deploy/images"
+	ctdrt "minik/kubelet/runtime/containerd"
+	"minik/proto/cri"
+)
+
+// A container's imageRef is the image it was made from, even after its
+// tag has moved to another image (a newer `minik image load`); a
+// container made after the move reports the new image.
+func TestImageRefIsTheImageTheContainerWasMadeFrom(t *testing.T) {
+	rt, cfg := newRuntimeAndConfig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb, err := rt.RunPodSandbox(ctx, &cri.PodSandboxConfig{
+		Metadata: &cri.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "uid-p"}, HostNetwork: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	imageID := func() string {
+		t.Helper()
+		img, err := rt.ImageStatus(ctx, "busybox")
+		if err != nil || img == nil {
+			t.Fatalf("busybox: %v, %v", img, err)
+		}
+		return img.Id
+	}
+	refOf := func(name string) (string, string) {
+		t.Helper()
+		id, err := rt.CreateContainer(ctx, sb, &cri.ContainerConfig{
+			Metadata: &cri.ContainerMetadata{Name: name}, Image: "busybox", Command: []string{"sleep", "3600"},
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := rt.ContainerStatus(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id, st.ImageRef
+	}
+
+	before := imageID()
+	older, ref := refOf("older")
+	if ref != before {
+		t.Fatalf("imageRef %q, want the image's ID %q", ref, before)
+	}
+
+	// The same name, another image: its default command differs, so its
+	// config (and ID) does.
+	files, err := images.Busybox(images.DefaultBusyboxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var archive bytes.Buffer
+	if err := images.WriteOCIArchive(&archive, images.BusyboxName, files, []string{"true"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctdrt.Import(ctx, cfg.Address, cfg.Namespace, &archive); err != nil {
+		t.Fatal(err)
+	}
+	after := imageID()
+	if after == before {
+		t.Fatal("the second image has the first one's ID")
+	}
+	if _, ref := refOf("newer"); ref != after {
+		t.Errorf("a container made after the tag moved: imageRef %q, want %q", ref, after)
+	}
+	st, err := rt.ContainerStatus(ctx, older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ImageRef != before {
+		t.Errorf("a container made before the tag moved: imageRef %q, want %q", st.ImageRef, before)
+	}
+}
