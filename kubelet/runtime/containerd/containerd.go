@@ -137,6 +137,8 @@ type Runtime struct {
 	// has not started yet, with the record containerd returned: the start
 	// that follows needs no Get to load it.
 	created map[string]containerd.Container
+	// imageNames caches which image each name points to (imagenames.go).
+	imageNames imageNames
 	// startedAt holds when each container's task started (unix ns); the
 	// files in StateDir/started are the truth across restarts.
 	startedAt map[string]int64
@@ -246,6 +248,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	go r.watchOOM(ctx)
+	go r.watchImages(ctx)
 	return r, nil
 }
 
@@ -529,13 +532,18 @@ func (r *Runtime) image(ctx context.Context, ref string) (containerd.Image, erro
 	if err != nil {
 		return nil, err
 	}
-	img, err := r.client.GetImage(ctx, name)
+	img, gen, ok := r.imageNames.get(name)
+	if ok {
+		return img, nil
+	}
+	img, err = r.client.GetImage(ctx, name)
 	if err != nil {
 		if errdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("image %s: %w", name, runtime.ErrImageNotFound)
 		}
 		return nil, err
 	}
+	r.imageNames.put(name, img, gen)
 	return img, nil
 }
 
@@ -1373,6 +1381,7 @@ func (r *Runtime) PullImage(ctx context.Context, ref string, insecure bool) (str
 		}
 		return "", fmt.Errorf("pulling %s: %w", name, err)
 	}
+	r.imageNames.forget(name) // before its event comes
 	return r.criImage(ctx, img).Id, nil
 }
 
@@ -1388,6 +1397,7 @@ func (r *Runtime) RemoveImage(ctx context.Context, ref string) error {
 	if err := r.client.ImageService().Delete(ctx, name); err != nil && !errdefs.IsNotFound(err) {
 		return err
 	}
+	r.imageNames.forget(name) // before its event comes
 	r.mu.Lock()
 	delete(r.imageRefs, name)
 	r.mu.Unlock()

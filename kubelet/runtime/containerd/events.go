@@ -33,17 +33,32 @@ const subscribedTopic = "/minik/subscribed"
 // subscribeTimeout bounds the wait for the marker.
 const subscribeTimeout = 10 * time.Second
 
-// GetContainerEvents subscribes to containerd's events of this runtime's
-// namespace. containerd's Subscribe returns before the daemon has
-// registered the subscription, so this publishes a marker (every 100ms
-// until one comes back) and returns once it arrives through the
-// subscription: from then on no event is missed.
+// GetContainerEvents subscribes to containerd's container events of this
+// runtime's namespace (subscribeLive): from its return on, no event is
+// missed.
 func (r *Runtime) GetContainerEvents(ctx context.Context) (runtime.ContainerEventStream, error) {
 	ctx, cancel := context.WithCancel(r.ctx(ctx))
-	filters := []string{fmt.Sprintf(`namespace==%s,topic==%q`, r.cfg.Namespace, subscribedTopic)}
+	var filters []string
 	for topic := range eventTopics {
 		filters = append(filters, fmt.Sprintf(`namespace==%s,topic==%q`, r.cfg.Namespace, topic))
 	}
+	ch, errs, err := r.subscribeLive(ctx, filters...)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &containerEvents{r: r, ctx: ctx, cancel: cancel, ch: ch, errs: errs, sandboxOf: map[string]string{}}, nil
+}
+
+// subscribeLive subscribes to the events of this runtime's namespace that
+// filters select. containerd's Subscribe returns before the daemon has
+// registered the subscription, so this publishes a marker (every 100ms
+// until one comes back) and returns once it arrives through the
+// subscription: from then on no event is missed. Events before the
+// marker are dropped (they happened before this returns). The
+// subscription lasts until ctx ends.
+func (r *Runtime) subscribeLive(ctx context.Context, filters ...string) (<-chan *events.Envelope, <-chan error, error) {
+	filters = append(filters, fmt.Sprintf(`namespace==%s,topic==%q`, r.cfg.Namespace, subscribedTopic))
 	ch, errs := r.client.Subscribe(ctx, filters...)
 	token := newID()
 	publish := time.NewTicker(100 * time.Millisecond)
@@ -51,29 +66,24 @@ func (r *Runtime) GetContainerEvents(ctx context.Context) (runtime.ContainerEven
 	timeout := time.After(subscribeTimeout)
 	for {
 		if err := r.client.EventService().Publish(ctx, subscribedTopic, &eventstypes.ContainerUpdate{ID: token}); err != nil {
-			cancel()
-			return nil, fmt.Errorf("publishing the subscription marker: %w", err)
+			return nil, nil, fmt.Errorf("publishing the subscription marker: %w", err)
 		}
 	wait:
 		for {
 			select {
 			case env := <-ch:
-				// Events before the marker happened before this returns:
-				// the caller's relist sees them.
 				if env.Topic != subscribedTopic {
 					continue
 				}
 				if v, err := typeurl.UnmarshalAny(env.Event); err == nil {
 					if m, ok := v.(*eventstypes.ContainerUpdate); ok && m.ID == token {
-						return &containerEvents{r: r, ctx: ctx, cancel: cancel, ch: ch, errs: errs, sandboxOf: map[string]string{}}, nil
+						return ch, errs, nil
 					}
 				}
 			case err := <-errs:
-				cancel()
-				return nil, fmt.Errorf("subscribing to containerd's events: %w", streamEnd(err))
+				return nil, nil, fmt.Errorf("subscribing to containerd's events: %w", streamEnd(err))
 			case <-timeout:
-				cancel()
-				return nil, errors.New("subscribing to containerd's events: the subscription did not become live")
+				return nil, nil, errors.New("subscribing to containerd's events: the subscription did not become live")
 			case <-publish.C:
 				break wait
 			}

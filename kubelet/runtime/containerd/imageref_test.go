@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	containerd "github.com/containerd/containerd"
+	"github.com/containerd/containerd/namespaces"
+
 	"minik/deploy/images"
 	ctdrt "minik/kubelet/runtime/containerd"
 	"minik/proto/cri"
@@ -66,9 +69,13 @@ func TestImageRefIsTheImageTheContainerWasMadeFrom(t *testing.T) {
 	if _, err := ctdrt.Import(ctx, cfg.Address, cfg.Namespace, &archive); err != nil {
 		t.Fatal(err)
 	}
+	// The runtime learns of the move from containerd's event.
 	after := imageID()
+	for deadline := time.Now().Add(5 * time.Second); after == before && time.Now().Before(deadline); after = imageID() {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if after == before {
-		t.Fatal("the second image has the first one's ID")
+		t.Fatal("busybox still names the first image after the second was imported")
 	}
 	if _, ref := refOf("newer"); ref != after {
 		t.Errorf("a container made after the tag moved: imageRef %q, want %q", ref, after)
@@ -80,4 +87,55 @@ func TestImageRefIsTheImageTheContainerWasMadeFrom(t *testing.T) {
 	if st.ImageRef != before {
 		t.Errorf("a container made before the tag moved: imageRef %q, want %q", st.ImageRef, before)
 	}
+}
+
+// The runtime's cache of image names follows containerd: an image
+// another client deletes is soon reported missing, and one it imports
+// again present.
+func TestImageStatusFollowsOtherClients(t *testing.T) {
+	rt, cfg := newRuntimeAndConfig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	present := func() bool {
+		t.Helper()
+		img, err := rt.ImageStatus(ctx, "busybox")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img != nil
+	}
+	waitFor := func(want bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); present() != want; {
+			if time.Now().After(deadline) {
+				t.Fatalf("busybox present: %v for 5s, want %v", !want, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor(true)
+	waitFor(true) // now from the cache
+
+	client, err := containerd.New(cfg.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if err := client.ImageService().Delete(namespaces.WithNamespace(ctx, cfg.Namespace), images.BusyboxName); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(false)
+
+	files, err := images.Busybox(images.DefaultBusyboxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var archive bytes.Buffer
+	if err := images.WriteOCIArchive(&archive, images.BusyboxName, files, []string{"sh"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctdrt.Import(ctx, cfg.Address, cfg.Namespace, &archive); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(true)
 }
