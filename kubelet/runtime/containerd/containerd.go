@@ -37,7 +37,6 @@ import (
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/oci"
 	"github.com/containerd/log"
-	"github.com/containerd/typeurl/v2"
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -282,26 +281,11 @@ func newID() string {
 func (r *Runtime) watchOOM(ctx context.Context) {
 	for ctx.Err() == nil {
 		ch, errs := r.client.Subscribe(r.ctx(ctx), `topic=="/tasks/oom"`)
-	loop:
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-errs:
-				break loop
-			case env := <-ch:
-				if env == nil || env.Event == nil {
-					continue
-				}
-				v, err := typeurl.UnmarshalAny(env.Event)
-				if err != nil {
-					continue
-				}
-				if oom, ok := v.(*eventstypes.TaskOOM); ok {
-					r.markOOM(ctx, oom.ContainerID)
-				}
+		followEvents(ctx, ch, errs, func(v any) {
+			if oom, ok := v.(*eventstypes.TaskOOM); ok {
+				r.markOOM(ctx, oom.ContainerID)
 			}
-		}
+		})
 		select {
 		case <-ctx.Done():
 			return

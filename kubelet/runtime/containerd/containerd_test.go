@@ -71,17 +71,9 @@ func newRuntimeAndConfig(t *testing.T, configure ...func(*containerd.Config)) (*
 	addr := testDaemon(t)
 	seq++
 	ns := fmt.Sprintf("minik-test%d-%d", os.Getpid(), seq)
-	files, err := images.Busybox(images.DefaultBusyboxPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var archive bytes.Buffer
-	if err := images.WriteOCIArchive(&archive, images.BusyboxName, files, []string{"sh"}); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if _, err := containerd.Import(ctx, addr, ns, &archive); err != nil {
+	if _, err := containerd.Import(ctx, addr, ns, busyboxArchive(t, "sh")); err != nil {
 		t.Fatal(err)
 	}
 	// Not t.TempDir: runc refuses namespace paths with a comma in them,
@@ -109,6 +101,33 @@ func newRuntimeAndConfig(t *testing.T, configure ...func(*containerd.Config)) (*
 		containerd.RemoveNodeNetwork(ns, cidr) // the bridge and its iptables rules
 	})
 	return rt, cfg
+}
+
+// busyboxArchive is the busybox image, as an OCI archive, with cmd as its
+// default command (another command, another image ID).
+func busyboxArchive(t *testing.T, cmd ...string) *bytes.Buffer {
+	t.Helper()
+	files, err := images.Busybox(images.DefaultBusyboxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var archive bytes.Buffer
+	if err := images.WriteOCIArchive(&archive, images.BusyboxName, files, cmd); err != nil {
+		t.Fatal(err)
+	}
+	return &archive
+}
+
+// hostSandbox runs a sandbox of the host's network for a pod named name.
+func hostSandbox(ctx context.Context, t *testing.T, rt *containerd.Runtime, name string) string {
+	t.Helper()
+	id, err := rt.RunPodSandbox(ctx, &cri.PodSandboxConfig{
+		Metadata: &cri.PodSandboxMetadata{Name: name, Namespace: "default", Uid: "uid-" + name}, HostNetwork: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 func TestConformance(t *testing.T) {

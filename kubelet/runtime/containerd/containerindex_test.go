@@ -22,15 +22,6 @@ func TestSandboxListingFollowsContainerd(t *testing.T) {
 	rt, cfg := newRuntimeAndConfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sandbox := func(name string) string {
-		id, err := rt.RunPodSandbox(ctx, &cri.PodSandboxConfig{
-			Metadata: &cri.PodSandboxMetadata{Name: name, Namespace: "default", Uid: "uid-" + name}, HostNetwork: true,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
 	create := func(sb, name string) string {
 		id, err := rt.CreateContainer(ctx, sb, &cri.ContainerConfig{
 			Metadata: &cri.ContainerMetadata{Name: name}, Image: "busybox", Command: []string{"sleep", "3600"},
@@ -58,7 +49,7 @@ func TestSandboxListingFollowsContainerd(t *testing.T) {
 	}
 	sorted := func(ids ...string) []string { slices.Sort(ids); return ids }
 
-	sb1, sb2 := sandbox("one"), sandbox("two")
+	sb1, sb2 := hostSandbox(ctx, t, rt, "one"), hostSandbox(ctx, t, rt, "two")
 	c1, c2 := create(sb1, "a"), create(sb2, "b")
 	if got := listed(rt, sb1); !slices.Equal(got, []string{c1}) {
 		t.Fatalf("sandbox one lists %v, want [%s]", got, c1)

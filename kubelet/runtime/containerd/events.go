@@ -91,6 +91,26 @@ func (r *Runtime) subscribeLive(ctx context.Context, filters ...string) (<-chan 
 	}
 }
 
+// followEvents hands each event of a subscription to handle, decoded,
+// until the stream or ctx ends.
+func followEvents(ctx context.Context, ch <-chan *events.Envelope, errs <-chan error, handle func(any)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-errs:
+			return
+		case env := <-ch:
+			if env == nil || env.Event == nil {
+				continue
+			}
+			if v, err := typeurl.UnmarshalAny(env.Event); err == nil {
+				handle(v)
+			}
+		}
+	}
+}
+
 func streamEnd(err error) error {
 	if err == nil {
 		return errors.New("containerd ended the event stream")

@@ -9,7 +9,6 @@ import (
 	containerd "github.com/containerd/containerd"
 	eventstypes "github.com/containerd/containerd/api/events"
 	"github.com/containerd/containerd/events"
-	"github.com/containerd/typeurl/v2"
 )
 
 // imageNames caches which image each name points to, as containerd's CRI
@@ -96,28 +95,14 @@ func (r *Runtime) watchImages(ctx context.Context) {
 // followImageEvents forgets each name an event names, until the stream
 // or ctx ends.
 func (r *Runtime) followImageEvents(ctx context.Context, ch <-chan *events.Envelope, errs <-chan error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-errs:
-			return
-		case env := <-ch:
-			if env == nil || env.Event == nil {
-				continue
-			}
-			v, err := typeurl.UnmarshalAny(env.Event)
-			if err != nil {
-				continue
-			}
-			switch ev := v.(type) {
-			case *eventstypes.ImageCreate:
-				r.imageNames.forget(ev.Name)
-			case *eventstypes.ImageUpdate:
-				r.imageNames.forget(ev.Name)
-			case *eventstypes.ImageDelete:
-				r.imageNames.forget(ev.Name)
-			}
+	followEvents(ctx, ch, errs, func(v any) {
+		switch ev := v.(type) {
+		case *eventstypes.ImageCreate:
+			r.imageNames.forget(ev.Name)
+		case *eventstypes.ImageUpdate:
+			r.imageNames.forget(ev.Name)
+		case *eventstypes.ImageDelete:
+			r.imageNames.forget(ev.Name)
 		}
-	}
+	})
 }

@@ -1,7 +1,6 @@
 package containerd_test
 
 import (
-	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -21,12 +20,7 @@ func TestImageRefIsTheImageTheContainerWasMadeFrom(t *testing.T) {
 	rt, cfg := newRuntimeAndConfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sb, err := rt.RunPodSandbox(ctx, &cri.PodSandboxConfig{
-		Metadata: &cri.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "uid-p"}, HostNetwork: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb := hostSandbox(ctx, t, rt, "p")
 	imageID := func() string {
 		t.Helper()
 		img, err := rt.ImageStatus(ctx, "busybox")
@@ -58,15 +52,7 @@ func TestImageRefIsTheImageTheContainerWasMadeFrom(t *testing.T) {
 
 	// The same name, another image: its default command differs, so its
 	// config (and ID) does.
-	files, err := images.Busybox(images.DefaultBusyboxPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var archive bytes.Buffer
-	if err := images.WriteOCIArchive(&archive, images.BusyboxName, files, []string{"true"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ctdrt.Import(ctx, cfg.Address, cfg.Namespace, &archive); err != nil {
+	if _, err := ctdrt.Import(ctx, cfg.Address, cfg.Namespace, busyboxArchive(t, "true")); err != nil {
 		t.Fatal(err)
 	}
 	// The runtime learns of the move from containerd's event.
@@ -126,15 +112,7 @@ func TestImageStatusFollowsOtherClients(t *testing.T) {
 	}
 	waitFor(false)
 
-	files, err := images.Busybox(images.DefaultBusyboxPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var archive bytes.Buffer
-	if err := images.WriteOCIArchive(&archive, images.BusyboxName, files, []string{"sh"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ctdrt.Import(ctx, cfg.Address, cfg.Namespace, &archive); err != nil {
+	if _, err := ctdrt.Import(ctx, cfg.Address, cfg.Namespace, busyboxArchive(t, "sh")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(true)

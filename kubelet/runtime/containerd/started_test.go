@@ -22,12 +22,7 @@ func TestStartTimeOutlivesTheRuntime(t *testing.T) {
 	rt, cfg := newRuntimeAndConfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sb, err := rt.RunPodSandbox(ctx, &cri.PodSandboxConfig{
-		Metadata: &cri.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "uid-p"}, HostNetwork: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb := hostSandbox(ctx, t, rt, "p")
 	start := func(name string) (string, int64) {
 		id, err := rt.CreateContainer(ctx, sb, &cri.ContainerConfig{
 			Metadata: &cri.ContainerMetadata{Name: name}, Image: "busybox", Command: []string{"sleep", "3600"},
