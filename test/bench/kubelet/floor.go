@@ -22,8 +22,9 @@ import (
 const floorNamespace = "minik-bench-floor"
 
 // runtimeFloor starts n containers of the busybox image straight through
-// containerd and runc, conc at a time, with the calls `ctr run -d` makes
-// (a container with a new snapshot and spec, a task, its start) and
+// containerd and runc, conc at a time, with the calls `ctr run -d
+// --null-io` makes (a container with a new snapshot and spec, a task
+// without output FIFOs, its start) and
 // nothing of minik: no API object, no kubelet, no network namespace or
 // CNI. It returns each one's latency from the first call to the started
 // task, and the CPU time per container of each meter: what containerd,
