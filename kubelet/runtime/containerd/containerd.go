@@ -117,8 +117,6 @@ type Runtime struct {
 	// sandboxes is the cache of sandbox records; the files in StateDir
 	// are the truth across restarts.
 	sandboxes map[string]*sandboxRecord
-	// imageRefs caches image name → config digest.
-	imageRefs map[string]string
 	// images caches what was read of each image manifest, and processes
 	// the process specs made from an image and user options
 	// (imagecache.go).
@@ -222,7 +220,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("creating containerd namespace %s: %w", cfg.Namespace, err)
 	}
 	r := &Runtime{
-		cfg: cfg, client: client, cidr: cfg.PodCIDR, sandboxes: map[string]*sandboxRecord{}, imageRefs: map[string]string{},
+		cfg: cfg, client: client, cidr: cfg.PodCIDR, sandboxes: map[string]*sandboxRecord{},
 		images: map[digest.Digest]*imageFacts{}, processes: map[processKey][]byte{},
 		attached: map[string]*attachIO{}, containers: newContainerIndex(), created: map[string]containerd.Container{},
 		startedAt: map[string]int64{},
@@ -238,7 +236,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	r.containers.addListed(list)
-	if err := r.loadStarted(list); err != nil {
+	if err := r.loadStarted(); err != nil {
 		client.Close()
 		return nil, err
 	}
@@ -818,20 +816,16 @@ func (r *Runtime) saveStarted(id string, at int64) error {
 	return nil
 }
 
-// loadStarted reads the start times of the listed containers, and
+// loadStarted reads the start times of the indexed containers, and
 // removes those of containers that are gone.
-func (r *Runtime) loadStarted(list []containers.Container) error {
+func (r *Runtime) loadStarted() error {
 	dir := filepath.Join(r.cfg.StateDir, "started")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
-	exists := make(map[string]bool, len(list))
-	for _, info := range list {
-		exists[info.ID] = true
-	}
 	for _, e := range entries {
-		if !exists[e.Name()] {
+		if _, ok := r.containers.record(e.Name()); !ok {
 			_ = os.Remove(filepath.Join(dir, e.Name()))
 			continue
 		}
@@ -949,7 +943,11 @@ func (r *Runtime) ListContainerStatuses(ctx context.Context, sandboxID string) (
 	ctx = r.ctx(ctx)
 	var out []*cri.ContainerStatus
 	if sandboxID == "" {
-		list, procs, err := r.listAll(ctx)
+		list, err := r.listRecords(ctx)
+		if err != nil {
+			return nil, err
+		}
+		procs, err := r.allTasks(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -980,20 +978,6 @@ var _ runtime.ContainerStatusLister = &Runtime{}
 
 // containersFilter selects this runtime's containers in its namespace.
 var containersFilter = fmt.Sprintf(`labels.%q==container`, labelKind)
-
-// listAll returns the records of every container of the node
-// (listRecords) and their tasks' processes by container ID (allTasks).
-func (r *Runtime) listAll(ctx context.Context) ([]containers.Container, map[string]*task.Process, error) {
-	list, err := r.listRecords(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	procs, err := r.allTasks(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return list, procs, nil
-}
 
 // listRecords returns the records of every container of the node, and
 // adds them to the index.
@@ -1074,17 +1058,11 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*cri.Containe
 	return r.status(ctx, info, proc), nil
 }
 
-// imageRef returns the config digest of the image a name points to now,
-// cached: the imageRef of a container an older minik made, which did not
-// record it.
+// imageRef returns the config digest of the image a name points to now
+// (both reads cached: image, imageFacts): the imageRef of a container an
+// older minik made, which did not record it.
 func (r *Runtime) imageRef(ctx context.Context, name string) string {
-	r.mu.Lock()
-	ref, ok := r.imageRefs[name]
-	r.mu.Unlock()
-	if ok {
-		return ref
-	}
-	img, err := r.client.GetImage(ctx, name)
+	img, err := r.image(ctx, name)
 	if err != nil {
 		return ""
 	}
@@ -1092,9 +1070,6 @@ func (r *Runtime) imageRef(ctx context.Context, name string) string {
 	if err != nil {
 		return ""
 	}
-	r.mu.Lock()
-	r.imageRefs[name] = f.id
-	r.mu.Unlock()
 	return f.id
 }
 
@@ -1382,8 +1357,5 @@ func (r *Runtime) RemoveImage(ctx context.Context, ref string) error {
 		return err
 	}
 	r.imageNames.forget(name) // before its event comes
-	r.mu.Lock()
-	delete(r.imageRefs, name)
-	r.mu.Unlock()
 	return nil
 }
