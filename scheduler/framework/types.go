@@ -93,6 +93,9 @@ func (r *Resource) AddResource(o Resource, sign int64) {
 	r.Memory += sign * o.Memory
 	r.EphemeralStorage += sign * o.EphemeralStorage
 	r.AllowedPodNumber += int(sign) * o.AllowedPodNumber
+	if len(o.Scalar) == 0 {
+		return
+	}
 	for name, v := range o.Scalar {
 		r.SetScalar(name, r.Scalar[name]+sign*v)
 	}
@@ -356,7 +359,12 @@ func (h HostPortInfo) CheckConflict(ip, protocol string, port int32) bool {
 	return h[ip].Has(pp) || h[wildcardIP].Has(pp)
 }
 
+// clone is nil for no ports (most nodes): NodeInfo.update makes the map
+// when a port comes.
 func (h HostPortInfo) clone() HostPortInfo {
+	if len(h) == 0 {
+		return nil
+	}
 	c := make(HostPortInfo, len(h))
 	for ip, s := range h {
 		c[ip] = s.Clone()

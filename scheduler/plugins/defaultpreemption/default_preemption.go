@@ -18,9 +18,10 @@
 package defaultpreemption
 
 import (
+	"cmp"
 	"hash/fnv"
 	"math"
-	"sort"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -84,6 +85,7 @@ func (pl *DefaultPreemption) PostFilter(state *framework.CycleState, pod *corev1
 	h := fnv.New32a()
 	h.Write([]byte(pod.UID))
 	start := int(h.Sum32() % uint32(max(len(nodes), 1)))
+	budgets := parseBudgets(snap.PodDisruptionBudgets())
 	for i := range nodes {
 		if len(candidates) >= want {
 			break
@@ -94,7 +96,7 @@ func (pl *DefaultPreemption) PostFilter(state *framework.CycleState, pod *corev1
 			reasons[name] = framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNotHelpful)
 			continue
 		}
-		victims, violations, ok := selectVictims(state, pod, fwk, snap, ni)
+		victims, violations, ok := selectVictims(state, pod, fwk, snap, ni, budgets)
 		if !ok {
 			reasons[name] = framework.NewStatus(framework.Unschedulable, ErrReasonNoVictims)
 			continue
@@ -133,13 +135,14 @@ func eligible(pod *corev1.Pod, snap framework.SharedLister) (string, bool) {
 	return "", true
 }
 
-// moreImportant orders pods: higher priority, then started earlier.
-func moreImportant(a, b *corev1.Pod) bool {
-	pa, pb := corev1helpers.PodPriority(a), corev1helpers.PodPriority(b)
+// byImportance orders pods most important first: higher priority, then
+// started earlier.
+func byImportance(a, b *framework.PodInfo) int {
+	pa, pb := corev1helpers.PodPriority(a.Pod), corev1helpers.PodPriority(b.Pod)
 	if pa != pb {
-		return pa > pb
+		return cmp.Compare(pb, pa)
 	}
-	return startTime(a).Before(startTime(b))
+	return startTime(a.Pod).Compare(startTime(b.Pod))
 }
 
 // startTime is when the pod started, or was created if it has not.
@@ -170,21 +173,14 @@ func fits(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework
 // whose removal lets pod fit on ni. Pods protected by a
 // PodDisruptionBudget are given back first, so they are victims only when
 // nothing else works; it returns how many victims break a budget.
-func selectVictims(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework, snap framework.SharedLister, ni *framework.NodeInfo) ([]*corev1.Pod, int, bool) {
+func selectVictims(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework, snap framework.SharedLister, ni *framework.NodeInfo, budgets budgets) ([]*corev1.Pod, int, bool) {
 	prio := corev1helpers.PodPriority(pod)
-	work := ni.Clone()
-	var potential []*framework.PodInfo
-	for _, p := range ni.Pods {
-		if corev1helpers.PodPriority(p.Pod) < prio {
-			potential = append(potential, p)
-			work.RemovePod(p.Pod)
-		}
-	}
+	work, potential := ni.CloneWithout(func(p *framework.PodInfo) bool { return corev1helpers.PodPriority(p.Pod) < prio })
 	if len(potential) == 0 || !fits(state, pod, fwk, snap, work) {
 		return nil, 0, false
 	}
-	sort.SliceStable(potential, func(i, j int) bool { return moreImportant(potential[i].Pod, potential[j].Pod) })
-	violating, nonViolating := splitByPDB(potential, snap.PodDisruptionBudgets())
+	slices.SortStableFunc(potential, byImportance)
+	violating, nonViolating := budgets.split(potential)
 	var victims []*corev1.Pod
 	violations := 0
 	reprieve := func(p *framework.PodInfo) bool {
@@ -207,22 +203,41 @@ func selectVictims(state *framework.CycleState, pod *corev1.Pod, fwk *framework.
 	return victims, violations, len(victims) > 0
 }
 
-// splitByPDB separates the pods whose deletion (in this order) would take
-// a PodDisruptionBudget below its allowed disruptions. A budget with an
-// empty selector protects nothing.
-func splitByPDB(pods []*framework.PodInfo, pdbs []*policyv1.PodDisruptionBudget) (violating, nonViolating []*framework.PodInfo) {
-	allowed := make([]int32, len(pdbs))
-	selectors := make([]labels.Selector, len(pdbs))
-	for i, pdb := range pdbs {
-		allowed[i] = pdb.Status.DisruptionsAllowed
-		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && pdb.Spec.Selector != nil {
-			selectors[i] = sel
+// budgets are the cluster's PodDisruptionBudgets with their selectors
+// parsed, once per preemption rather than once per node tried. A budget
+// with an empty or invalid selector protects nothing and is left out.
+type budgets struct {
+	pdbs      []*policyv1.PodDisruptionBudget
+	selectors []labels.Selector
+}
+
+func parseBudgets(pdbs []*policyv1.PodDisruptionBudget) budgets {
+	var b budgets
+	for _, pdb := range pdbs {
+		if pdb.Spec.Selector == nil {
+			continue
 		}
+		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && !sel.Empty() {
+			b.pdbs, b.selectors = append(b.pdbs, pdb), append(b.selectors, sel)
+		}
+	}
+	return b
+}
+
+// split separates the pods whose deletion (in this order) would take a
+// budget below its allowed disruptions.
+func (b budgets) split(pods []*framework.PodInfo) (violating, nonViolating []*framework.PodInfo) {
+	if len(b.pdbs) == 0 {
+		return nil, pods
+	}
+	allowed := make([]int32, len(b.pdbs))
+	for i, pdb := range b.pdbs {
+		allowed[i] = pdb.Status.DisruptionsAllowed
 	}
 	for _, p := range pods {
 		broken := false
-		for i, pdb := range pdbs {
-			if pdb.Namespace != p.Pod.Namespace || selectors[i] == nil || selectors[i].Empty() || !selectors[i].Matches(labels.Set(p.Pod.Labels)) {
+		for i, pdb := range b.pdbs {
+			if pdb.Namespace != p.Pod.Namespace || !b.selectors[i].Matches(labels.Set(p.Pod.Labels)) {
 				continue
 			}
 			if allowed[i]--; allowed[i] < 0 {
