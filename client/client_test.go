@@ -21,6 +21,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -733,3 +734,24 @@ func TestTokenSourceClientsHaveTheirOwnRateLimit(t *testing.T) {
 type fixedToken string
 
 func (f fixedToken) Token(context.Context) (string, error) { return string(f), nil }
+
+// Options left at their zero value skip the parameter codec; what they
+// encode to must still be what the codec gives, and any set field must
+// still reach the query.
+func TestZeroOptionsEncodeAsTheCodecDoes(t *testing.T) {
+	for _, opts := range []runtime.Object{&metav1.GetOptions{}, &metav1.ListOptions{}, &metav1.CreateOptions{},
+		&metav1.UpdateOptions{}, &metav1.PatchOptions{}, &metav1.DeleteOptions{}} {
+		want, err := metav1.ParameterCodec.EncodeParameters(opts, metav1.SchemeGroupVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeOptions(opts)
+		if err != nil || got.Encode() != want.Encode() {
+			t.Errorf("%T: got %q %v, want %q", opts, got.Encode(), err, want.Encode())
+		}
+	}
+	got, err := encodeOptions(&metav1.CreateOptions{DryRun: []string{"All"}, FieldManager: "m"})
+	if err != nil || got.Encode() != "dryRun=All&fieldManager=m" {
+		t.Errorf("options with fields: got %q %v", got.Encode(), err)
+	}
+}

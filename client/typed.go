@@ -226,6 +226,12 @@ func (t *Typed[T]) withKind(obj *T) *T {
 // encodeOptions turns List/Get/Create/Update/PatchOptions into query
 // parameters with apimachinery's codec, so names match the server's exactly.
 func encodeOptions(opts runtime.Object) (url.Values, error) {
+	// Most calls pass no options, and converting them by reflection costs
+	// more than encoding the call's object: every bind and status write
+	// of the scheduler and kubelet passes here.
+	if v := reflect.ValueOf(opts); v.Kind() == reflect.Pointer && v.Elem().IsZero() {
+		return url.Values{}, nil
+	}
 	q, err := metav1.ParameterCodec.EncodeParameters(opts, metav1.SchemeGroupVersion)
 	if err != nil {
 		return nil, fmt.Errorf("client: encode options: %w", err)

@@ -415,7 +415,7 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *framework.CycleStat
 	verdicts, passed := s.verdicts[:n], s.passed[:n]
 	clear(verdicts)
 	clear(passed)
-	var count atomic.Int64
+	var count, rejected atomic.Int64
 	var failed atomic.Pointer[framework.Status]
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -438,6 +438,7 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *framework.CycleStat
 			cancel()
 		default:
 			verdicts[idx] = st
+			rejected.Add(1)
 		}
 	})
 	if st := failed.Load(); st != nil {
@@ -447,7 +448,9 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *framework.CycleStat
 		return nil, nil, err // stopping: the search is incomplete
 	}
 	feasible := make([]*framework.NodeInfo, 0, min(count.Load(), want))
-	statuses := framework.NodeToStatus{}
+	// Sized at once: a pod that fits nowhere has a status from every node,
+	// and growing the map node by node rehashes it again and again.
+	statuses := make(framework.NodeToStatus, rejected.Load())
 	processed := 0
 	for i := range n {
 		idx := (start + i) % n
