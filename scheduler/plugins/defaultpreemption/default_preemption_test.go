@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"minik/scheduler/cache"
 	"minik/scheduler/framework"
 	"minik/scheduler/internal/st"
 	"minik/scheduler/plugins"
@@ -21,12 +22,21 @@ import (
 // runs preemption.
 func postFilter(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, pod *corev1.Pod) (*framework.PostFilterResult, *framework.Status) {
 	t.Helper()
+	fwk, snap, state, statuses := filtered(t, nodes, pods, pdbs, pod)
+	return defaultpreemption.New().PostFilter(state, pod, fwk, snap, statuses)
+}
+
+// filtered runs PreFilter and Filter for pod on every node, as a
+// scheduling cycle does before preemption, and fails unless every node
+// rejects it.
+func filtered(tb testing.TB, nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, pod *corev1.Pod) (*framework.Framework, *cache.Snapshot, *framework.CycleState, framework.NodeToStatus) {
+	tb.Helper()
 	fwk := framework.New(plugins.DefaultProfile(corev1.DefaultSchedulerName, nil))
 	snap := st.NewSnapshot(nodes, pods)
 	snap.SetPodDisruptionBudgets(pdbs)
 	state := framework.NewCycleState()
 	if s := fwk.RunPreFilter(state, pod, snap); !s.IsSuccess() {
-		t.Fatalf("prefilter: %v", s)
+		tb.Fatalf("prefilter: %v", s)
 	}
 	statuses := framework.NodeToStatus{}
 	for _, ni := range snap.List() {
@@ -35,9 +45,9 @@ func postFilter(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pdbs []*
 		}
 	}
 	if len(statuses) != len(nodes) {
-		t.Fatalf("the pod fits somewhere already: %v", statuses)
+		tb.Fatalf("the pod fits somewhere already: %v", statuses)
 	}
-	return defaultpreemption.New().PostFilter(state, pod, fwk, snap, statuses)
+	return fwk, snap, state, statuses
 }
 
 func names(pods []*corev1.Pod) []string {
@@ -154,19 +164,8 @@ func BenchmarkPostFilter(b *testing.B) {
 			pods = append(pods, st.MakePod().Name(fmt.Sprintf("low-%d-%d", i, j)).Node(node).Priority(10).Req("cpu", "900m", "memory", "500Mi").Obj())
 		}
 	}
-	fwk := framework.New(plugins.DefaultProfile(corev1.DefaultSchedulerName, nil))
-	snap := st.NewSnapshot(nodes, pods)
 	pod := st.MakePod().Name("high").Priority(1000).Req("cpu", "900m", "memory", "500Mi").Obj()
-	state := framework.NewCycleState()
-	if s := fwk.RunPreFilter(state, pod, snap); !s.IsSuccess() {
-		b.Fatalf("prefilter: %v", s)
-	}
-	statuses := framework.NodeToStatus{}
-	for _, ni := range snap.List() {
-		if s := fwk.RunFilter(state, pod, ni); !s.IsSuccess() {
-			statuses[ni.Node().Name] = s
-		}
-	}
+	fwk, snap, state, statuses := filtered(b, nodes, pods, nil, pod)
 	pl := defaultpreemption.New()
 	b.ResetTimer()
 	for range b.N {
