@@ -130,6 +130,19 @@ func hostSandbox(ctx context.Context, t *testing.T, rt *containerd.Runtime, name
 	return id
 }
 
+// sleeper creates (without starting) a busybox container named name in
+// sandbox sb that sleeps for an hour.
+func sleeper(ctx context.Context, t *testing.T, rt *containerd.Runtime, sb, name string) string {
+	t.Helper()
+	id, err := rt.CreateContainer(ctx, sb, &cri.ContainerConfig{
+		Metadata: &cri.ContainerMetadata{Name: name}, Image: "busybox", Command: []string{"sleep", "3600"},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 func TestConformance(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) runtime.Runtime { return newRuntime(t) }, conformance.Options{
 		Image: "busybox", MissingImage: "localhost:1/missing:1", RunsProcesses: true,

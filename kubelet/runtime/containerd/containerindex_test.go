@@ -10,7 +10,6 @@ import (
 	"github.com/containerd/containerd/namespaces"
 
 	ctdrt "minik/kubelet/runtime/containerd"
-	"minik/proto/cri"
 )
 
 // A sandbox's containers are read by the IDs the runtime indexes. The
@@ -22,15 +21,7 @@ func TestSandboxListingFollowsContainerd(t *testing.T) {
 	rt, cfg := newRuntimeAndConfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	create := func(sb, name string) string {
-		id, err := rt.CreateContainer(ctx, sb, &cri.ContainerConfig{
-			Metadata: &cri.ContainerMetadata{Name: name}, Image: "busybox", Command: []string{"sleep", "3600"},
-		}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
+	create := func(sb, name string) string { return sleeper(ctx, t, rt, sb, name) }
 	listed := func(rt *ctdrt.Runtime, sb string) []string {
 		t.Helper()
 		cs, err := rt.ListContainers(ctx, sb)

@@ -10,7 +10,6 @@ import (
 
 	"minik/deploy/images"
 	ctdrt "minik/kubelet/runtime/containerd"
-	"minik/proto/cri"
 )
 
 // A container's imageRef is the image it was made from, even after its
@@ -31,12 +30,7 @@ func TestImageRefIsTheImageTheContainerWasMadeFrom(t *testing.T) {
 	}
 	refOf := func(name string) (string, string) {
 		t.Helper()
-		id, err := rt.CreateContainer(ctx, sb, &cri.ContainerConfig{
-			Metadata: &cri.ContainerMetadata{Name: name}, Image: "busybox", Command: []string{"sleep", "3600"},
-		}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := sleeper(ctx, t, rt, sb, name)
 		st, err := rt.ContainerStatus(ctx, id)
 		if err != nil {
 			t.Fatal(err)

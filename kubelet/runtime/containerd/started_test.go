@@ -24,12 +24,7 @@ func TestStartTimeOutlivesTheRuntime(t *testing.T) {
 	defer cancel()
 	sb := hostSandbox(ctx, t, rt, "p")
 	start := func(name string) (string, int64) {
-		id, err := rt.CreateContainer(ctx, sb, &cri.ContainerConfig{
-			Metadata: &cri.ContainerMetadata{Name: name}, Image: "busybox", Command: []string{"sleep", "3600"},
-		}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := sleeper(ctx, t, rt, sb, name)
 		if err := rt.StartContainer(ctx, id); err != nil {
 			t.Fatal(err)
 		}
