@@ -7,7 +7,6 @@ import (
 	"time"
 
 	containerd "github.com/containerd/containerd"
-	"github.com/containerd/containerd/namespaces"
 
 	ctdrt "minik/kubelet/runtime/containerd"
 )
@@ -49,12 +48,7 @@ func TestSandboxListingFollowsContainerd(t *testing.T) {
 		t.Fatalf("sandbox two lists %v, want [%s]", got, c2)
 	}
 
-	client, err := containerd.New(cfg.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	nsCtx := namespaces.WithNamespace(ctx, cfg.Namespace)
+	client, nsCtx := otherClient(ctx, t, cfg)
 	c, err := client.LoadContainer(nsCtx, c1)
 	if err != nil {
 		t.Fatal(err)

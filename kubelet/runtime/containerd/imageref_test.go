@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	containerd "github.com/containerd/containerd"
-	"github.com/containerd/containerd/namespaces"
-
 	"minik/deploy/images"
 	ctdrt "minik/kubelet/runtime/containerd"
 )
@@ -96,12 +93,8 @@ func TestImageStatusFollowsOtherClients(t *testing.T) {
 	waitFor(true)
 	waitFor(true) // now from the cache
 
-	client, err := containerd.New(cfg.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	if err := client.ImageService().Delete(namespaces.WithNamespace(ctx, cfg.Namespace), images.BusyboxName); err != nil {
+	client, nsCtx := otherClient(ctx, t, cfg)
+	if err := client.ImageService().Delete(nsCtx, images.BusyboxName); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(false)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	containerd "github.com/containerd/containerd"
-	"github.com/containerd/containerd/namespaces"
 
 	ctdrt "minik/kubelet/runtime/containerd"
 	"minik/proto/cri"
@@ -42,12 +41,7 @@ func TestStartTimeOutlivesTheRuntime(t *testing.T) {
 	rt.Close()
 
 	// While the runtime is down, another client deletes one task.
-	client, err := containerd.New(cfg.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	nsCtx := namespaces.WithNamespace(ctx, cfg.Namespace)
+	client, nsCtx := otherClient(ctx, t, cfg)
 	c, err := client.LoadContainer(nsCtx, lost)
 	if err != nil {
 		t.Fatal(err)
