@@ -200,6 +200,7 @@ func (s *Server) protect(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		growStack()
 		if r.Body != nil && r.Body != http.NoBody {
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(l.timeout))
 		}
