@@ -90,6 +90,10 @@ func (n *podNetwork) forgetBridge(br netlink.Link) {
 // Service comes back out of its own port). It returns the host end and
 // the bridge.
 func (n *podNetwork) addVeth(host string, ns netns.NsHandle, cidr netip.Prefix) (netlink.Link, netlink.Link, error) {
+	nl, err := n.hostLinks()
+	if err != nil {
+		return nil, nil, err
+	}
 	br, err := n.ensureBridge(cidr)
 	if err != nil {
 		return nil, nil, err
@@ -97,30 +101,30 @@ func (n *podNetwork) addVeth(host string, ns netns.NsHandle, cidr netip.Prefix) 
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name, attrs.MTU, attrs.Flags = host, br.Attrs().MTU, net.FlagUp
 	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: podInterface, PeerNamespace: netlink.NsFd(ns)}
-	err = netlink.LinkAdd(veth)
+	err = nl.LinkAdd(veth)
 	if errors.Is(err, unix.EEXIST) {
-		if old, lerr := netlink.LinkByName(host); lerr == nil {
-			_ = netlink.LinkDel(old) // an earlier, failed attempt for this sandbox
+		if old, lerr := nl.LinkByName(host); lerr == nil {
+			_ = nl.LinkDel(old) // an earlier, failed attempt for this sandbox
 		}
 		veth.Index = 0
-		err = netlink.LinkAdd(veth)
+		err = nl.LinkAdd(veth)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating veth %s: %w", host, err)
 	}
-	hostLink, err := netlink.LinkByName(host) // its MAC, for the CNI result
+	hostLink, err := nl.LinkByName(host) // its MAC, for the CNI result
 	if err == nil {
-		err = netlink.LinkSetMaster(hostLink, br)
+		err = nl.LinkSetMaster(hostLink, br)
 		if err != nil {
 			// The bridge kept may be gone: look it up (or make it) again.
 			n.forgetBridge(br)
 			if br, err = n.ensureBridge(cidr); err == nil {
-				err = netlink.LinkSetMaster(hostLink, br)
+				err = nl.LinkSetMaster(hostLink, br)
 			}
 		}
 	}
 	if err == nil {
-		err = netlink.LinkSetHairpin(hostLink, true)
+		err = nl.LinkSetHairpin(hostLink, true)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("attaching veth %s to bridge %s: %w", host, n.bridge, err)
@@ -146,7 +150,7 @@ func (n *podNetwork) attach(id, nsPath string, cidr netip.Prefix) (netip.Addr, j
 	if err != nil {
 		return ip, nil, err
 	}
-	h, err := netlink.NewHandleAt(ns)
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return ip, nil, fmt.Errorf("entering the pod's network namespace: %w", err)
 	}
@@ -182,7 +186,7 @@ func (n *podNetwork) attach(id, nsPath string, cidr netip.Prefix) (netip.Addr, j
 // its address; it succeeds when nothing is left.
 func (n *podNetwork) detach(id, nsPath string) error {
 	if ns, err := netns.GetFromPath(nsPath); err == nil {
-		h, err := netlink.NewHandleAt(ns)
+		h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 		ns.Close()
 		if err != nil {
 			return fmt.Errorf("entering the pod's network namespace: %w", err)
@@ -194,8 +198,10 @@ func (n *podNetwork) detach(id, nsPath string) error {
 			}
 		}
 	}
-	if l, err := netlink.LinkByName(vethName(id)); err == nil {
-		_ = netlink.LinkDel(l) // the namespace is gone but the host end was not
+	if nl, err := n.hostLinks(); err == nil {
+		if l, err := nl.LinkByName(vethName(id)); err == nil {
+			_ = nl.LinkDel(l) // the namespace is gone but the host end was not
+		}
 	}
 	return n.ipam.release(id)
 }

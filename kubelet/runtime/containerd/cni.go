@@ -31,6 +31,13 @@ type podNetwork struct {
 	bridge string // the node's bridge device
 	ipam   hostLocal
 
+	// host is a netlink socket in the node's network namespace, kept for
+	// the per-pod calls on the host side: the package's functions open and
+	// close one per call.
+	hostOnce sync.Once
+	host     *netlink.Handle
+	hostErr  error
+
 	bridgeMu   sync.Mutex
 	bridgeLink netlink.Link // the bridge ensureBridge last checked, or nil
 	bridgeCIDR netip.Prefix // and for which range
@@ -47,6 +54,26 @@ type podNetwork struct {
 // addresses.
 func newPodNetwork(binDir, stateDir, bridge string) *podNetwork {
 	return &podNetwork{binDir: binDir, bridge: bridge, ipam: hostLocal{dir: filepath.Join(stateDir, "ipam", "minik")}}
+}
+
+// hostLinks is the node's netlink handle (route family only), opened on
+// first use by a thread in the node's namespace, as every thread that is
+// not locked is (one that enters a pod's namespace is never given back).
+func (n *podNetwork) hostLinks() (*netlink.Handle, error) {
+	n.hostOnce.Do(func() {
+		if n.host, n.hostErr = netlink.NewHandle(unix.NETLINK_ROUTE); n.hostErr != nil {
+			n.hostErr = fmt.Errorf("opening a netlink socket: %w", n.hostErr)
+		}
+	})
+	return n.host, n.hostErr
+}
+
+// close closes the node's netlink handle, if it was opened.
+func (n *podNetwork) close() {
+	n.hostOnce.Do(func() { n.hostErr = errors.New("the pod network is closed") })
+	if n.host != nil {
+		n.host.Close()
+	}
 }
 
 const cniVersion = "0.4.0"

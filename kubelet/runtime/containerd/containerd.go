@@ -261,8 +261,11 @@ func hash(s string) uint32 {
 // Namespace is the containerd namespace of this runtime's containers.
 func (r *Runtime) Namespace() string { return r.cfg.Namespace }
 
-// Close closes the containerd connection.
-func (r *Runtime) Close() error { return r.client.Close() }
+// Close closes the containerd connection and the pod network's netlink socket.
+func (r *Runtime) Close() error {
+	r.net.close()
+	return r.client.Close()
+}
 
 func (r *Runtime) ctx(ctx context.Context) context.Context {
 	return namespaces.WithNamespace(ctx, r.cfg.Namespace)
