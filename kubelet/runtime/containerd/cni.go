@@ -34,9 +34,9 @@ type podNetwork struct {
 	// host is a netlink socket in the node's network namespace, kept for
 	// the per-pod calls on the host side: the package's functions open and
 	// close one per call.
-	hostOnce sync.Once
-	host     *netlink.Handle
-	hostErr  error
+	hostMu     sync.Mutex
+	host       *netlink.Handle
+	hostClosed bool
 
 	bridgeMu   sync.Mutex
 	bridgeLink netlink.Link // the bridge ensureBridge last checked, or nil
@@ -60,20 +60,30 @@ func newPodNetwork(binDir, stateDir, bridge string) *podNetwork {
 // first use by a thread in the node's namespace, as every thread that is
 // not locked is (one that enters a pod's namespace is never given back).
 func (n *podNetwork) hostLinks() (*netlink.Handle, error) {
-	n.hostOnce.Do(func() {
-		if n.host, n.hostErr = netlink.NewHandle(unix.NETLINK_ROUTE); n.hostErr != nil {
-			n.hostErr = fmt.Errorf("opening a netlink socket: %w", n.hostErr)
+	n.hostMu.Lock()
+	defer n.hostMu.Unlock()
+	if n.hostClosed {
+		return nil, errors.New("the pod network is closed")
+	}
+	if n.host == nil {
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return nil, fmt.Errorf("opening a netlink socket: %w", err)
 		}
-	})
-	return n.host, n.hostErr
+		n.host = h
+	}
+	return n.host, nil
 }
 
-// close closes the node's netlink handle, if it was opened.
+// close closes the node's netlink handle; hostLinks fails from then on.
 func (n *podNetwork) close() {
-	n.hostOnce.Do(func() { n.hostErr = errors.New("the pod network is closed") })
+	n.hostMu.Lock()
+	defer n.hostMu.Unlock()
 	if n.host != nil {
 		n.host.Close()
+		n.host = nil
 	}
+	n.hostClosed = true
 }
 
 const cniVersion = "0.4.0"

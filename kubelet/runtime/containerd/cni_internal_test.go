@@ -192,7 +192,15 @@ func TestNodeBridgeIsReconciledToTheCurrentPodCIDR(t *testing.T) {
 		if have, err := addrsOf(bridge); err != nil || !slices.Equal(have, []string{"10.244.1.1/24"}) {
 			return fmt.Errorf("new bridge addresses = %v (%v), want [10.244.1.1/24]", have, err)
 		}
-		return n.del(ctx, "pod2", podNS, nil, res)
+		if err := n.del(ctx, "pod2", podNS, nil, res); err != nil {
+			return err
+		}
+		// A closed runtime's network makes no more pods.
+		n.close()
+		if _, _, err := n.add(ctx, "pod3", podNS, cidr, nil); err == nil || !strings.Contains(err.Error(), "closed") {
+			return fmt.Errorf("add after close = %v, want the network named closed", err)
+		}
+		return nil
 	})
 }
 
