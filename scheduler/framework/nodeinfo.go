@@ -123,12 +123,9 @@ func (n *NodeInfo) update(pi *PodInfo, sign int64) {
 	containers := pi.Pod.Spec.Containers
 	for i := range containers {
 		for _, p := range containers[i].Ports {
-			if p.HostPort <= 0 {
-				continue
-			}
 			if sign > 0 {
-				if n.UsedPorts == nil {
-					n.UsedPorts = HostPortInfo{}
+				if n.UsedPorts == nil && p.HostPort > 0 {
+					n.UsedPorts = HostPortInfo{} // a clone without ports has none
 				}
 				n.UsedPorts.Add(p.HostIP, string(p.Protocol), p.HostPort)
 			} else {

@@ -93,9 +93,6 @@ func (r *Resource) AddResource(o Resource, sign int64) {
 	r.Memory += sign * o.Memory
 	r.EphemeralStorage += sign * o.EphemeralStorage
 	r.AllowedPodNumber += int(sign) * o.AllowedPodNumber
-	if len(o.Scalar) == 0 {
-		return
-	}
 	for name, v := range o.Scalar {
 		r.SetScalar(name, r.Scalar[name]+sign*v)
 	}
