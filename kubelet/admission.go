@@ -85,8 +85,11 @@ func sysctlAllowed(name string, allowed []string) bool {
 // (nodeaffinity); then the NoExecute taints, the only ones a kubelet
 // enforces, and sysctls. running are the pods that still hold the node's
 // resources. It returns nil to admit.
-func admit(node *corev1.Node, pod *corev1.Pod, running []*corev1.Pod, allowedSysctls []string) *podstep.Failure {
-	ni := framework.NewNodeInfo(running...)
+func admit(node *corev1.Node, pod *corev1.Pod, running []*framework.PodInfo, allowedSysctls []string) *podstep.Failure {
+	ni := framework.NewNodeInfo()
+	for _, pi := range running {
+		ni.AddPodInfo(pi)
+	}
 	ni.SetNode(node)
 	if lacks := noderesources.Fits(framework.PodRequests(pod, false), ni); len(lacks) > 0 {
 		l := lacks[0]

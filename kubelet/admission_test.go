@@ -76,7 +76,7 @@ func TestAdmit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ""
-			if res := admit(tc.node, tc.pod, tc.running, tc.sysctls); res != nil {
+			if res := admit(tc.node, tc.pod, podInfos(tc.running), tc.sysctls); res != nil {
 				got = res.Reason
 			}
 			if got != tc.want {
@@ -135,7 +135,7 @@ func TestAdmitAgreesWithTheScheduler(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ""
-			if res := admit(tc.node, tc.pod, tc.running, nil); res != nil {
+			if res := admit(tc.node, tc.pod, podInfos(tc.running), nil); res != nil {
 				got = res.Reason
 			}
 			if got != tc.want {
@@ -218,10 +218,10 @@ func TestAdmittedPodsCountThePodsAdmissionJustLetIn(t *testing.T) {
 	w := &podWorker{pod: running, state: podstep.NewState(time.Time{})}
 	w.state.Admitted = true
 	k := &Kubelet{workers: map[types.UID]*podWorker{running.UID: w}, admitting: map[types.UID]*corev1.Pod{let.UID: let}}
-	names := func(pods []*corev1.Pod) []string {
+	names := func(pods []*framework.PodInfo) []string {
 		var out []string
 		for _, p := range pods {
-			out = append(out, p.Name)
+			out = append(out, p.Pod.Name)
 		}
 		slices.Sort(out)
 		return out
@@ -249,4 +249,25 @@ func newPodNamed(name string) *corev1.Pod {
 	p := makePod("c").Obj()
 	p.Name, p.UID = name, types.UID("uid-"+name)
 	return p
+}
+
+// podInfos is the scheduler's view of pods, as admission takes them.
+func podInfos(pods []*corev1.Pod) []*framework.PodInfo {
+	out := make([]*framework.PodInfo, len(pods))
+	for i, p := range pods {
+		out[i] = framework.NewPodInfo(p)
+	}
+	return out
+}
+
+func TestAdmissionReusesAPodsInfoUntilThePodChanges(t *testing.T) {
+	w := &podWorker{pod: newPodNamed("a")}
+	first := w.podInfoLocked()
+	if again := w.podInfoLocked(); again != first {
+		t.Fatal("the pod's info was made again though the pod did not change")
+	}
+	w.pod = newPodNamed("a") // an update from the apiserver is a new object
+	if changed := w.podInfoLocked(); changed == first || changed.Pod != w.pod {
+		t.Fatal("the pod's info was not made again for the pod's new object")
+	}
 }

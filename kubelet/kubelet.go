@@ -25,6 +25,7 @@ import (
 	"minik/kubelet/server"
 	"minik/kubelet/volumes"
 	"minik/proto/cri"
+	"minik/scheduler/framework"
 )
 
 // Kubelet is one node agent. Create it with Run.
@@ -249,16 +250,26 @@ func (k *Kubelet) worker(ctx context.Context, uid types.UID) *podWorker {
 // skips the pods its workers know terminated). Counting it longer made
 // a preemptor bound as soon as its victim left the API fail with
 // OutOfcpu.
-func (k *Kubelet) admittedPods(except types.UID) []*corev1.Pod {
-	pods := k.podsWhere(except, func(st *podstep.State) bool { return !st.Terminal })
+func (k *Kubelet) admittedPods(except types.UID) []*framework.PodInfo {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	var out []*framework.PodInfo
+	for uid, w := range k.workers {
+		if uid == except {
+			continue
+		}
+		w.mu.Lock()
+		if p := w.pod; p != nil && w.state.Admitted && !w.state.Terminal && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, w.podInfoLocked())
+		}
+		w.mu.Unlock()
+	}
 	for uid, p := range k.admitting {
-		if uid != except && !slices.ContainsFunc(pods, func(q *corev1.Pod) bool { return q.UID == uid }) {
-			pods = append(pods, p)
+		if uid != except && !slices.ContainsFunc(out, func(q *framework.PodInfo) bool { return q.Pod.UID == uid }) {
+			out = append(out, framework.NewPodInfo(p))
 		}
 	}
-	return pods
+	return out
 }
 
 // admitted drops the pod from admitting once its step has recorded

@@ -19,6 +19,7 @@ import (
 	"minik/kubelet/podstep"
 	"minik/kubelet/runtime"
 	"minik/proto/cri"
+	"minik/scheduler/framework"
 )
 
 // maxRounds bounds the steps of one sync: a step's actions are done, the
@@ -49,6 +50,8 @@ type podWorker struct {
 	// and its volumes removed (the eviction loop waits for it).
 	cleanedUp  chan struct{}
 	lastStatus *corev1.PodStatus // the last status sent
+	// info is the scheduler's view of pod (podInfoLocked).
+	info *framework.PodInfo
 
 	// startObserved: the pod's start is in kubelet_pod_start_sli_duration_seconds;
 	// pulling is the time spent pulling its images, which the SLI leaves out.
@@ -324,6 +327,16 @@ func (w *podWorker) execute(ctx context.Context, pod *corev1.Pod, obs *runtime.P
 		}
 	}
 	return out
+}
+
+// podInfoLocked is the scheduler's view of the worker's pod, made again
+// only when the pod object changes: each admission reads it for every
+// other pod on the node. Called with w.mu held.
+func (w *podWorker) podInfoLocked() *framework.PodInfo {
+	if w.info == nil || w.info.Pod != w.pod {
+		w.info = framework.NewPodInfo(w.pod)
+	}
+	return w.info
 }
 
 // admit is node admission: nil admits the pod.
