@@ -50,10 +50,10 @@ type podNetwork struct {
 	forwarded map[string]bool // pod ranges with their iptables rules
 }
 
-// newPodNetwork is the network of a node's pods; stateDir keeps their
+// newPodNetwork is the network of a node's pods; runDir keeps their
 // addresses.
-func newPodNetwork(binDir, stateDir, bridge string) *podNetwork {
-	return &podNetwork{binDir: binDir, bridge: bridge, ipam: hostLocal{dir: filepath.Join(stateDir, "ipam", "minik")}}
+func newPodNetwork(binDir, runDir, bridge string) *podNetwork {
+	return &podNetwork{binDir: binDir, bridge: bridge, ipam: hostLocal{dir: filepath.Join(runDir, "ipam", "minik")}}
 }
 
 // hostLinks is the node's netlink handle (route family only), opened on

@@ -51,11 +51,17 @@ type Config struct {
 	// Namespace is the containerd namespace of this node's containers,
 	// e.g. "minik-node1" (see NamespaceFor). Required.
 	Namespace string
-	// StateDir holds IPAM allocations and sandbox records (default
-	// /var/lib/minik/runtime/NAMESPACE).
+	// StateDir names the runtime (default /var/lib/minik/runtime/NAMESPACE):
+	// its RunDir is RunDirFor(StateDir). Earlier versions kept their
+	// sandbox records, IPAM allocations and start times there; New moves
+	// any it finds into RunDir.
 	StateDir string
-	// RunDir holds what dies with the machine: network namespace handles
-	// and log FIFOs (default RunDirFor(StateDir), on RunRoot's tmpfs).
+	// RunDir holds the runtime's state, all of which describes what dies
+	// with the machine: sandbox records, IPAM allocations, start times,
+	// network namespace handles and log FIFOs (default RunDirFor(StateDir),
+	// on RunRoot's tmpfs). On a tmpfs, a reboot forgets sandboxes whose
+	// namespaces and processes it ended, as the IPs they held; and a
+	// record costs no disk journal in a pod's start.
 	RunDir string
 	// CNIBinDir holds the CNI plugins (default /usr/lib/cni, then
 	// /opt/cni/bin).
@@ -201,10 +207,13 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		}
 		cfg.RunDir = RunDirFor(cfg.StateDir)
 	}
-	for _, d := range []string{filepath.Join(cfg.StateDir, "ipam"), filepath.Join(cfg.StateDir, "sandboxes"), filepath.Join(cfg.StateDir, "started"), filepath.Join(cfg.RunDir, "netns"), filepath.Join(cfg.RunDir, "fifo")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	for _, d := range append(stateSubdirs, "netns", "fifo") {
+		if err := os.MkdirAll(filepath.Join(cfg.RunDir, d), 0o700); err != nil {
 			return nil, err
 		}
+	}
+	if err := moveLegacyState(cfg.StateDir, cfg.RunDir); err != nil {
+		return nil, err
 	}
 	// The containerd client logs every failed registry host at info level;
 	// the kubelet reports pull errors itself.
@@ -224,7 +233,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		images: map[digest.Digest]*imageFacts{}, processes: map[processKey][]byte{},
 		attached: map[string]*attachIO{}, containers: newContainerIndex(), created: map[string]containerd.Container{},
 		startedAt: map[string]int64{},
-		net:       newPodNetwork(cfg.CNIBinDir, cfg.StateDir, bridgeName(cfg.Namespace)),
+		net:       newPodNetwork(cfg.CNIBinDir, cfg.RunDir, bridgeName(cfg.Namespace)),
 	}
 	if err := r.loadSandboxes(); err != nil {
 		client.Close()
@@ -236,6 +245,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	r.containers.addListed(list)
+	r.removeOrphans(ctx, list)
 	if err := r.loadStarted(); err != nil {
 		client.Close()
 		return nil, err
@@ -330,16 +340,16 @@ func (r *Runtime) UpdatePodCIDR(ctx context.Context, cidr string) error {
 // --- sandboxes ---
 
 func (r *Runtime) sandboxFile(id string) string {
-	return filepath.Join(r.cfg.StateDir, "sandboxes", id+".json")
+	return filepath.Join(r.cfg.RunDir, "sandboxes", id+".json")
 }
 
 func (r *Runtime) loadSandboxes() error {
-	entries, err := os.ReadDir(filepath.Join(r.cfg.StateDir, "sandboxes"))
+	entries, err := os.ReadDir(filepath.Join(r.cfg.RunDir, "sandboxes"))
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(r.cfg.StateDir, "sandboxes", e.Name()))
+		data, err := os.ReadFile(filepath.Join(r.cfg.RunDir, "sandboxes", e.Name()))
 		if err != nil {
 			continue
 		}
@@ -806,7 +816,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 // and an fsync, about 1.2 ms of CPU between the two processes, in every
 // start's path); the file costs a tenth of that.
 func (r *Runtime) startedFile(id string) string {
-	return filepath.Join(r.cfg.StateDir, "started", id)
+	return filepath.Join(r.cfg.RunDir, "started", id)
 }
 
 func (r *Runtime) saveStarted(id string, at int64) error {
@@ -822,7 +832,7 @@ func (r *Runtime) saveStarted(id string, at int64) error {
 // loadStarted reads the start times of the indexed containers, and
 // removes those of containers that are gone.
 func (r *Runtime) loadStarted() error {
-	dir := filepath.Join(r.cfg.StateDir, "started")
+	dir := filepath.Join(r.cfg.RunDir, "started")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err

@@ -78,7 +78,7 @@ func TestStartTimeOutlivesTheRuntime(t *testing.T) {
 	if err := restarted.RemoveContainer(ctx, lost); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(cfg.StateDir, "started", lost)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(ctdrt.RunDirFor(cfg.StateDir), "started", lost)); !os.IsNotExist(err) {
 		t.Errorf("the start time of a removed container is kept: %v", err)
 	}
 	if err := restarted.RemoveContainer(ctx, kept); err != nil {
