@@ -92,3 +92,10 @@ func onTmpfs(path string) bool {
 	var st unix.Statfs_t
 	return unix.Statfs(path, &st) == nil && st.Type == unix.TMPFS_MAGIC
 }
+
+// SandboxesDir is where the runtime whose StateDir is stateDir, with the
+// default RunDir, keeps its sandbox records: empty once its node holds no
+// sandbox (what the benchmarks wait for between runs).
+func SandboxesDir(stateDir string) string {
+	return filepath.Join(RunDirFor(stateDir), "sandboxes")
+}
