@@ -21,6 +21,17 @@ func runningPod(ctx context.Context, t *testing.T) (cfg ctdrt.Config, sandbox, c
 	rt, cfg := newRuntimeAndConfig(t)
 	sandbox = hostSandbox(ctx, t, rt, "p")
 	container = sleeper(ctx, t, rt, sandbox, "c")
+	// Whatever the runtime under test forgets, the test leaves no
+	// container running: its own client deletes it at the end.
+	t.Cleanup(func() {
+		client, nsCtx := otherClient(context.Background(), t, cfg)
+		if c, err := client.LoadContainer(nsCtx, container); err == nil {
+			if task, err := c.Task(nsCtx, nil); err == nil {
+				_, _ = task.Delete(nsCtx, containerd.WithProcessKill)
+			}
+			_ = c.Delete(nsCtx, containerd.WithSnapshotCleanup)
+		}
+	})
 	if err := rt.StartContainer(ctx, container); err != nil {
 		t.Fatal(err)
 	}
