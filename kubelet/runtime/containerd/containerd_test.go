@@ -93,14 +93,19 @@ func newRuntimeAndConfig(t *testing.T, configure ...func(*containerd.Config)) (*
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		sbs, _ := rt.ListPodSandbox(context.Background(), "")
-		for _, sb := range sbs {
-			_ = rt.RemovePodSandbox(context.Background(), sb.Id)
-		}
+		removeSandboxes(rt)
 		rt.Close()
 		containerd.RemoveNodeNetwork(ns, cidr) // the bridge and its iptables rules
 	})
 	return rt, cfg
+}
+
+// removeSandboxes removes every sandbox rt knows, with its containers.
+func removeSandboxes(rt *containerd.Runtime) {
+	sbs, _ := rt.ListPodSandbox(context.Background(), "")
+	for _, sb := range sbs {
+		_ = rt.RemovePodSandbox(context.Background(), sb.Id)
+	}
 }
 
 // busyboxArchive is the busybox image, as an OCI archive, with cmd as its

@@ -22,3 +22,21 @@ func otherClient(ctx context.Context, t *testing.T, cfg ctdrt.Config) (*containe
 	t.Cleanup(func() { client.Close() })
 	return client, namespaces.WithNamespace(ctx, cfg.Namespace)
 }
+
+// deleteTask deletes container id's task (killing it) as another client
+// would, behind the runtime's back.
+func deleteTask(ctx context.Context, t *testing.T, cfg ctdrt.Config, id string) {
+	t.Helper()
+	client, nsCtx := otherClient(ctx, t, cfg)
+	c, err := client.LoadContainer(nsCtx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := c.Task(nsCtx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := task.Delete(nsCtx, containerd.WithProcessKill); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	containerd "github.com/containerd/containerd"
-
 	ctdrt "minik/kubelet/runtime/containerd"
 	"minik/proto/cri"
 )
@@ -41,18 +39,7 @@ func TestStartTimeOutlivesTheRuntime(t *testing.T) {
 	rt.Close()
 
 	// While the runtime is down, another client deletes one task.
-	client, nsCtx := otherClient(ctx, t, cfg)
-	c, err := client.LoadContainer(nsCtx, lost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := c.Task(nsCtx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := task.Delete(nsCtx, containerd.WithProcessKill); err != nil {
-		t.Fatal(err)
-	}
+	deleteTask(ctx, t, cfg, lost)
 
 	restarted, err := ctdrt.New(ctx, cfg)
 	if err != nil {

@@ -52,10 +52,7 @@ func restart(ctx context.Context, t *testing.T, cfg ctdrt.Config) *ctdrt.Runtime
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		sbs, _ := rt.ListPodSandbox(context.Background(), "")
-		for _, sb := range sbs {
-			_ = rt.RemovePodSandbox(context.Background(), sb.Id)
-		}
+		removeSandboxes(rt)
 		rt.Close()
 	})
 	return rt
@@ -101,23 +98,13 @@ func TestContainersOfForgottenSandboxesAreRemoved(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cfg, _, container, _ := runningPod(ctx, t)
-	client, nsCtx := otherClient(ctx, t, cfg)
-	c, err := client.LoadContainer(nsCtx, container)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := c.Task(nsCtx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := task.Delete(nsCtx, containerd.WithProcessKill); err != nil {
-		t.Fatal(err)
-	}
+	deleteTask(ctx, t, cfg, container)
 	if err := os.RemoveAll(filepath.Join(ctdrt.RunDirFor(cfg.StateDir), "sandboxes")); err != nil {
 		t.Fatal(err)
 	}
 
 	restart(ctx, t, cfg)
+	client, nsCtx := otherClient(ctx, t, cfg)
 	if _, err := client.LoadContainer(nsCtx, container); !errdefs.IsNotFound(err) {
 		t.Fatalf("the container of a forgotten sandbox is still in containerd: %v", err)
 	}
