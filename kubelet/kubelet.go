@@ -251,19 +251,12 @@ func (k *Kubelet) worker(ctx context.Context, uid types.UID) *podWorker {
 // a preemptor bound as soon as its victim left the API fail with
 // OutOfcpu.
 func (k *Kubelet) admittedPods(except types.UID) []*framework.PodInfo {
+	var out []*framework.PodInfo
+	k.eachPodWhere(except, func(st *podstep.State) bool { return !st.Terminal }, func(w *podWorker) {
+		out = append(out, w.podInfoLocked())
+	})
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	var out []*framework.PodInfo
-	for uid, w := range k.workers {
-		if uid == except {
-			continue
-		}
-		w.mu.Lock()
-		if p := w.pod; p != nil && w.state.Admitted && !w.state.Terminal && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			out = append(out, w.podInfoLocked())
-		}
-		w.mu.Unlock()
-	}
 	for uid, p := range k.admitting {
 		if uid != except && !slices.ContainsFunc(out, func(q *framework.PodInfo) bool { return q.Pod.UID == uid }) {
 			out = append(out, framework.NewPodInfo(p))
@@ -281,21 +274,26 @@ func (k *Kubelet) admitted(uid types.UID) {
 }
 
 func (k *Kubelet) podsWhere(except types.UID, keep func(*podstep.State) bool) []*corev1.Pod {
+	var out []*corev1.Pod
+	k.eachPodWhere(except, keep, func(w *podWorker) { out = append(out, w.pod) })
+	return out
+}
+
+// eachPodWhere calls f, with the worker's lock held, for each worker but
+// except's whose pod is admitted, not finished, and keep(state).
+func (k *Kubelet) eachPodWhere(except types.UID, keep func(*podstep.State) bool, f func(w *podWorker)) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	var out []*corev1.Pod
 	for uid, w := range k.workers {
 		if uid == except {
 			continue
 		}
 		w.mu.Lock()
-		p, ok := w.pod, w.state.Admitted && keep(w.state)
-		w.mu.Unlock()
-		if p != nil && ok && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			out = append(out, p)
+		if p := w.pod; p != nil && w.state.Admitted && keep(w.state) && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			f(w)
 		}
+		w.mu.Unlock()
 	}
-	return out
 }
 
 // podsView is the HTTPS server's view of the pods this kubelet runs.

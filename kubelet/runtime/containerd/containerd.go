@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -207,7 +208,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		}
 		cfg.RunDir = RunDirFor(cfg.StateDir)
 	}
-	for _, d := range append(stateSubdirs, "netns", "fifo") {
+	for _, d := range slices.Concat(stateSubdirs, []string{"netns", "fifo"}) {
 		if err := os.MkdirAll(filepath.Join(cfg.RunDir, d), 0o700); err != nil {
 			return nil, err
 		}
