@@ -63,7 +63,7 @@ func criCommand() *cobra.Command {
 	f.StringVar(&listen, "listen", "/run/minik/cri.sock", "unix socket to serve on")
 	f.StringVar(&node, "node-name", host, "node whose containers this serves (containerd namespace minik-NODE)")
 	f.StringVar(&address, "containerd-address", "", "containerd socket (default: "+ctdrt.DefaultAddress+" if it answers, else one started under STATE/containerd)")
-	f.StringVar(&stateDir, "state-dir", "", "network namespaces, IPAM and sandbox records (default /var/lib/minik/cri/NODE)")
+	f.StringVar(&stateDir, "state-dir", "", "the runtime's directory: a containerd it starts lives there, and its sandbox records, addresses and network namespaces in a tmpfs directory named after it under /run/minik (default /var/lib/minik/cri/NODE)")
 	f.StringVar(&podCIDR, "pod-cidr", "10.88.0.0/16", "pod IP range until the kubelet sets the node's")
 	rotation = logRotationFlags(f)
 	return cmd

@@ -383,6 +383,9 @@ func runNodes(ctx context.Context, nc NodesConfig) error {
 		// The kubelet speaks the mini-CRI over a unix socket, as it does
 		// to `minik cri`; a socket path must stay under 108 bytes.
 		if sock := filepath.Join(root, "cri.sock"); len(absPath(sock)) < 100 {
+			if err := os.MkdirAll(root, 0o755); err != nil {
+				return err
+			}
 			_ = os.Remove(sock)
 			l, err := net.Listen("unix", sock)
 			if err != nil {
