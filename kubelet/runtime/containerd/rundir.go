@@ -93,9 +93,10 @@ func onTmpfs(path string) bool {
 	return unix.Statfs(path, &st) == nil && st.Type == unix.TMPFS_MAGIC
 }
 
-// SandboxesDir is where the runtime whose StateDir is stateDir, with the
-// default RunDir, keeps its sandbox records: empty once its node holds no
-// sandbox (what the benchmarks wait for between runs).
-func SandboxesDir(stateDir string) string {
-	return filepath.Join(RunDirFor(stateDir), "sandboxes")
+// HoldsNoSandbox reports whether the runtime whose StateDir is stateDir,
+// with the default RunDir, has no sandbox record left: its node is
+// settled (what the benchmarks wait for between runs).
+func HoldsNoSandbox(stateDir string) bool {
+	ents, err := os.ReadDir(filepath.Join(RunDirFor(stateDir), "sandboxes"))
+	return err == nil && len(ents) == 0
 }

@@ -233,7 +233,7 @@ func deletePods(ctx context.Context, c *client.Client, kubeletRoot string) error
 		_ = c.Pods().Delete(ctx, "default", p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	}
 	for deadline := time.Now().Add(120 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if ents, err := os.ReadDir(ctdrt.SandboxesDir(filepath.Join(kubeletRoot, "runtime"))); err == nil && len(ents) == 0 {
+		if ctdrt.HoldsNoSandbox(filepath.Join(kubeletRoot, "runtime")) {
 			return nil
 		}
 	}

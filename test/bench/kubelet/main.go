@@ -40,7 +40,7 @@
 // period leave the API at once, while the kubelet still tears their
 // containers and networks down, so before the next run the bench waits
 // until the kubelet's runtime has no sandbox left (its records under
-// ctdrt.SandboxesDir).
+// ctdrt.HoldsNoSandbox).
 //
 // It starts `minik up --kubelet=false` (bin/minik, built if missing) and a
 // separate `minik kubelet` process (so its memory is its own), which starts
@@ -178,8 +178,7 @@ func hostBusy() time.Duration {
 
 // settled reports whether the kubelet's runtime holds no sandbox.
 func settled(kubeletRoot string) bool {
-	ents, err := os.ReadDir(ctdrt.SandboxesDir(filepath.Join(kubeletRoot, "runtime")))
-	return err == nil && len(ents) == 0
+	return ctdrt.HoldsNoSandbox(filepath.Join(kubeletRoot, "runtime"))
 }
 
 func binary(bin string) (string, error) {
