@@ -24,6 +24,7 @@ const leaderAnnotation = "control-plane.alpha.kubernetes.io/leader"
 // Controller keeps the Endpoints of every Service with a selector.
 type Controller struct {
 	api       *client.Typed[corev1.Endpoints]
+	svcAPI    *client.Typed[corev1.Service]
 	services  *informer.Informer[corev1.Service]
 	pods      *informer.Informer[corev1.Pod]
 	endpoints *informer.Informer[corev1.Endpoints]
@@ -42,7 +43,8 @@ type Controller struct {
 // New wires the controller to the shared informers, which must include
 // the Service informers (framework.Informers.AddServiceInformers).
 func New(c *client.Client, inf *framework.Informers, rec *record.Recorder, log *slog.Logger) *Controller {
-	ec := &Controller{api: client.For[corev1.Endpoints](c, framework.EndpointsResource), services: inf.Services,
+	ec := &Controller{api: client.For[corev1.Endpoints](c, framework.EndpointsResource),
+		svcAPI: client.For[corev1.Service](c, framework.ServicesResource), services: inf.Services,
 		pods: inf.Pods, endpoints: inf.Endpoints, rec: rec, log: log.With("controller", Name),
 		queue: framework.NewQueue(framework.QueueConfig{Name: Name}), triggers: map[string]*svcutil.TriggerState{}}
 	ec.sink = func(svc *corev1.Service) framework.Sink[Action] { return apiSink{ec: ec, svc: svc} }
@@ -115,6 +117,16 @@ func (s apiSink) Do(ctx context.Context, a Action) error {
 	api, ep := s.ec.api, a.Endpoints
 	switch a.Type {
 	case DeleteEndpoints:
+		// The Service's absence comes from a cache, whose watch of
+		// Services may lag the one of Endpoints (a Service and its
+		// Endpoints made at once, as the controller starts): a user's
+		// Endpoints is deleted only once the apiserver says the Service
+		// is gone. Deletes are rare; this read is off the hot path.
+		if _, err := s.ec.svcAPI.Get(ctx, ep.Namespace, ep.Name, metav1.GetOptions{}); err == nil {
+			return nil // its add, when the cache sees it, syncs it again
+		} else if !apierrors.IsNotFound(err) {
+			return err
+		}
 		uid := ep.UID
 		err := api.Delete(ctx, ep.Namespace, ep.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
