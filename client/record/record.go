@@ -28,13 +28,17 @@ import (
 	"minik/client"
 )
 
-// queueSize bounds the events waiting to be sent per sender; beyond it
-// events are dropped (and logged) rather than slowing the component down.
-const queueSize = 1000
+// maxQueued bounds the events waiting to be sent, across lanes; beyond
+// it events are dropped (and logged) rather than slowing the component
+// down. A burst as large as scheduling 10,000 pods at once fits.
+const maxQueued = 10000
 
-// senders send in parallel; repeats of one event always go to the same
-// sender, so its count is patched in order.
-const senders = 4
+// lanes bounds the events in flight. Repeats of one event always take the
+// same lane, so their count is patched in order. Upstream's recorder sends
+// each event from its own goroutine; a handful of senders instead falls
+// behind a scheduler binding hundreds of pods at once, which has hundreds
+// of requests in flight.
+const lanes = 64
 
 // maxAggregated bounds the remembered events used for counting repeats.
 const maxAggregated = 4096
@@ -48,13 +52,18 @@ type Recorder struct {
 	instance  string
 }
 
-// sink is what the recorders of one process share: the queues, their
+// sink is what the recorders of one process share: the lanes, their
 // senders and what was sent.
 type sink struct {
 	events  *client.Typed[corev1.Event]
-	queues  [senders]*sendQueue
 	now     func() time.Time
 	dropped atomic.Int64
+
+	qmu     sync.Mutex
+	lanes   map[uint32]*lane // only lanes with events waiting or in flight
+	queued  int              // events waiting, across lanes
+	running context.Context  // Run's while it runs
+	senders sync.WaitGroup
 
 	mu         sync.Mutex
 	correlator *correlator
@@ -78,10 +87,8 @@ type queued struct {
 // NewRecorder returns a recorder reporting as component (e.g.
 // "default-scheduler") from instance (e.g. the host or node name).
 func NewRecorder(c *client.Client, component, instance string) *Recorder {
-	s := &sink{events: c.Events(), now: time.Now, seen: map[string]sentEvent{}, correlator: newCorrelator()}
-	for i := range s.queues {
-		s.queues[i] = &sendQueue{ready: make(chan struct{}, 1)}
-	}
+	s := &sink{events: c.Events(), now: time.Now, seen: map[string]sentEvent{}, correlator: newCorrelator(),
+		lanes: map[uint32]*lane{}}
 	return &Recorder{sink: s, component: component, instance: instance}
 }
 
@@ -123,7 +130,7 @@ func (r *Recorder) Eventf(obj client.Object, eventType, reason, messageFmt strin
 	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
-	if !r.queues[h.Sum32()%senders].push(queued{ev: ev, key: key}) {
+	if !r.push(h.Sum32()%lanes, queued{ev: ev, key: key}) {
 		// Under a burst, say so once per thousand drops rather than per event.
 		if n := r.dropped.Add(1); n%1000 == 1 {
 			slog.Warn("events dropped: queue full", "dropped", n, "reason", reason)
@@ -131,43 +138,58 @@ func (r *Recorder) Eventf(obj client.Object, eventType, reason, messageFmt strin
 	}
 }
 
-// sendQueue is one sender's FIFO of up to queueSize events. It holds
-// only what waits (a buffered channel of queueSize would hold 24 KB per
-// sender from the start: 96 KB per recorder, 480 MB for 5,000 hollow
-// kubelets in one process).
-type sendQueue struct {
-	mu    sync.Mutex
+// lane is one FIFO of events, sent one at a time by its own goroutine
+// while it holds any: an idle sink holds no lane and no goroutine (5,000
+// hollow kubelets share one process).
+type lane struct {
 	items []queued
-	ready chan struct{} // holds a token while items may be non-empty
 }
 
-// push queues it, or reports false when the queue is full.
-func (q *sendQueue) push(it queued) bool {
-	q.mu.Lock()
-	if len(q.items) >= queueSize {
-		q.mu.Unlock()
+// push queues it on lane i and starts the lane's sender if Run has been
+// called, or reports false when maxQueued events already wait.
+func (r *sink) push(i uint32, it queued) bool {
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
+	if r.queued >= maxQueued {
 		return false
 	}
-	q.items = append(q.items, it)
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
+	l, ok := r.lanes[i]
+	if !ok {
+		l = &lane{}
+		r.lanes[i] = l
+		if r.running != nil {
+			r.startLocked(r.running, i, l)
+		}
 	}
+	l.items = append(l.items, it)
+	r.queued++
 	return true
 }
 
-// pop returns the oldest event, if any.
-func (q *sendQueue) pop() (queued, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.items) == 0 {
-		q.items = nil // an idle queue holds nothing
+func (r *sink) startLocked(ctx context.Context, i uint32, l *lane) {
+	r.senders.Add(1)
+	go func() {
+		defer r.senders.Done()
+		for it, ok := r.pop(ctx, i, l); ok; it, ok = r.pop(ctx, i, l) {
+			r.send(ctx, it.ev, it.key)
+		}
+	}()
+}
+
+// pop returns lane i's oldest event, or removes the lane when it is empty
+// or ctx has ended (its sender then stops).
+func (r *sink) pop(ctx context.Context, i uint32, l *lane) (queued, bool) {
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
+	if len(l.items) == 0 || ctx.Err() != nil {
+		r.queued -= len(l.items)
+		delete(r.lanes, i)
 		return queued{}, false
 	}
-	it := q.items[0]
-	q.items[0] = queued{}
-	q.items = q.items[1:]
+	it := l.items[0]
+	l.items[0] = queued{}
+	l.items = l.items[1:]
+	r.queued--
 	return it, true
 }
 
@@ -201,26 +223,20 @@ func apiVersionOf(kind string) string {
 	return "v1"
 }
 
-// Run sends queued events until ctx ends.
+// Run sends queued events until ctx ends, and returns once its senders
+// have stopped.
 func (r *sink) Run(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, q := range r.queues {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-q.ready:
-				}
-				for item, ok := q.pop(); ok && ctx.Err() == nil; item, ok = q.pop() {
-					r.send(ctx, item.ev, item.key)
-				}
-			}
-		}()
+	r.qmu.Lock()
+	r.running = ctx
+	for i, l := range r.lanes {
+		r.startLocked(ctx, i, l)
 	}
-	wg.Wait()
+	r.qmu.Unlock()
+	<-ctx.Done()
+	r.qmu.Lock()
+	r.running = nil // events queued from now on wait; none starts a sender
+	r.qmu.Unlock()
+	r.senders.Wait()
 }
 
 func (r *sink) send(ctx context.Context, ev *corev1.Event, key string) {
