@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,10 +83,20 @@ type peerResult struct {
 	// VictimsPerPod: see result.
 	VictimsPerPod float64 `json:"victims_per_pod,omitempty"`
 	// WritesPerPod counts the apiserver's writes (benchkit's
-	// CallKind.Mutating; leases left out) from the scheduler's start to the end, per
-	// measured pod: binds, status patches, events, and in preemption the
-	// victims' deletion (the stand-in kubelet's final delete included).
-	WritesPerPod float64 `json:"api_writes_per_pod"`
+	// CallKind.Mutating; leases left out) from the scheduler's start until
+	// they stop, per measured pod: binds, status patches, events, and in
+	// preemption the victims' deletion (the stand-in kubelet's final
+	// delete included). WritesByCall splits them by verb and resource.
+	WritesPerPod float64            `json:"api_writes_per_pod"`
+	WritesByCall map[string]float64 `json:"api_writes_by_call"`
+	// TrailingS is how long writes went on after the last bind (events
+	// still being sent): the scheduler is stopped only then, so that both
+	// schedulers' events are all written and paid for.
+	TrailingS float64 `json:"trailing_s"`
+	// ControlPlaneCPU is the scheduler's, the apiserver's and etcd's CPU
+	// per measured pod from the first action until the writes stopped:
+	// the whole cost of scheduling the pods, trailing events included.
+	ControlPlaneCPU float64 `json:"control_plane_cpu_ms_per_pod"`
 }
 
 // peerComparison is minik's run against upstream's on one workload.
@@ -94,11 +105,12 @@ type peerComparison struct {
 	Compare  string `json:"compare"`
 	// Throughput is minik's pods/s over upstream's; the target is ≥ 5.
 	Throughput float64 `json:"throughput_ratio"`
-	// SchedulerCPU and APIServerCPU are minik's CPU per pod over
-	// upstream's; the scheduler's target is ≤ 0.25.
-	SchedulerCPU float64 `json:"scheduler_cpu_ratio"`
-	APIServerCPU float64 `json:"apiserver_cpu_ratio"`
-	TargetMet    bool    `json:"target_met"`
+	// SchedulerCPU, APIServerCPU and ControlPlaneCPU are minik's CPU per
+	// pod over upstream's; the scheduler's target is ≤ 0.25.
+	SchedulerCPU    float64 `json:"scheduler_cpu_ratio"`
+	APIServerCPU    float64 `json:"apiserver_cpu_ratio"`
+	ControlPlaneCPU float64 `json:"control_plane_cpu_ratio"`
+	TargetMet       bool    `json:"target_met"`
 }
 
 func runPeer(bin, kubeScheduler string, ws []workload, rounds int, compare bool) error {
@@ -123,7 +135,7 @@ func runPeer(bin, kubeScheduler string, ws []workload, rounds int, compare bool)
 			m, u := results["minik"], results["upstream"]
 			c := peerComparison{Workload: w.Name, Compare: "minik/upstream",
 				Throughput: ratio(m.PodsPerS, u.PodsPerS), SchedulerCPU: ratio(m.SchedulerCPU, u.SchedulerCPU),
-				APIServerCPU: ratio(m.APIServerCPU, u.APIServerCPU)}
+				APIServerCPU: ratio(m.APIServerCPU, u.APIServerCPU), ControlPlaneCPU: ratio(m.ControlPlaneCPU, u.ControlPlaneCPU)}
 			c.TargetMet = c.Throughput >= 5 && c.SchedulerCPU <= 0.25
 			printJSON(c)
 		}
@@ -169,7 +181,7 @@ func racePeer(ctx context.Context, c *splitCluster, s schedulerUnderTest, w work
 	if err := createPods(ctx, c.admin, w.MeasuredPods, "measured", corev1.DefaultSchedulerName, w.measuredPod); err != nil {
 		return nil, err
 	}
-	writesBefore, err := apiWrites(ctx, c.admin)
+	before, err := benchkit.ReadRequestLatencies(ctx, c.admin)
 	if err != nil {
 		return nil, err
 	}
@@ -192,24 +204,69 @@ func racePeer(ctx context.Context, c *splitCluster, s schedulerUnderTest, w work
 		return nil, fmt.Errorf("only %d of %d pods bound after 10 minutes", binds.count(), w.MeasuredPods)
 	}
 	first, last := binds.first, binds.last
+	after, err := writesSettled(ctx, c.admin)
+	if err != nil {
+		return nil, err
+	}
+	settled := binds.now()
 	d := last.at.Sub(first.at)
 	pods := float64(w.MeasuredPods - 1) // the interval starts with the first pod's bind (or nomination)
 	perPod := func(a, b time.Duration) float64 { return round(float64((b - a).Microseconds()) / 1000 / pods) }
 	res := &peerResult{Workload: w.Name, Scheduler: s.name, Nodes: w.Nodes, Pods: w.MeasuredPods,
 		PodsPerS: round(pods / d.Seconds()), Seconds: round(d.Seconds()), StartupS: round(first.at.Sub(started).Seconds()),
 		SchedulerCPU: perPod(first.scheduler, last.scheduler), APIServerCPU: perPod(first.apiserver, last.apiserver),
-		EtcdCPU: perPod(first.etcd, last.etcd)}
+		EtcdCPU: perPod(first.etcd, last.etcd), TrailingS: round(settled.at.Sub(last.at).Seconds()),
+		ControlPlaneCPU: perPod(first.scheduler+first.apiserver+first.etcd, settled.scheduler+settled.apiserver+settled.etcd)}
 	if w.priorities {
 		if res.VictimsPerPod, err = victimsPerPod(ctx, c.admin, w); err != nil {
 			return nil, err
 		}
 	}
-	writesAfter, err := apiWrites(ctx, c.admin)
-	if err != nil {
-		return nil, err
-	}
-	res.WritesPerPod = round(float64(writesAfter-writesBefore) / float64(w.MeasuredPods))
+	res.WritesPerPod, res.WritesByCall = writesPerPod(after.Since(before), w.MeasuredPods)
 	return res, nil
+}
+
+// writesSettled waits until the apiserver has taken no write for
+// writesQuiet (at most a minute), and returns its request counts then.
+func writesSettled(ctx context.Context, c *client.Client) (benchkit.RequestLatencies, error) {
+	const writesQuiet = time.Second
+	var last benchkit.RequestLatencies
+	lastN, since := uint64(0), time.Now()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		r, err := benchkit.ReadRequestLatencies(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if n := r.Calls(isWrite); last == nil || n != lastN {
+			last, lastN, since = r, n, time.Now()
+		} else if time.Since(since) >= writesQuiet {
+			return r, nil
+		}
+	}
+	return last, nil
+}
+
+// isWrite is what api_writes_per_pod counts: writes, leases left out.
+func isWrite(k benchkit.CallKind) bool { return k.Mutating() && k.Resource != "leases" }
+
+// writesPerPod returns the writes among calls per measured pod, in all
+// and by verb and resource.
+func writesPerPod(calls []benchkit.CallLatency, pods int) (float64, map[string]float64) {
+	by := map[string]float64{}
+	var all uint64
+	for _, c := range calls {
+		if !isWrite(c.Kind) {
+			continue
+		}
+		all += c.Calls
+		k := c.Kind
+		k.Scope = ""
+		by[strings.TrimSuffix(k.String(), " ()")] += float64(c.Calls) / float64(pods)
+	}
+	for k, v := range by {
+		by[k] = round(v)
+	}
+	return round(float64(all) / float64(pods)), by
 }
 
 // apiserverProfile is the -apiserver-cpuprofile flag.
@@ -225,16 +282,6 @@ func profileAPIServer(ctx context.Context, c *client.Client, path string) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "apiserver profile:", err)
 	}
-}
-
-// apiWrites counts the apiserver's writes so far (its
-// apiserver_request_duration_seconds, through benchkit), leases left out.
-func apiWrites(ctx context.Context, c *client.Client) (uint64, error) {
-	r, err := benchkit.ReadRequestLatencies(ctx, c)
-	if err != nil {
-		return 0, err
-	}
-	return r.Calls(func(k benchkit.CallKind) bool { return k.Mutating() && k.Resource != "leases" }), nil
 }
 
 // setUpWorkload creates w's priority classes, nodes and initial pods.
@@ -331,10 +378,7 @@ func (b *bindClock) saw(bound bool) {
 	if !first && !last {
 		return
 	}
-	s := bindSample{at: time.Now(), apiserver: b.apiserver.cpu(), etcd: b.etcd.cpu()}
-	if b.sched != nil {
-		s.scheduler = b.sched.cpu()
-	}
+	s := b.sampleLocked()
 	if first {
 		b.acted, b.first = true, s
 	}
@@ -342,6 +386,21 @@ func (b *bindClock) saw(bound bool) {
 		b.last = s
 		close(b.done)
 	}
+}
+
+// now samples the clock and the processes' CPU.
+func (b *bindClock) now() bindSample {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sampleLocked()
+}
+
+func (b *bindClock) sampleLocked() bindSample {
+	s := bindSample{at: time.Now(), apiserver: b.apiserver.cpu(), etcd: b.etcd.cpu()}
+	if b.sched != nil {
+		s.scheduler = b.sched.cpu()
+	}
+	return s
 }
 
 func (b *bindClock) count() int {
