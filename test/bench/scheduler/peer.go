@@ -89,8 +89,9 @@ type peerResult struct {
 	// delete included). WritesByCall splits them by verb and resource.
 	WritesPerPod float64            `json:"api_writes_per_pod"`
 	WritesByCall map[string]float64 `json:"api_writes_by_call"`
-	// TrailingS is how long writes went on after the last bind (events
-	// still being sent): the scheduler is stopped only then, so that both
+	// TrailingS is from the last bind until the apiserver had taken no
+	// write for a second (so at least 1; more while events were still
+	// being sent): the scheduler is stopped only then, so that both
 	// schedulers' events are all written and paid for.
 	TrailingS float64 `json:"trailing_s"`
 	// ControlPlaneCPU is the scheduler's, the apiserver's and etcd's CPU
