@@ -25,12 +25,16 @@ type RequestLatencies map[CallKind]*histogram
 // (resource, verb) pair, read-only calls also by scope.
 type CallKind struct{ Verb, Resource, Subresource, Scope string }
 
-func (k CallKind) String() string {
+func (k CallKind) String() string { return fmt.Sprintf("%s (%s)", k.Name(), k.Scope) }
+
+// Name is the call without its scope, as the benches count calls per
+// pod: "POST pods/binding".
+func (k CallKind) Name() string {
 	r := k.Resource
 	if k.Subresource != "" {
 		r += "/" + k.Subresource
 	}
-	return fmt.Sprintf("%s %s (%s)", k.Verb, r, k.Scope)
+	return k.Verb + " " + r
 }
 
 // Mutating reports whether the call writes; read-only calls are GET and

@@ -39,8 +39,7 @@
 // Each measurement starts on a settled node: pod objects with a zero grace
 // period leave the API at once, while the kubelet still tears their
 // containers and networks down, so before the next run the bench waits
-// until the kubelet's runtime has no sandbox left (its records under
-// ctdrt.HoldsNoSandbox).
+// until the kubelet's runtime has no sandbox left (ctdrt.HoldsNoSandbox).
 //
 // It starts `minik up --kubelet=false` (bin/minik, built if missing) and a
 // separate `minik kubelet` process (so its memory is its own), which starts
@@ -477,9 +476,7 @@ func addCalls(calls map[string]uint64, ls []benchkit.CallLatency) {
 		if l.Kind.Resource == "leases" || l.Kind.Resource == "" {
 			continue
 		}
-		k := l.Kind
-		k.Scope = ""
-		calls[strings.TrimSuffix(k.String(), " ()")] += l.Calls
+		calls[l.Kind.Name()] += l.Calls
 	}
 }
 

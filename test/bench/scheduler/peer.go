@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -260,9 +259,7 @@ func writesPerPod(calls []benchkit.CallLatency, pods int) (float64, map[string]f
 			continue
 		}
 		all += c.Calls
-		k := c.Kind
-		k.Scope = ""
-		by[strings.TrimSuffix(k.String(), " ()")] += float64(c.Calls) / float64(pods)
+		by[c.Kind.Name()] += float64(c.Calls) / float64(pods)
 	}
 	for k, v := range by {
 		by[k] = round(v)
