@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -39,4 +41,65 @@ func benchmarkCycle(b *testing.B, workers int) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+}
+
+// BenchmarkFailedCycleNominated measures the cycle that fails while
+// preemptions are under way (scheduler_perf's Preemption shape): 500 full
+// nodes, each with a pod nominated to it, and a pod that fits none.
+func BenchmarkFailedCycleNominated(b *testing.B) {
+	var nodes []*corev1.Node
+	var pods []*corev1.Pod
+	for i := range 500 {
+		name := fmt.Sprintf("node-%05d", i)
+		nodes = append(nodes, st.MakeNode().Name(name).Capacity("cpu", "4", "memory", "32Gi", "pods", "110").Obj())
+		for j := range 4 {
+			pods = append(pods, st.MakePod().Name(fmt.Sprintf("low-%d-%d", i, j)).Node(name).Req("cpu", "900m", "memory", "500Mi").Obj())
+		}
+	}
+	s := newTestScheduler(nodes, pods)
+	for i, n := range nodes {
+		s.nominator.add(st.MakePod().Name(fmt.Sprintf("nominated-%d", i)).Priority(100).Req("cpu", "900m", "memory", "500Mi").Obj(), n.Name)
+	}
+	pod := st.MakePod().Name("preemptor").Priority(100).Req("cpu", "900m", "memory", "500Mi").Obj()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := s.try(pod); err == nil {
+			b.Fatal("the pod fits")
+		}
+	}
+}
+
+// BenchmarkPreemptionDryRun measures PostFilter choosing victims on 500
+// full nodes of lower-priority pods, half of them with a pod nominated to
+// them already (preemptions under way).
+func BenchmarkPreemptionDryRun(b *testing.B) {
+	var nodes []*corev1.Node
+	var pods []*corev1.Pod
+	for i := range 500 {
+		name := fmt.Sprintf("node-%05d", i)
+		nodes = append(nodes, st.MakeNode().Name(name).Capacity("cpu", "4", "memory", "32Gi", "pods", "110").Obj())
+		for j := range 4 {
+			pods = append(pods, st.MakePod().Name(fmt.Sprintf("low-%d-%d", i, j)).Node(name).Req("cpu", "900m", "memory", "500Mi").Obj())
+		}
+	}
+	s := newTestScheduler(nodes, pods)
+	for i, n := range nodes[:250] {
+		s.nominator.add(st.MakePod().Name(fmt.Sprintf("nominated-%d", i)).Priority(100).Req("cpu", "900m", "memory", "500Mi").Obj(), n.Name)
+	}
+	pod := st.MakePod().Name("preemptor").Priority(100).Req("cpu", "900m", "memory", "500Mi").Obj()
+	s.cache.UpdateSnapshot(s.snapshot)
+	state := framework.NewCycleState()
+	_, err := s.schedulePod(context.Background(), state, pod)
+	var fitErr *framework.FitError
+	if !errors.As(err, &fitErr) {
+		b.Fatalf("want a FitError, got %v", err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, st := s.fwk.RunPostFilter(state, pod, s.snapshot, fitErr.Statuses); !st.IsSuccess() {
+			b.Fatal(st.Message())
+		}
+	}
 }
