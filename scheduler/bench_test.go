@@ -47,15 +47,7 @@ func benchmarkCycle(b *testing.B, workers int) {
 // preemptions are under way (scheduler_perf's Preemption shape): 500 full
 // nodes, each with a pod nominated to it, and a pod that fits none.
 func BenchmarkFailedCycleNominated(b *testing.B) {
-	var nodes []*corev1.Node
-	var pods []*corev1.Pod
-	for i := range 500 {
-		name := fmt.Sprintf("node-%05d", i)
-		nodes = append(nodes, st.MakeNode().Name(name).Capacity("cpu", "4", "memory", "32Gi", "pods", "110").Obj())
-		for j := range 4 {
-			pods = append(pods, st.MakePod().Name(fmt.Sprintf("low-%d-%d", i, j)).Node(name).Req("cpu", "900m", "memory", "500Mi").Obj())
-		}
-	}
+	nodes, pods := fullNodes(500)
 	s := newTestScheduler(nodes, pods)
 	for i, n := range nodes {
 		s.nominator.add(st.MakePod().Name(fmt.Sprintf("nominated-%d", i)).Priority(100).Req("cpu", "900m", "memory", "500Mi").Obj(), n.Name)
@@ -74,15 +66,7 @@ func BenchmarkFailedCycleNominated(b *testing.B) {
 // full nodes of lower-priority pods, half of them with a pod nominated to
 // them already (preemptions under way).
 func BenchmarkPreemptionDryRun(b *testing.B) {
-	var nodes []*corev1.Node
-	var pods []*corev1.Pod
-	for i := range 500 {
-		name := fmt.Sprintf("node-%05d", i)
-		nodes = append(nodes, st.MakeNode().Name(name).Capacity("cpu", "4", "memory", "32Gi", "pods", "110").Obj())
-		for j := range 4 {
-			pods = append(pods, st.MakePod().Name(fmt.Sprintf("low-%d-%d", i, j)).Node(name).Req("cpu", "900m", "memory", "500Mi").Obj())
-		}
-	}
+	nodes, pods := fullNodes(500)
 	s := newTestScheduler(nodes, pods)
 	for i, n := range nodes[:250] {
 		s.nominator.add(st.MakePod().Name(fmt.Sprintf("nominated-%d", i)).Priority(100).Req("cpu", "900m", "memory", "500Mi").Obj(), n.Name)
@@ -102,4 +86,19 @@ func BenchmarkPreemptionDryRun(b *testing.B) {
 			b.Fatal(st.Message())
 		}
 	}
+}
+
+// fullNodes returns n nodes of scheduler_perf's default size (4 cpu), each
+// nearly full with 4 pods of priority 0 asking 900m.
+func fullNodes(n int) ([]*corev1.Node, []*corev1.Pod) {
+	var nodes []*corev1.Node
+	var pods []*corev1.Pod
+	for i := range n {
+		name := fmt.Sprintf("node-%05d", i)
+		nodes = append(nodes, st.MakeNode().Name(name).Capacity("cpu", "4", "memory", "32Gi", "pods", "110").Obj())
+		for j := range 4 {
+			pods = append(pods, st.MakePod().Name(fmt.Sprintf("low-%d-%d", i, j)).Node(name).Req("cpu", "900m", "memory", "500Mi").Obj())
+		}
+	}
+	return nodes, pods
 }
