@@ -104,11 +104,18 @@ type Queue struct {
 	unschedulable map[string]*QueuedPodInfo
 	// held pods stay unschedulable until Release.
 	held sets.Set[string]
-	// schedulingCycle counts Pops; moveRequestCycle is the cycle of the last
-	// cluster event. A pod that failed in a cycle at or before that event
-	// goes to backoffQ, not to wait for an event that already happened.
+	// schedulingCycle counts Pops. A pod that failed in a cycle at or
+	// before an event that would have moved it goes to backoffQ, not to wait
+	// for an event that already happened (kube-scheduler checks the events
+	// during a pod's cycle against its rejecting plugins the same way).
+	// moveRequestCycle is the cycle of the last event for every pod,
+	// anyEventCycle of the last event of any kind (for pods no plugin
+	// rejected), pluginEventCycle per plugin of the last event for the
+	// pods that plugin rejected.
 	schedulingCycle  int64
 	moveRequestCycle int64
+	anyEventCycle    int64
+	pluginEventCycle map[string]int64
 	closed           bool
 	wake             chan struct{} // signalled when activeQ gets a pod
 	kick             chan struct{} // signalled when backoffQ gets an earlier pod
@@ -129,11 +136,12 @@ func New(cfg Config) *Queue {
 		cfg.Clock = clock.RealClock{}
 	}
 	q := &Queue{
-		cfg:           cfg,
-		unschedulable: map[string]*QueuedPodInfo{},
-		held:          sets.New[string](),
-		wake:          make(chan struct{}, 1),
-		kick:          make(chan struct{}, 1),
+		cfg:              cfg,
+		unschedulable:    map[string]*QueuedPodInfo{},
+		held:             sets.New[string](),
+		pluginEventCycle: map[string]int64{},
+		wake:             make(chan struct{}, 1),
+		kick:             make(chan struct{}, 1),
 	}
 	q.active = newPodHeap(activeLess)
 	q.backoff = newPodHeap(func(a, b *QueuedPodInfo) bool {
@@ -295,7 +303,7 @@ func (q *Queue) AddUnschedulable(p *QueuedPodInfo, podCycle int64, rejected bool
 		return // re-added by an update meanwhile
 	}
 	p.Timestamp = q.cfg.Clock.Now()
-	if !q.held.Has(p.key) && (!rejected || q.moveRequestCycle >= podCycle) {
+	if !q.held.Has(p.key) && (!rejected || q.missedEvent(p, podCycle)) {
 		q.toBackoff(p)
 		return
 	}
@@ -310,7 +318,13 @@ func (q *Queue) AddUnschedulable(p *QueuedPodInfo, podCycle int64, rejected bool
 func (q *Queue) MoveAllToActiveOrBackoff(ev Event, plugins ...string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.moveRequestCycle = q.schedulingCycle
+	q.anyEventCycle = q.schedulingCycle
+	if len(plugins) == 0 {
+		q.moveRequestCycle = q.schedulingCycle
+	}
+	for _, pl := range plugins {
+		q.pluginEventCycle[pl] = q.schedulingCycle
+	}
 	for key, p := range q.unschedulable {
 		if q.held.Has(key) {
 			continue
@@ -321,6 +335,23 @@ func (q *Queue) MoveAllToActiveOrBackoff(ev Event, plugins ...string) {
 		delete(q.unschedulable, key)
 		q.requeue(p)
 	}
+}
+
+// missedEvent reports whether an event that would have moved p came
+// during or after its cycle podCycle.
+func (q *Queue) missedEvent(p *QueuedPodInfo, podCycle int64) bool {
+	if q.moveRequestCycle >= podCycle {
+		return true
+	}
+	if p.UnschedulablePlugins.Len() == 0 {
+		return q.anyEventCycle >= podCycle
+	}
+	for pl := range p.UnschedulablePlugins {
+		if q.pluginEventCycle[pl] >= podCycle {
+			return true
+		}
+	}
+	return false
 }
 
 // requeue puts p into activeQ or, if it is still backing off, backoffQ.

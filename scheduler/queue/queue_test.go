@@ -169,6 +169,39 @@ func TestEventDuringTheCycleSendsTheFailedPodToBackoff(t *testing.T) {
 	}
 }
 
+// An event during the cycle that would not have moved the pod (a bind,
+// which helps only pod affinity, for a pod that lacked cpu) leaves it to
+// wait for the next event, as kube-scheduler's queueing hints do; one that
+// would have moved it sends it to backoffQ.
+func TestOnlyARelevantEventDuringTheCycleSendsTheFailedPodToBackoff(t *testing.T) {
+	cases := []struct {
+		name        string
+		rejectedBy  []string
+		plugins     []string
+		wantBackoff bool
+	}{
+		{"a bind does not help a pod that lacked cpu", []string{"NodeResourcesFit"}, []string{"InterPodAffinity", "PodTopologySpread"}, false},
+		{"a bind may help a pod rejected by pod affinity", []string{"InterPodAffinity"}, []string{"InterPodAffinity", "PodTopologySpread"}, true},
+		{"a bind may help a pod rejected by several plugins, one of them pod affinity", []string{"NodeResourcesFit", "PodTopologySpread"}, []string{"InterPodAffinity", "PodTopologySpread"}, true},
+		{"any event may help a pod no plugin is known to have rejected", nil, []string{"InterPodAffinity"}, true},
+		{"a deletion may help any pod", []string{"NodeResourcesFit"}, nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := New(Config{Clock: newFakeClock()})
+			q.Add(st.MakePod().Obj())
+			p := pop(t, q)
+			cycle := q.SchedulingCycle()
+			q.MoveAllToActiveOrBackoff(AssignedPodAdd, tc.plugins...)
+			p.UnschedulablePlugins = sets.New(tc.rejectedBy...)
+			q.AddUnschedulable(p, cycle, true)
+			if _, backoff, _ := q.Len(); (backoff == 1) != tc.wantBackoff {
+				t.Fatalf("backoff=%d, want the pod in backoffQ: %v", backoff, tc.wantBackoff)
+			}
+		})
+	}
+}
+
 func TestUpdateOfSpecRequeuesButStatusUpdateDoesNot(t *testing.T) {
 	cases := []struct {
 		name   string
