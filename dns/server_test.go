@@ -13,24 +13,46 @@ import (
 
 	miekg "github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
+
+	"minik/internal/freeport"
 )
 
 // fakeUpstream is a resolver on a loopback port that knows example.com.
 func fakeUpstream(t *testing.T, handler miekg.HandlerFunc) string {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pc, ln := listenUDPAndTCP(t)
 	for _, srv := range []*miekg.Server{{PacketConn: pc, Handler: handler}, {Listener: ln, Handler: handler}} {
 		go func() { _ = srv.ActivateAndServe() }()
 		t.Cleanup(func() { _ = srv.Shutdown() })
 	}
 	return pc.LocalAddr().String()
+}
+
+// listenUDPAndTCP binds one port for both, as a DNS server serves both.
+// The port comes from freeport, below the ephemeral range: a port the
+// kernel gave UDP may be held for TCP by a client connection of another
+// test, which once failed this package's tests.
+func listenUDPAndTCP(t *testing.T) (net.PacketConn, net.Listener) {
+	t.Helper()
+	var err error
+	for range 10 {
+		var addr string
+		if addr, err = freeport.Addr(); err != nil {
+			continue
+		}
+		var pc net.PacketConn
+		if pc, err = net.ListenPacket("udp", addr); err != nil {
+			continue
+		}
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			pc.Close()
+			continue
+		}
+		return pc, ln
+	}
+	t.Fatal(err)
+	return nil, nil
 }
 
 func exampleCom(w miekg.ResponseWriter, req *miekg.Msg) {
