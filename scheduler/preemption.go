@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"minik/scheduler/framework"
+	"minik/scheduler/plugins/defaultpreemption"
+	"minik/scheduler/plugins/noderesources"
 )
 
 // A preemption, end to end:
@@ -21,13 +23,21 @@ import (
 //	   handleFailure: one status patch (PodScheduled=False + nominatedNodeName),
 //	                  then in the background: clear lower-priority nominations
 //	                  on the node, DisruptionTarget + graceful delete per victim
-//	informer: every victim seen terminating or gone ─▶ release the pod: the
-//	          next event (a victim's deletion) moves it
-//	next cycle: the nominated node first; it binds once the victims are gone
+//	held, victims running:     no event retries the pod
+//	held, victims terminating: a node added or changed, or a pod deleted on
+//	                           a node where the pod now fits, releases it
+//	informer: the last victim deleted ─▶ release; that deletion's event moves it
+//	next cycle: the nominated node first, where the victims were
 //
-// The hold is upstream's async preemption rule (IsPodRunningPreemption):
-// a pod retried before its victims' deletion is seen would find them still
-// running and preempt again, often on another node.
+// The first hold is upstream's async preemption rule
+// (IsPodRunningPreemption): a pod retried before its victims' deletion is
+// seen would find them still running and preempt again, often on another
+// node. The second is minik's: a pod retried while its victims terminate
+// finds its nominated node still full and may not preempt again
+// (kube-scheduler: "not eligible due to a terminating pod on the
+// nominated node"), so only room made elsewhere can place it, and only
+// such room releases it. kube-scheduler retries it on every pod deletion
+// instead, each time for a cycle, a status patch and an event.
 
 // preemption is what one cycle's PostFilter decided.
 type preemption struct {
@@ -37,78 +47,148 @@ type preemption struct {
 	victims []*corev1.Pod
 }
 
-// preemptions tracks the preemptors held until their victims are seen
-// going. Two preemptors may share a victim.
+// preemptions tracks the preemptors held until their victims are deleted.
+// Two preemptors may share a victim.
 type preemptions struct {
-	mu       sync.Mutex
-	victimOf map[types.UID][]types.UID // victim → its preemptors
-	waiting  map[types.UID]*heldPreemptor
-	// count mirrors len(victimOf), so that pod events cost no lock when no
+	mu      sync.Mutex
+	victims map[types.UID]*victim
+	waiting map[types.UID]*heldPreemptor
+	// count mirrors len(victims), so that pod events cost no lock when no
 	// preemption is under way.
 	count atomic.Int64
 }
 
+type victim struct {
+	preemptors  []types.UID
+	terminating bool
+}
+
 type heldPreemptor struct {
-	pod     *corev1.Pod
-	victims []types.UID
-	left    int
+	pod      *corev1.Pod
+	requests framework.Resource
+	victims  []types.UID
+	// running counts the victims not yet seen terminating, left those not
+	// yet deleted.
+	running, left int
 }
 
 func newPreemptions() *preemptions {
-	return &preemptions{victimOf: map[types.UID][]types.UID{}, waiting: map[types.UID]*heldPreemptor{}}
+	return &preemptions{victims: map[types.UID]*victim{}, waiting: map[types.UID]*heldPreemptor{}}
 }
 
-// start notes that pod waits for victims, and holds it with hold (the
-// queue's Hold); false if there is nothing to wait for. hold runs under the
-// lock victimGoing takes: a victim seen going at that moment (another
-// preemptor may be deleting it) releases the pod after its hold, never
-// before it, which would leave it held for good.
-func (ps *preemptions) start(pod *corev1.Pod, victims []*corev1.Pod, hold func()) bool {
-	if len(victims) == 0 {
-		return false
-	}
+// start notes that pod waits for the victims present still says are in
+// the scheduler's cache, and holds it with hold (the queue's Hold); false
+// if there is nothing to wait for. Both run under the lock victimDeleted
+// takes, and the informer removes a pod from the cache before it calls
+// victimDeleted: a victim deleted meanwhile is either not noted or
+// releases the pod after its hold, never before it, which would leave it
+// held until the queue's 60s flush.
+func (ps *preemptions) start(pod *corev1.Pod, victims []*corev1.Pod, present func(types.UID) bool, hold func()) bool {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.forgetLocked(pod.UID)
-	h := &heldPreemptor{pod: pod, left: len(victims)}
+	h := &heldPreemptor{pod: pod}
 	for _, v := range victims {
-		ps.victimOf[v.UID] = append(ps.victimOf[v.UID], pod.UID)
+		if !present(v.UID) {
+			continue
+		}
+		vs := ps.victims[v.UID]
+		if vs == nil {
+			vs = &victim{}
+			ps.victims[v.UID] = vs
+		}
+		vs.terminating = vs.terminating || v.DeletionTimestamp != nil
+		vs.preemptors = append(vs.preemptors, pod.UID)
 		h.victims = append(h.victims, v.UID)
+		if !vs.terminating {
+			h.running++
+		}
 	}
+	if len(h.victims) == 0 {
+		return false
+	}
+	h.left = len(h.victims)
+	h.requests = framework.PodRequests(pod, false)
 	ps.waiting[pod.UID] = h
-	ps.count.Store(int64(len(ps.victimOf)))
+	ps.count.Store(int64(len(ps.victims)))
 	hold()
 	return true
 }
 
-// victimGoing is called for a pod seen terminating or deleted. It returns
-// the preemptors for which it was the last victim.
-func (ps *preemptions) victimGoing(uid types.UID) []*corev1.Pod {
+// isVictim reports whether a preemption noted the pod with uid as a victim.
+func (ps *preemptions) isVictim(uid types.UID) bool {
+	if ps.count.Load() == 0 {
+		return false
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	_, ok := ps.victims[uid]
+	return ok
+}
+
+// victimTerminating is called for a pod seen terminating: its preemptors
+// may now be placed by room made elsewhere (terminatingWaiters).
+func (ps *preemptions) victimTerminating(uid types.UID) {
+	if ps.count.Load() == 0 {
+		return
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if vs := ps.victims[uid]; vs != nil && !vs.terminating {
+		vs.terminating = true
+		for _, owner := range vs.preemptors {
+			ps.waiting[owner].running--
+		}
+	}
+}
+
+// victimDeleted is called for a pod deleted. It returns the preemptors
+// for which it was the last victim.
+func (ps *preemptions) victimDeleted(uid types.UID) []*corev1.Pod {
 	if ps.count.Load() == 0 {
 		return nil
 	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	owners, ok := ps.victimOf[uid]
+	vs, ok := ps.victims[uid]
 	if !ok {
 		return nil
 	}
-	delete(ps.victimOf, uid)
-	ps.count.Store(int64(len(ps.victimOf)))
+	delete(ps.victims, uid)
+	ps.count.Store(int64(len(ps.victims)))
 	var done []*corev1.Pod
-	for _, owner := range owners {
-		if h := ps.waiting[owner]; h != nil {
-			if h.left--; h.left == 0 {
-				delete(ps.waiting, owner)
-				done = append(done, h.pod)
-			}
+	for _, owner := range vs.preemptors {
+		h := ps.waiting[owner]
+		if !vs.terminating {
+			h.running--
+		}
+		if h.left--; h.left == 0 {
+			delete(ps.waiting, owner)
+			done = append(done, h.pod)
 		}
 	}
 	return done
 }
 
-// forget drops the preemption of the pod with uid (its calls failed, or it
-// is gone) and returns the pod if it was held.
+// terminatingWaiters returns the held preemptors whose victims are all
+// terminating.
+func (ps *preemptions) terminatingWaiters() []*heldPreemptor {
+	if ps.count.Load() == 0 {
+		return nil
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	var out []*heldPreemptor
+	for _, h := range ps.waiting {
+		if h.running == 0 {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// forget drops the preemption of the pod with uid (its calls failed, it
+// is gone, or it no longer waits) and returns the pod if it was held.
 func (ps *preemptions) forget(uid types.UID) *corev1.Pod {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -122,14 +202,16 @@ func (ps *preemptions) forgetLocked(uid types.UID) *corev1.Pod {
 	}
 	delete(ps.waiting, uid)
 	for _, v := range h.victims {
-		owners := slices.DeleteFunc(ps.victimOf[v], func(o types.UID) bool { return o == uid })
-		if len(owners) == 0 {
-			delete(ps.victimOf, v)
-		} else {
-			ps.victimOf[v] = owners
+		vs := ps.victims[v]
+		if vs == nil {
+			continue // deleted already
+		}
+		vs.preemptors = slices.DeleteFunc(vs.preemptors, func(o types.UID) bool { return o == uid })
+		if len(vs.preemptors) == 0 {
+			delete(ps.victims, v)
 		}
 	}
-	ps.count.Store(int64(len(ps.victimOf)))
+	ps.count.Store(int64(len(ps.victims)))
 	return h.pod
 }
 
@@ -142,6 +224,16 @@ func (s *Scheduler) preempt(state *framework.CycleState, pod *corev1.Pod, fitErr
 		return nil
 	}
 	preemptionAttempts.Inc()
+	hold := func() { s.queue.Hold(pod) }
+	// Pods a preemption is deleting on its nominated node, seen terminating
+	// or not yet: it may not preempt again, and waits for them as for its
+	// own victims. (Those not yet seen would be picked again by a pod whose
+	// room a later preemptor's nomination took meanwhile.)
+	if waitFor := defaultpreemption.TerminatingOnNominatedNode(pod, s.snapshot, s.inflight.isVictim); len(waitFor) > 0 {
+		fitErr.PostFilterMsg = "preemption: " + defaultpreemption.ErrReasonTerminatingVictims
+		s.inflight.start(pod, waitFor, s.cache.HasPod, hold)
+		return nil
+	}
 	result, st := s.fwk.RunPostFilter(state, pod, s.snapshot, fitErr.Statuses)
 	if !st.IsSuccess() {
 		fitErr.PostFilterMsg = st.Message()
@@ -156,18 +248,44 @@ func (s *Scheduler) preempt(state *framework.CycleState, pod *corev1.Pod, fitErr
 	}
 	s.log.Info("preempting", "pod", pod.Namespace+"/"+pod.Name, "node", p.node, "victims", len(result.Victims), "to delete", len(p.victims))
 	s.nominator.add(pod, p.node)
-	s.inflight.start(pod, p.victims, func() { s.queue.Hold(pod) })
+	s.inflight.start(pod, result.Victims, s.cache.HasPod, hold)
 	return p
 }
 
-// victimGoing releases the preemptors whose last victim pod was: it is
-// seen terminating or deleted. They wait for the next event, as any
-// unschedulable pod: until the victims are gone, they cannot fit, and the
-// deletion of one moves them. So the caller, for a deletion, releases
-// before it sends that event.
-func (s *Scheduler) victimGoing(pod *corev1.Pod) {
-	for _, preemptor := range s.inflight.victimGoing(pod.UID) {
-		s.queue.Release(preemptor, false) // the victim's deletion will move it
+// podDeleted releases the preemptors a bound pod's deletion may place:
+// those whose last victim it was, and those whose victims all terminate
+// and that now fit its node, counting the pods nominated there. The
+// caller then sends the deletion's event, which moves them.
+func (s *Scheduler) podDeleted(pod *corev1.Pod) {
+	for _, preemptor := range s.inflight.victimDeleted(pod.UID) {
+		s.queue.Release(preemptor, false)
+	}
+	waiters := s.inflight.terminatingWaiters()
+	if len(waiters) == 0 {
+		return
+	}
+	ni := s.cache.NodeInfo(pod.Spec.NodeName)
+	if ni == nil {
+		return
+	}
+	for _, h := range waiters {
+		if len(noderesources.FitsBeside(h.requests, s.nominator.podsFor(ni.Node().Name, h.pod), ni)) == 0 {
+			s.releaseWaiter(h.pod)
+		}
+	}
+}
+
+// nodeChanged releases the preemptors whose victims all terminate: a node
+// added or changed may fit them. The caller then sends the node's event.
+func (s *Scheduler) nodeChanged() {
+	for _, h := range s.inflight.terminatingWaiters() {
+		s.releaseWaiter(h.pod)
+	}
+}
+
+func (s *Scheduler) releaseWaiter(pod *corev1.Pod) {
+	if held := s.inflight.forget(pod.UID); held != nil {
+		s.queue.Release(held, false)
 	}
 }
 
@@ -203,7 +321,7 @@ func (s *Scheduler) deleteVictims(ctx context.Context, preemptor *corev1.Pod, p 
 			// Gone already. If the informer saw it go before this
 			// preemption was noted, no event will release the preemptor:
 			// release it here, to retry (a no-op if the informer did).
-			for _, preemptor := range s.inflight.victimGoing(v.UID) {
+			for _, preemptor := range s.inflight.victimDeleted(v.UID) {
 				s.queue.Release(preemptor, true)
 			}
 		default:

@@ -151,7 +151,8 @@ type Scheduler struct {
 	queue     *queue.Queue
 	snapshot  *cache.Snapshot
 	nominator *nominator
-	// inflight holds preemptors until their victims are seen going.
+	// inflight holds preemptors until their victims are deleted
+	// (preemption.go).
 	inflight *preemptions
 	recorder EventRecorder
 	// runRecorder sends the recorder's events, if the scheduler made it.
@@ -616,17 +617,16 @@ func (s *Scheduler) addEventHandlers() {
 				s.inflight.forget(p.UID)
 			}
 			if p.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
-				s.victimGoing(p)
+				s.inflight.victimTerminating(p.UID)
 			}
 		},
 		OnDelete: func(p *corev1.Pod) {
 			if p.Spec.NodeName != "" {
-				s.cache.RemovePod(p)
-				s.victimGoing(p) // before the event, which then moves its preemptor
+				s.cache.RemovePod(p) // before podDeleted: see preemptions.start
+				s.podDeleted(p)      // before the event, which then moves the preemptors it released
 				s.queue.MoveAllToActiveOrBackoff(queue.AssignedPodDelete)
 				return
 			}
-			s.victimGoing(p)
 			s.queue.Delete(p)
 			s.nominator.delete(p)
 			s.inflight.forget(p.UID)
@@ -638,11 +638,13 @@ func (s *Scheduler) addEventHandlers() {
 	s.nodes.AddHandler(informer.Handler[corev1.Node]{
 		OnAdd: func(n *corev1.Node) {
 			s.cache.AddNode(n)
+			s.nodeChanged()
 			s.queue.MoveAllToActiveOrBackoff(queue.NodeAdd)
 		},
 		OnUpdate: func(old, n *corev1.Node) {
 			s.cache.UpdateNode(old, n)
 			if nodeSchedulingPropertiesChanged(old, n) {
+				s.nodeChanged()
 				s.queue.MoveAllToActiveOrBackoff(queue.NodeUpdate)
 			}
 		},

@@ -10,10 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"minik/scheduler/cache"
 	"minik/scheduler/framework"
@@ -318,8 +316,7 @@ func TestAPreemptorWaitsForItsVictimsInsteadOfPreemptingAgain(t *testing.T) {
 	}
 	s.nominator.add(critical, "a")
 	// The victim is being deleted; the nomination's patch is not back yet.
-	terminating := low.DeepCopy()
-	terminating.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	terminating := (&st.PodWrapper{Pod: *low.DeepCopy()}).PreemptedTerminating().Obj()
 	s.cache.UpdatePod(low, terminating)
 
 	requeued := withNomination(critical, "a")

@@ -319,6 +319,27 @@ func (c *Cache) AddPod(pod *corev1.Pod) {
 // UpdatePod replaces a bound pod.
 func (c *Cache) UpdatePod(_, pod *corev1.Pod) { c.AddPod(pod) }
 
+// HasPod reports whether the pod with uid is in the cache (bound or
+// assumed).
+func (c *Cache) HasPod(uid types.UID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pods[uid]
+	return ok
+}
+
+// NodeInfo returns a copy of the named node's NodeInfo as it is now; nil
+// if the cache has no such node.
+func (c *Cache) NodeInfo(name string) *framework.NodeInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	it, ok := c.nodes[name]
+	if !ok || it.info.Node() == nil {
+		return nil
+	}
+	return it.info.Clone()
+}
+
 // RemovePod forgets a pod.
 func (c *Cache) RemovePod(pod *corev1.Pod) {
 	c.mu.Lock()

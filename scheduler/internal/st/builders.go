@@ -66,6 +66,14 @@ func (p *PodWrapper) Terminating() *PodWrapper {
 	return p
 }
 
+// PreemptedTerminating marks the pod terminating as a preemption's victim:
+// the DisruptionTarget condition, then the graceful delete.
+func (p *PodWrapper) PreemptedTerminating() *PodWrapper {
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget,
+		Status: corev1.ConditionTrue, Reason: corev1.PodReasonPreemptionByScheduler})
+	return p.Terminating()
+}
+
 // NominatedNode sets status.nominatedNodeName.
 func (p *PodWrapper) NominatedNode(n string) *PodWrapper { p.Status.NominatedNodeName = n; return p }
 

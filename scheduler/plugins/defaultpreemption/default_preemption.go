@@ -28,6 +28,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"minik/scheduler/framework"
@@ -122,17 +123,47 @@ func eligible(pod *corev1.Pod, snap framework.SharedLister) (string, bool) {
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
 		return ErrReasonPolicyNever, false
 	}
-	if nom := pod.Status.NominatedNodeName; nom != "" {
-		if ni := snap.Get(nom); ni != nil {
-			prio := corev1helpers.PodPriority(pod)
-			for _, p := range ni.Pods {
-				if p.Pod.DeletionTimestamp != nil && corev1helpers.PodPriority(p.Pod) < prio {
-					return ErrReasonTerminatingVictims, false
-				}
-			}
-		}
+	if len(TerminatingOnNominatedNode(pod, snap, nil)) > 0 {
+		return ErrReasonTerminatingVictims, false
 	}
 	return "", true
+}
+
+// TerminatingOnNominatedNode returns the pods of lower priority than pod
+// on the node it is nominated to that a preemption is deleting: those
+// terminating with the DisruptionTarget condition the scheduler gives its
+// victims (as kube-scheduler checks), and those beingDeleted reports (nil:
+// none), whose deletion the caller has under way but not yet seen. While
+// there are any, pod may not preempt again: their going makes its room.
+func TerminatingOnNominatedNode(pod *corev1.Pod, snap framework.SharedLister, beingDeleted func(types.UID) bool) []*corev1.Pod {
+	nom := pod.Status.NominatedNodeName
+	if nom == "" {
+		return nil
+	}
+	ni := snap.Get(nom)
+	if ni == nil {
+		return nil
+	}
+	prio := corev1helpers.PodPriority(pod)
+	var out []*corev1.Pod
+	for _, p := range ni.Pods {
+		if corev1helpers.PodPriority(p.Pod) < prio && (terminatingByPreemption(p.Pod) || beingDeleted != nil && beingDeleted(p.Pod.UID)) {
+			out = append(out, p.Pod)
+		}
+	}
+	return out
+}
+
+func terminatingByPreemption(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp == nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget {
+			return c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler
+		}
+	}
+	return false
 }
 
 // byImportance orders pods most important first: higher priority, then

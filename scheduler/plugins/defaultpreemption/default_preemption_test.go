@@ -130,9 +130,13 @@ func TestPostFilter(t *testing.T) {
 			st.MakePod().Priority(1000).Req("cpu", "1").Obj(), "n2", []string{"plain"}, ""},
 		{"a pod still waiting for its victims to terminate does not preempt again",
 			[]*corev1.Node{twoCPU("n1")},
-			[]*corev1.Pod{st.MakePod().Name("dying").Node("n1").Priority(1).Req("cpu", "2").Terminating().Obj()},
+			[]*corev1.Pod{st.MakePod().Name("dying").Node("n1").Priority(1).Req("cpu", "2").PreemptedTerminating().Obj()},
 			nil, st.MakePod().Priority(1000).Req("cpu", "1").NominatedNode("n1").Obj(), "", nil,
 			"preemption: " + defaultpreemption.ErrReasonTerminatingVictims},
+		{"a pod terminating for another reason than preemption does not stop a nominated pod from preempting",
+			[]*corev1.Node{twoCPU("n1")},
+			[]*corev1.Pod{st.MakePod().Name("deleted").Node("n1").Priority(1).Req("cpu", "2").Terminating().Obj()},
+			nil, st.MakePod().Priority(1000).Req("cpu", "1").NominatedNode("n1").Obj(), "n1", []string{"deleted"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -89,20 +89,34 @@ func (r InsufficientResource) Unresolvable() bool {
 // Fits returns what the node lacks for a pod requesting req; empty if it
 // fits.
 func Fits(req framework.Resource, ni *framework.NodeInfo) []InsufficientResource {
+	return FitsBeside(req, nil, ni)
+}
+
+// FitsBeside is Fits with the pods of beside (those nominated to the
+// node) counted as if they ran there, without a copy of the node.
+func FitsBeside(req framework.Resource, beside []*framework.PodInfo, ni *framework.NodeInfo) []InsufficientResource {
+	used, pods := ni.Requested, len(ni.Pods)
+	if len(beside) > 0 {
+		used = used.Clone()
+		for _, p := range beside {
+			used.AddResource(p.Requests, 1)
+		}
+		pods += len(beside)
+	}
 	var out []InsufficientResource
-	if len(ni.Pods)+1 > ni.Allocatable.AllowedPodNumber {
-		out = append(out, InsufficientResource{corev1.ResourcePods, ErrReasonTooManyPods, 1, int64(len(ni.Pods)), int64(ni.Allocatable.AllowedPodNumber)})
+	if pods+1 > ni.Allocatable.AllowedPodNumber {
+		out = append(out, InsufficientResource{corev1.ResourcePods, ErrReasonTooManyPods, 1, int64(pods), int64(ni.Allocatable.AllowedPodNumber)})
 	}
 	check := func(name corev1.ResourceName, want, used, alloc int64) {
 		if want > 0 && want > alloc-used {
 			out = append(out, InsufficientResource{name, ErrReasonInsufficientPrefix + string(name), want, used, alloc})
 		}
 	}
-	check(corev1.ResourceCPU, req.MilliCPU, ni.Requested.MilliCPU, ni.Allocatable.MilliCPU)
-	check(corev1.ResourceMemory, req.Memory, ni.Requested.Memory, ni.Allocatable.Memory)
-	check(corev1.ResourceEphemeralStorage, req.EphemeralStorage, ni.Requested.EphemeralStorage, ni.Allocatable.EphemeralStorage)
+	check(corev1.ResourceCPU, req.MilliCPU, used.MilliCPU, ni.Allocatable.MilliCPU)
+	check(corev1.ResourceMemory, req.Memory, used.Memory, ni.Allocatable.Memory)
+	check(corev1.ResourceEphemeralStorage, req.EphemeralStorage, used.EphemeralStorage, ni.Allocatable.EphemeralStorage)
 	for name, want := range req.Scalar {
-		check(name, want, ni.Requested.Scalar[name], ni.Allocatable.Scalar[name])
+		check(name, want, used.Scalar[name], ni.Allocatable.Scalar[name])
 	}
 	return out
 }
