@@ -107,3 +107,26 @@ func TestLeastAllocated(t *testing.T) {
 		})
 	}
 }
+
+// FitsBeside counts the pods beside the node's own, as Fits would on a
+// copy of the node with them added, without the copy.
+func TestFitsBesideCountsTheNominatedPods(t *testing.T) {
+	node := st.MakeNode().Name("n").Capacity("cpu", "2", "memory", "4Gi", "pods", "2").Obj()
+	running := st.MakePod().Name("running").Node("n").Req("cpu", "1").Obj()
+	ni := st.NewSnapshot([]*corev1.Node{node}, []*corev1.Pod{running}).Get("n")
+	req := framework.PodRequests(st.MakePod().Req("cpu", "1").Obj(), false)
+	if lacks := FitsBeside(req, nil, ni); len(lacks) != 0 {
+		t.Fatalf("alone: lacks %v, want a fit", lacks)
+	}
+	nominated := framework.NewPodInfo(st.MakePod().Name("nominated").Req("cpu", "500m").Obj())
+	var names []string
+	for _, l := range FitsBeside(req, []*framework.PodInfo{nominated}, ni) {
+		names = append(names, l.Reason)
+	}
+	if !slices.Equal(names, []string{ErrReasonTooManyPods, "Insufficient cpu"}) {
+		t.Fatalf("beside a nominated pod: lacks %v, want too many pods and cpu", names)
+	}
+	if ni.Requested.MilliCPU != 1000 || len(ni.Pods) != 1 {
+		t.Fatal("FitsBeside changed the node")
+	}
+}
