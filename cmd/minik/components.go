@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -136,6 +137,7 @@ func etcdCommand() *cobra.Command {
 	f.StringVar(&mc.Name, "name", "default", "member name")
 	f.StringVar(&mc.DataDir, "data-dir", "", "data directory (default NAME.etcd)")
 	f.StringSliceVar(&mc.ListenClientURLs, "listen-client-urls", []string{"https://127.0.0.1:2379"}, "URLs to serve clients on (http:// for plaintext)")
+	f.StringSliceVar(&mc.ListenClientHTTPURLs, "listen-client-http-urls", nil, "URLs to serve etcd's HTTP endpoints on (/health, /metrics, the JSON gateway); when set, --listen-client-urls serve gRPC alone, which costs etcd less CPU per request")
 	f.StringSliceVar(&mc.AdvertiseClientURLs, "advertise-client-urls", nil, "client URLs to advertise (default: the listen URLs)")
 	f.StringSliceVar(&mc.ListenPeerURLs, "listen-peer-urls", []string{"https://127.0.0.1:2380"}, "URLs to serve peers on (http:// for plaintext)")
 	f.StringSliceVar(&mc.InitialAdvertisePeerURLs, "initial-advertise-peer-urls", nil, "peer URLs to advertise (default: the listen URLs)")
@@ -188,7 +190,7 @@ func etcdHosts(mc *etcd.MemberConfig) []string {
 	if h, err := os.Hostname(); err == nil {
 		hosts = append(hosts, h)
 	}
-	for _, list := range [][]string{mc.ListenClientURLs, mc.AdvertiseClientURLs, mc.ListenPeerURLs, mc.InitialAdvertisePeerURLs} {
+	for _, list := range [][]string{mc.ListenClientURLs, mc.ListenClientHTTPURLs, mc.AdvertiseClientURLs, mc.ListenPeerURLs, mc.InitialAdvertisePeerURLs} {
 		for _, s := range list {
 			for _, part := range strings.Split(s, ",") {
 				if u, err := url.Parse(strings.TrimSpace(part)); err == nil && u.Hostname() != "" && u.Hostname() != "0.0.0.0" {
@@ -207,7 +209,7 @@ func etcdPlaintextCheck(mc *etcd.MemberConfig) error {
 		name string
 		urls []string
 		tls  etcd.TLSFiles
-	}{{"client", mc.ListenClientURLs, mc.ClientTLS}, {"peer", mc.ListenPeerURLs, mc.PeerTLS}} {
+	}{{"client", slices.Concat(mc.ListenClientURLs, mc.ListenClientHTTPURLs), mc.ClientTLS}, {"peer", mc.ListenPeerURLs, mc.PeerTLS}} {
 		for _, u := range side.urls {
 			switch {
 			case strings.HasPrefix(u, "https://") && side.tls.CertFile == "":

@@ -3,8 +3,11 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,14 +24,17 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// TestTLSMemberRefusesClientsWithoutACertificateOfItsCA starts one member
-// with client and peer TLS and client-certificate auth, from certificates
-// laid out as kubeadm lays them out, and dials it as three clients: only
-// the one with the apiserver's etcd client certificate gets in.
-func TestTLSMemberRefusesClientsWithoutACertificateOfItsCA(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an etcd member; skipped under -short")
-	}
+// tlsMember is one member serving clients and peers over TLS with
+// client-certificate auth, from certificates laid out as kubeadm lays
+// them out, and the apiserver's client certificate for it.
+type tlsMember struct {
+	ctx               context.Context
+	pkiDir, clientURL string
+	apiClient         pki.EtcdClientFiles
+}
+
+func startTLSMember(t *testing.T, change func(*MemberConfig)) tlsMember {
+	t.Helper()
 	dir := t.TempDir()
 	pkiDir := filepath.Join(dir, "pki")
 	member, err := pki.EnsureEtcdMember(pkiDir, "m0", nil)
@@ -39,31 +45,47 @@ func TestTLSMemberRefusesClientsWithoutACertificateOfItsCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A certificate of another CA (the cluster's, not etcd's).
-	clusterCA, err := pki.EnsureCA(pkiDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherCert, otherKey, err := clusterCA.EnsureClient(pkiDir, "admin", pki.AdminUser, []string{pki.MastersGroup})
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	clientURL := fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
 	peerURL := fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	m, err := StartMember(ctx, MemberConfig{
+	t.Cleanup(cancel)
+	mc := MemberConfig{
 		Name: "m0", DataDir: filepath.Join(dir, "m0"), Quiet: true,
 		ListenClientURLs: []string{clientURL}, ListenPeerURLs: []string{peerURL},
 		InitialCluster: "m0=" + peerURL,
 		ClientTLS:      TLSFiles{CertFile: member.ServerCert, KeyFile: member.ServerKey, TrustedCAFile: member.TrustedCA, ClientCertAuth: true},
 		PeerTLS:        TLSFiles{CertFile: member.PeerCert, KeyFile: member.PeerKey, TrustedCAFile: member.TrustedCA, ClientCertAuth: true},
-	})
+	}
+	if change != nil {
+		change(&mc)
+	}
+	m, err := StartMember(ctx, mc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	t.Cleanup(m.Close)
+	return tlsMember{ctx: ctx, pkiDir: pkiDir, clientURL: clientURL, apiClient: apiClient}
+}
+
+// TestTLSMemberRefusesClientsWithoutACertificateOfItsCA starts one member
+// with client and peer TLS and client-certificate auth, from certificates
+// laid out as kubeadm lays them out, and dials it as three clients: only
+// the one with the apiserver's etcd client certificate gets in.
+func TestTLSMemberRefusesClientsWithoutACertificateOfItsCA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd member; skipped under -short")
+	}
+	tm := startTLSMember(t, nil)
+	ctx, clientURL, apiClient := tm.ctx, tm.clientURL, tm.apiClient
+	// A certificate of another CA (the cluster's, not etcd's).
+	clusterCA, err := pki.EnsureCA(tm.pkiDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCert, otherKey, err := clusterCA.EnsureClient(tm.pkiDir, "admin", pki.AdminUser, []string{pki.MastersGroup})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	cases := []struct {
 		name   string
@@ -127,5 +149,44 @@ func TestClientTLSConfig(t *testing.T) {
 				t.Fatalf("config = %v, want nil %v", c, tc.wantNil)
 			}
 		})
+	}
+}
+
+// With ListenClientHTTPURLs, the client URL serves gRPC alone and the
+// HTTP URL serves /health, both over the same TLS and client auth.
+func TestSplitHTTPServesHealthApartFromGRPC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd member; skipped under -short")
+	}
+	httpURL := fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
+	tm := startTLSMember(t, func(mc *MemberConfig) { mc.ListenClientHTTPURLs = []string{httpURL} })
+	creds := ClientTLS{CAFile: tm.apiClient.CA, CertFile: tm.apiClient.Cert, KeyFile: tm.apiClient.Key}
+	c, err := DialTLS([]string{tm.clientURL}, creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Put(tm.ctx, "/test/split", "v"); err != nil {
+		t.Fatalf("gRPC put on the client URL: %v", err)
+	}
+	tlsConfig, err := creds.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: 5 * time.Second}
+	resp, err := hc.Get(httpURL + "/health")
+	if err != nil {
+		t.Fatalf("GET /health on the HTTP URL: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"health":"true"`) {
+		t.Fatalf("GET /health on the HTTP URL: %d %s", resp.StatusCode, body)
+	}
+	if resp, err := hc.Get(tm.clientURL + "/health"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("GET /health on the client URL answered 200; want it to serve gRPC alone")
+		}
 	}
 }

@@ -80,6 +80,10 @@ func StartControlPlane(ctx context.Context, bin, dir string, o ControlPlaneOptio
 	if err != nil {
 		return nil, err
 	}
+	etcdHTTP, err := freeport.Addr() // /health and /metrics; the client port serves gRPC alone
+	if err != nil {
+		return nil, err
+	}
 	cp := &ControlPlane{Dir: dir, Server: "https://" + api, Admin: filepath.Join(dir, "pki", "admin", "kubeconfig"), Procs: map[string]*Proc{}, bin: bin}
 	pkiDir := filepath.Join(dir, "pki")
 	certs := exec.Command(bin, "certs", "cluster", "--out", pkiDir, "--server", cp.Server, "--host-server", cp.Server,
@@ -114,8 +118,8 @@ func StartControlPlane(ctx context.Context, bin, dir string, o ControlPlaneOptio
 	}
 	steps := []step{
 		{"etcd", bin, []string{"etcd", "--name", "e0", "--data-dir", filepath.Join(dir, "etcd"), "--pki-dir", filepath.Join(pkiDir, "etcd-127.0.0.1"),
-			"--listen-client-urls", "https://" + etcdClient, "--listen-peer-urls", "https://" + etcdPeer,
-			"--initial-cluster", "e0=https://" + etcdPeer}},
+			"--listen-client-urls", "https://" + etcdClient, "--listen-client-http-urls", "https://" + etcdHTTP,
+			"--listen-peer-urls", "https://" + etcdPeer, "--initial-cluster", "e0=https://" + etcdPeer}},
 		apiserver,
 	}
 	if o.Scheduler {

@@ -118,7 +118,7 @@ type splitCluster struct {
 }
 
 func startSplitCluster(ctx context.Context, bin, dir string) (*splitCluster, error) {
-	var ports [3]int
+	var ports [4]int
 	for i := range ports {
 		p, err := freePort()
 		if err != nil {
@@ -138,7 +138,8 @@ func startSplitCluster(ctx context.Context, bin, dir string) (*splitCluster, err
 	var err error
 	c.etcd, err = startProc(dir, "etcd", bin, "etcd", "--name", "etcd0", "--data-dir", filepath.Join(dir, "etcd"),
 		"--pki-dir", filepath.Join(pkiDir, "etcd-etcd0"), "--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
-		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL)
+		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+		"--listen-client-http-urls", fmt.Sprintf("https://127.0.0.1:%d", ports[3])) // the client port serves gRPC alone
 	if err != nil {
 		return nil, err
 	}
