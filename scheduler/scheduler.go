@@ -413,15 +413,22 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *framework.CycleStat
 		s.verdicts = make([]*framework.Status, n)
 		s.passed = make([]bool, n)
 	}
+	// Only the nodes this cycle reached are looked at and cleared again
+	// after: a cycle that stops at 500 of 5,000 nodes does not walk the
+	// other 4,500 twice.
 	verdicts, passed := s.verdicts[:n], s.passed[:n]
-	clear(verdicts)
-	clear(passed)
 	var count, rejected atomic.Int64
 	var failed atomic.Pointer[framework.Status]
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	start := s.nextStartNodeIndex
-	framework.Parallelize(fctx, s.fwk.Parallelism, n, func(i int) {
+	start, reached := s.nextStartNodeIndex, 0
+	defer func() {
+		for i := range reached {
+			idx := (start + i) % n
+			verdicts[idx], passed[idx] = nil, false
+		}
+	}()
+	reached = framework.Parallelize(fctx, s.fwk.Parallelism, n, func(i int) {
 		idx := (start + i) % n
 		st := s.fwk.RunFilterWithNominated(state, pod, all[idx])
 		switch {
@@ -453,7 +460,7 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *framework.CycleStat
 	// and growing the map node by node rehashes it again and again.
 	statuses := make(framework.NodeToStatus, rejected.Load())
 	processed := 0
-	for i := range n {
+	for i := range reached {
 		idx := (start + i) % n
 		switch {
 		case passed[idx]:

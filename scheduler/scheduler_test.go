@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -230,12 +231,27 @@ func TestSamplingScoresOnlyEnoughFeasibleNodes(t *testing.T) {
 	if status := s.fwk.RunPreFilter(state, pod, s.snapshot); !status.IsSuccess() {
 		t.Fatal(status)
 	}
-	feasible, _, err := s.findFeasible(context.Background(), state, pod, s.snapshot.List())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(feasible) != 420 || s.nextStartNodeIndex == 0 {
-		t.Fatalf("found %d feasible nodes, next start %d; want 420 (42%% of 1000) and a moved start", len(feasible), s.nextStartNodeIndex)
+	// Twice: the second cycle starts where the first stopped, and finds
+	// nothing the first one left marked.
+	seen := map[string]bool{}
+	for cycle := range 2 {
+		start := s.nextStartNodeIndex
+		feasible, _, err := s.findFeasible(context.Background(), state, pod, s.snapshot.List())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(feasible) != 420 || s.nextStartNodeIndex != (start+420)%1000 {
+			t.Fatalf("cycle %d: found %d feasible nodes, next start %d; want 420 (42%% of 1000) and a start moved past them", cycle, len(feasible), s.nextStartNodeIndex)
+		}
+		for _, ni := range feasible {
+			if seen[ni.Node().Name] {
+				t.Fatalf("cycle %d: node %s found again", cycle, ni.Node().Name)
+			}
+			seen[ni.Node().Name] = true
+		}
+		if slices.Contains(s.passed, true) || slices.ContainsFunc(s.verdicts, func(v *framework.Status) bool { return v != nil }) {
+			t.Fatalf("cycle %d: verdicts left marked after the cycle", cycle)
+		}
 	}
 }
 

@@ -259,27 +259,31 @@ func (f *Framework) NumFeasibleNodesToFind(numAllNodes int) int {
 
 // Parallelize calls fn(i) for i in [0, n) on up to workers goroutines and
 // returns when all calls are done or ctx is cancelled (calls not yet
-// started are then skipped).
+// started are then skipped). It returns a bound on the items called: no
+// call had i at or above it (n when none was skipped), so that a caller
+// stopping early looks back over what was done, not over all n.
 //
 // The caller is one of the workers, and it waits only for calls a helper
 // has started: on a busy process a new goroutine may wait milliseconds to
 // run, and a cycle that waited for its helpers to be scheduled took
 // longer than doing their share itself (half of a preemption workload's
 // time went into that wait).
-func Parallelize(ctx context.Context, workers, n int, fn func(i int)) {
+func Parallelize(ctx context.Context, workers, n int, fn func(i int)) int {
 	if n == 0 {
-		return
+		return 0
 	}
 	// Below this many items per worker the goroutines cost more than they save.
 	const minPerWorker = 32
 	workers = min(workers, (n+minPerWorker-1)/minPerWorker)
 	if workers <= 1 {
-		for i := 0; i < n && ctx.Err() == nil; i++ {
+		i := 0
+		for ; i < n && ctx.Err() == nil; i++ {
 			fn(i)
 		}
-		return
+		return i
 	}
-	var next, done atomic.Int64
+	var next, done, bound atomic.Int64
+	bound.Store(int64(n))
 	finished := make(chan struct{})
 	finish := func(k int64) {
 		if done.Add(k) == int64(n) {
@@ -295,8 +299,11 @@ func Parallelize(ctx context.Context, workers, n int, fn func(i int)) {
 			if ctx.Err() != nil {
 				// Take every item nobody has taken, and count them done
 				// with this one: skipping them one by one costs more.
-				rest := max(int64(n)-next.Swap(int64(n)), 0)
-				finish(1 + rest)
+				untaken := next.Swap(int64(n))
+				if untaken < int64(n) { // the first worker to stop: nothing from here on ran
+					bound.Store(untaken)
+				}
+				finish(1 + max(int64(n)-untaken, 0))
 				return
 			}
 			fn(int(i))
@@ -308,4 +315,5 @@ func Parallelize(ctx context.Context, workers, n int, fn func(i int)) {
 	}
 	work()
 	<-finished
+	return int(bound.Load())
 }

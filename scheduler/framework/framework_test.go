@@ -93,7 +93,9 @@ func TestParallelizeCallsEachItemOnce(t *testing.T) {
 	for _, workers := range []int{1, 2, 8} {
 		for _, n := range []int{0, 1, 31, 64, 1000} {
 			calls := make([]atomic.Int32, n)
-			Parallelize(context.Background(), workers, n, func(i int) { calls[i].Add(1) })
+			if bound := Parallelize(context.Background(), workers, n, func(i int) { calls[i].Add(1) }); bound != n {
+				t.Fatalf("workers=%d n=%d: bound %d, want n when nothing was skipped", workers, n, bound)
+			}
 			for i := range calls {
 				if c := calls[i].Load(); c != 1 {
 					t.Fatalf("workers=%d n=%d: item %d called %d times, want 1", workers, n, i, c)
@@ -104,26 +106,32 @@ func TestParallelizeCallsEachItemOnce(t *testing.T) {
 }
 
 // A cancelled search (findFeasible has found enough nodes) returns
-// without calling the items not yet started, and calls none twice.
+// without calling the items not yet started, and calls none twice; the
+// bound it returns lies above every item called and below n.
 func TestParallelizeStopsWhenCancelled(t *testing.T) {
 	const n = 10000
 	for _, workers := range []int{2, 8} {
 		ctx, cancel := context.WithCancel(context.Background())
 		calls := make([]atomic.Int32, n)
 		var total atomic.Int32
-		Parallelize(ctx, workers, n, func(i int) {
+		bound := Parallelize(ctx, workers, n, func(i int) {
 			calls[i].Add(1)
 			if total.Add(1) == 100 {
 				cancel()
 			}
 		})
 		cancel()
+		if bound >= n {
+			t.Errorf("workers=%d: bound %d after a cancel at 100 of %d", workers, bound, n)
+		}
 		if got := total.Load(); got >= n/2 {
 			t.Errorf("workers=%d: %d of %d items called after the cancel at 100", workers, got, n)
 		}
 		for i := range calls {
 			if c := calls[i].Load(); c > 1 {
 				t.Fatalf("workers=%d: item %d called %d times", workers, i, c)
+			} else if c == 1 && i >= bound {
+				t.Fatalf("workers=%d: item %d called, at or above the bound %d", workers, i, bound)
 			}
 		}
 	}
