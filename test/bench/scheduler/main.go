@@ -137,7 +137,7 @@ func main() {
 		compare = flag.Bool("compare", true, "peer mode: compare the two schedulers' placements of edge-case pods first")
 	)
 	flag.StringVar(&plotFile, "plot", "", "draw the pods scheduled over time in SchedulingBasic to this PNG file")
-	flag.StringVar(&apiserverProfile, "apiserver-cpuprofile", "", "write a 2s CPU profile of the apiserver, taken while minik's scheduler runs, to this file (without -peer: of minik up, etcd included)")
+	flag.StringVar(&apiserverProfile, "apiserver-cpuprofile", "", "write a 2s CPU profile of the apiserver, from minik's scheduler's first bind, to this file (without -peer: of minik up, etcd included)")
 	flag.BoolVar(&sendEvents, "events", true, "send the scheduler's events (Scheduled, FailedScheduling) to the apiserver")
 	flag.Parse()
 	if *prof != "" {

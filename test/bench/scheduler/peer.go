@@ -193,7 +193,13 @@ func racePeer(ctx context.Context, c *splitCluster, s schedulerUnderTest, w work
 	defer sched.stop()
 	binds.sample(sched)
 	if apiserverProfile != "" && s.name == "minik" {
-		go profileAPIServer(ctx, c.admin, apiserverProfile)
+		go func() {
+			select { // profile the measured window, not the scheduler's start-up
+			case <-binds.acting:
+				profileAPIServer(ctx, c.admin, apiserverProfile)
+			case <-ctx.Done():
+			}
+		}()
 	}
 	select {
 	case <-binds.done:
@@ -328,6 +334,7 @@ type bindClock struct {
 	mu          sync.Mutex
 	sched       *proc
 	acted       bool
+	acting      chan struct{} // closed at the first action
 	bound       int
 	first, last bindSample
 	done        chan struct{}
@@ -335,7 +342,7 @@ type bindClock struct {
 
 func newBindClock(c *client.Client, want int, apiserver, etcd *proc) *bindClock {
 	b := &bindClock{inf: informer.New(c.Pods(), informer.Config{Namespace: "default"}), want: want,
-		apiserver: apiserver, etcd: etcd, done: make(chan struct{})}
+		apiserver: apiserver, etcd: etcd, done: make(chan struct{}), acting: make(chan struct{})}
 	b.inf.AddHandler(informer.Handler[corev1.Pod]{
 		OnUpdate: func(old, p *corev1.Pod) {
 			if p.Labels["bench"] == "measured" && old.Spec.NodeName == "" {
@@ -379,6 +386,7 @@ func (b *bindClock) saw(bound bool) {
 	s := b.sampleLocked()
 	if first {
 		b.acted, b.first = true, s
+		close(b.acting)
 	}
 	if last {
 		b.last = s
