@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -214,20 +215,62 @@ func (gc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	if !ok {
 		return framework.Result{}, nil
 	}
-	item := Item{Object: obj, Owners: map[types.UID]OwnerState{}}
+	item := Item{Object: obj}
 	for _, d := range gc.dependents(obj.GetUID()) {
 		item.Dependents = append(item.Dependents, d.obj)
 	}
 	if obj.GetDeletionTimestamp() == nil {
-		for _, ref := range obj.GetOwnerReferences() {
-			st, err := gc.ownerState(ctx, obj.GetNamespace(), ref)
-			if err != nil {
+		owners, err := gc.ownerStates(ctx, obj)
+		if err != nil {
+			return framework.Result{}, err
+		}
+		if slices.Contains(slices.Collect(maps.Values(owners)), OwnerDangling) {
+			// The cache may lag a write that already dropped that owner
+			// (our own orphaning patch, just before the owner went): judge
+			// the object as it is now, as upstream's attemptToDeleteItem does.
+			live, err := gc.readLive(ctx, r, obj)
+			if err != nil || live == nil {
 				return framework.Result{}, err
 			}
-			item.Owners[ref.UID] = st
+			if live.GetResourceVersion() != obj.GetResourceVersion() {
+				if owners, err = gc.ownerStates(ctx, live); err != nil {
+					return framework.Result{}, err
+				}
+				item.Object = live
+			}
 		}
+		item.Owners = owners
 	}
 	return framework.Result{}, framework.Execute(ctx, gc.sink, Plan(item).Actions)
+}
+
+// ownerStates classifies each owner of obj.
+func (gc *Controller) ownerStates(ctx context.Context, obj metav1.Object) (map[types.UID]OwnerState, error) {
+	owners := map[types.UID]OwnerState{}
+	for _, ref := range obj.GetOwnerReferences() {
+		st, err := gc.ownerState(ctx, obj.GetNamespace(), ref)
+		if err != nil {
+			return nil, err
+		}
+		owners[ref.UID] = st
+	}
+	return owners, nil
+}
+
+// readLive reads obj's metadata from the apiserver: nil when it is gone or
+// replaced by a new object of that name (whose own event queues it).
+func (gc *Controller) readLive(ctx context.Context, r *framework.Resource, obj metav1.Object) (*metav1.PartialObjectMetadata, error) {
+	var live metav1.PartialObjectMetadata
+	err := gc.c.Do(ctx, "GET", r.API.Path(obj.GetNamespace(), obj.GetName()), nil, nil, &live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case live.UID != obj.GetUID():
+		return nil, nil
+	}
+	return &live, nil
 }
 
 // ownerState classifies one owner, reading the API when the cache does

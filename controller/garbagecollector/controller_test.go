@@ -3,7 +3,9 @@ package garbagecollector
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -173,7 +175,8 @@ func TestSyncFollowsEveryServedKind(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := discovery.Client()
+			reads := maps.Clone(discovery)
+			c := reads.Client()
 			inf := framework.NewInformers(c, slog.New(slog.DiscardHandler))
 			inf.ConfigMaps.Replace(tc.configMaps)
 			gc := New(c, inf, slog.New(slog.DiscardHandler))
@@ -194,7 +197,57 @@ func TestSyncFollowsEveryServedKind(t *testing.T) {
 					t.Fatalf("%v followed", gr)
 				}
 			}
+			// The apiserver holds what the cache holds: a dangling owner
+			// makes the collector read the object again.
+			if r := gc.byName[strings.Split(tc.key, "|")[0]]; r != nil {
+				if obj, ok := r.Get("default", strings.Split(tc.key, "|")[2]); ok {
+					reads[r.API.Path("default", obj.GetName())] = obj
+				}
+			}
 			_, err := gc.sync(context.Background(), tc.key)
+			synctest.Check(t, err, "", sink, tc.wantDone)
+		})
+	}
+}
+
+// TestSyncJudgesADanglingOwnerOnTheLiveObject: the cache may still show an
+// owner reference that a write (the collector's own orphaning patch) has
+// already dropped when the owner goes. Before acting on a dangling owner
+// the collector reads the object again and plans from that copy.
+func TestSyncJudgesADanglingOwnerOnTheLiveObject(t *testing.T) {
+	gone := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web"}
+	rs := func(uid types.UID, rv string, owners ...metav1.OwnerReference) *appsv1.ReplicaSet {
+		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "rs", Namespace: "default", UID: uid,
+			ResourceVersion: rv, OwnerReferences: owners}}
+	}
+	cached := rs("uid-rs", "5", gone)
+	const path = "/apis/apps/v1/namespaces/default/replicasets/rs"
+	cases := []struct {
+		name     string
+		live     *appsv1.ReplicaSet // nil: NotFound
+		wantDone []string
+	}{
+		{name: "the live object still names the gone owner: deleted", live: cached, wantDone: []string{"Delete default/rs"}},
+		{name: "the live object was orphaned since: kept", live: rs("uid-rs", "6")},
+		{name: "the live object gained a solid owner since: it loses the gone one",
+			live:     rs("uid-rs", "7", gone, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cm", UID: "uid-cm"}),
+			wantDone: []string{"RemoveOwnerRefs default/rs"}},
+		{name: "the object is gone: nothing to do"},
+		{name: "a new object of that name: left to its own event", live: rs("uid-other", "8")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reads := synctest.Reads{}
+			if tc.live != nil {
+				reads[path] = tc.live
+			}
+			inf := framework.NewInformers(reads.Client(), slog.New(slog.DiscardHandler))
+			inf.ReplicaSets.Replace([]*appsv1.ReplicaSet{cached})
+			inf.ConfigMaps.Replace([]*corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "default", UID: "uid-cm"}}})
+			gc := New(reads.Client(), inf, slog.New(slog.DiscardHandler))
+			sink := &framework.FakeSink[Action]{}
+			gc.sink = sink
+			_, err := gc.sync(context.Background(), "replicasets.apps|default|rs")
 			synctest.Check(t, err, "", sink, tc.wantDone)
 		})
 	}
