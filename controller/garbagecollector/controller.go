@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -220,11 +219,11 @@ func (gc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 		item.Dependents = append(item.Dependents, d.obj)
 	}
 	if obj.GetDeletionTimestamp() == nil {
-		owners, err := gc.ownerStates(ctx, obj)
+		owners, dangling, err := gc.ownerStates(ctx, obj)
 		if err != nil {
 			return framework.Result{}, err
 		}
-		if slices.Contains(slices.Collect(maps.Values(owners)), OwnerDangling) {
+		if dangling {
 			// The cache may lag a write that already dropped that owner
 			// (our own orphaning patch, just before the owner went): judge
 			// the object as it is now, as upstream's attemptToDeleteItem does.
@@ -233,7 +232,7 @@ func (gc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 				return framework.Result{}, err
 			}
 			if live.GetResourceVersion() != obj.GetResourceVersion() {
-				if owners, err = gc.ownerStates(ctx, live); err != nil {
+				if owners, _, err = gc.ownerStates(ctx, live); err != nil {
 					return framework.Result{}, err
 				}
 				item.Object = live
@@ -244,31 +243,41 @@ func (gc *Controller) sync(ctx context.Context, key string) (framework.Result, e
 	return framework.Result{}, framework.Execute(ctx, gc.sink, Plan(item).Actions)
 }
 
-// ownerStates classifies each owner of obj.
-func (gc *Controller) ownerStates(ctx context.Context, obj metav1.Object) (map[types.UID]OwnerState, error) {
-	owners := map[types.UID]OwnerState{}
+// ownerStates classifies each owner of obj, and reports whether any is
+// dangling.
+func (gc *Controller) ownerStates(ctx context.Context, obj metav1.Object) (map[types.UID]OwnerState, bool, error) {
+	owners, dangling := map[types.UID]OwnerState{}, false
 	for _, ref := range obj.GetOwnerReferences() {
 		st, err := gc.ownerState(ctx, obj.GetNamespace(), ref)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		owners[ref.UID] = st
+		dangling = dangling || st == OwnerDangling
 	}
-	return owners, nil
+	return owners, dangling, nil
 }
 
 // readLive reads obj's metadata from the apiserver: nil when it is gone or
 // replaced by a new object of that name (whose own event queues it).
 func (gc *Controller) readLive(ctx context.Context, r *framework.Resource, obj metav1.Object) (*metav1.PartialObjectMetadata, error) {
+	live, err := gc.getMetadata(ctx, r, obj.GetNamespace(), obj.GetName())
+	if err != nil || live == nil || live.UID != obj.GetUID() {
+		return nil, err
+	}
+	return live, nil
+}
+
+// getMetadata reads an object's metadata from the apiserver: nil when it
+// does not exist.
+func (gc *Controller) getMetadata(ctx context.Context, r *framework.Resource, ns, name string) (*metav1.PartialObjectMetadata, error) {
 	var live metav1.PartialObjectMetadata
-	err := gc.c.Do(ctx, "GET", r.API.Path(obj.GetNamespace(), obj.GetName()), nil, nil, &live)
+	err := gc.c.Do(ctx, "GET", r.API.Path(ns, name), nil, nil, &live)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
 		return nil, err
-	case live.UID != obj.GetUID():
-		return nil, nil
 	}
 	return &live, nil
 }
@@ -295,15 +304,14 @@ func (gc *Controller) ownerState(ctx context.Context, ns string, ref metav1.Owne
 	if o, ok := r.Get(ns, ref.Name); ok && o.GetUID() == ref.UID {
 		return classify(o), nil
 	}
-	var live metav1.PartialObjectMetadata
-	err := gc.c.Do(ctx, "GET", r.API.Path(ns, ref.Name), nil, nil, &live)
+	live, err := gc.getMetadata(ctx, r, ns, ref.Name)
 	switch {
-	case apierrors.IsNotFound(err):
-		return OwnerDangling, nil
 	case err != nil:
 		return OwnerSolid, err
+	case live == nil:
+		return OwnerDangling, nil
 	}
-	return classify(&live), nil
+	return classify(live), nil
 }
 
 // apiSink performs an action through the apiserver (Enqueue: on the

@@ -199,9 +199,10 @@ func TestSyncFollowsEveryServedKind(t *testing.T) {
 			}
 			// The apiserver holds what the cache holds: a dangling owner
 			// makes the collector read the object again.
-			if r := gc.byName[strings.Split(tc.key, "|")[0]]; r != nil {
-				if obj, ok := r.Get("default", strings.Split(tc.key, "|")[2]); ok {
-					reads[r.API.Path("default", obj.GetName())] = obj
+			key := strings.Split(tc.key, "|")
+			if r := gc.byName[key[0]]; r != nil {
+				if obj, ok := r.Get(key[1], key[2]); ok {
+					reads[r.API.Path(key[1], key[2])] = obj
 				}
 			}
 			_, err := gc.sync(context.Background(), tc.key)
