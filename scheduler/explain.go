@@ -52,7 +52,7 @@ type NodeExplanation struct {
 // filter on every node, every score on every feasible node.
 func Explain(fwk *framework.Framework, snap *cache.Snapshot, pod *corev1.Pod, seed uint64) *Explanation {
 	e := &Explanation{Pod: pod}
-	fwk.KeepRawScores = true
+	fwk.KeepScores = true
 	state := framework.NewCycleState()
 	all := snap.List()
 	if st := fwk.RunPreFilter(state, pod, snap); !st.IsSuccess() {
@@ -105,11 +105,12 @@ func Explain(fwk *framework.Framework, snap *cache.Snapshot, pod *corev1.Pod, se
 		e.Message = st.Message()
 		return e
 	}
-	e.Scores, e.Totals = per, totals
-	for _, ni := range feasible {
+	e.Scores = per
+	for i, ni := range feasible {
 		e.Scored = append(e.Scored, ni.Node().Name)
+		e.Totals = append(e.Totals, framework.NodeScore{Name: ni.Node().Name, Score: totals[i]})
 	}
-	e.Chosen = selectHost(totals, rand.New(rand.NewPCG(seed, seed>>1|1)))
+	e.Chosen = selectHost(feasible, totals, rand.New(rand.NewPCG(seed, seed>>1|1)))
 	return e
 }
 

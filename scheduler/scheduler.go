@@ -401,7 +401,7 @@ func (s *Scheduler) schedulePod(ctx context.Context, state *framework.CycleState
 	if !st.IsSuccess() {
 		return "", st.AsError()
 	}
-	return selectHost(totals, s.rng), nil
+	return selectHost(feasible, totals, s.rng), nil
 }
 
 // findFeasible filters nodes, starting where the previous cycle stopped
@@ -475,22 +475,22 @@ func (s *Scheduler) findFeasible(ctx context.Context, state *framework.CycleStat
 	return feasible, statuses, nil
 }
 
-// selectHost returns the node with the highest total, choosing at random
-// (with rng) among equals.
-func selectHost(totals []framework.NodeScore, rng *rand.Rand) string {
-	best, ties := totals[0], 1
-	for _, ns := range totals[1:] {
+// selectHost returns the node with the highest total (totals[i] is
+// nodes[i]'s), choosing at random (with rng) among equals.
+func selectHost(nodes []*framework.NodeInfo, totals []int64, rng *rand.Rand) string {
+	best, ties := 0, 1
+	for i := 1; i < len(totals); i++ {
 		switch {
-		case ns.Score > best.Score:
-			best, ties = ns, 1
-		case ns.Score == best.Score:
+		case totals[i] > totals[best]:
+			best, ties = i, 1
+		case totals[i] == totals[best]:
 			ties++
 			if rng.IntN(ties) == 0 { // reservoir sampling: each tie equally likely
-				best = ns
+				best = i
 			}
 		}
 	}
-	return best.Name
+	return nodes[best].Node().Name
 }
 
 // handleFailure reports a failed cycle (event and PodScheduled condition)

@@ -27,10 +27,10 @@ var (
 // stateKey holds the pod's requests, computed in PreScore.
 var stateKey = framework.NewStateKey("PreScore" + Name)
 
-// PreScore computes the pod's requests (with defaults for containers that
-// request nothing) once.
+// PreScore keeps the pod's requests (with defaults for containers that
+// request nothing) for Score: those of the cycle's PodInfo.
 func (*BalancedAllocation) PreScore(state *framework.CycleState, pod *corev1.Pod, _ []*framework.NodeInfo, _ framework.SharedLister) *framework.Status {
-	state.Write(stateKey, framework.PodRequests(pod, true))
+	state.Write(stateKey, &state.PodInfoOf(pod).NonZeroRequests)
 	return nil
 }
 
@@ -44,9 +44,10 @@ func (*BalancedAllocation) Name() string { return Name }
 
 // Score implements framework.ScorePlugin.
 func (b *BalancedAllocation) Score(state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
-	req, err := framework.ReadAs[framework.Resource](state, stateKey)
+	req, err := framework.ReadAs[*framework.Resource](state, stateKey)
 	if err != nil {
-		req = framework.PodRequests(pod, true)
+		r := framework.PodRequests(pod, true)
+		req = &r
 	}
 	var buf [4]float64 // no allocation per node for the usual two resources
 	shares := buf[:0]

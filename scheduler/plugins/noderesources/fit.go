@@ -60,9 +60,11 @@ type preFilterState struct {
 	requests, nonZero framework.Resource
 }
 
-// PreFilter computes the pod's requests once.
+// PreFilter keeps the pod's requests for Filter and Score: those of the
+// cycle's PodInfo, which the queue computed when the pod arrived.
 func (*Fit) PreFilter(state *framework.CycleState, pod *corev1.Pod, _ framework.SharedLister) *framework.Status {
-	state.Write(stateKey, &preFilterState{framework.PodRequests(pod, false), framework.PodRequests(pod, true)})
+	pi := state.PodInfoOf(pod)
+	state.Write(stateKey, &preFilterState{pi.Requests, pi.NonZeroRequests})
 	return nil
 }
 
