@@ -2,8 +2,12 @@ package framework
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestNumFeasibleNodesToFind(t *testing.T) {
@@ -134,5 +138,68 @@ func TestParallelizeStopsWhenCancelled(t *testing.T) {
 				t.Fatalf("workers=%d: item %d called, at or above the bound %d", workers, i, bound)
 			}
 		}
+	}
+}
+
+// scoreByDigit scores a node by its name's last digit, normalized so the
+// best is 100.
+type scoreByDigit struct{}
+
+func (scoreByDigit) Name() string { return "ByDigit" }
+func (scoreByDigit) Score(_ *CycleState, _ *corev1.Pod, ni *NodeInfo) (int64, *Status) {
+	name := ni.Node().Name
+	return int64(name[len(name)-1] - '0'), nil
+}
+func (scoreByDigit) NormalizeScore(_ *CycleState, _ *corev1.Pod, scores []NodeScore) *Status {
+	return DefaultNormalizeScore(MaxNodeScore, false, scores)
+}
+
+// scoreTen gives every node 10.
+type scoreTen struct{}
+
+func (scoreTen) Name() string                                                 { return "Ten" }
+func (scoreTen) Score(*CycleState, *corev1.Pod, *NodeInfo) (int64, *Status)   { return 10, nil }
+func (scoreTen) NormalizeScore(*CycleState, *corev1.Pod, []NodeScore) *Status { return nil }
+
+func TestRunScoreKeepsWhatItReturns(t *testing.T) {
+	nodes := func(names ...string) []*NodeInfo {
+		var out []*NodeInfo
+		for _, n := range names {
+			ni := NewNodeInfo()
+			ni.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+			out = append(out, ni)
+		}
+		return out
+	}
+	profile := Profile{Score: []ScorePluginWeight{{scoreByDigit{}, 1}, {scoreTen{}, 2}}, Parallelism: 2}
+	explain, cycle := New(profile), New(profile)
+	explain.KeepScores = true
+	pod := &corev1.Pod{}
+
+	totals, per, st := explain.RunScore(context.Background(), NewCycleState(), pod, nodes("a1", "a2", "a4"))
+	if !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	want := []int64{25 + 20, 50 + 20, 100 + 20}
+	if !slices.Equal(totals, want) {
+		t.Fatalf("totals %v, want %v", totals, want)
+	}
+	// The pooled path, on more nodes and then fewer, must neither give
+	// wrong totals nor write into what explain's call returned.
+	for _, names := range [][]string{{"b8", "b4", "b2", "b1", "b0"}, {"c5"}} {
+		got, none, st := cycle.RunScore(context.Background(), NewCycleState(), pod, nodes(names...))
+		if !st.IsSuccess() || none != nil {
+			t.Fatalf("without KeepScores: per %v, status %v", none, st)
+		}
+		if got[0] != 100+20 {
+			t.Fatalf("%v: the best node totals %d, want 120", names, got[0])
+		}
+	}
+	if !slices.Equal(per[0].Raw, []int64{1, 2, 4}) || !slices.Equal(per[0].Scores, []int64{25, 50, 100}) ||
+		!slices.Equal(per[1].Scores, []int64{10, 10, 10}) || per[1].Weight != 2 {
+		t.Fatalf("kept scores changed: %+v", per)
+	}
+	if !slices.Equal(totals, want) {
+		t.Fatalf("kept totals changed: %v", totals)
 	}
 }
