@@ -208,7 +208,9 @@ func racePeer(ctx context.Context, c *splitCluster, s schedulerUnderTest, w work
 		_, log := sched.exited()
 		return nil, fmt.Errorf("scheduler exited:\n%s", log)
 	case <-time.After(10 * time.Minute):
-		return nil, fmt.Errorf("only %d of %d pods bound after 10 minutes", binds.count(), w.MeasuredPods)
+		log, _ := os.ReadFile(sched.log)
+		return nil, fmt.Errorf("only %d of %d pods bound after 10 minutes; the end of the scheduler's log:\n%s",
+			binds.count(), w.MeasuredPods, tail(string(log), 4000))
 	}
 	first, last := binds.first, binds.last
 	after, err := writesSettled(ctx, c.admin)
