@@ -16,7 +16,9 @@ import (
 // do not take the room being made for them. Each pod's PodInfo is made
 // once, when it is nominated: filters add it to every node they check.
 type nominator struct {
-	mu     sync.Mutex
+	// mu is read-locked by the filters, once per node they check, from
+	// every filtering goroutine at once.
+	mu     sync.RWMutex
 	byNode map[string][]*framework.PodInfo
 	nodeOf map[types.UID]string
 	// count mirrors len(nodeOf), so that the common case (no nomination)
@@ -92,8 +94,8 @@ func (n *nominator) podsOn(node string, keep func(*corev1.Pod) bool) []*framewor
 	if n.count.Load() == 0 {
 		return nil
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.mu.RLock()
+	defer n.mu.RUnlock()
 	var out []*framework.PodInfo
 	for _, p := range n.byNode[node] {
 		if keep(p.Pod) {
