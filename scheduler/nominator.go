@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -96,11 +97,20 @@ func (n *nominator) podsOn(node string, keep func(*corev1.Pod) bool) []*framewor
 	}
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	var out []*framework.PodInfo
-	for _, p := range n.byNode[node] {
+	pods := n.byNode[node]
+	for i, p := range pods {
 		if keep(p.Pod) {
-			out = append(out, p)
+			continue
 		}
+		// Some are left out: a slice of its own. (Else the node's own is
+		// returned: add and delete never write into one they handed out.)
+		out := slices.Clone(pods[:i])
+		for _, p := range pods[i+1:] {
+			if keep(p.Pod) {
+				out = append(out, p)
+			}
+		}
+		return out
 	}
-	return out
+	return pods
 }

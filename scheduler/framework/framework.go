@@ -101,17 +101,27 @@ func (f *Framework) RunFilter(state *CycleState, pod *corev1.Pod, node *NodeInfo
 }
 
 // RunFilterWithNominated runs RunFilter on a node as if the pods
-// nominated to it were already running there.
+// nominated to it were already running there (NodeInfo.WithNominated).
 func (f *Framework) RunFilterWithNominated(state *CycleState, pod *corev1.Pod, node *NodeInfo) *Status {
 	if f.NominatedPods != nil {
 		if noms := f.NominatedPods(node.Node().Name, pod); len(noms) > 0 {
-			node = node.Clone()
-			for _, p := range noms {
-				node.AddPodInfo(p)
-			}
+			node = node.WithNominated(noms)
 		}
 	}
 	return f.RunFilter(state, pod, node)
+}
+
+// AddNominated adds to node, a copy of the caller's own, the pods
+// nominated to it that RunFilterWithNominated would count: a preemption's
+// dry run then filters it with RunFilter as it takes pods away and gives
+// them back, without copying it again each time.
+func (f *Framework) AddNominated(pod *corev1.Pod, node *NodeInfo) {
+	if f.NominatedPods == nil {
+		return
+	}
+	for _, p := range f.NominatedPods(node.Node().Name, pod) {
+		node.AddPodInfo(p)
+	}
 }
 
 // PluginVerdict is one filter's verdict on one node, for explanations.

@@ -38,6 +38,17 @@ type NodeInfo struct {
 
 	// Generation changes on every change of the NodeInfo.
 	Generation int64
+
+	// nominated is WithNominated's last copy of this node, reused while
+	// neither the node (Generation) nor the pods added change.
+	nominated *nominatedView
+}
+
+// nominatedView is a NodeInfo with nominated pods added.
+type nominatedView struct {
+	generation int64
+	pods       []*PodInfo
+	node       *NodeInfo
 }
 
 // NewNodeInfo returns a NodeInfo holding pods, without a node yet.
@@ -179,6 +190,24 @@ func (n *NodeInfo) CloneWithout(drop func(*PodInfo) bool) (*NodeInfo, []*PodInfo
 		c.PodsWithRequiredAntiAffinity = slices.DeleteFunc(c.PodsWithRequiredAntiAffinity, drop)
 	}
 	return c, dropped
+}
+
+// WithNominated returns a copy of n with pods added: the pods nominated
+// to it, which filters count as if they ran there. The copy is kept on n
+// and returned again while n and pods are the same (the same PodInfos), so
+// that a node whose nominations wait through many failed cycles is copied
+// once, not once per cycle. The copy is read-only; n must not be filtered
+// by two goroutines at once (a cycle filters each node from one).
+func (n *NodeInfo) WithNominated(pods []*PodInfo) *NodeInfo {
+	if v := n.nominated; v != nil && v.generation == n.Generation && slices.Equal(v.pods, pods) {
+		return v.node
+	}
+	c := n.Clone()
+	for _, p := range pods {
+		c.AddPodInfo(p)
+	}
+	n.nominated = &nominatedView{generation: n.Generation, pods: pods, node: c}
+	return c
 }
 
 // Clone returns a copy that can be changed without changing n. Pods are

@@ -103,3 +103,34 @@ func TestCloneWithoutIsCloneThenRemove(t *testing.T) {
 		t.Error("a port added to a clone without ports was lost")
 	}
 }
+
+// WithNominated copies the node once for as long as neither the node nor
+// the nominated pods change, and never lets a stale copy through.
+func TestWithNominatedReusesItsCopyUntilSomethingChanges(t *testing.T) {
+	pod := func(name, cpu string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse(cpu)}}}}}}
+	}
+	ni := NewNodeInfo(pod("running", "1"))
+	a, b := NewPodInfo(pod("nominated-a", "500m")), NewPodInfo(pod("nominated-b", "250m"))
+
+	first := ni.WithNominated([]*PodInfo{a})
+	if first == ni || first.Requested.MilliCPU != 1500 || ni.Requested.MilliCPU != 1000 {
+		t.Fatalf("copy requests %dm, node %dm: want 1500m on a copy, the node left at 1000m", first.Requested.MilliCPU, ni.Requested.MilliCPU)
+	}
+	if again := ni.WithNominated([]*PodInfo{a}); again != first {
+		t.Fatal("the same node and nominations were copied again")
+	}
+	both := ni.WithNominated([]*PodInfo{a, b})
+	if both == first || both.Requested.MilliCPU != 1750 {
+		t.Fatalf("another nomination: copy requests %dm, want a new copy with 1750m", both.Requested.MilliCPU)
+	}
+	ni.AddPod(pod("bound", "100m"))
+	if after := ni.WithNominated([]*PodInfo{a, b}); after == both || after.Requested.MilliCPU != 1850 {
+		t.Fatalf("after a pod was added to the node: copy requests %dm, want a new copy with 1850m", after.Requested.MilliCPU)
+	}
+	if c := ni.Clone(); c.nominated != nil {
+		t.Fatal("a clone carries its original's nominated copy")
+	}
+}

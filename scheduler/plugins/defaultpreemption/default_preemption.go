@@ -184,20 +184,21 @@ func startTime(p *corev1.Pod) time.Time {
 	return p.CreationTimestamp.Time
 }
 
-// fits runs the filters for pod on a changed copy of a node. When the pod
-// has rules about other pods (affinity, spreading), their PreFilter state
+// fits runs the filters for pod on a changed copy of a node, which holds
+// the pods nominated there (Framework.AddNominated). When the pod has
+// rules about other pods (affinity, spreading), their PreFilter state
 // depends on where pods are, so it is computed again against a view of
 // the cluster with this node replaced.
 func fits(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework, snap framework.SharedLister, ni *framework.NodeInfo) bool {
 	if state.FilterSkipped(interpodaffinity.Name) && state.FilterSkipped(podtopologyspread.Name) {
-		return fwk.RunFilterWithNominated(state, pod, ni).IsSuccess()
+		return fwk.RunFilter(state, pod, ni).IsSuccess()
 	}
 	view := &replacedNode{SharedLister: snap, node: ni}
 	fresh := framework.NewCycleState()
 	if !fwk.RunPreFilter(fresh, pod, view).IsSuccess() {
 		return false
 	}
-	return fwk.RunFilterWithNominated(fresh, pod, ni).IsSuccess()
+	return fwk.RunFilter(fresh, pod, ni).IsSuccess()
 }
 
 // selectVictims finds the fewest, least important pods of lower priority
@@ -207,7 +208,11 @@ func fits(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework
 func selectVictims(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework, snap framework.SharedLister, ni *framework.NodeInfo, budgets budgets) ([]*corev1.Pod, int, bool) {
 	prio := corev1helpers.PodPriority(pod)
 	work, potential := ni.CloneWithout(func(p *framework.PodInfo) bool { return corev1helpers.PodPriority(p.Pod) < prio })
-	if len(potential) == 0 || !fits(state, pod, fwk, snap, work) {
+	if len(potential) == 0 {
+		return nil, 0, false
+	}
+	fwk.AddNominated(pod, work) // once: the dry run below changes work many times
+	if !fits(state, pod, fwk, snap, work) {
 		return nil, 0, false
 	}
 	slices.SortStableFunc(potential, byImportance)
