@@ -496,8 +496,9 @@ func selectHost(nodes []*framework.NodeInfo, totals []int64, rng *rand.Rand) str
 // handleFailure reports a failed cycle (event and PodScheduled condition)
 // and puts the pod back in the queue, unless it is gone or bound. If its
 // preemption p nominated a node, the nomination goes in the same status
-// patch (as upstream), and the victims are deleted after it, so that
-// nobody sees them go before the reason.
+// patch (as upstream), written while the victims are deleted, as
+// kube-scheduler's asynchronous preemption does: the preemptor's wait for
+// its room is one round trip shorter.
 func (s *Scheduler) handleFailure(ctx context.Context, qp *queue.QueuedPodInfo, cycle int64, err error, p *preemption) {
 	pod := qp.Pod
 	var fitErr *framework.FitError
@@ -548,13 +549,15 @@ func (s *Scheduler) handleFailure(ctx context.Context, qp *queue.QueuedPodInfo, 
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 		defer cancel()
+		var nominating sync.WaitGroup
+		var nominateErr error
 		if status != nil {
-			if err := s.patchStatusNow(ctx, cur, status); err != nil {
-				s.abandonPreemption(pod) // not nominated: delete nobody
-				return
-			}
+			nominating.Go(func() { nominateErr = s.patchStatusNow(ctx, cur, status) })
 		}
 		s.deleteVictims(ctx, pod, p)
+		if nominating.Wait(); nominateErr != nil {
+			s.abandonPreemption(pod) // not nominated: retry it rather than wait
+		}
 	})
 }
 
