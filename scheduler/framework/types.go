@@ -93,6 +93,9 @@ func (r *Resource) AddResource(o Resource, sign int64) {
 	r.Memory += sign * o.Memory
 	r.EphemeralStorage += sign * o.EphemeralStorage
 	r.AllowedPodNumber += int(sign) * o.AllowedPodNumber
+	if len(o.Scalar) == 0 {
+		return // ranging over an empty map is not free, and this runs per pod a dry run moves
+	}
 	for name, v := range o.Scalar {
 		r.SetScalar(name, r.Scalar[name]+sign*v)
 	}

@@ -188,9 +188,10 @@ func startTime(p *corev1.Pod) time.Time {
 // the pods nominated there (Framework.AddNominated). When the pod has
 // rules about other pods (affinity, spreading), their PreFilter state
 // depends on where pods are, so it is computed again against a view of
-// the cluster with this node replaced.
-func fits(state *framework.CycleState, pod *corev1.Pod, fwk *framework.Framework, snap framework.SharedLister, ni *framework.NodeInfo) bool {
-	if state.FilterSkipped(interpodaffinity.Name) && state.FilterSkipped(podtopologyspread.Name) {
+// the cluster with this node replaced; else (samePreFilter) the cycle's
+// state serves.
+func fits(state *framework.CycleState, samePreFilter bool, pod *corev1.Pod, fwk *framework.Framework, snap framework.SharedLister, ni *framework.NodeInfo) bool {
+	if samePreFilter {
 		return fwk.RunFilter(state, pod, ni).IsSuccess()
 	}
 	view := &replacedNode{SharedLister: snap, node: ni}
@@ -212,7 +213,8 @@ func selectVictims(state *framework.CycleState, pod *corev1.Pod, fwk *framework.
 		return nil, 0, false
 	}
 	fwk.AddNominated(pod, work) // once: the dry run below changes work many times
-	if !fits(state, pod, fwk, snap, work) {
+	samePreFilter := state.FilterSkipped(interpodaffinity.Name) && state.FilterSkipped(podtopologyspread.Name)
+	if !fits(state, samePreFilter, pod, fwk, snap, work) {
 		return nil, 0, false
 	}
 	slices.SortStableFunc(potential, byImportance)
@@ -221,7 +223,7 @@ func selectVictims(state *framework.CycleState, pod *corev1.Pod, fwk *framework.
 	violations := 0
 	reprieve := func(p *framework.PodInfo) bool {
 		work.AddPodInfo(p) // the node's own PodInfo: nothing to compute again
-		if fits(state, pod, fwk, snap, work) {
+		if fits(state, samePreFilter, pod, fwk, snap, work) {
 			return true
 		}
 		work.RemovePod(p.Pod)

@@ -117,8 +117,10 @@ func FitsBeside(req framework.Resource, beside []*framework.PodInfo, ni *framewo
 	check(corev1.ResourceCPU, req.MilliCPU, used.MilliCPU, ni.Allocatable.MilliCPU)
 	check(corev1.ResourceMemory, req.Memory, used.Memory, ni.Allocatable.Memory)
 	check(corev1.ResourceEphemeralStorage, req.EphemeralStorage, used.EphemeralStorage, ni.Allocatable.EphemeralStorage)
-	for name, want := range req.Scalar {
-		check(name, want, used.Scalar[name], ni.Allocatable.Scalar[name])
+	if len(req.Scalar) > 0 {
+		for name, want := range req.Scalar {
+			check(name, want, used.Scalar[name], ni.Allocatable.Scalar[name])
+		}
 	}
 	return out
 }
