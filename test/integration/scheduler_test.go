@@ -447,10 +447,17 @@ func TestSchedulerPreemptionByPriority(t *testing.T) {
 			}
 			return false, "no victim yet"
 		})
-		u, err := e.cs.CoreV1().Pods(ns).Get(e.ctx, "urgent", metav1.GetOptions{})
-		if err != nil || u.Status.NominatedNodeName != "pre-a" && u.Spec.NodeName == "" {
-			t.Fatalf("urgent: nominatedNodeName %q, err %v", u.Status.NominatedNodeName, err)
-		}
+		// The nomination is written while the victim goes (as upstream's
+		// asynchronous preemption), so it may land just after.
+		var u *corev1.Pod
+		eventually(t, 10*time.Second, "urgent nominated to pre-a", func() (bool, string) {
+			var err error
+			u, err = e.cs.CoreV1().Pods(ns).Get(e.ctx, "urgent", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return u.Status.NominatedNodeName == "pre-a" || u.Spec.NodeName != "", fmt.Sprintf("nominatedNodeName %q", u.Status.NominatedNodeName)
+		})
 		if u.Spec.NodeName != "" {
 			t.Fatalf("urgent bound to %s before its victim was gone", u.Spec.NodeName)
 		}
