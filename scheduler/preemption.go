@@ -312,7 +312,7 @@ func (s *Scheduler) deleteVictims(ctx context.Context, preemptor *corev1.Pod, p 
 			Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonPreemptionByScheduler,
 			Message: preemptor.Spec.SchedulerName + ": preempting to accommodate a higher priority pod", LastTransitionTime: metav1.Now()}}})
 		if err == nil {
-			err = s.client.Pods().Delete(ctx, v.Namespace, v.Name, deleteWithUID(v.UID))
+			err = s.write(func() error { return s.client.Pods().Delete(ctx, v.Namespace, v.Name, deleteWithUID(v.UID)) })
 		}
 		switch {
 		case err == nil:

@@ -77,7 +77,8 @@ type Config struct {
 	// Parallelism is the number of goroutines filtering and scoring.
 	// Default GOMAXPROCS.
 	Parallelism int
-	// BindConcurrency bounds the binds in flight. Default 512.
+	// BindConcurrency bounds the binds under way (assumed, not yet
+	// bound): the scheduling loop waits while that many are. Default 512.
 	BindConcurrency int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -172,6 +173,7 @@ type Scheduler struct {
 	verdicts  []*framework.Status
 	passed    []bool
 	bindSlots chan struct{}
+	writes    chan struct{} // see write
 	wg        sync.WaitGroup
 	synced    chan struct{}
 }
@@ -198,6 +200,7 @@ func New(cfg Config) *Scheduler {
 		recorder:  cfg.Recorder,
 		rng:       rand.New(rand.NewPCG(cfg.Seed, cfg.Seed>>1|1)),
 		bindSlots: make(chan struct{}, cfg.BindConcurrency),
+		writes:    make(chan struct{}, writesInFlight),
 		synced:    make(chan struct{}),
 	}
 	if s.recorder == nil {
@@ -319,11 +322,15 @@ func (s *Scheduler) scheduleOne(ctx context.Context) {
 	}
 	s.wg.Go(func() {
 		defer func() { <-s.bindSlots }()
-		bindStart := time.Now()
-		st := s.fwk.RunPreBind(ctx, state, assumed, host)
-		if st.IsSuccess() {
-			st = s.fwk.RunBind(ctx, assumed, host)
-		}
+		var st *framework.Status
+		var bindStart time.Time
+		_ = s.write(func() error {
+			bindStart = time.Now()
+			if st = s.fwk.RunPreBind(ctx, state, assumed, host); st.IsSuccess() {
+				st = s.fwk.RunBind(ctx, assumed, host)
+			}
+			return nil
+		})
 		s.observePoint("Bind", st, bindStart)
 		if !st.IsSuccess() {
 			s.observeAttempt(resultError, start)

@@ -46,13 +46,34 @@ func (s *Scheduler) patchStatus(pod *corev1.Pod, status map[string]any) {
 	})
 }
 
+// writesInFlight bounds the scheduler's API writes in flight apart from
+// events (which have 64 lanes of their own): binds, status patches and
+// preemptions' deletions. With the event lanes it stays below what an
+// apiserver takes at once by default (200 mutating requests served and
+// 200 waiting for a slot): a burst of writes (in scheduler_perf's
+// Preemption, 400 preemptors placed within 100 ms, or hundreds of
+// preemptions' calls at once) waits here instead of part of it being
+// refused with 429 and sent again a second later, the cluster idle
+// meanwhile. (128 cost SchedulingBasic a quarter of its throughput.)
+const writesInFlight = 256
+
+// write makes one API write, when fewer than writesInFlight are under way.
+func (s *Scheduler) write(call func() error) error {
+	s.writes <- struct{}{}
+	defer func() { <-s.writes }()
+	return call()
+}
+
 // patchStatusNow sends a strategic merge patch of the status and waits.
 func (s *Scheduler) patchStatusNow(ctx context.Context, pod *corev1.Pod, status map[string]any) error {
 	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return err
 	}
-	if _, err := s.client.Pods().Patch(ctx, pod.Namespace, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+	if err := s.write(func() error {
+		_, err := s.client.Pods().Patch(ctx, pod.Namespace, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		return err
+	}); err != nil {
 		s.log.Debug("status patch failed", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		return err
 	}
